@@ -1,0 +1,324 @@
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *
+root_path(const char *var, const char *rel, char *buf, size_t len)
+{
+    const char *root = getenv(var);
+    if (!root)
+        root = ".";
+    snprintf(buf, len, "%s/%s", root, rel);
+    return buf;
+}
+
+const char *
+tu_build_path(const char *rel)
+{
+    static char buf[4096];
+    return root_path("PRISMLB_BUILD_ROOT", rel, buf, sizeof(buf));
+}
+
+const char *
+tu_source_path(const char *rel)
+{
+    static char buf[4096];
+    return root_path("PRISMLB_SOURCE_ROOT", rel, buf, sizeof(buf));
+}
+
+long long
+tu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void
+tu_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+char *
+tu_mkdtemp(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s/prismlb-test-XXXXXX", tmp ? tmp : "/tmp");
+    if (!mkdtemp(buf))
+        return NULL;
+    return strdup(buf);
+}
+
+int
+tu_rmrf(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : -errno;
+    if (S_ISDIR(st.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d)
+            return -errno;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+                continue;
+            char sub[4096];
+            snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+            tu_rmrf(sub);
+        }
+        closedir(d);
+        return rmdir(path) < 0 ? -errno : 0;
+    }
+    return unlink(path) < 0 ? -errno : 0;
+}
+
+static void
+child_exec(char *const argv[], char *const envp_extra[], int outfd)
+{
+    if (outfd >= 0) {
+        dup2(outfd, 1);
+        dup2(outfd, 2);
+        close(outfd);
+    }
+    int nul = open("/dev/null", O_RDONLY);
+    if (nul >= 0) {
+        dup2(nul, 0);
+        close(nul);
+    }
+    for (size_t i = 0; envp_extra && envp_extra[i]; i++)
+        putenv(envp_extra[i]);
+    /* Own process group so that a test can never signal its runner. */
+    setpgid(0, 0);
+    execvp(argv[0], argv);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+int
+tu_spawn(struct tu_proc *p, char *const argv[], char *const envp_extra[], const char *log_path)
+{
+    int fd = -1;
+    memset(p, 0, sizeof(*p));
+    if (log_path) {
+        fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -errno;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return -e;
+    }
+    if (pid == 0)
+        child_exec(argv, envp_extra, fd);
+    if (fd >= 0)
+        close(fd);
+    p->pid = pid;
+    return 0;
+}
+
+int
+tu_exited(struct tu_proc *p)
+{
+    if (p->reaped)
+        return 1;
+    if (p->pid <= 0)
+        return 1;
+    pid_t r = waitpid(p->pid, &p->status, WNOHANG);
+    if (r == p->pid) {
+        p->reaped = 1;
+        return 1;
+    }
+    return 0;
+}
+
+int
+tu_wait_exit(struct tu_proc *p, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (!tu_exited(p)) {
+        if (tu_now_ms() >= deadline)
+            return 0;
+        tu_sleep_ms(5);
+    }
+    return 1;
+}
+
+int
+tu_stop(struct tu_proc *p, int sig, int timeout_ms)
+{
+    if (p->pid <= 0)
+        return -1;
+    if (tu_exited(p))
+        return p->status;
+    kill(p->pid, sig);
+    if (!tu_wait_exit(p, timeout_ms)) {
+        kill(p->pid, SIGKILL);
+        tu_wait_exit(p, 5000);
+    }
+    return p->status;
+}
+
+int
+tu_run(char *const argv[], char *const envp_extra[], char **out, int timeout_ms)
+{
+    char path[] = "/tmp/prismlb-run-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return -1;
+    struct tu_proc p;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    if (pid == 0)
+        child_exec(argv, envp_extra, fd);
+    close(fd);
+    memset(&p, 0, sizeof(p));
+    p.pid = pid;
+    int rc;
+    if (!tu_wait_exit(&p, timeout_ms)) {
+        tu_stop(&p, SIGKILL, 1000);
+        rc = -1;
+    } else if (WIFEXITED(p.status)) {
+        rc = WEXITSTATUS(p.status);
+    } else {
+        rc = 128 + WTERMSIG(p.status);
+    }
+    if (out)
+        *out = tu_read_file(path, NULL);
+    unlink(path);
+    return rc;
+}
+
+char *
+tu_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return NULL;
+    }
+    size_t r;
+    while ((r = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+        n += r;
+        if (cap - n < 2) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+int
+tu_write_file(const char *path, const char *data)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -errno;
+    size_t n = strlen(data);
+    int rc = fwrite(data, 1, n, f) == n ? 0 : -EIO;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    return rc;
+}
+
+int
+tu_wait_line(const char *path, const char *prefix, char *buf, size_t len, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    size_t plen = strlen(prefix);
+    for (;;) {
+        char *data = tu_read_file(path, NULL);
+        if (data) {
+            char *line = data;
+            while (line && *line) {
+                char *nl = strchr(line, '\n');
+                if (nl && strncmp(line, prefix, plen) == 0) {
+                    size_t n = (size_t)(nl - line) - plen;
+                    if (n >= len)
+                        n = len - 1;
+                    memcpy(buf, line + plen, n);
+                    buf[n] = '\0';
+                    free(data);
+                    return 0;
+                }
+                line = nl ? nl + 1 : NULL;
+            }
+            free(data);
+        }
+        if (tu_now_ms() >= deadline)
+            return -1;
+        tu_sleep_ms(10);
+    }
+}
+
+int
+tu_wait_port(const char *host, int port, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    for (;;) {
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        memset(&ss, 0, sizeof(ss));
+        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+        if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+            s4->sin_family = AF_INET;
+            s4->sin_port = htons((uint16_t)port);
+            sl = sizeof(*s4);
+        } else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+            s6->sin6_family = AF_INET6;
+            s6->sin6_port = htons((uint16_t)port);
+            sl = sizeof(*s6);
+        } else {
+            return -1;
+        }
+        int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            return -1;
+        int ok = connect(fd, (struct sockaddr *)&ss, sl) == 0;
+        close(fd);
+        if (ok)
+            return 0;
+        if (tu_now_ms() >= deadline)
+            return -1;
+        tu_sleep_ms(10);
+    }
+}

@@ -1,0 +1,64 @@
+/*
+ * testutil: process and file helpers shared by the Check suites.
+ *
+ * Every process a test starts is tracked by PID and stopped by PID; every
+ * wait is bounded by a timeout in milliseconds.
+ */
+#ifndef PRISMLB_TESTUTIL_H
+#define PRISMLB_TESTUTIL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct tu_proc {
+    pid_t pid;
+    int status; /* wait status once reaped */
+    int reaped;
+};
+
+/* Path of a built file: $PRISMLB_BUILD_ROOT/rel. Returns a static buffer. */
+const char *tu_build_path(const char *rel);
+/* Path of a source file: $PRISMLB_SOURCE_ROOT/rel. Returns a static buffer. */
+const char *tu_source_path(const char *rel);
+
+/* A fresh private directory under $TMPDIR (new, caller frees the string;
+ * tu_rmrf removes it). */
+char *tu_mkdtemp(void);
+int tu_rmrf(const char *path);
+
+/* Start argv[0] (PATH is searched) with extra "K=V" environment entries
+ * (envp_extra may be NULL), stdout and stderr appended to log_path (or
+ * inherited when NULL). Returns 0 or -errno. */
+int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp_extra[],
+             const char *log_path);
+/* Send sig to p->pid and wait up to timeout_ms for it to exit; SIGKILL after
+ * that. Returns the wait status, or -1 if it had already been reaped. */
+int tu_stop(struct tu_proc *p, int sig, int timeout_ms);
+/* Non-blocking: 1 if the process has exited (status stored), 0 if running. */
+int tu_exited(struct tu_proc *p);
+/* Wait up to timeout_ms for exit. Returns 1 if exited, 0 on timeout. */
+int tu_wait_exit(struct tu_proc *p, int timeout_ms);
+
+/* Run argv to completion within timeout_ms, capturing stdout and stderr
+ * together into *out (new, NUL-terminated; may be NULL to discard).
+ * Returns the exit code (0-255), 128+signal if killed, or -1 on timeout or
+ * spawn failure. */
+int tu_run(char *const argv[], char *const envp_extra[], char **out, int timeout_ms);
+
+/* Read a whole file (new, NUL-terminated). NULL on error. */
+char *tu_read_file(const char *path, size_t *len);
+int tu_write_file(const char *path, const char *data);
+
+/* Poll path until it contains a line starting with prefix, within
+ * timeout_ms; copy the rest of that line (after the prefix) into buf.
+ * Returns 0 or -1 on timeout. */
+int tu_wait_line(const char *path, const char *prefix, char *buf, size_t len, int timeout_ms);
+
+/* Wait until a TCP connect to host:port succeeds. 0 or -1 on timeout. */
+int tu_wait_port(const char *host, int port, int timeout_ms);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+long long tu_now_ms(void);
+void tu_sleep_ms(int ms);
+
+#endif

@@ -1,0 +1,54 @@
+#!/bin/sh
+# Builds prismlb twice (plain, and with ASan+UBSan) and runs the whole test
+# suite on each; ends with one line "N passed, N failed".
+# Usage: tests/run.sh   (installs missing Debian packages first)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+"$top/tests/setup.sh" test || exit 1
+
+passed=0
+failed=0
+status=0
+
+count() { # $1 = meson testlog.txt summary section
+  ok=$(sed -n 's/^Ok: *\([0-9]*\).*/\1/p' "$1" | tail -n1)
+  bad=0
+  for k in Fail 'Unexpected Pass' Timeout; do
+    n=$(sed -n "s/^$k: *\([0-9]*\).*/\1/p" "$1" | tail -n1)
+    bad=$((bad + ${n:-0}))
+  done
+  passed=$((passed + ${ok:-0}))
+  failed=$((failed + bad))
+}
+
+suite() { # $1 = build dir, rest = meson setup options
+  dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; status=1; failed=$((failed + 1)); return; }
+  fi
+  if ! ninja -C "$dir" >"$dir.ninja.log" 2>&1; then
+    cat "$dir.ninja.log"; status=1; failed=$((failed + 1)); return
+  fi
+  meson test -C "$dir" --print-errorlogs --num-processes 2 "$@x" 2>/dev/null >/dev/null; true
+}
+
+suite() {
+  dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    if ! meson setup "$dir" "$@" >"$dir-setup.log" 2>&1; then
+      cat "$dir-setup.log"; status=1; failed=$((failed + 1)); return
+    fi
+  fi
+  if ! ninja -C "$dir" >"$dir-ninja.log" 2>&1; then
+    tail -n 60 "$dir-ninja.log"; status=1; failed=$((failed + 1)); return
+  fi
+  meson test -C "$dir" --print-errorlogs --num-processes 2 || status=1
+  count "$dir/meson-logs/testlog.txt"
+}
+
+suite build
+suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+
+echo "$passed passed, $failed failed"
+exit $status

@@ -1,0 +1,159 @@
+#include "alloc.h"
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static unsigned long alloc_count;
+static unsigned long fail_at;
+static int fail_sticky;
+
+static int
+should_fail(void)
+{
+    alloc_count++;
+    if (fail_at == 0)
+        return 0;
+    if (--fail_at == 0) {
+        if (fail_sticky)
+            fail_at = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void
+core_alloc_fail_at(unsigned long nth, int sticky)
+{
+    fail_at = nth;
+    fail_sticky = sticky;
+}
+
+unsigned long
+core_alloc_count(void)
+{
+    return alloc_count;
+}
+
+void *
+core_malloc(size_t n)
+{
+    if (should_fail())
+        return NULL;
+    return malloc(n ? n : 1);
+}
+
+void *
+core_calloc(size_t nmemb, size_t size)
+{
+    if (should_fail())
+        return NULL;
+    return calloc(nmemb ? nmemb : 1, size ? size : 1);
+}
+
+void *
+core_realloc(void *p, size_t n)
+{
+    if (should_fail())
+        return NULL;
+    return realloc(p, n ? n : 1);
+}
+
+void
+core_free(void *p)
+{
+    free(p);
+}
+
+char *
+core_strdup(const char *s)
+{
+    return core_strndup(s, strlen(s));
+}
+
+char *
+core_strndup(const char *s, size_t n)
+{
+    size_t len = strnlen(s, n);
+    char *d = core_malloc(len + 1);
+    if (!d)
+        return NULL;
+    memcpy(d, s, len);
+    d[len] = '\0';
+    return d;
+}
+
+char *
+core_asprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return NULL;
+    char *s = core_malloc((size_t)n + 1);
+    if (!s)
+        return NULL;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+/* Adapters with the signatures each library wants. */
+
+static void *
+ssl_malloc(size_t n, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    return core_malloc(n);
+}
+
+static void *
+ssl_realloc(void *p, size_t n, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    return core_realloc(p, n);
+}
+
+static void
+ssl_free(void *p, const char *file, int line)
+{
+    (void)file;
+    (void)line;
+    core_free(p);
+}
+
+static void *
+curl_calloc_cb(size_t nmemb, size_t size)
+{
+    return core_calloc(nmemb, size);
+}
+
+int
+core_alloc_install_library_hooks(void)
+{
+    const char *env = getenv("PRISMLB_FAIL_ALLOC");
+    if (env && *env) {
+        char *end;
+        unsigned long n = strtoul(env, &end, 10);
+        core_alloc_fail_at(n, end && strcmp(end, ",sticky") == 0);
+    }
+    /* OpenSSL refuses once it has allocated; tolerate that (its own
+     * allocations then bypass the hook, which only loses injection). */
+    (void)CRYPTO_set_mem_functions(ssl_malloc, ssl_realloc, ssl_free);
+    event_set_mem_functions(core_malloc, core_realloc, core_free);
+    json_set_alloc_funcs(core_malloc, core_free);
+    if (curl_global_init_mem(CURL_GLOBAL_DEFAULT, core_malloc, core_free, core_realloc,
+                             core_strdup, curl_calloc_cb) != CURLE_OK)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * alloc: the one allocation hook of the daemon.
+ *
+ * Every allocation of the core, of the libraries it drives (libevent,
+ * libcurl, jansson, OpenSSL) and of modules (through plb_host.alloc) goes
+ * through these functions, so a test can make the Nth one fail and prove
+ * that nothing crashes or leaks.
+ */
+#ifndef PRISMLB_ALLOC_H
+#define PRISMLB_ALLOC_H
+
+#include <stddef.h>
+
+/* malloc/calloc/realloc/free/strdup through the hook. core_malloc never
+ * zeroes; core_calloc does. NULL on failure (injected or real). */
+void *core_malloc(size_t n);
+void *core_calloc(size_t nmemb, size_t size);
+void *core_realloc(void *p, size_t n);
+void core_free(void *p);
+char *core_strdup(const char *s);
+char *core_strndup(const char *s, size_t n);
+/* printf into a new string (free with core_free); NULL on failure. */
+char *core_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Make the nth allocation from now fail (1 = the next), and every one after
+ * it when sticky. 0 disables. Also set from PRISMLB_FAIL_ALLOC=N[,sticky]. */
+void core_alloc_fail_at(unsigned long nth, int sticky);
+/* Allocations attempted since start (for tests that sweep N). */
+unsigned long core_alloc_count(void);
+
+/* Route libevent, jansson, libcurl and OpenSSL through the hook. Call once,
+ * first thing in main, before any of them allocates. 0 or -1. */
+int core_alloc_install_library_hooks(void);
+
+#endif

@@ -1,0 +1,497 @@
+/*
+ * prismlb/module.h — the public module ABI of prismlb.
+ *
+ * This header is the whole contract between the prismlb daemon and a module
+ * (a shared object loaded with dlopen). A module includes only this header,
+ * links against nothing of the daemon, and reaches every core service through
+ * the host table handed to its hooks.
+ *
+ * A module exports exactly one symbol, PLB_MODULE_SYMBOL ("prismlb_module"),
+ * a `const struct plb_module` built with designated initializers:
+ *
+ *     PLB_MODULE_EXPORT = {
+ *         .abi_major = PLB_ABI_MAJOR,
+ *         .abi_minor = PLB_ABI_MINOR,
+ *         .size = sizeof(struct plb_module),
+ *         .name = "example",
+ *         ...
+ *     };
+ *
+ * Versioning. The loader accepts a module when its abi_major equals the
+ * daemon's and its abi_minor is at most the daemon's. A minor version adds
+ * (new host functions at the end of struct plb_host, new hooks at the end of
+ * struct plb_module, new enum values); a major version changes or removes.
+ * Structures passed across the ABI begin with their size so that either side
+ * can tell which fields the other knows; use PLB_HOST_HAS() before calling a
+ * host function added after the minor version your module requires.
+ *
+ * Ownership words used in every comment below:
+ *   new       the caller owns the result and frees it with the named function;
+ *   borrowed  the callee keeps ownership; valid only for the duration stated;
+ *   steals    ownership passes to the callee.
+ *
+ * Threading. Everything happens on the daemon's one event loop thread; no
+ * function here may be called from another thread. No hook may block.
+ *
+ * Changelog (every ABI change, newest first):
+ *   2026-11-29  1.0  First ABI: descriptor, settings tables, lifecycle,
+ *                    logging, timers, fd watches, TCP listeners, HTTP
+ *                    servers, HTTP client, metrics, endpoint links, gates,
+ *                    health checks.
+ */
+#ifndef PRISMLB_MODULE_H
+#define PRISMLB_MODULE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PLB_ABI_MAJOR 1
+#define PLB_ABI_MINOR 0
+
+/* The symbol every module exports. */
+#define PLB_MODULE_SYMBOL "prismlb_module"
+#define PLB_MODULE_EXPORT                                                                          \
+    __attribute__((visibility("default"))) const struct plb_module prismlb_module
+
+#if defined(__GNUC__)
+#define PLB_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PLB_PRINTF(f, a)
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Opaque handles. Their layout belongs to the daemon.                      */
+
+typedef struct plb_ctx plb_ctx;                 /* one module instance */
+typedef struct plb_timer plb_timer;             /* a timer on the event loop */
+typedef struct plb_io plb_io;                   /* a watch on a file descriptor */
+typedef struct plb_listener plb_listener;       /* a TCP listener */
+typedef struct plb_http_server plb_http_server; /* a small HTTP server */
+typedef struct plb_http_exchange plb_http_exchange; /* one request to that server */
+typedef struct plb_http_req plb_http_req;       /* one HTTP client request */
+typedef struct plb_http_resp plb_http_resp;     /* its response */
+typedef struct plb_metric plb_metric;           /* a metric family */
+typedef struct plb_check plb_check;             /* a config validation pass */
+typedef struct plb_done plb_done;               /* an asynchronous completion */
+
+/* ------------------------------------------------------------------------ */
+/* Settings tables.                                                          */
+
+enum plb_setting_type {
+    PLB_SET_BOOL = 1,   /* int (0 or 1) */
+    PLB_SET_INT,        /* int64_t, within [min, max] */
+    PLB_SET_DOUBLE,     /* double, within [min, max] */
+    PLB_SET_STRING,     /* char * (NUL-terminated; NULL when unset, no default) */
+    PLB_SET_DURATION,   /* int64_t milliseconds; "150ms", "20s", "1m30s", "2h" or
+                           an integer number of seconds; within [min, max] ms */
+    PLB_SET_ENUM,       /* int: index into enum_values */
+    PLB_SET_STRING_LIST,/* struct plb_strv: array of strings or one string with
+                           comma-separated items */
+    PLB_SET_PATH,       /* char *: a file path, relative paths resolved against
+                           the directory of the config file that set it */
+    PLB_SET_INSTANCES,  /* struct plb_strv of instance names, each checked to
+                           exist and to provide the role in `role` */
+};
+
+/* Flags of a setting. */
+#define PLB_SET_REQUIRED 0x1u /* no default: must be given */
+#define PLB_SET_SECRET 0x2u   /* never printed (logs, --check-config output) */
+#define PLB_SET_NONEMPTY 0x4u /* strings and lists: must not be empty */
+
+/* Roles an instance can provide to others (struct plb_module.provides). */
+#define PLB_ROLE_ENDPOINTS 0x1u /* publishes endpoint sets */
+#define PLB_ROLE_GATE 0x2u      /* opens and closes gated instances */
+
+struct plb_strv {
+    size_t n;
+    char **v; /* n strings, owned by the daemon */
+};
+
+/*
+ * One setting. The daemon parses the value from the config file (or the
+ * environment variable `env`, which wins over the file), checks type and
+ * bounds, runs `validate`, and stores it at `offset` in the module's config
+ * struct (of plb_module.config_size bytes). `def` is the default written as
+ * it would be in the config file ("20s", "127.0.0.1", "true", "a,b"); NULL
+ * means no default (zero / NULL / empty list). The same table renders the
+ * module's settings reference (prismlb --settings-doc MODULE).
+ */
+struct plb_setting {
+    const char *name;
+    enum plb_setting_type type;
+    size_t offset;
+    const char *def;
+    double min, max;                 /* INT, DOUBLE, DURATION (ms); both 0: none */
+    const char *const *enum_values;  /* ENUM: NULL-terminated list */
+    uint32_t flags;                  /* PLB_SET_* flags */
+    uint32_t role;                   /* INSTANCES: PLB_ROLE_* the targets provide */
+    const char *env;                 /* environment variable overriding it, or NULL */
+    const char *doc;                 /* one line */
+    /* Extra check of one value, or NULL. `value` points at the parsed field.
+     * Return NULL if valid, else a static or thread-local message. */
+    const char *(*validate)(const void *value);
+};
+
+/* Helpers for settings tables. */
+#define PLB_OFFSET(type, field) offsetof(type, field)
+#define PLB_SETTINGS_END {0}
+
+/* ------------------------------------------------------------------------ */
+/* Logging.                                                                  */
+
+enum plb_log_level {
+    PLB_LOG_ERROR = 0,
+    PLB_LOG_WARN = 1,
+    PLB_LOG_INFO = 2,
+    PLB_LOG_DEBUG = 3,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Callbacks.                                                                */
+
+typedef void (*plb_timer_cb)(plb_timer *t, void *arg);
+
+#define PLB_IO_READ 0x02
+#define PLB_IO_WRITE 0x04
+#define PLB_IO_TIMEOUT 0x01
+/* what: PLB_IO_* bits that fired. */
+typedef void (*plb_io_cb)(plb_io *io, int fd, int what, void *arg);
+
+/* A new connection; the module owns fd (non-blocking, close-on-exec).
+ * peer is borrowed for the call ("1.2.3.4:5678" or "[::1]:5678"). */
+typedef void (*plb_accept_cb)(plb_listener *l, int fd, const char *peer, void *arg);
+
+/* An HTTP server request; answer it with host->http_reply, now or later. */
+typedef void (*plb_http_handler)(plb_http_exchange *x, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* HTTP client.                                                              */
+
+/* How the body of a response is delivered. */
+enum plb_http_body_mode {
+    PLB_HTTP_BUFFER = 0, /* whole body in the response, up to max_body bytes */
+    PLB_HTTP_CHUNKS,     /* each piece to on_data as it arrives; none kept */
+    PLB_HTTP_LINES,      /* each complete '\n'-terminated line (without the
+                            '\n') to on_data; a line over max_body is an error */
+};
+
+/* Error classes of a failed request (plb_http_resp_error). */
+enum plb_http_error {
+    PLB_HTTP_OK = 0,
+    PLB_HTTP_E_CONNECT,   /* DNS, refused, unreachable */
+    PLB_HTTP_E_TIMEOUT,   /* connect or total timeout */
+    PLB_HTTP_E_TLS,       /* handshake, verification, credentials */
+    PLB_HTTP_E_PROTOCOL,  /* malformed response */
+    PLB_HTTP_E_TOO_LARGE, /* body or line over max_body */
+    PLB_HTTP_E_CANCELLED, /* plb_host.http_cancel (done is not called) */
+    PLB_HTTP_E_LOCAL,     /* bad request options, out of memory, a file that
+                             could not be read (token, certificate) */
+    PLB_HTTP_E_ABORTED,   /* on_data asked to stop */
+};
+
+/* Called with each chunk or line; borrowed data. Return 0 to go on, non-zero
+ * to abort the request (done then reports PLB_HTTP_E_ABORTED). */
+typedef int (*plb_http_data_cb)(plb_http_req *req, const char *data, size_t len, void *arg);
+/* Called once when the request ends, unless it was cancelled. resp is
+ * borrowed for the duration of the call; the request handle is freed by the
+ * daemon right after. */
+typedef void (*plb_http_done_cb)(plb_http_req *req, const plb_http_resp *resp, void *arg);
+
+struct plb_http_opts {
+    size_t size;                 /* sizeof(struct plb_http_opts) */
+    const char *method;          /* "GET" when NULL */
+    const char *url;             /* required: http:// or https:// */
+    const char *const *headers;  /* NULL-terminated "Name: value" lines, or NULL */
+    const void *body;            /* copied; may be NULL */
+    size_t body_len;
+    const char *ca_file;         /* verify the server against this bundle
+                                    (system store when NULL) */
+    const char *ca_pem;          /* or against this PEM text (copied) */
+    const char *cert_file;       /* client certificate (PEM), read per request */
+    const char *key_file;        /* client key (PEM), read per request */
+    const char *cert_pem;        /* or inline PEM text (copied) */
+    const char *key_pem;
+    const char *bearer_token_file; /* "Authorization: Bearer <contents>", the
+                                      file read on every request */
+    const char *bearer_token;    /* or a token given inline (copied) */
+    const char *tls_server_name; /* verify the certificate against this name
+                                    instead of the URL's host */
+    const char *connect_to;      /* "host:port": connect there instead of the
+                                    URL's host and port (SNI and verification
+                                    still use the URL's host) */
+    int insecure_skip_verify;    /* never a default; for explicit opt-in only */
+    uint32_t connect_timeout_ms; /* 0: 10 s */
+    uint32_t timeout_ms;         /* total, 0: none (streams) */
+    enum plb_http_body_mode body_mode;
+    size_t max_body;             /* BUFFER: body limit; LINES: line limit;
+                                    0: 16 MiB */
+    plb_http_data_cb on_data;    /* CHUNKS and LINES */
+    plb_http_done_cb done;       /* required */
+    void *arg;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Metrics.                                                                  */
+
+enum plb_metric_type {
+    PLB_METRIC_COUNTER = 1,
+    PLB_METRIC_GAUGE,
+    PLB_METRIC_HISTOGRAM,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Endpoint links.                                                           */
+
+/* An endpoint: "host:port", with IPv6 hosts in brackets. */
+struct plb_endpoint_set {
+    size_t n;
+    const char *const *v; /* borrowed for the duration of the callback */
+};
+/* The merged, de-duplicated, sorted union of every linked source's latest
+ * set. Never empty once it was non-empty. */
+typedef void (*plb_endpoints_cb)(const struct plb_endpoint_set *set, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Health checks, read by mod_metrics.                                       */
+
+enum plb_health_kind {
+    PLB_HEALTH_LIVE = 1,  /* liveness: fails when its heartbeat goes stale */
+    PLB_HEALTH_READY = 2, /* readiness: fails while set not ready */
+};
+
+struct plb_health_info {
+    const char *instance;     /* borrowed */
+    const char *check;        /* borrowed */
+    enum plb_health_kind kind;
+    int ok;                   /* READY: last state */
+    int64_t last_beat_ms;     /* LIVE: monotonic time of the last heartbeat */
+    const char *reason;       /* borrowed; why not ready, or NULL */
+};
+typedef void (*plb_health_iter_cb)(const struct plb_health_info *info, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* The host table: every core service a module may use.                     */
+
+struct plb_host {
+    size_t size; /* sizeof(struct plb_host) as the daemon was built */
+    uint32_t abi_major, abi_minor;
+
+    /* --- identity and logging --- */
+
+    /* The instance's name and module name; borrowed for the instance's life. */
+    const char *(*instance_name)(plb_ctx *ctx);
+    const char *(*module_name)(plb_ctx *ctx);
+    /* Log a message tagged with the instance. fmt is printf-style; extra
+     * structured fields follow as NULL-terminated key, value string pairs
+     * in plb_log_kv. Values of keys that look secret (token, password,
+     * authorization, secret, key material) are redacted. */
+    void (*logv)(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap);
+    void (*log_kv)(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...);
+    int (*log_enabled)(plb_ctx *ctx, enum plb_log_level lvl);
+
+    /* --- time and timers --- */
+
+    /* Monotonic milliseconds, and wall-clock milliseconds since the epoch. */
+    int64_t (*now_ms)(plb_ctx *ctx);
+    int64_t (*wall_ms)(plb_ctx *ctx);
+    /* New timer (free with timer_free); NULL on allocation failure. */
+    plb_timer *(*timer_new)(plb_ctx *ctx, plb_timer_cb cb, void *arg);
+    /* Arm: first fire after delay_ms, then every period_ms if period_ms > 0.
+     * jitter in [0, 1]: each delay is lengthened by up to jitter × delay at
+     * random. Re-arming an armed timer replaces its schedule. 0 or -errno. */
+    int (*timer_arm)(plb_timer *t, int64_t delay_ms, int64_t period_ms, double jitter);
+    void (*timer_cancel)(plb_timer *t);
+    int (*timer_pending)(const plb_timer *t);
+    void (*timer_free)(plb_timer *t); /* NULL is fine; cancels first */
+
+    /* --- file descriptors --- */
+
+    /* Watch fd for PLB_IO_READ/WRITE (persistent until io_del). The fd stays
+     * the module's. New; free with io_free. */
+    plb_io *(*io_new)(plb_ctx *ctx, int fd, int what, plb_io_cb cb, void *arg);
+    /* Start watching; timeout_ms > 0 adds PLB_IO_TIMEOUT after that long
+     * without activity. 0 or -errno. */
+    int (*io_add)(plb_io *io, int64_t timeout_ms);
+    void (*io_del)(plb_io *io);
+    void (*io_free)(plb_io *io); /* NULL is fine */
+
+    /* --- TCP listeners --- */
+
+    /* Listen on addr:port (addr an IP literal; port 0 picks one). New; free
+     * with listener_free. NULL on failure with *err set to -errno. */
+    plb_listener *(*listen_tcp)(plb_ctx *ctx, const char *addr, int port, int backlog,
+                                plb_accept_cb cb, void *arg, int *err);
+    int (*listener_port)(const plb_listener *l); /* the bound port */
+    void (*listener_pause)(plb_listener *l, int paused);
+    void (*listener_free)(plb_listener *l);
+
+    /* --- HTTP servers --- */
+
+    /* An HTTP/1.1 server on addr:port. New; free with http_server_free. */
+    plb_http_server *(*http_server_new)(plb_ctx *ctx, const char *addr, int port, int *err);
+    int (*http_server_port)(const plb_http_server *s);
+    /* Route an exact path ("/metrics") or, ending in '/', a prefix. Every
+     * method reaches the handler. 0 or -errno. */
+    int (*http_route)(plb_http_server *s, const char *path, plb_http_handler h, void *arg);
+    void (*http_server_free)(plb_http_server *s);
+    /* Request accessors; borrowed until the reply. */
+    const char *(*http_method)(plb_http_exchange *x);
+    const char *(*http_path)(plb_http_exchange *x);  /* without the query */
+    const char *(*http_query)(plb_http_exchange *x); /* "" when none */
+    const char *(*http_header)(plb_http_exchange *x, const char *name);
+    /* Reply (exactly once): status, content type (NULL for none), body
+     * (copied), NULL-terminated "Name: value" extra headers. Frees x. */
+    void (*http_reply)(plb_http_exchange *x, int status, const char *content_type,
+                       const void *body, size_t len, const char *const *headers);
+
+    /* --- HTTP client --- */
+
+    /* Start a request. New handle, valid until done runs or http_cancel is
+     * called; NULL with *err = -errno (bad options, no memory). */
+    plb_http_req *(*http_request)(plb_ctx *ctx, const struct plb_http_opts *o, int *err);
+    /* Cancel a running request; its done callback is not called. */
+    void (*http_cancel)(plb_http_req *req);
+    int (*http_resp_status)(const plb_http_resp *r);       /* 0 if none */
+    enum plb_http_error (*http_resp_error)(const plb_http_resp *r);
+    const char *(*http_resp_error_text)(const plb_http_resp *r); /* borrowed */
+    const char *(*http_resp_body)(const plb_http_resp *r, size_t *len); /* borrowed */
+    /* Last value of a response header (case-insensitive) or NULL; borrowed. */
+    const char *(*http_resp_header)(const plb_http_resp *r, const char *name);
+    /* Seconds spent in connect (TCP + TLS) and in total. */
+    double (*http_resp_connect_time)(const plb_http_resp *r);
+    double (*http_resp_total_time)(const plb_http_resp *r);
+
+    /* --- metrics --- */
+
+    /* Register (or find, when the same name, type and labels exist) a metric
+     * family. label_names: NULL-terminated, borrowed. buckets: histogram
+     * upper bounds ascending (nbuckets > 0), else NULL. The family lives as
+     * long as the daemon; its series are the caller's to remove. */
+    plb_metric *(*metric_new)(plb_ctx *ctx, enum plb_metric_type type, const char *name,
+                              const char *help, const char *const *label_names,
+                              const double *buckets, size_t nbuckets);
+    /* label_values: as many as label_names, borrowed. 0 or -errno. */
+    int (*metric_add)(plb_metric *m, const char *const *label_values, double v);
+    int (*metric_set)(plb_metric *m, const char *const *label_values, double v);
+    int (*metric_observe)(plb_metric *m, const char *const *label_values, double v);
+    /* Remove one series (label_values) or, with NULL, every series. */
+    void (*metric_remove)(plb_metric *m, const char *const *label_values);
+    /* Render every family in Prometheus text format 0.0.4. New buffer, free
+     * with host->free. */
+    char *(*metrics_render)(plb_ctx *ctx, size_t *len);
+
+    /* --- endpoint links --- */
+
+    /* Publish this instance's latest endpoint set under a provider name
+     * ("static", "kubernetes"); endpoints are copied. Sinks linked to this
+     * instance receive the merged union. 0 or -errno. */
+    int (*endpoints_publish)(plb_ctx *ctx, const char *provider,
+                             const char *const *endpoints, size_t n);
+    /* Mark a provider failed or recovered; a source whose providers have all
+     * failed is unhealthy (it keeps its last set). */
+    void (*endpoints_failed)(plb_ctx *ctx, const char *provider, int failed);
+    /* Subscribe to the merged set of the named source instances (as given in
+     * a PLB_SET_INSTANCES setting). cb runs now if a set exists, and on every
+     * change. 0 or -errno. */
+    int (*endpoints_subscribe)(plb_ctx *ctx, const struct plb_strv *sources,
+                               plb_endpoints_cb cb, void *arg);
+
+    /* --- gates --- */
+
+    /* For a gate instance: open or close. Closing calls gate_close on every
+     * gated instance; done (may be NULL) runs once all of them completed.
+     * 0 or -errno. */
+    int (*gate_set)(plb_ctx *ctx, int open, void (*done)(void *arg), void *arg);
+    /* For a gated instance: is its gate open now (1 when it has no gate). */
+    int (*gate_is_open)(plb_ctx *ctx);
+
+    /* --- health --- */
+
+    /* Register a named check of this instance (liveness or readiness). */
+    int (*health_register)(plb_ctx *ctx, const char *check, enum plb_health_kind kind);
+    /* Liveness: record a heartbeat now. */
+    void (*health_beat)(plb_ctx *ctx, const char *check);
+    /* Readiness: set state and reason (copied; NULL when ready). */
+    void (*health_set)(plb_ctx *ctx, const char *check, int ok, const char *reason);
+    /* Visit every registered check of every instance. */
+    void (*health_foreach)(plb_ctx *ctx, plb_health_iter_cb cb, void *arg);
+
+    /* --- asynchronous completion --- */
+
+    /* Signal that an asynchronous stop or gate_close finished. Call exactly
+     * once per plb_done received. */
+    void (*done)(plb_done *d);
+
+    /* --- memory and process --- */
+
+    /* The allocator every module should use, so tests can fail allocations. */
+    void *(*alloc)(size_t n);     /* zeroed */
+    void *(*realloc)(void *p, size_t n);
+    void (*free)(void *p);
+    char *(*strdup)(const char *s);
+
+    /* Version strings of the daemon: "0.1.0", git revision. Borrowed. */
+    const char *(*version)(void);
+    const char *(*revision)(void);
+};
+
+/* True when the daemon's host table has the named member. */
+#define PLB_HOST_HAS(host, member)                                                                 \
+    ((host)->size >= offsetof(struct plb_host, member) + sizeof((host)->member))
+
+/* ------------------------------------------------------------------------ */
+/* The module descriptor.                                                    */
+
+struct plb_module {
+    uint32_t abi_major; /* PLB_ABI_MAJOR */
+    uint32_t abi_minor; /* PLB_ABI_MINOR */
+    size_t size;        /* sizeof(struct plb_module) */
+
+    const char *name;        /* "tcp_proxy": what `module = "..."` names */
+    const char *version;     /* the module's own version */
+    const char *description; /* one line */
+
+    const struct plb_setting *settings; /* terminated by PLB_SETTINGS_END */
+    size_t config_size;                 /* bytes of the config struct */
+    uint32_t provides;                  /* PLB_ROLE_* bits */
+
+    /* Check settings against each other after each was parsed and bounded.
+     * Report each problem through `report`, naming the setting it concerns
+     * (the daemon adds FILE:LINE); return the number of problems. May be
+     * NULL. Runs for --check-config too: no side effects. */
+    int (*check)(const struct plb_host *host, plb_check *chk, const void *config,
+                 void (*report)(plb_check *chk, const char *setting, const char *fmt, ...)
+                     PLB_PRINTF(3, 4));
+
+    /* Create an instance. config is borrowed for the instance's life (freed
+     * by the daemon after destroy). Store your state in *state. 0 or -errno.
+     * Nothing may start running yet: no timers armed, no sockets. */
+    int (*create)(const struct plb_host *host, plb_ctx *ctx, const void *config,
+                  void **state);
+    /* Start running: listeners, watches, timers. 0 or -errno (the daemon then
+     * stops what it started and exits non-zero). Instances start in config
+     * order. */
+    int (*start)(void *state);
+    /* Stop: close listeners, let drains finish within grace_ms, then call
+     * host->done(d). May complete before returning. Instances stop in
+     * reverse order. NULL means nothing to wait for. */
+    void (*stop)(void *state, int64_t grace_ms, plb_done *d);
+    /* Free everything. After stop completed (or if start never ran). */
+    void (*destroy)(void *state);
+
+    /* For gated instances: the gate opened; start the write loop. */
+    void (*gate_open)(void *state);
+    /* The gate closed: stop the write loop promptly, cancel in-flight writes,
+     * then host->done(d). Watches and caches keep running. */
+    void (*gate_close)(void *state, plb_done *d);
+};
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PRISMLB_MODULE_H */

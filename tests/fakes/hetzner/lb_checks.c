@@ -1,0 +1,392 @@
+/* Validation of targets, services and network attachment, shared by
+ * POST /load_balancers, the seed and the balancer actions. */
+#include "fake.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* 1 if lb has a private_net entry on network id. */
+static int
+attached_to(const struct hz_lb *lb, long net_id)
+{
+    size_t i;
+    json_t *pn;
+    json_array_foreach(lb->private_net, i, pn)
+        if (json_integer_value(json_object_get(pn, "network")) == net_id)
+            return 1;
+    return 0;
+}
+
+/* 1 if the IPv4 ip lies in a subnet of the given type of an attached network. */
+static int
+in_attached_subnet(struct hz_fake *f, const struct hz_lb *lb, uint32_t ip, const char *type)
+{
+    size_t i, j;
+    json_t *pn, *sn;
+    json_array_foreach(lb->private_net, i, pn) {
+        struct hz_network *n = hz_net_find(f, (long)json_integer_value(json_object_get(pn, "network")));
+        if (!n)
+            continue;
+        json_array_foreach(n->subnets, j, sn) {
+            if (strcmp(json_string_value(json_object_get(sn, "type")), type) == 0 &&
+                hz_cidr4_contains(json_string_value(json_object_get(sn, "ip_range")), ip))
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static int
+check_ip_target(struct hz_req *r, struct hz_lb *lb, json_t *t, json_t **out)
+{
+    struct hz_faults *fl = &r->f->faults;
+    json_t *ipo = json_object_get(t, "ip");
+    const char *ip = json_string_value(json_object_get(ipo, "ip"));
+    uint32_t ip4;
+    size_t i;
+    json_t *ex;
+    if (!ip || !hz_ip_valid(ip)) {
+        hz_reply_invalid(r, "ip.ip", "must be a valid IP address");
+        return -1;
+    }
+    if (fl->refuse_ip && strcmp(fl->refuse_ip, ip) == 0) {
+        hz_reply_error(r, fl->refuse_status, fl->refuse_code, "target IP refused (injected)",
+                       NULL);
+        return -1;
+    }
+    if (json_array_size(lb->private_net) == 0) {
+        hz_reply_error(r, 422, "load_balancer_not_attached_to_network",
+                       "IP targets need the load balancer attached to a network", NULL);
+        return -1;
+    }
+    if (hz_ip4_parse(ip, &ip4) < 0 || !in_attached_subnet(r->f, lb, ip4, "vswitch")) {
+        hz_reply_error(r, 422, "cloud_resource_ip_not_allowed",
+                       "IP is not in a vSwitch subnet of an attached network", NULL);
+        return -1;
+    }
+    json_array_foreach(lb->targets, i, ex) {
+        const char *eip = json_string_value(json_object_get(json_object_get(ex, "ip"), "ip"));
+        if (eip && strcmp(eip, ip) == 0) {
+            hz_reply_error(r, 422, "target_already_defined", "target is already defined",
+                           NULL);
+            return -1;
+        }
+    }
+    *out = json_pack("{s:s, s:{s:s}, s:b}", "type", "ip", "ip", "ip", ip, "use_private_ip", 0);
+    return 0;
+}
+
+static int
+check_selector_target(struct hz_req *r, struct hz_lb *lb, json_t *t, int use_private,
+                      json_t **out)
+{
+    const char *sel = json_string_value(json_object_get(json_object_get(t, "label_selector"),
+                                                        "selector"));
+    struct hz_selector *parsed = NULL;
+    char err[160];
+    size_t i;
+    json_t *ex;
+    if (!sel) {
+        hz_reply_invalid(r, "label_selector.selector", "is required");
+        return -1;
+    }
+    int rc = hz_selector_parse(sel, &parsed, err, sizeof(err));
+    hz_selector_free(parsed);
+    if (rc < 0 || !*sel) {
+        hz_reply_invalid(r, "label_selector.selector", rc < 0 ? err : "must not be empty");
+        return -1;
+    }
+    if (use_private && json_array_size(lb->private_net) == 0) {
+        hz_reply_error(r, 422, "load_balancer_not_attached_to_network",
+                       "use_private_ip needs the load balancer attached to a network", NULL);
+        return -1;
+    }
+    json_array_foreach(lb->targets, i, ex) {
+        const char *es = json_string_value(
+            json_object_get(json_object_get(ex, "label_selector"), "selector"));
+        if (es && strcmp(es, sel) == 0) {
+            hz_reply_error(r, 422, "target_already_defined", "target is already defined",
+                           NULL);
+            return -1;
+        }
+    }
+    *out = json_pack("{s:s, s:{s:s}, s:b, s:[]}", "type", "label_selector", "label_selector",
+                     "selector", sel, "use_private_ip", use_private, "targets");
+    return 0;
+}
+
+int
+hz_check_target(struct hz_req *r, struct hz_lb *lb, json_t *t, json_t **out)
+{
+    const char *type;
+    int present, use_private = 0, upp;
+    *out = NULL;
+    if (!json_is_object(t)) {
+        hz_reply_invalid(r, "target", "must be an object");
+        return -1;
+    }
+    if (hz_json_str(r, t, "type", "type", &type, &present) < 0)
+        return -1;
+    if (!present) {
+        hz_reply_invalid(r, "type", "is required");
+        return -1;
+    }
+    if (hz_json_bool(r, t, "use_private_ip", "use_private_ip", &use_private, &upp) < 0)
+        return -1;
+    int rc;
+    if (strcmp(type, "ip") == 0) {
+        rc = check_ip_target(r, lb, t, out);
+    } else if (strcmp(type, "label_selector") == 0) {
+        rc = check_selector_target(r, lb, t, use_private, out);
+    } else if (strcmp(type, "server") == 0) {
+        if (!json_is_integer(json_object_get(json_object_get(t, "server"), "id"))) {
+            hz_reply_invalid(r, "server.id", "is required");
+            return -1;
+        }
+        hz_reply_error(r, 404, "not_found", "server not found", NULL);
+        return -1;
+    } else {
+        hz_reply_invalid(r, "type", "must be one of ip, server, label_selector");
+        return -1;
+    }
+    if (rc < 0)
+        return -1;
+    if (!*out) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return -1;
+    }
+    if (json_array_size(lb->targets) >= (size_t)lb->type->max_targets) {
+        json_decref(*out);
+        *out = NULL;
+        hz_reply_error(r, 403, "resource_limit_exceeded",
+                       "the load balancer type does not allow more targets", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+port_ok(long long p)
+{
+    return p >= 1 && p <= 65535;
+}
+
+/* Build the health check from a request object over base (may be NULL). */
+static json_t *
+health_check(struct hz_req *r, json_t *req, json_t *base, long long dest_port)
+{
+    const char *proto = base ? json_string_value(json_object_get(base, "protocol")) : "tcp";
+    long long port = base ? json_integer_value(json_object_get(base, "port")) : dest_port;
+    long long interval = base ? json_integer_value(json_object_get(base, "interval")) : 15;
+    long long timeout = base ? json_integer_value(json_object_get(base, "timeout")) : 10;
+    long long retries = base ? json_integer_value(json_object_get(base, "retries")) : 3;
+    int present;
+    if (req && !json_is_object(req)) {
+        hz_reply_invalid(r, "health_check", "must be an object");
+        return NULL;
+    }
+    if (req) {
+        if (hz_json_str(r, req, "protocol", "health_check.protocol", &proto, &present) < 0 ||
+            hz_json_int(r, req, "port", "health_check.port", &port, &present) < 0 ||
+            hz_json_int(r, req, "interval", "health_check.interval", &interval, &present) < 0 ||
+            hz_json_int(r, req, "timeout", "health_check.timeout", &timeout, &present) < 0 ||
+            hz_json_int(r, req, "retries", "health_check.retries", &retries, &present) < 0)
+            return NULL;
+    }
+    if (strcmp(proto, "tcp") != 0 && strcmp(proto, "http") != 0) {
+        hz_reply_invalid(r, "health_check.protocol", "must be tcp or http");
+        return NULL;
+    }
+    if (!port_ok(port) || interval < 3 || interval > 60 || timeout < 1 || timeout > 60 ||
+        retries < 0 || retries > 5) {
+        hz_reply_invalid(r, "health_check", "port, interval, timeout or retries out of range");
+        return NULL;
+    }
+    json_t *http = json_null();
+    if (strcmp(proto, "http") == 0) {
+        json_t *bh = base ? json_object_get(base, "http") : NULL;
+        json_t *rh = req ? json_object_get(req, "http") : NULL;
+        http = json_is_object(bh) ? json_deep_copy(bh)
+                                  : json_pack("{s:s, s:s, s:s, s:[s,s], s:b}", "domain", "",
+                                              "path", "/", "response", "", "status_codes",
+                                              "2??", "3??", "tls", 0);
+        if (http && json_is_object(rh))
+            json_object_update_existing(http, rh);
+    }
+    if (!http) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return NULL;
+    }
+    json_t *hc = json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "protocol", proto, "port",
+                           (json_int_t)port, "interval", (json_int_t)interval, "timeout",
+                           (json_int_t)timeout, "retries", (json_int_t)retries, "http", http);
+    if (!hc)
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+    return hc;
+}
+
+int
+hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, json_t **out)
+{
+    const char *proto = base ? json_string_value(json_object_get(base, "protocol")) : NULL;
+    long long listen = base ? json_integer_value(json_object_get(base, "listen_port")) : 0;
+    long long dest = base ? json_integer_value(json_object_get(base, "destination_port")) : 0;
+    int proxy = base ? json_is_true(json_object_get(base, "proxyprotocol")) : 0;
+    int p_proto, p_listen, p_dest, p_proxy;
+    *out = NULL;
+    if (!json_is_object(req)) {
+        hz_reply_invalid(r, "service", "must be an object");
+        return -1;
+    }
+    if (hz_json_str(r, req, "protocol", "protocol", &proto, &p_proto) < 0 ||
+        hz_json_int(r, req, "listen_port", "listen_port", &listen, &p_listen) < 0 ||
+        hz_json_int(r, req, "destination_port", "destination_port", &dest, &p_dest) < 0 ||
+        hz_json_bool(r, req, "proxyprotocol", "proxyprotocol", &proxy, &p_proxy) < 0)
+        return -1;
+    if (!proto || (strcmp(proto, "tcp") && strcmp(proto, "http") && strcmp(proto, "https"))) {
+        hz_reply_invalid(r, "protocol", "must be tcp, http or https");
+        return -1;
+    }
+    int web = strcmp(proto, "tcp") != 0;
+    if (!base && !p_listen && web)
+        listen = strcmp(proto, "https") == 0 ? 443 : 80;
+    if (!base && !p_dest && web)
+        dest = 80;
+    if (!port_ok(listen)) {
+        hz_reply_invalid(r, "listen_port", "must be between 1 and 65535");
+        return -1;
+    }
+    if (!port_ok(dest)) {
+        hz_reply_invalid(r, "destination_port", "must be between 1 and 65535");
+        return -1;
+    }
+    if (!base) {
+        size_t i;
+        json_t *s;
+        json_array_foreach(lb->services, i, s) {
+            if (json_integer_value(json_object_get(s, "listen_port")) == listen) {
+                hz_reply_error(r, 422, "source_port_already_used",
+                               "listen port is already used by another service", NULL);
+                return -1;
+            }
+        }
+        if (json_array_size(lb->services) >= (size_t)lb->type->max_services) {
+            hz_reply_error(r, 403, "resource_limit_exceeded",
+                           "the load balancer type does not allow more services", NULL);
+            return -1;
+        }
+    }
+    json_t *base_hc = base ? json_object_get(base, "health_check") : NULL;
+    json_t *hc = health_check(r, json_object_get(req, "health_check"), base_hc, dest);
+    if (!hc)
+        return -1;
+    json_t *http = json_null();
+    if (web) {
+        json_t *bh = base ? json_object_get(base, "http") : NULL;
+        json_t *rh = json_object_get(req, "http");
+        http = json_is_object(bh) ? json_deep_copy(bh)
+                                  : json_pack("{s:s, s:i, s:[], s:b, s:b}", "cookie_name",
+                                              "HCLBSTICKY", "cookie_lifetime", 300,
+                                              "certificates", "redirect_http", 0,
+                                              "sticky_sessions", 0);
+        if (http && json_is_object(rh))
+            json_object_update_existing(http, rh);
+    }
+    *out = json_pack("{s:s, s:I, s:I, s:b, s:o, s:o}", "protocol", proto, "listen_port",
+                     (json_int_t)listen, "destination_port", (json_int_t)dest, "proxyprotocol",
+                     proxy, "http", http, "health_check", hc);
+    if (!*out) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+int
+hz_check_service(struct hz_req *r, struct hz_lb *lb, json_t *req, json_t **out)
+{
+    return hz_merge_service(r, lb, NULL, req, out);
+}
+
+/* 1 if ip is used on network n: gateway, reserved, or a balancer's IP. */
+static int
+ip_taken(struct hz_fake *f, const struct hz_network *n, uint32_t ip)
+{
+    uint32_t net;
+    int prefix;
+    char buf[16];
+    size_t i, j;
+    json_t *v;
+    if (hz_cidr4_parse(n->ip_range, &net, &prefix) == 0 && ip == net + 1)
+        return 1;
+    hz_ip4_format(ip, buf, sizeof(buf));
+    json_array_foreach(n->reserved, i, v)
+        if (strcmp(json_string_value(v), buf) == 0)
+            return 1;
+    for (i = 0; i < f->n_lbs; i++) {
+        json_array_foreach(f->lbs[i]->private_net, j, v) {
+            if (json_integer_value(json_object_get(v, "network")) == n->id &&
+                strcmp(json_string_value(json_object_get(v, "ip")), buf) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+int
+hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip,
+                  char *out_ip, size_t len)
+{
+    struct hz_network *n = hz_net_find(r->f, net_id);
+    const char *zone = lb->location->network_zone;
+    size_t i;
+    json_t *sn;
+    if (!n) {
+        hz_reply_error(r, 404, "not_found", "network not found", NULL);
+        return -1;
+    }
+    if (attached_to(lb, net_id)) {
+        hz_reply_error(r, 422, "load_balancer_already_attached",
+                       "load balancer is already attached to this network", NULL);
+        return -1;
+    }
+    if (ip) {
+        uint32_t a;
+        if (hz_ip4_parse(ip, &a) < 0 || !hz_cidr4_contains(n->ip_range, a)) {
+            hz_reply_invalid(r, "ip", "must be an IPv4 address inside the network");
+            return -1;
+        }
+        json_array_foreach(n->subnets, i, sn) {
+            if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") == 0 &&
+                strcmp(json_string_value(json_object_get(sn, "network_zone")), zone) == 0 &&
+                hz_cidr4_contains(json_string_value(json_object_get(sn, "ip_range")), a) &&
+                !ip_taken(r->f, n, a)) {
+                snprintf(out_ip, len, "%s", ip);
+                return 0;
+            }
+        }
+        hz_reply_error(r, 422, "ip_not_available", "the requested IP is not available", NULL);
+        return -1;
+    }
+    json_array_foreach(n->subnets, i, sn) {
+        uint32_t net;
+        int prefix;
+        if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") != 0 ||
+            strcmp(json_string_value(json_object_get(sn, "network_zone")), zone) != 0 ||
+            hz_cidr4_parse(json_string_value(json_object_get(sn, "ip_range")), &net, &prefix) < 0 ||
+            prefix > 30)
+            continue;
+        uint64_t size = 1ull << (32 - prefix);
+        for (uint64_t k = 2; k + 1 < size; k++) {
+            if (!ip_taken(r->f, n, net + (uint32_t)k)) {
+                hz_ip4_format(net + (uint32_t)k, out_ip, len);
+                return 0;
+            }
+        }
+    }
+    hz_reply_error(r, 422, "no_subnet_available",
+                   "no cloud subnet with a free IP in the network zone of the load balancer",
+                   NULL);
+    return -1;
+}

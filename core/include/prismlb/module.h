@@ -126,7 +126,9 @@ struct plb_setting {
     enum plb_setting_type type;
     size_t offset;
     const char *def;
-    double min, max;                 /* INT, DOUBLE, DURATION (ms); both 0: none */
+    double min, max;                 /* INT, DOUBLE, DURATION (ms): bounds when
+                                        either is non-zero; max <= min means
+                                        no upper bound */
     const char *const *enum_values;  /* ENUM: NULL-terminated list */
     uint32_t flags;                  /* PLB_SET_* flags */
     uint32_t role;                   /* INSTANCES: PLB_ROLE_* the targets provide */

@@ -1,0 +1,103 @@
+/*
+ * core: the daemon's one state object and its instances.
+ *
+ * struct core owns the event base, the HTTP client, the metrics registry,
+ * the links between instances and the instances themselves, in config
+ * order. Modules see an instance only as the opaque plb_ctx.
+ */
+#ifndef PRISMLB_CORE_H
+#define PRISMLB_CORE_H
+
+#include <stdint.h>
+
+#include "prismlb/module.h"
+#include "settings.h"
+
+struct event_base;
+struct event;
+struct core;
+struct core_links;
+
+/* A loaded module file, shared by every instance of it. */
+struct core_module {
+    char *path;                  /* resolved file path */
+    void *dl;                    /* dlopen handle */
+    const struct plb_module *mod;
+    unsigned refs;
+    struct core_module *next;
+};
+
+enum core_inst_state {
+    CORE_INST_CREATED = 0, /* create ran */
+    CORE_INST_STARTED,     /* start succeeded */
+    CORE_INST_STOPPING,    /* stop called, done pending */
+    CORE_INST_STOPPED,     /* stop completed (or never started) */
+};
+
+/* One instance: the module-facing plb_ctx. */
+struct plb_ctx {
+    struct core *core;
+    char *name;
+    const char *where;           /* FILE:LINE of its config group */
+    struct core_module *cm;
+    void *config;                /* config_size bytes, settings stored */
+    void *state;                 /* the module's */
+    enum core_inst_state st;
+    int created;
+    char *gate_name;             /* the gate instance it follows, or NULL */
+    struct plb_ctx *gate;        /* resolved */
+    int gate_open;               /* for gate instances: current state */
+    int gated_active;            /* for gated instances: write loop running */
+};
+
+/* The daemon-wide configuration (top-level settings). */
+struct core_config {
+    char *modules_dir;
+    int log_level;   /* enum plb_log_level */
+    int log_format;  /* enum core_log_format */
+    int64_t shutdown_grace_ms;
+};
+
+struct core {
+    struct event_base *base;
+    struct core_httpc *httpc;
+    struct core_metrics *metrics;
+    struct core_links *links;
+    const struct plb_host *host;
+
+    char *config_file;           /* as given */
+    char *config_dir;            /* its directory, for relative paths */
+    struct core_config cfg;
+    struct core_module *modules; /* loaded module files */
+    struct plb_ctx **inst;       /* in config order */
+    size_t ninst;
+
+    /* shutdown */
+    int stopping;
+    size_t stop_next;            /* index+1 of the next instance to stop */
+    struct event *stop_timer;    /* grace of the instance being stopped */
+    struct event *sig_term, *sig_int;
+    int exit_code;
+};
+
+/* The daemon's top-level settings table. */
+extern const struct plb_setting core_settings_table[];
+
+/* Resolve a module reference (a name, or a path with '/' or ending in
+ * ".so") to a file, dlopen it and check its descriptor. Reuses a file
+ * loaded before. Errors go to err at `where`/`path`. NULL on error. */
+struct core_module *core_module_load(struct core *c, const char *ref, const char *where,
+                                     const char *path, struct core_errors *err);
+void core_modules_unload(struct core *c);
+
+/* Read the config file, load modules, parse every instance's settings and
+ * check links. Fills c->cfg and c->inst (instances not yet created). Returns
+ * the number of errors recorded in err. */
+int core_config_load(struct core *c, const char *file, struct core_errors *err);
+/* Free instances (their configs) and modules. Instances must be destroyed. */
+void core_config_free(struct core *c);
+
+/* Find an instance by name, or NULL. */
+struct plb_ctx *core_instance_find(struct core *c, const char *name);
+
+#endif

@@ -1,0 +1,218 @@
+/*
+ * host: the table of core services handed to every module. Each entry is a
+ * thin adapter from the module's plb_ctx to the core subsystem.
+ */
+#include "host.h"
+
+#include <stdarg.h>
+
+#include "alloc.h"
+#include "build-config.h"
+#include "httpc.h"
+#include "httpd.h"
+#include "links.h"
+#include "listener.h"
+#include "log.h"
+#include "metrics.h"
+#include "reactor.h"
+
+static const char *
+h_instance_name(plb_ctx *ctx)
+{
+    return ctx->name;
+}
+
+static const char *
+h_module_name(plb_ctx *ctx)
+{
+    return ctx->cm->mod->name;
+}
+
+static void
+h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
+{
+    core_logv(lvl, ctx->name, ctx->cm->mod->name, fmt, ap);
+}
+
+static void
+h_log_kv(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...)
+{
+    va_list ap;
+    va_start(ap, msg);
+    core_log_kvv(lvl, ctx->name, ctx->cm->mod->name, msg, ap);
+    va_end(ap);
+}
+
+static int
+h_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
+{
+    (void)ctx;
+    return core_log_enabled(lvl);
+}
+
+static int64_t
+h_now_ms(plb_ctx *ctx)
+{
+    (void)ctx;
+    return core_now_ms();
+}
+
+static int64_t
+h_wall_ms(plb_ctx *ctx)
+{
+    (void)ctx;
+    return core_wall_ms();
+}
+
+static plb_timer *
+h_timer_new(plb_ctx *ctx, plb_timer_cb cb, void *arg)
+{
+    return core_timer_new(ctx->core->base, cb, arg);
+}
+
+static plb_io *
+h_io_new(plb_ctx *ctx, int fd, int what, plb_io_cb cb, void *arg)
+{
+    return core_io_new(ctx->core->base, fd, what, cb, arg);
+}
+
+static plb_listener *
+h_listen_tcp(plb_ctx *ctx, const char *addr, int port, int backlog, plb_accept_cb cb, void *arg,
+             int *err)
+{
+    return core_listen_tcp(ctx->core->base, addr, port, backlog, cb, arg, err);
+}
+
+static plb_http_server *
+h_http_server_new(plb_ctx *ctx, const char *addr, int port, int *err)
+{
+    return core_http_server_new(ctx->core->base, addr, port, err);
+}
+
+static plb_http_req *
+h_http_request(plb_ctx *ctx, const struct plb_http_opts *o, int *err)
+{
+    return core_http_request(ctx->core->httpc, o, err);
+}
+
+static plb_metric *
+h_metric_new(plb_ctx *ctx, enum plb_metric_type type, const char *name, const char *help,
+             const char *const *label_names, const double *buckets, size_t nbuckets)
+{
+    int err = 0;
+    plb_metric *m = core_metric_new(ctx->core->metrics, type, name, help, label_names, buckets,
+                                    nbuckets, &err);
+    if (!m)
+        core_log(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name,
+                 "cannot register metric %s: error %d", name, err);
+    return m;
+}
+
+static char *
+h_metrics_render(plb_ctx *ctx, size_t *len)
+{
+    return core_metrics_render(ctx->core->metrics, len);
+}
+
+static void
+h_health_foreach(plb_ctx *ctx, plb_health_iter_cb cb, void *arg)
+{
+    core_health_foreach(ctx->core, cb, arg);
+}
+
+static void *
+h_alloc(size_t n)
+{
+    return core_calloc(1, n);
+}
+
+static const char *
+h_version(void)
+{
+    return PRISMLB_VERSION;
+}
+
+static const char *
+h_revision(void)
+{
+    return PRISMLB_REVISION;
+}
+
+const struct plb_host core_host = {
+    .size = sizeof(struct plb_host),
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+
+    .instance_name = h_instance_name,
+    .module_name = h_module_name,
+    .logv = h_logv,
+    .log_kv = h_log_kv,
+    .log_enabled = h_log_enabled,
+
+    .now_ms = h_now_ms,
+    .wall_ms = h_wall_ms,
+    .timer_new = h_timer_new,
+    .timer_arm = core_timer_arm,
+    .timer_cancel = core_timer_cancel,
+    .timer_pending = core_timer_pending,
+    .timer_free = core_timer_free,
+
+    .io_new = h_io_new,
+    .io_add = core_io_add,
+    .io_del = core_io_del,
+    .io_free = core_io_free,
+
+    .listen_tcp = h_listen_tcp,
+    .listener_port = core_listener_port,
+    .listener_pause = core_listener_pause,
+    .listener_free = core_listener_free,
+
+    .http_server_new = h_http_server_new,
+    .http_server_port = core_http_server_port,
+    .http_route = core_http_route,
+    .http_server_free = core_http_server_free,
+    .http_method = core_http_method,
+    .http_path = core_http_path,
+    .http_query = core_http_query,
+    .http_header = core_http_header,
+    .http_reply = core_http_reply,
+
+    .http_request = h_http_request,
+    .http_cancel = core_http_cancel,
+    .http_resp_status = core_http_resp_status,
+    .http_resp_error = core_http_resp_error,
+    .http_resp_error_text = core_http_resp_error_text,
+    .http_resp_body = core_http_resp_body,
+    .http_resp_header = core_http_resp_header,
+    .http_resp_connect_time = core_http_resp_connect_time,
+    .http_resp_total_time = core_http_resp_total_time,
+
+    .metric_new = h_metric_new,
+    .metric_add = core_metric_add,
+    .metric_set = core_metric_set,
+    .metric_observe = core_metric_observe,
+    .metric_remove = core_metric_remove,
+    .metrics_render = h_metrics_render,
+
+    .endpoints_publish = core_endpoints_publish,
+    .endpoints_failed = core_endpoints_failed,
+    .endpoints_subscribe = core_endpoints_subscribe,
+
+    .gate_set = core_gate_set,
+    .gate_is_open = core_gate_is_open,
+
+    .health_register = core_health_register,
+    .health_beat = core_health_beat,
+    .health_set = core_health_set,
+    .health_foreach = h_health_foreach,
+
+    .done = core_done_fire,
+
+    .alloc = h_alloc,
+    .realloc = core_realloc,
+    .free = core_free,
+    .strdup = core_strdup,
+
+    .version = h_version,
+    .revision = h_revision,
+};

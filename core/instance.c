@@ -1,0 +1,157 @@
+#include "instance.h"
+
+#include <event2/event.h>
+#include <string.h>
+
+#include "links.h"
+#include "log.h"
+
+#define INST_ERR(ctx, ...) core_log(PLB_LOG_ERROR, (ctx)->name, (ctx)->cm->mod->name, __VA_ARGS__)
+#define INST_INFO(ctx, ...) core_log(PLB_LOG_INFO, (ctx)->name, (ctx)->cm->mod->name, __VA_ARGS__)
+#define INST_WARN(ctx, ...) core_log(PLB_LOG_WARN, (ctx)->name, (ctx)->cm->mod->name, __VA_ARGS__)
+
+static void (*stop_done_cb)(struct core *c);
+
+int
+core_instances_create(struct core *c)
+{
+    for (size_t i = 0; i < c->ninst; i++) {
+        plb_ctx *ctx = c->inst[i];
+        int rc = ctx->cm->mod->create(c->host, ctx, ctx->config, &ctx->state);
+        if (rc < 0) {
+            INST_ERR(ctx, "create failed: %s", strerror(-rc));
+            core_instances_destroy(c);
+            return -1;
+        }
+        ctx->created = 1;
+        ctx->st = CORE_INST_CREATED;
+    }
+    return 0;
+}
+
+static void stop_next(struct core *c);
+
+static void
+inst_stopped(void *arg)
+{
+    plb_ctx *ctx = arg;
+    struct core *c = ctx->core;
+    if (ctx->st != CORE_INST_STOPPING)
+        return; /* the grace ran out earlier; we moved on */
+    ctx->st = CORE_INST_STOPPED;
+    evtimer_del(c->stop_timer);
+    INST_INFO(ctx, "stopped");
+    stop_next(c);
+}
+
+static void
+stop_grace_expired(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct core *c = arg;
+    plb_ctx *ctx = c->inst[c->stop_next];
+    INST_WARN(ctx, "did not stop within the shutdown grace of %lld ms; going on",
+              (long long)c->cfg.shutdown_grace_ms);
+    ctx->st = CORE_INST_STOPPED;
+    stop_next(c);
+}
+
+/* Stop instance c->stop_next - 1 downwards; each either completes at once
+ * or within the grace timer. */
+static void
+stop_next(struct core *c)
+{
+    while (c->stop_next > 0) {
+        plb_ctx *ctx = c->inst[--c->stop_next];
+        if (ctx->st != CORE_INST_STARTED) {
+            ctx->st = CORE_INST_STOPPED;
+            continue;
+        }
+        if (!ctx->cm->mod->stop) {
+            ctx->st = CORE_INST_STOPPED;
+            continue;
+        }
+        plb_done *d = core_done_new(inst_stopped, ctx);
+        if (!d) {
+            INST_ERR(ctx, "out of memory stopping; not waiting for it");
+            ctx->st = CORE_INST_STOPPED;
+            continue;
+        }
+        ctx->st = CORE_INST_STOPPING;
+        int64_t g = c->cfg.shutdown_grace_ms;
+        struct timeval tv = {(time_t)(g / 1000), (suseconds_t)((g % 1000) * 1000)};
+        evtimer_add(c->stop_timer, &tv);
+        INST_INFO(ctx, "stopping");
+        ctx->cm->mod->stop(ctx->state, g, d);
+        if (ctx->st == CORE_INST_STOPPING)
+            return; /* completes later */
+        /* It completed inside stop(): inst_stopped already went on. */
+        return;
+    }
+    if (stop_done_cb) {
+        void (*cb)(struct core *) = stop_done_cb;
+        stop_done_cb = NULL;
+        cb(c);
+    }
+}
+
+void
+core_instances_stop(struct core *c, void (*on_done)(struct core *c))
+{
+    if (c->stopping)
+        return;
+    c->stopping = 1;
+    stop_done_cb = on_done;
+    if (!c->stop_timer)
+        c->stop_timer = evtimer_new(c->base, stop_grace_expired, c);
+    if (!c->stop_timer) {
+        CORE_ERR("out of memory arming the shutdown timer; stopping without grace");
+        for (size_t i = c->ninst; i > 0; i--)
+            c->inst[i - 1]->st = CORE_INST_STOPPED;
+        c->stop_next = 0;
+    } else {
+        c->stop_next = c->ninst;
+    }
+    stop_next(c);
+}
+
+int
+core_instances_start(struct core *c)
+{
+    for (size_t i = 0; i < c->ninst; i++) {
+        plb_ctx *ctx = c->inst[i];
+        int rc = ctx->cm->mod->start ? ctx->cm->mod->start(ctx->state) : 0;
+        if (rc < 0) {
+            INST_ERR(ctx, "start failed: %s", strerror(-rc));
+            ctx->st = CORE_INST_STOPPED;
+            /* Stop what started, synchronously bounded by the grace. */
+            return -1;
+        }
+        ctx->st = CORE_INST_STARTED;
+        INST_INFO(ctx, "started");
+        if (ctx->gate && ctx->gate->gate_open && !ctx->gated_active) {
+            ctx->gated_active = 1;
+            ctx->cm->mod->gate_open(ctx->state);
+        }
+    }
+    return 0;
+}
+
+void
+core_instances_destroy(struct core *c)
+{
+    for (size_t i = c->ninst; i > 0; i--) {
+        plb_ctx *ctx = c->inst[i - 1];
+        if (!ctx->created)
+            continue;
+        ctx->cm->mod->destroy(ctx->state);
+        ctx->state = NULL;
+        ctx->created = 0;
+        core_links_forget(ctx);
+    }
+    if (c->stop_timer) {
+        event_free(c->stop_timer);
+        c->stop_timer = NULL;
+    }
+}

@@ -1,0 +1,23 @@
+/*
+ * instance: the lifecycle of every module instance — create in config
+ * order, start in config order, stop in reverse order with a bounded grace
+ * each, destroy.
+ */
+#ifndef PRISMLB_INSTANCE_H
+#define PRISMLB_INSTANCE_H
+
+#include "core.h"
+
+/* Create every instance. On failure destroys the ones created and returns
+ * -1 (errors logged). */
+int core_instances_create(struct core *c);
+/* Start every instance; on failure stops and returns -1. Instances gated by
+ * an already open gate get gate_open right after start. */
+int core_instances_start(struct core *c);
+/* Begin the ordered stop; when the last instance finished, on_done(c) runs
+ * (from the event loop). Calling it again while stopping does nothing. */
+void core_instances_stop(struct core *c, void (*on_done)(struct core *c));
+/* Destroy every created instance (after stop) and drop its links. */
+void core_instances_destroy(struct core *c);
+
+#endif

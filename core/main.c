@@ -1,0 +1,259 @@
+/*
+ * prismlb: the daemon's entry point. Parses the command line, loads the
+ * config and its modules, runs every instance on one event loop and stops
+ * them in order on SIGTERM or SIGINT.
+ *
+ * Exit status: 0 clean stop; 1 configuration or start-up error, or a
+ * second signal during shutdown; 2 usage error.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "build-config.h"
+#include "core.h"
+#include "host.h"
+#include "httpc.h"
+#include "instance.h"
+#include "links.h"
+#include "log.h"
+#include "metrics.h"
+#include "reactor.h"
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "usage: prismlb --config FILE [options]\n"
+            "       prismlb --config FILE --check-config\n"
+            "       prismlb --settings-doc MODULE\n"
+            "\n"
+            "  -c, --config FILE       the libconfig file naming and wiring module instances\n"
+            "  -t, --check-config      load the file and every module, validate every\n"
+            "                          setting, print OK or each error as\n"
+            "                          FILE:LINE: setting: message; exit 0 or 1\n"
+            "  -l, --log-level LEVEL   debug, info, warn or error (overrides the file)\n"
+            "  -f, --log-format FMT    logfmt or json (overrides the file)\n"
+            "      --settings-doc MOD  print the settings reference of a module (name or\n"
+            "                          .so path) as a Markdown table, or of the core\n"
+            "                          with \"core\"\n"
+            "  -V, --version           print version, revision and module ABI\n"
+            "  -h, --help              this text\n"
+            "\n"
+            "Modules are looked up in the config's modules_dir, else $PRISMLB_MODULE_PATH,\n"
+            "else %s.\n",
+            PRISMLB_MODULE_DIR);
+}
+
+static void
+on_stopped(struct core *c)
+{
+    event_base_loopexit(c->base, NULL);
+}
+
+static void
+on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    (void)what;
+    struct core *c = arg;
+    if (c->stopping) {
+        CORE_WARN("second signal %d: exiting at once", (int)sig);
+        _exit(1);
+    }
+    CORE_INFO("signal %d: stopping instances", (int)sig);
+    core_instances_stop(c, on_stopped);
+}
+
+static int
+settings_doc(const char *ref)
+{
+    struct core c;
+    struct core_errors err = {0};
+    memset(&c, 0, sizeof(c));
+    c.host = &core_host;
+    if (strcmp(ref, "core") == 0) {
+        char *doc = core_settings_doc(core_settings_table);
+        if (!doc)
+            return 1;
+        fputs(doc, stdout);
+        core_free(doc);
+        return 0;
+    }
+    struct core_module *cm = core_module_load(&c, ref, "--settings-doc", NULL, &err);
+    if (!cm) {
+        core_errors_print(&err, stderr);
+        core_errors_clear(&err);
+        return 1;
+    }
+    char *doc = core_settings_doc(cm->mod->settings);
+    int rc = doc ? 0 : 1;
+    if (doc)
+        fputs(doc, stdout);
+    core_free(doc);
+    core_modules_unload(&c);
+    return rc;
+}
+
+static int
+run(struct core *c)
+{
+    int rc = 1;
+    c->base = core_event_base_new();
+    c->links = core_links_new(c);
+    c->metrics = core_metrics_new();
+    if (!c->base || !c->links || !c->metrics) {
+        CORE_ERR("out of memory at start-up");
+        goto out;
+    }
+    c->httpc = core_httpc_new(c->base);
+    c->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
+    c->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
+    if (!c->httpc || !c->sig_term || !c->sig_int || evsignal_add(c->sig_term, NULL) < 0 ||
+        evsignal_add(c->sig_int, NULL) < 0) {
+        CORE_ERR("cannot set up the event loop");
+        goto out;
+    }
+    if (core_instances_create(c) < 0)
+        goto out;
+    CORE_INFO("prismlb %s (%s) running %zu instance(s) from %s", PRISMLB_VERSION,
+              PRISMLB_REVISION, c->ninst, c->config_file);
+    if (core_instances_start(c) < 0) {
+        core_instances_stop(c, on_stopped);
+        event_base_dispatch(c->base);
+        goto destroy;
+    }
+    if (event_base_dispatch(c->base) < 0) {
+        CORE_ERR("event loop failed");
+        goto destroy;
+    }
+    rc = 0;
+    CORE_INFO("stopped");
+destroy:
+    core_instances_destroy(c);
+out:
+    if (c->sig_term)
+        event_free(c->sig_term);
+    if (c->sig_int)
+        event_free(c->sig_int);
+    core_httpc_free(c->httpc);
+    core_links_free(c->links);
+    core_metrics_free(c->metrics);
+    if (c->base)
+        event_base_free(c->base);
+    return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", no_argument, NULL, 't'},
+        {"log-level", required_argument, NULL, 'l'},
+        {"log-format", required_argument, NULL, 'f'},
+        {"settings-doc", required_argument, NULL, 'D'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL, *level_arg = NULL, *format_arg = NULL, *doc = NULL;
+    int check = 0, o;
+    enum plb_log_level level = PLB_LOG_INFO;
+    enum core_log_format format = CORE_LOG_LOGFMT;
+
+    if (core_alloc_install_library_hooks() < 0) {
+        fprintf(stderr, "prismlb: cannot initialise libcurl\n");
+        return 1;
+    }
+    while ((o = getopt_long(argc, argv, "c:tl:f:Vh", opts, NULL)) != -1) {
+        switch (o) {
+        case 'c':
+            config = optarg;
+            break;
+        case 't':
+            check = 1;
+            break;
+        case 'l':
+            level_arg = optarg;
+            if (core_log_level_parse(optarg, &level) < 0) {
+                fprintf(stderr, "prismlb: --log-level: unknown level \"%s\"\n", optarg);
+                return 2;
+            }
+            break;
+        case 'f':
+            format_arg = optarg;
+            if (core_log_format_parse(optarg, &format) < 0) {
+                fprintf(stderr, "prismlb: --log-format: must be logfmt or json\n");
+                return 2;
+            }
+            break;
+        case 'D':
+            doc = optarg;
+            break;
+        case 'V':
+            printf("prismlb %s (revision %s, module ABI %d.%d)\n", PRISMLB_VERSION,
+                   PRISMLB_REVISION, PLB_ABI_MAJOR, PLB_ABI_MINOR);
+            curl_global_cleanup();
+            return 0;
+        case 'h':
+            usage(stdout);
+            curl_global_cleanup();
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "prismlb: unexpected argument \"%s\"\n", argv[optind]);
+        return 2;
+    }
+    core_log_setup(level, format, stderr);
+    if (doc) {
+        int rc = settings_doc(doc);
+        curl_global_cleanup();
+        return rc;
+    }
+    if (!config) {
+        fprintf(stderr, "prismlb: --config FILE is required\n");
+        usage(stderr);
+        return 2;
+    }
+
+    struct core c;
+    struct core_errors err = {0};
+    memset(&c, 0, sizeof(c));
+    c.host = &core_host;
+    signal(SIGPIPE, SIG_IGN);
+
+    int nerr = core_config_load(&c, config, &err);
+    if (!level_arg)
+        level = (enum plb_log_level)c.cfg.log_level;
+    if (!format_arg)
+        format = (enum core_log_format)c.cfg.log_format;
+    core_log_setup(level, format, stderr);
+
+    int rc;
+    if (nerr > 0) {
+        core_errors_print(&err, check ? stdout : stderr);
+        if (!check)
+            fprintf(stderr, "prismlb: %d configuration error(s); not starting\n", nerr);
+        rc = 1;
+    } else if (check) {
+        printf("OK\n");
+        rc = 0;
+    } else {
+        rc = run(&c);
+    }
+    core_errors_clear(&err);
+    core_config_free(&c);
+    curl_global_cleanup();
+    return rc;
+}

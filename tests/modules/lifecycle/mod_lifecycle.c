@@ -1,0 +1,306 @@
+/*
+ * mod_lifecycle: a test module built only against <prismlb/module.h>.
+ *
+ * It records every hook it runs, one line each ("create NAME", "start
+ * NAME", "gate_open NAME", ...) in trace_file, so tests can assert the
+ * order of the lifecycle. Its settings exercise every setting type, and its
+ * options let tests make it slow to stop, stop heartbeating, or fail to
+ * start.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <prismlb/module.h>
+
+struct lc_config {
+    char *trace_file;
+    int64_t port;
+    int mode;
+    int64_t interval_ms;
+    int64_t timeout_ms;
+    int enabled;
+    struct plb_strv tags;
+    double ratio;
+    int64_t stop_delay_ms;
+    int64_t wedge_after_ms;
+    int fail_start;
+    struct plb_strv sources;
+    char *secret_file;
+    int64_t even;
+    struct plb_strv publish;
+    int64_t gate_open_after_ms;
+    int64_t gate_close_after_ms;
+};
+
+struct lc {
+    const struct plb_host *host;
+    plb_ctx *ctx;
+    const struct lc_config *cfg;
+    plb_timer *beat;    /* heartbeat */
+    plb_timer *stopper; /* delayed stop completion */
+    plb_timer *gate;    /* opens, then closes, the gate */
+    plb_done *stop_done;
+    plb_done *gate_done; /* pending gate_close completion */
+    int64_t started_ms;
+    int gate_is_open;
+};
+
+static const char *const modes[] = {"fast", "slow", NULL};
+
+static const char *
+check_even(const void *value)
+{
+    const int64_t *v = value;
+    return (*v % 2) ? "must be an even number" : NULL;
+}
+
+static const struct plb_setting lc_settings[] = {
+    {.name = "trace_file", .type = PLB_SET_PATH, .offset = offsetof(struct lc_config, trace_file),
+     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .doc = "File the hooks are traced to"},
+    {.name = "port", .type = PLB_SET_INT, .offset = offsetof(struct lc_config, port),
+     .def = "8080", .min = 1, .max = 65535, .doc = "A port number"},
+    {.name = "mode", .type = PLB_SET_ENUM, .offset = offsetof(struct lc_config, mode),
+     .def = "fast", .enum_values = modes, .doc = "A choice"},
+    {.name = "interval", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, interval_ms), .def = "1s", .min = 1000,
+     .doc = "Heartbeat interval"},
+    {.name = "timeout", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, timeout_ms), .def = "500ms", .min = 1,
+     .doc = "Must be less than interval"},
+    {.name = "enabled", .type = PLB_SET_BOOL, .offset = offsetof(struct lc_config, enabled),
+     .def = "true", .env = "LIFECYCLE_ENABLED", .doc = "A switch"},
+    {.name = "tags", .type = PLB_SET_STRING_LIST, .offset = offsetof(struct lc_config, tags),
+     .doc = "A list"},
+    {.name = "ratio", .type = PLB_SET_DOUBLE, .offset = offsetof(struct lc_config, ratio),
+     .def = "0.5", .min = 0, .max = 1, .doc = "A fraction"},
+    {.name = "even", .type = PLB_SET_INT, .offset = offsetof(struct lc_config, even),
+     .def = "2", .validate = check_even, .doc = "An even number (checked by a validator)"},
+    {.name = "publish", .type = PLB_SET_STRING_LIST,
+     .offset = offsetof(struct lc_config, publish),
+     .doc = "Endpoints to publish as provider \"static\" at start"},
+    {.name = "gate_open_after", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, gate_open_after_ms), .def = "0", .min = 0,
+     .doc = "As a gate: open this long after start (0: never)"},
+    {.name = "gate_close_after", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, gate_close_after_ms), .def = "0", .min = 0,
+     .doc = "As a gate: close this long after opening (0: never)"},
+    {.name = "stop_delay", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, stop_delay_ms), .def = "0", .min = 0,
+     .doc = "Complete stop this long after it was asked"},
+    {.name = "wedge_after", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, wedge_after_ms), .def = "0", .min = 0,
+     .doc = "Stop heartbeating this long after start (0: never)"},
+    {.name = "fail_start", .type = PLB_SET_BOOL, .offset = offsetof(struct lc_config, fail_start),
+     .def = "false", .doc = "Make start fail"},
+    {.name = "sources", .type = PLB_SET_INSTANCES, .offset = offsetof(struct lc_config, sources),
+     .role = PLB_ROLE_ENDPOINTS, .doc = "Endpoint sources to follow"},
+    {.name = "secret_file", .type = PLB_SET_PATH,
+     .offset = offsetof(struct lc_config, secret_file), .flags = PLB_SET_SECRET,
+     .doc = "A secret's file"},
+    PLB_SETTINGS_END,
+};
+
+static void
+trace(struct lc *lc, const char *what)
+{
+    FILE *f = fopen(lc->cfg->trace_file, "a");
+    if (!f) {
+        lc->host->log_kv(lc->ctx, PLB_LOG_ERROR, "cannot open trace file", "path",
+                         lc->cfg->trace_file, NULL);
+        return;
+    }
+    fprintf(f, "%s %s\n", what, lc->host->instance_name(lc->ctx));
+    fclose(f);
+}
+
+static int
+lc_check(const struct plb_host *host, plb_check *chk, const void *config,
+         void (*report)(plb_check *, const char *, const char *, ...))
+{
+    const struct lc_config *cfg = config;
+    (void)host;
+    if (cfg->timeout_ms >= cfg->interval_ms) {
+        report(chk, "timeout", "must be less than interval");
+        return 1;
+    }
+    return 0;
+}
+
+static void
+on_endpoints(const struct plb_endpoint_set *set, void *arg)
+{
+    struct lc *lc = arg;
+    char line[1024] = "endpoints";
+    size_t n = strlen(line);
+    for (size_t i = 0; i < set->n && n < sizeof(line); i++)
+        n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s", i ? "," : "=", set->v[i]);
+    trace(lc, line);
+}
+
+static void
+on_beat(plb_timer *t, void *arg)
+{
+    struct lc *lc = arg;
+    (void)t;
+    int64_t up = lc->host->now_ms(lc->ctx) - lc->started_ms;
+    if (lc->cfg->wedge_after_ms > 0 && up >= lc->cfg->wedge_after_ms)
+        return; /* wedged: no more heartbeats */
+    lc->host->health_beat(lc->ctx, "loop");
+}
+
+static void
+gate_closed(void *arg)
+{
+    trace(arg, "gate_closed_all");
+}
+
+static void
+on_gate_timer(plb_timer *t, void *arg)
+{
+    struct lc *lc = arg;
+    if (!lc->gate_is_open) {
+        lc->gate_is_open = 1;
+        lc->host->gate_set(lc->ctx, 1, NULL, NULL);
+        if (lc->cfg->gate_close_after_ms > 0)
+            lc->host->timer_arm(t, lc->cfg->gate_close_after_ms, 0, 0);
+    } else {
+        lc->gate_is_open = 0;
+        lc->host->gate_set(lc->ctx, 0, gate_closed, lc);
+    }
+}
+
+static void
+lc_gate_open(void *state)
+{
+    trace(state, "gate_open");
+}
+
+static void
+lc_gate_close(void *state, plb_done *d)
+{
+    struct lc *lc = state;
+    trace(lc, "gate_close");
+    lc->host->done(d);
+}
+
+static void
+on_stop_delay(plb_timer *t, void *arg)
+{
+    struct lc *lc = arg;
+    (void)t;
+    trace(lc, "stopped");
+    plb_done *d = lc->stop_done;
+    lc->stop_done = NULL;
+    lc->host->done(d);
+}
+
+static int
+lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    struct lc *lc = host->alloc(sizeof(*lc));
+    if (!lc)
+        return -ENOMEM;
+    lc->host = host;
+    lc->ctx = ctx;
+    lc->cfg = config;
+    lc->beat = host->timer_new(ctx, on_beat, lc);
+    lc->stopper = host->timer_new(ctx, on_stop_delay, lc);
+    lc->gate = host->timer_new(ctx, on_gate_timer, lc);
+    if (!lc->beat || !lc->stopper || !lc->gate) {
+        host->timer_free(lc->beat);
+        host->timer_free(lc->stopper);
+        host->timer_free(lc->gate);
+        host->free(lc);
+        return -ENOMEM;
+    }
+    *state = lc;
+    trace(lc, "create");
+    return 0;
+}
+
+static int
+lc_start(void *state)
+{
+    struct lc *lc = state;
+    trace(lc, "start");
+    if (lc->cfg->fail_start)
+        return -EINVAL;
+    lc->started_ms = lc->host->now_ms(lc->ctx);
+    int rc = lc->host->health_register(lc->ctx, "loop", PLB_HEALTH_LIVE);
+    if (rc < 0)
+        return rc;
+    rc = lc->host->timer_arm(lc->beat, 100, 100, 0);
+    if (rc < 0)
+        return rc;
+    if (lc->cfg->publish.n) {
+        rc = lc->host->endpoints_publish(lc->ctx, "static",
+                                         (const char *const *)lc->cfg->publish.v,
+                                         lc->cfg->publish.n);
+        if (rc < 0)
+            return rc;
+    }
+    if (lc->cfg->gate_open_after_ms > 0) {
+        rc = lc->host->timer_arm(lc->gate, lc->cfg->gate_open_after_ms, 0, 0);
+        if (rc < 0)
+            return rc;
+    }
+    if (lc->cfg->sources.n)
+        rc = lc->host->endpoints_subscribe(lc->ctx, &lc->cfg->sources, on_endpoints, lc);
+    return rc;
+}
+
+static void
+lc_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct lc *lc = state;
+    (void)grace_ms;
+    trace(lc, "stop");
+    lc->host->timer_cancel(lc->beat);
+    lc->host->timer_cancel(lc->gate);
+    if (lc->cfg->stop_delay_ms > 0) {
+        lc->stop_done = d;
+        if (lc->host->timer_arm(lc->stopper, lc->cfg->stop_delay_ms, 0, 0) == 0)
+            return;
+        lc->stop_done = NULL;
+    }
+    lc->host->done(d);
+}
+
+static void
+lc_destroy(void *state)
+{
+    struct lc *lc = state;
+    trace(lc, "destroy");
+    lc->host->timer_free(lc->beat);
+    lc->host->timer_free(lc->stopper);
+    lc->host->timer_free(lc->gate);
+    lc->host->free(lc);
+}
+
+PLB_MODULE_EXPORT = {
+#ifdef LIFECYCLE_ABI_MAJOR
+    .abi_major = LIFECYCLE_ABI_MAJOR,
+#else
+    .abi_major = PLB_ABI_MAJOR,
+#endif
+#ifdef LIFECYCLE_ABI_MINOR
+    .abi_minor = LIFECYCLE_ABI_MINOR,
+#else
+    .abi_minor = PLB_ABI_MINOR,
+#endif
+    .size = sizeof(struct plb_module),
+    .name = "lifecycle",
+    .version = "1.0",
+    .description = "Test module that traces its lifecycle hooks",
+    .settings = lc_settings,
+    .config_size = sizeof(struct lc_config),
+    .check = lc_check,
+    .create = lc_create,
+    .start = lc_start,
+    .stop = lc_stop,
+    .destroy = lc_destroy,
+    .provides = PLB_ROLE_ENDPOINTS | PLB_ROLE_GATE,
+    .gate_open = lc_gate_open,
+    .gate_close = lc_gate_close,
+};

@@ -1,0 +1,313 @@
+/*
+ * prismlb --check-config: every kind of bad input is reported as
+ * FILE:LINE: setting: message with exit status 1; good files print OK.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+static char *dir;
+static char module_path[4096];
+
+static void
+setup(void)
+{
+    dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s",
+             tu_build_path("tests/modules"));
+}
+
+static void
+teardown(void)
+{
+    tu_rmrf(dir);
+    free(dir);
+}
+
+/* Write conf text to DIR/name and run --check-config on it. Returns the
+ * exit status; *out gets the output (caller frees). */
+static int
+check_config(const char *name, const char *text, char **out)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    ck_assert_int_eq(tu_write_file(path, text), 0);
+    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", path,
+                    NULL};
+    char *env[] = {module_path, NULL};
+    return tu_run(argv, env, out, 30000);
+}
+
+/* Assert the output holds "DIR/name:LINE: rest". */
+static void
+assert_error(const char *out, const char *name, int line, const char *rest)
+{
+    char want[4096];
+    snprintf(want, sizeof(want), "%s/%s:%d: %s", dir, name, line, rest);
+    if (!strstr(out, want))
+        ck_abort_msg("expected \"%s\" in output:\n%s", want, out);
+}
+
+#define TRACE "trace_file = \"trace.log\";"
+
+START_TEST(good_file_prints_ok)
+{
+    char *out = NULL;
+    int rc = check_config("ok.conf",
+                          "log_level = \"debug\";\n"
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; name = \"one\"; " TRACE " },\n"
+                          "  { module = \"lifecycle\"; name = \"two\"; " TRACE
+                          " port = 9000; interval = \"2s\"; tags = \"a,b\"; sources = [\"one\"]; },\n"
+                          ");\n",
+                          &out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_str_eq(out, "OK\n");
+    free(out);
+}
+END_TEST
+
+START_TEST(misspelled_setting)
+{
+    char *out = NULL;
+    int rc = check_config("typo.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; name = \"a\";\n"
+                          "    " TRACE "\n"
+                          "    prot = 80; }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "typo.conf", 4, "instances.a.prot: unknown setting (did you mean \"port\"?)");
+    free(out);
+}
+END_TEST
+
+START_TEST(wrong_type)
+{
+    char *out = NULL;
+    int rc = check_config("type.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; " TRACE "\n"
+                          "    port = \"eighty\"; }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "type.conf", 3,
+                 "instances.lifecycle.port: expected an integer, got a string");
+    free(out);
+}
+END_TEST
+
+START_TEST(out_of_range)
+{
+    char *out = NULL;
+    int rc = check_config("range.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; name = \"r\"; " TRACE "\n"
+                          "    port = 70000;\n"
+                          "    interval = \"100ms\"; }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "range.conf", 3, "instances.r.port: 70000 is out of range [1, 65535]");
+    assert_error(out, "range.conf", 4, "instances.r.interval: 100ms is below the minimum 1s");
+    free(out);
+}
+END_TEST
+
+START_TEST(missing_module_file)
+{
+    char *out = NULL;
+    int rc = check_config("missing.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; " TRACE " },\n"
+                          "  { module = \"nosuch\"; }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "missing.conf", 3, "instances.[1]: module \"nosuch\" not found");
+    free(out);
+    rc = check_config("missing2.conf",
+                      "instances = ( { module = \"./mod_gone.so\"; } );\n", &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "missing2.conf", 1, "instances.[0]: cannot load module");
+    ck_assert_ptr_nonnull(strstr(out, "mod_gone.so"));
+    free(out);
+}
+END_TEST
+
+START_TEST(not_a_module)
+{
+    char *out = NULL, text[8192];
+    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; }\n);\n",
+             tu_build_path("tests/modules/libnotmodule.so"));
+    int rc = check_config("notmod.conf", text, &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "notmod.conf", 2, "instances.[0]: ");
+    ck_assert_ptr_nonnull(strstr(out, "libnotmodule.so is not a prismlb module"));
+    free(out);
+}
+END_TEST
+
+START_TEST(other_abi_major)
+{
+    char *out = NULL, text[8192];
+    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; " TRACE " }\n);\n",
+             tu_build_path("tests/modules/mod_lifecycle_abi99.so"));
+    int rc = check_config("abi.conf", text, &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "abi.conf", 2, "instances.[0]: ");
+    ck_assert_ptr_nonnull(strstr(out, "was built for module ABI 99.0, this prismlb has ABI 1."));
+    free(out);
+}
+END_TEST
+
+START_TEST(newer_abi_minor)
+{
+    char *out = NULL, text[8192];
+    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; " TRACE " }\n);\n",
+             tu_build_path("tests/modules/mod_lifecycle_newminor.so"));
+    int rc = check_config("minor.conf", text, &out);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_ptr_nonnull(strstr(out, "needs module ABI 1.999, newer than"));
+    free(out);
+}
+END_TEST
+
+START_TEST(cross_setting_check_names_the_setting)
+{
+    char *out = NULL;
+    int rc = check_config("cross.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; name = \"x\"; " TRACE "\n"
+                          "    interval = \"2s\";\n"
+                          "    timeout = \"3s\"; }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "cross.conf", 4, "instances.x.timeout: must be less than interval");
+    free(out);
+}
+END_TEST
+
+START_TEST(links_and_gates_are_checked)
+{
+    char *out = NULL;
+    int rc = check_config("links.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; name = \"a\"; " TRACE "\n"
+                          "    sources = [\"nobody\"]; },\n"
+                          "  { module = \"lifecycle\"; name = \"b\"; " TRACE "\n"
+                          "    gate = \"ghost\"; }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "links.conf", 3, "instances.a.sources: no instance named \"nobody\"");
+    assert_error(out, "links.conf", 5, "instances.b.gate: no instance named \"ghost\"");
+    free(out);
+}
+END_TEST
+
+START_TEST(duplicate_names_and_syntax_errors)
+{
+    char *out = NULL;
+    int rc = check_config("dup.conf",
+                          "instances = (\n"
+                          "  { module = \"lifecycle\"; " TRACE " },\n"
+                          "  { module = \"lifecycle\"; " TRACE " }\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "dup.conf", 3, "instances.lifecycle: duplicate instance name");
+    free(out);
+    rc = check_config("syntax.conf", "instances = (\n  { module = \"lifecycle\" \n);\n", &out);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_ptr_nonnull(strstr(out, "syntax.conf:3: syntax error"));
+    free(out);
+    rc = check_config("top.conf", "instances = ();\nlog_levle = \"info\";\n", &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "top.conf", 2, "log_levle: unknown setting (did you mean \"log_level\"?)");
+    free(out);
+}
+END_TEST
+
+START_TEST(include_and_relative_paths)
+{
+    char *out = NULL, inc[4096];
+    snprintf(inc, sizeof(inc), "%s/part.conf", dir);
+    ck_assert_int_eq(tu_write_file(inc, "{ module = \"lifecycle\"; name = \"inc\";\n"
+                                        "  " TRACE "\n"
+                                        "  port = 0; }\n"),
+                     0);
+    int rc = check_config("main.conf",
+                          "instances = (\n"
+                          "  @include \"part.conf\"\n"
+                          ");\n",
+                          &out);
+    ck_assert_int_eq(rc, 1);
+    /* The error names the included file and its line. */
+    char want[4096];
+    snprintf(want, sizeof(want), "%s:3: instances.inc.port: 0 is out of range", inc);
+    ck_assert_msg(strstr(out, want) != NULL, "want %s in %s", want, out);
+    free(out);
+}
+END_TEST
+
+START_TEST(secret_values_are_never_printed)
+{
+    char *out = NULL;
+    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", NULL,
+                    NULL};
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/env.conf", dir);
+    ck_assert_int_eq(tu_write_file(path, "instances = ( { module = \"lifecycle\"; " TRACE " } );\n"),
+                     0);
+    argv[3] = path;
+    char *env[] = {module_path, "LIFECYCLE_ENABLED=maybe", NULL};
+    int rc = tu_run(argv, env, &out, 30000);
+    ck_assert_int_eq(rc, 1);
+    ck_assert_ptr_nonnull(
+        strstr(out, "environment LIFECYCLE_ENABLED: instances.lifecycle.enabled: expected a "
+                    "boolean"));
+    free(out);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("check-config");
+    TCase *tc = tcase_create("check-config");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, good_file_prints_ok);
+    tcase_add_test(tc, misspelled_setting);
+    tcase_add_test(tc, wrong_type);
+    tcase_add_test(tc, out_of_range);
+    tcase_add_test(tc, missing_module_file);
+    tcase_add_test(tc, not_a_module);
+    tcase_add_test(tc, other_abi_major);
+    tcase_add_test(tc, newer_abi_minor);
+    tcase_add_test(tc, cross_setting_check_names_the_setting);
+    tcase_add_test(tc, links_and_gates_are_checked);
+    tcase_add_test(tc, duplicate_names_and_syntax_errors);
+    tcase_add_test(tc, include_and_relative_paths);
+    tcase_add_test(tc, secret_values_are_never_printed);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

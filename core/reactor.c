@@ -1,0 +1,328 @@
+/*
+ * reactor: clocks, timers with jitter, and fd watches on libevent.
+ *
+ * Timers keep their own deadline in microseconds on CLOCK_MONOTONIC and
+ * re-arm themselves as one-shot libevent timers before each callback, so
+ * every period gets fresh jitter and a callback may cancel, re-arm or free
+ * its own timer. An event base on the coarse monotonic clock (libevent's
+ * default) can wake a few milliseconds early; such a wake-up is re-armed for
+ * the rest of the delay instead of firing, so a timer never fires before
+ * its deadline as core_now_ms() sees it.
+ */
+#include "reactor.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <math.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "log.h"
+
+struct plb_timer {
+    struct event *ev;
+    plb_timer_cb cb;
+    void *arg;
+    int64_t deadline_us; /* monotonic time of the next fire */
+    int64_t period_ms;   /* 0: one-shot */
+    double jitter;
+    int armed;
+};
+
+struct plb_io {
+    struct event *ev;
+    plb_io_cb cb;
+    void *arg;
+    int fd;
+};
+
+/* ------------------------------------------------------------------------ */
+/* Clocks                                                                   */
+
+static int64_t
+clock_us(clockid_t id)
+{
+    struct timespec ts;
+
+    if (clock_gettime(id, &ts) != 0)
+        return 0;
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
+core_now_ms(void)
+{
+    return clock_us(CLOCK_MONOTONIC) / 1000;
+}
+
+int64_t
+core_wall_ms(void)
+{
+    return clock_us(CLOCK_REALTIME) / 1000;
+}
+
+struct event_base *
+core_event_base_new(void)
+{
+    struct event_config *cfg = event_config_new();
+    struct event_base *base = NULL;
+
+    if (!cfg)
+        return NULL;
+    if (event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER) != 0)
+        goto out;
+    base = event_base_new_with_config(cfg);
+out:
+    event_config_free(cfg);
+    return base;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Random numbers for jitter: xorshift64*, seeded once without blocking.    */
+
+static uint64_t rng_state;
+
+static uint64_t
+rng_next(void)
+{
+    if (rng_state == 0) {
+        uint64_t seed = 0;
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+            seed = (uint64_t)clock_us(CLOCK_REALTIME) ^ ((uint64_t)getpid() << 32) ^
+                   (uint64_t)clock_us(CLOCK_MONOTONIC);
+        /* splitmix64 finaliser spreads a weak seed; 0 is the unseeded mark */
+        seed += 0x9e3779b97f4a7c15ull;
+        seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
+        seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
+        seed ^= seed >> 31;
+        rng_state = seed ? seed : 0x2545f4914f6cdd1dull;
+    }
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dull;
+}
+
+double
+core_random_unit(void)
+{
+    return (double)(rng_next() >> 11) * 0x1.0p-53;
+}
+
+double
+core_jitter_delay(int64_t delay_ms, double jitter, double unit_random)
+{
+    return (double)delay_ms * (1.0 + jitter * unit_random);
+}
+
+/* One delay in microseconds, with fresh jitter. */
+static int64_t
+jittered_us(int64_t delay_ms, double jitter)
+{
+    if (jitter <= 0.0 || delay_ms == 0)
+        return delay_ms * 1000;
+    return llround(core_jitter_delay(delay_ms, jitter, core_random_unit()) * 1000.0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Timers                                                                   */
+
+/* Add t's libevent timer for the time left until its deadline. 0 or -ENOMEM. */
+static int
+timer_schedule(plb_timer *t)
+{
+    int64_t left = t->deadline_us - clock_us(CLOCK_MONOTONIC);
+    struct timeval tv;
+
+    if (left < 0)
+        left = 0;
+    tv.tv_sec = (time_t)(left / 1000000);
+    tv.tv_usec = (suseconds_t)(left % 1000000);
+    if (evtimer_add(t->ev, &tv) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static void
+timer_fire(evutil_socket_t fd, short what, void *p)
+{
+    plb_timer *t = p;
+    int64_t now = clock_us(CLOCK_MONOTONIC);
+
+    (void)fd;
+    (void)what;
+    if (!t->armed)
+        return;
+    /* Early wake-up of a coarse clock: wait for the rest. */
+    if (now < t->deadline_us && timer_schedule(t) == 0)
+        return;
+    if (t->period_ms > 0) {
+        /* Unjittered: from the previous deadline, so the schedule does not
+         * drift. Jittered: from now, so every gap between fires is a whole
+         * jittered period. */
+        int64_t from = t->jitter > 0.0 ? now : t->deadline_us;
+        int64_t next = from + jittered_us(t->period_ms, t->jitter);
+        if (next < now) /* stalled past a whole period: drop missed fires */
+            next = now + jittered_us(t->period_ms, t->jitter);
+        t->deadline_us = next;
+        if (timer_schedule(t) != 0) {
+            CORE_ERR("timer: cannot re-arm periodic timer (out of memory); it stops");
+            t->armed = 0;
+        }
+    } else {
+        t->armed = 0;
+    }
+    /* Last: the callback may cancel, re-arm or free t. */
+    t->cb(t, t->arg);
+}
+
+plb_timer *
+core_timer_new(struct event_base *base, plb_timer_cb cb, void *arg)
+{
+    plb_timer *t;
+
+    if (!base || !cb)
+        return NULL;
+    t = core_calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->ev = evtimer_new(base, timer_fire, t);
+    if (!t->ev)
+        goto fail;
+    t->cb = cb;
+    t->arg = arg;
+    return t;
+fail:
+    core_free(t);
+    return NULL;
+}
+
+int
+core_timer_arm(plb_timer *t, int64_t delay_ms, int64_t period_ms, double jitter)
+{
+    int rc;
+
+    if (!t || delay_ms < 0 || delay_ms > CORE_TIMER_MAX_MS || period_ms < 0 ||
+        period_ms > CORE_TIMER_MAX_MS || !(jitter >= 0.0 && jitter <= 1.0))
+        return -EINVAL;
+    t->period_ms = period_ms;
+    t->jitter = jitter;
+    t->deadline_us = clock_us(CLOCK_MONOTONIC) + jittered_us(delay_ms, jitter);
+    t->armed = 1;
+    rc = timer_schedule(t);
+    if (rc != 0) {
+        event_del(t->ev);
+        t->armed = 0;
+    }
+    return rc;
+}
+
+void
+core_timer_cancel(plb_timer *t)
+{
+    if (!t)
+        return;
+    event_del(t->ev);
+    t->armed = 0;
+}
+
+int
+core_timer_pending(const plb_timer *t)
+{
+    return t && t->armed;
+}
+
+void
+core_timer_free(plb_timer *t)
+{
+    if (!t)
+        return;
+    /* event_free deletes the event first; libevent allows it from inside
+     * the event's own callback, and timer_fire does not touch t after the
+     * user callback. */
+    event_free(t->ev);
+    core_free(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* File descriptor watches                                                  */
+
+static void
+io_fire(evutil_socket_t fd, short what, void *p)
+{
+    plb_io *io = p;
+    int w = 0;
+
+    if (what & EV_READ)
+        w |= PLB_IO_READ;
+    if (what & EV_WRITE)
+        w |= PLB_IO_WRITE;
+    if (what & EV_TIMEOUT)
+        w |= PLB_IO_TIMEOUT;
+    (void)fd;
+    /* Last: the callback may free io. */
+    io->cb(io, io->fd, w, io->arg);
+}
+
+plb_io *
+core_io_new(struct event_base *base, int fd, int what, plb_io_cb cb, void *arg)
+{
+    plb_io *io;
+    short ev = EV_PERSIST;
+
+    if (!base || !cb || fd < 0 || (what & ~(PLB_IO_READ | PLB_IO_WRITE)) != 0 ||
+        (what & (PLB_IO_READ | PLB_IO_WRITE)) == 0)
+        return NULL;
+    if (what & PLB_IO_READ)
+        ev |= EV_READ;
+    if (what & PLB_IO_WRITE)
+        ev |= EV_WRITE;
+    io = core_calloc(1, sizeof *io);
+    if (!io)
+        return NULL;
+    io->ev = event_new(base, fd, ev, io_fire, io);
+    if (!io->ev)
+        goto fail;
+    io->cb = cb;
+    io->arg = arg;
+    io->fd = fd;
+    return io;
+fail:
+    core_free(io);
+    return NULL;
+}
+
+int
+core_io_add(plb_io *io, int64_t timeout_ms)
+{
+    struct timeval tv;
+
+    if (!io || timeout_ms < 0 || timeout_ms > CORE_TIMER_MAX_MS)
+        return -EINVAL;
+    /* event_add with no timeout would keep an earlier one: start afresh. */
+    if (event_del(io->ev) != 0)
+        return -ENOMEM;
+    if (timeout_ms == 0)
+        return event_add(io->ev, NULL) == 0 ? 0 : -ENOMEM;
+    tv.tv_sec = (time_t)(timeout_ms / 1000);
+    tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
+    return event_add(io->ev, &tv) == 0 ? 0 : -ENOMEM;
+}
+
+void
+core_io_del(plb_io *io)
+{
+    if (io)
+        event_del(io->ev);
+}
+
+void
+core_io_free(plb_io *io)
+{
+    if (!io)
+        return;
+    event_free(io->ev); /* allowed from inside io_fire, see there */
+    core_free(io);
+}

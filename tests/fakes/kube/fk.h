@@ -1,0 +1,317 @@
+/*
+ * prismlb-fake-kube: internal declarations shared by the fake API server's
+ * subsystems. Nothing here is a public interface; the command line and the
+ * admin API (README.md) are what tests use.
+ *
+ * Ownership words: "new" = caller owns the returned reference and frees it;
+ * "borrowed" = valid until the next store write; "steals" = the callee takes
+ * the caller's reference.
+ */
+#ifndef FK_H
+#define FK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct event_base;
+struct event;
+struct evhttp;
+struct evhttp_request;
+struct evhttp_connection;
+struct evhttp_bound_socket;
+struct evkeyvalq;
+struct ssl_ctx_st;
+
+/* ---- kinds (kinds.c) -------------------------------------------------- */
+
+enum fk_kind_flags {
+    FK_NAMESPACED = 1 << 0,
+    FK_HAS_STATUS = 1 << 1,     /* has a /status subresource */
+    FK_CLEAR_STATUS = 1 << 2,   /* create drops the status the client sent */
+    FK_DNS_LABEL_NAME = 1 << 3, /* names are DNS-1123 labels, not subdomains */
+};
+
+struct fk_kind {
+    const char *group;   /* "" for the core group */
+    const char *version;
+    const char *resource; /* plural, as in the URL */
+    const char *kind;
+    const char *singular;
+    const char *short_names; /* comma separated, or NULL */
+    const char *categories;  /* comma separated, or NULL */
+    const char *schema_name; /* OpenAPI component name */
+    int flags;
+};
+
+extern const struct fk_kind fk_kinds[];
+extern const size_t fk_nkinds;
+
+/* Kind serving resource in group/version, or NULL (all borrowed). */
+const struct fk_kind *fk_kind_find(const char *group, const char *version, const char *resource);
+/* Index of k in fk_kinds. */
+size_t fk_kind_index(const struct fk_kind *k);
+/* "v1" or "group/version" into buf (len >= 64). Returns buf. */
+const char *fk_kind_api_version(const struct fk_kind *k, char *buf, size_t len);
+/* Whether the group/version pair is served at all. */
+int fk_group_version_served(const char *group, const char *version);
+
+/* ---- errors and small JSON helpers (status.c) -------------------------- */
+
+/* A new kind: Status object with status Failure. name/kind (resource) may be
+ * NULL; causes is stolen (may be NULL). */
+json_t *fk_status_new(int code, const char *reason, const char *message, const char *name,
+                      const struct fk_kind *k, json_t *causes);
+/* Status for 422 with one cause. New. */
+json_t *fk_status_invalid(const struct fk_kind *k, const char *name, const char *field,
+                          const char *ctype, const char *detail);
+/* String at a dotted path in obj ("metadata.name"), or NULL (borrowed). */
+const char *fk_json_path_str(json_t *obj, const char *path);
+/* Object at a dotted path, creating intermediate objects. Borrowed, or NULL
+ * when a non-object is in the way or on allocation failure. */
+json_t *fk_json_path_obj(json_t *obj, const char *path);
+/* Current time as RFC 3339 (seconds, UTC) into buf (len >= 32). */
+const char *fk_now_rfc3339(char *buf, size_t len);
+/* Random RFC 4122 version 4 UUID into buf (len >= 37). */
+const char *fk_uuid(char *buf, size_t len);
+/* Base64 (standard alphabet, padded) of data. New string or NULL. */
+char *fk_base64(const void *data, size_t len);
+/* Decode standard base64. New buffer (NUL-terminated) or NULL. */
+char *fk_unbase64(const char *s, size_t *out_len);
+
+/* ---- store, resourceVersion, history (store.c) -------------------------- */
+
+enum fk_ev_type { FK_ADDED, FK_MODIFIED, FK_DELETED };
+
+struct fk_cluster {
+    char *name; /* "" for the root (no /clusters/ prefix) */
+    json_t *objs[16]; /* per kind: JSON object "ns/name" -> object (owned) */
+    struct fk_cluster *next;
+};
+
+struct fk_event {
+    uint64_t rv;
+    struct fk_cluster *cl;
+    const struct fk_kind *kind;
+    int type;    /* enum fk_ev_type */
+    json_t *obj; /* state after (for DELETED: last state with the deleting rv) */
+    json_t *old; /* state before, NULL for ADDED */
+};
+
+typedef void (*fk_event_cb)(const struct fk_event *ev, void *arg);
+
+struct fk_store {
+    uint64_t rv;           /* last resourceVersion issued; starts at 1 */
+    uint64_t compacted_rv; /* watches from below this get 410 */
+    struct fk_cluster *clusters;
+    struct fk_event *hist; /* ring */
+    size_t hist_cap, hist_len, hist_head;
+    fk_event_cb on_event;
+    void *on_event_arg;
+};
+
+/* Set up an empty store keeping the last `history` events. 0 or -ENOMEM. */
+int fk_store_init(struct fk_store *s, size_t history);
+/* Free everything the store owns. */
+void fk_store_fini(struct fk_store *s);
+/* Cluster by name, created (with its default namespaces) on first use.
+ * Borrowed; NULL on allocation failure. */
+struct fk_cluster *fk_store_cluster(struct fk_store *s, const char *name);
+/* Stored object or NULL (borrowed). ns is "" for cluster-scoped kinds. */
+json_t *fk_store_get(struct fk_cluster *cl, const struct fk_kind *k, const char *ns,
+                     const char *name);
+/* Store obj (steals) as a create, update or delete of its key, stamping a
+ * fresh resourceVersion into it, recording history and notifying watchers.
+ * type FK_DELETED removes the key (obj is the final state). 0 or -ENOMEM. */
+int fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k,
+                    int type, json_t *obj);
+/* Drop all history: the oldest watchable resourceVersion becomes the
+ * current one. */
+void fk_store_compact(struct fk_store *s);
+/* The smallest rv a watch may start from (older ones are "too old"). */
+uint64_t fk_store_oldest_rv(const struct fk_store *s);
+/* Objects of kind in cl as they were at resourceVersion rv (rv 0 = now),
+ * as a new JSON object key -> object (references shared with the store).
+ * NULL with *expired set when rv predates history; NULL on ENOMEM. */
+json_t *fk_store_snapshot(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k,
+                          uint64_t rv, int *expired);
+/* Visit history events with rv > after, oldest first. Stops when cb
+ * returns nonzero and returns that value. */
+int fk_store_replay(struct fk_store *s, uint64_t after,
+                    int (*cb)(const struct fk_event *ev, void *arg), void *arg);
+/* "ns/name" or "/name" key (len >= 512). */
+const char *fk_store_key(const char *ns, const char *name, char *buf, size_t len);
+
+/* ---- selectors (select.c) ---------------------------------------------- */
+
+struct fk_selector; /* parsed label or field selector */
+
+/* Parse a label selector. New, or NULL with a message in err (len >= 256).
+ * An empty or NULL string selects everything. */
+struct fk_selector *fk_label_selector_parse(const char *s, char *err, size_t errlen);
+/* Parse a field selector for kind k (metadata.name, metadata.namespace and
+ * the kind's own field labels). New, or NULL with err. */
+struct fk_selector *fk_field_selector_parse(const char *s, const struct fk_kind *k, char *err,
+                                            size_t errlen);
+/* 1 if obj (borrowed) matches; a NULL selector matches everything. */
+int fk_selector_match(const struct fk_selector *sel, json_t *obj);
+/* 1 if the selector has no requirements. */
+int fk_selector_empty(const struct fk_selector *sel);
+void fk_selector_free(struct fk_selector *sel);
+
+/* ---- patches (patch.c) -------------------------------------------------- */
+
+/* RFC 7386 merge patch of target by patch. New result, or NULL on ENOMEM. */
+json_t *fk_merge_patch(json_t *target, json_t *patch);
+/* RFC 6902 JSON patch. New result, or NULL with err and *code (400 for a
+ * malformed patch, 422 when it does not apply). */
+json_t *fk_json_patch(json_t *target, json_t *ops, int *code, char *err, size_t errlen);
+/* Strategic merge patch for kind k (merge keys of the built-in types).
+ * New result, or NULL with err set. */
+json_t *fk_strategic_patch(json_t *target, json_t *patch, const struct fk_kind *k, char *err,
+                           size_t errlen);
+
+/* ---- defaulting and validation (defaults.c) ----------------------------- */
+
+/* Fill server defaults into obj (borrowed, modified in place); old is the
+ * stored object on update (NULL on create). Allocates node ports from the
+ * other Services in cl. Returns NULL or a new 422/500 Status. */
+json_t *fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj,
+                                json_t *old);
+/* Name validation per kind: NULL or a message (static). */
+const char *fk_validate_name(const struct fk_kind *k, const char *name);
+
+/* ---- the application (server.c, main.c) ---------------------------------- */
+
+#define FK_MAX_SERVERS 8
+
+struct fk_app;
+
+struct fk_server {
+    struct fk_app *app;
+    int index;
+    int port;
+    struct evhttp *http;
+    struct evhttp_bound_socket *bound;
+    int stopped;       /* listener and connections closed */
+    int not_accepting; /* listener disabled */
+    int quorum_lost;   /* /readyz 500, storage requests 500 */
+};
+
+struct fk_faults {
+    int fail_count;       /* fail the next N API requests */
+    int fail_status;
+    char fail_match[256]; /* substring of path?query, "" = any */
+    char fail_method[16]; /* "" = any */
+    int latency_ms;
+    char latency_match[256];
+    int watch_close_events; /* close each watch after N events (0 = off) */
+    int watch_close_ms;     /* close each watch after T ms (0 = off) */
+    int watch_close_drop;   /* 1 = drop the TCP connection, 0 = end cleanly */
+    int watch_gone_next;    /* answer the next N watches with a 410 ERROR */
+};
+
+struct fk_held; /* a request whose reply is pending (watch, delay) */
+struct fk_watch;
+
+struct fk_app {
+    struct event_base *base;
+    struct fk_store store;
+    struct fk_server servers[FK_MAX_SERVERS];
+    int nservers;
+    struct ssl_ctx_st *ssl; /* NULL = plain HTTP */
+    json_t *tokens;          /* array of accepted bearer tokens */
+    json_t *ro_tokens;       /* tokens whose writes get 403 */
+    struct evhttp *admin;
+    int admin_port;
+    struct fk_faults faults;
+    json_t *reqlog; /* array */
+    size_t reqlog_max;
+    struct fk_held *held; /* list */
+    int bookmark_ms;
+    int verbose;
+};
+
+/* Start server i on 127.0.0.1:port (0 = ephemeral). 0 or negative errno. */
+int fk_server_start(struct fk_app *app, int i, int port);
+/* Close server i: its listener and every connection (watches end). */
+void fk_server_stop(struct fk_app *app, int i);
+/* Enable or disable accept() on server i. */
+void fk_server_accepting(struct fk_app *app, int i, int on);
+/* Abort the connection of every held request (watches, delayed replies)
+ * of server i, or of all servers when i < 0. */
+void fk_server_close_held(struct fk_app *app, int i, int drop);
+
+/* Per-request context handed to the API handlers. */
+struct fk_rq {
+    struct fk_app *app;
+    struct fk_server *srv;
+    struct evhttp_request *req;
+    int method; /* EVHTTP_REQ_* */
+    const char *method_name;
+    char *path;  /* decoded path without the /clusters/x prefix (owned) */
+    char *cluster; /* owned */
+    struct evkeyvalq *query; /* owned */
+    char user[256];
+    int readonly;
+    json_t *log; /* borrowed entry in app->reqlog, may be NULL */
+};
+
+/* Free a request context (not the evhttp request it wraps). */
+void fk_rq_free(struct fk_rq *rq);
+/* Query parameter or NULL (borrowed). */
+const char *fk_rq_param(struct fk_rq *rq, const char *name);
+/* Request body as a NUL-terminated string (new) or NULL when empty. */
+char *fk_rq_body(struct fk_rq *rq, size_t *len);
+/* Send a JSON reply (steals body) with status code; ends the request. */
+void fk_reply_json(struct fk_rq *rq, int code, json_t *body);
+/* Send a Status reply (steals st), code from st.code. */
+void fk_reply_status(struct fk_rq *rq, json_t *st);
+
+/* Hold the request: the connection's close callback will call on_close(arg)
+ * after the client goes away. Returns the handle or NULL on ENOMEM. */
+struct fk_held *fk_hold(struct fk_rq *rq, void (*on_close)(void *arg, int dropped), void *arg);
+/* Release a hold after the reply has ended (or before freeing the request). */
+void fk_unhold(struct fk_app *app, struct fk_held *h);
+/* Abort the TCP connection of a held request (on_close is called). */
+void fk_held_drop(struct fk_app *app, struct fk_held *h);
+
+/* ---- API handlers (api.c, list.c, watch.c, discovery.c) ------------------ */
+
+/* Route and serve one Kubernetes API request (auth already done). */
+void fk_api_dispatch(struct fk_rq *rq);
+/* GET on a collection without watch: list. */
+void fk_list(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k, const char *ns);
+/* GET on a collection with watch=true. */
+void fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
+                    const char *ns, const char *name);
+/* Store event hook: deliver ev to matching watches. */
+void fk_watch_on_event(const struct fk_event *ev, void *arg);
+/* Number of open watches. */
+size_t fk_watch_count(void);
+/* Close all watches now (drop = abort the connection). */
+void fk_watch_close_all(struct fk_app *app, int drop);
+/* Free all watch state (shutdown). */
+void fk_watch_shutdown(struct fk_app *app);
+/* Serve discovery and OpenAPI paths; returns 1 if the path was one of them. */
+int fk_discovery_serve(struct fk_rq *rq);
+/* Serve the admin API request. */
+void fk_admin_handle(struct evhttp_request *req, void *arg);
+
+/* ---- TLS (tls.c) -------------------------------------------------------- */
+
+/* Generate a CA, a serving certificate and a client certificate into dir
+ * (ca.crt ca.key server.crt server.key client.crt client.key). 0 or -1. */
+int fk_tls_generate(const char *dir);
+/* A server SSL_CTX from PEM files; client certificates signed by ca_file
+ * are requested and verified when presented. New, or NULL. */
+struct ssl_ctx_st *fk_tls_server_ctx(const char *cert_file, const char *key_file,
+                                     const char *ca_file);
+/* Install the TLS bufferevent factory on http. */
+void fk_tls_attach(struct evhttp *http, struct ssl_ctx_st *ctx);
+/* Identity of the verified client certificate on req's connection:
+ * CN into user (len), 1 if found, 0 if none. */
+int fk_tls_peer_user(struct evhttp_request *req, char *user, size_t len);
+
+#endif

@@ -1,0 +1,869 @@
+/*
+ * metrics: the core's metrics registry and its two text renderings.
+ *
+ * Layout. The registry keeps its families in an array sorted by name. A
+ * family keeps its series twice: in a chained hash table keyed by the joined
+ * label values (every value followed by a NUL byte), for O(1) updates, and in
+ * an array sorted by that key, for rendering in a stable order without
+ * sorting. A series is one allocation: the struct, the histogram's
+ * per-bucket counts, the key and its pre-escaped label text (a="x",b="y").
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+
+#define LE_LEN 32
+
+struct series {
+    struct series *next; /* hash chain */
+    uint64_t hash;
+    double value;     /* counter, gauge: the value; histogram: the sum */
+    uint64_t count;   /* histogram: observations */
+    uint64_t *bucket; /* histogram: non-cumulative count per finite bound */
+    char *key;        /* values, each followed by '\0' */
+    size_t keylen;
+    char *labels; /* escaped name="value" pairs joined by ',' (NUL-terminated) */
+    size_t labelslen;
+};
+
+struct plb_metric {
+    enum plb_metric_type type;
+    char *name;
+    char *help; /* never NULL */
+    char **label_names;
+    size_t nlabels;
+    double *bounds; /* histogram: finite upper bounds, ascending */
+    size_t nbounds;
+    char (*le)[2][LE_LEN];  /* per bound: [0] text format, [1] OpenMetrics */
+    struct series **sorted; /* by key */
+    size_t n, cap;
+    struct series **tab; /* hash table, tmask + 1 slots */
+    size_t tmask;
+};
+
+struct core_metrics {
+    plb_metric **fam; /* by name */
+    size_t n, cap;
+};
+
+static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
+
+/* ------------------------------------------------------------------------ */
+/* Validation. */
+
+/* Well-formed UTF-8: no overlong forms, surrogates or code points past
+ * U+10FFFF (what Prometheus' parsers accept in label values). */
+static int
+utf8_valid(const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        unsigned c = *p, n, cp;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        n = (c >= 0xc2 && c <= 0xdf)   ? 1
+            : (c >= 0xe0 && c <= 0xef) ? 2
+            : (c >= 0xf0 && c <= 0xf4) ? 3
+                                       : 0;
+        if (!n)
+            return 0;
+        cp = c & (0x3fu >> n);
+        for (unsigned i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+            (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+/* Metric names: [a-zA-Z_:][a-zA-Z0-9_:]*. Label names: the same without ':',
+ * not starting with "__", neither "le" nor "quantile". */
+static int
+name_valid(const char *s, int label)
+{
+    if (!s || !*s ||
+        (label && (strncmp(s, "__", 2) == 0 || strcmp(s, "le") == 0 || strcmp(s, "quantile") == 0)))
+        return 0;
+    for (size_t i = 0; s[i]; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (!label && c == ':') || (i && c >= '0' && c <= '9')))
+            return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Number formatting. */
+
+/* Shortest precision (1..17 significant digits) that reads back as v. */
+static int
+shortest_digits(double v)
+{
+    char tmp[40];
+    for (int p = 1; p < 17; p++) {
+        snprintf(tmp, sizeof(tmp), "%.*e", p - 1, v);
+        if (strtod(tmp, NULL) == v)
+            return p;
+    }
+    return 17;
+}
+
+/* A sample value: integers up to 2^53 in plain digits, other finite values
+ * in the shortest form that reads back exactly, +Inf/-Inf/NaN as Prometheus
+ * spells them. buf holds at least 32 bytes. Returns the length. */
+static size_t
+fmt_value(char *buf, double v)
+{
+    if (isnan(v))
+        return (size_t)sprintf(buf, "NaN");
+    if (isinf(v))
+        return (size_t)sprintf(buf, v > 0 ? "+Inf" : "-Inf");
+    if (fabs(v) <= 9007199254740992.0 && v == trunc(v)) {
+        /* Integral (the common case of counters): digits by hand. */
+        char rev[24], *o = buf;
+        size_t n = 0;
+        for (uint64_t u = (uint64_t)fabs(v); n == 0 || u; u /= 10)
+            rev[n++] = (char)('0' + u % 10);
+        if (signbit(v))
+            *o++ = '-';
+        while (n)
+            *o++ = rev[--n];
+        *o = '\0';
+        return (size_t)(o - buf);
+    }
+    for (int p = 15; p < 17; p++) {
+        int n = snprintf(buf, 32, "%.*g", p, v);
+        if (strtod(buf, NULL) == v)
+            return (size_t)n;
+    }
+    return (size_t)snprintf(buf, 32, "%.17g", v);
+}
+
+/* A bucket bound as Go's strconv.FormatFloat(v, 'g', -1, 64) writes it (what
+ * client_golang puts in le="..."), and for OpenMetrics with ".0" added to
+ * integral values, which is the canonical form OpenMetrics parsers demand. */
+static void
+fmt_le(char out[LE_LEN], double v, int om)
+{
+    if (isinf(v)) {
+        snprintf(out, LE_LEN, "%s", v > 0 ? "+Inf" : "-Inf");
+        return;
+    }
+    int p = shortest_digits(v);
+    char e[LE_LEN];
+    snprintf(e, sizeof(e), "%.*e", p - 1, v);
+    int exp = atoi(strchr(e, 'e') + 1);
+    if (exp < -4 || exp >= 6) /* Go's rule for the shortest 'g' form */
+        snprintf(out, LE_LEN, "%s", e);
+    else
+        snprintf(out, LE_LEN, "%.*f", p - 1 - exp > 0 ? p - 1 - exp : 0, v);
+    if (om && !strpbrk(out, ".e"))
+        strncat(out, ".0", LE_LEN - strlen(out) - 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Series. */
+
+/* Hash of the label values; -1 (with *h untouched) if one is NULL. */
+static int
+values_hash(const plb_metric *m, const char *const *lv, uint64_t *h)
+{
+    uint64_t x = 1469598103934665603ull;
+    if (m->nlabels && !lv)
+        return -1;
+    for (size_t i = 0; i < m->nlabels; i++) {
+        if (!lv[i])
+            return -1;
+        for (const unsigned char *p = (const unsigned char *)lv[i];; p++) {
+            x ^= *p;
+            x *= 1099511628211ull;
+            if (!*p)
+                break;
+        }
+    }
+    *h = x ^ (x >> 29);
+    return 0;
+}
+
+static int
+key_equal(const struct series *s, const plb_metric *m, const char *const *lv)
+{
+    const char *k = s->key, *end = s->key + s->keylen;
+    for (size_t i = 0; i < m->nlabels; i++) {
+        size_t l = strlen(lv[i]);
+        if ((size_t)(end - k) < l + 1 || memcmp(k, lv[i], l) != 0 || k[l] != '\0')
+            return 0;
+        k += l + 1;
+    }
+    return k == end;
+}
+
+static struct series *
+series_find(const plb_metric *m, const char *const *lv, uint64_t h)
+{
+    if (!m->tab)
+        return NULL;
+    for (struct series *s = m->tab[h & m->tmask]; s; s = s->next)
+        if (s->hash == h && key_equal(s, m, lv))
+            return s;
+    return NULL;
+}
+
+/* Key order: tuple order of the label values ('\0' sorts first). */
+static int
+key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    int c = memcmp(a, b, alen < blen ? alen : blen);
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* Index of the first series whose key is >= key. */
+static size_t
+sorted_lower(const plb_metric *m, const char *key, size_t keylen)
+{
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const struct series *s = m->sorted[mid];
+        if (key_cmp(s->key, s->keylen, key, keylen) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Escape a label value (backslash, double quote, line feed) into d, or
+ * with d NULL only count. Returns the escaped length. */
+static size_t
+escape_label(char *d, const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++) {
+        int esc = *s == '\\' || *s == '"' || *s == '\n';
+        if (d && esc)
+            d[n] = '\\';
+        if (d)
+            d[n + esc] = *s == '\n' ? 'n' : *s;
+        n += 1 + (size_t)esc;
+    }
+    return n;
+}
+
+/* Make room for one more series in the table and the sorted array. */
+static int
+series_reserve(plb_metric *m)
+{
+    if (m->n == m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 8;
+        struct series **v = core_realloc(m->sorted, ncap * sizeof(*v));
+        if (!v)
+            return -ENOMEM;
+        m->sorted = v;
+        m->cap = ncap;
+    }
+    if (!m->tab || m->n + 1 > m->tmask + 1) {
+        size_t slots = m->tab ? (m->tmask + 1) * 2 : 8;
+        struct series **t = core_calloc(slots, sizeof(*t));
+        if (!t)
+            return -ENOMEM;
+        for (size_t i = 0; i < m->n; i++) {
+            struct series *s = m->sorted[i];
+            s->next = t[s->hash & (slots - 1)];
+            t[s->hash & (slots - 1)] = s;
+        }
+        core_free(m->tab);
+        m->tab = t;
+        m->tmask = slots - 1;
+    }
+    return 0;
+}
+
+/* The series of lv, created at zero when missing. 0 or -errno. */
+static int
+series_get(plb_metric *m, const char *const *lv, struct series **out)
+{
+    uint64_t h;
+    if (values_hash(m, lv, &h) < 0)
+        return -EINVAL;
+    struct series *s = series_find(m, lv, h);
+    if (s) {
+        *out = s;
+        return 0;
+    }
+    size_t keylen = 0, labelslen = 0;
+    for (size_t i = 0; i < m->nlabels; i++) {
+        if (!utf8_valid(lv[i]))
+            return -EINVAL;
+        keylen += strlen(lv[i]) + 1;
+        labelslen += (i ? 1 : 0) + strlen(m->label_names[i]) + 3 + escape_label(NULL, lv[i]);
+    }
+    int rc = series_reserve(m);
+    if (rc < 0)
+        return rc;
+    size_t bsz = m->nbounds * sizeof(uint64_t);
+    s = core_calloc(1, sizeof(*s) + bsz + keylen + labelslen + 1);
+    if (!s)
+        return -ENOMEM;
+    s->hash = h;
+    s->bucket = m->nbounds ? (uint64_t *)(s + 1) : NULL;
+    s->key = (char *)(s + 1) + bsz;
+    s->keylen = keylen;
+    s->labels = s->key + keylen;
+    s->labelslen = labelslen;
+    char *k = s->key, *d = s->labels;
+    for (size_t i = 0; i < m->nlabels; i++) {
+        size_t l = strlen(lv[i]);
+        memcpy(k, lv[i], l + 1);
+        k += l + 1;
+        if (i)
+            *d++ = ',';
+        l = strlen(m->label_names[i]);
+        memcpy(d, m->label_names[i], l);
+        d += l;
+        *d++ = '=';
+        *d++ = '"';
+        d += escape_label(d, lv[i]);
+        *d++ = '"';
+    }
+    *d = '\0';
+    size_t pos = sorted_lower(m, s->key, s->keylen);
+    memmove(m->sorted + pos + 1, m->sorted + pos, (m->n - pos) * sizeof(*m->sorted));
+    m->sorted[pos] = s;
+    m->n++;
+    s->next = m->tab[h & m->tmask];
+    m->tab[h & m->tmask] = s;
+    *out = s;
+    return 0;
+}
+
+static void
+series_clear(plb_metric *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        core_free(m->sorted[i]);
+    core_free(m->sorted);
+    core_free(m->tab);
+    m->sorted = NULL;
+    m->tab = NULL;
+    m->n = m->cap = 0;
+    m->tmask = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registry and families. */
+
+struct core_metrics *
+core_metrics_new(void)
+{
+    return core_calloc(1, sizeof(struct core_metrics));
+}
+
+static void
+family_free(plb_metric *m)
+{
+    if (!m)
+        return;
+    series_clear(m);
+    if (m->label_names) {
+        for (size_t i = 0; i < m->nlabels; i++)
+            core_free(m->label_names[i]);
+        core_free(m->label_names);
+    }
+    core_free(m->name);
+    core_free(m->help);
+    core_free(m->bounds);
+    core_free(m->le);
+    core_free(m);
+}
+
+void
+core_metrics_free(struct core_metrics *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        family_free(r->fam[i]);
+    core_free(r->fam);
+    core_free(r);
+}
+
+/* Index of the first family whose name is >= name. */
+static size_t
+family_lower(const struct core_metrics *r, const char *name)
+{
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(r->fam[mid]->name, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The sample and family names a family occupies in either format. */
+struct occupied {
+    const char *base;
+    size_t blen;
+    const char *sfx;
+};
+
+static size_t
+occupied_names(enum plb_metric_type type, const char *name, struct occupied o[4])
+{
+    size_t len = strlen(name);
+    switch (type) {
+    case PLB_METRIC_COUNTER:
+        if (len > 6 && strcmp(name + len - 6, "_total") == 0)
+            len -= 6;
+        o[0] = (struct occupied){name, len, ""};
+        o[1] = (struct occupied){name, len, "_total"};
+        return 2;
+    case PLB_METRIC_HISTOGRAM:
+        o[0] = (struct occupied){name, len, ""};
+        o[1] = (struct occupied){name, len, "_bucket"};
+        o[2] = (struct occupied){name, len, "_sum"};
+        o[3] = (struct occupied){name, len, "_count"};
+        return 4;
+    default:
+        o[0] = (struct occupied){name, len, ""};
+        return 1;
+    }
+}
+
+/* base[0..blen) + sfx of a and of b: the same string? */
+static int
+occupied_equal(const struct occupied *a, const struct occupied *b)
+{
+    if (a->blen > b->blen)
+        return occupied_equal(b, a);
+    size_t d = b->blen - a->blen;
+    return memcmp(a->base, b->base, a->blen) == 0 && strncmp(a->sfx, b->base + a->blen, d) == 0 &&
+           strcmp(a->sfx + d, b->sfx) == 0;
+}
+
+static int
+clashes(const struct core_metrics *r, enum plb_metric_type type, const char *name)
+{
+    struct occupied mine[4], theirs[4];
+    size_t nm = occupied_names(type, name, mine);
+    for (size_t f = 0; f < r->n; f++) {
+        size_t nt = occupied_names(r->fam[f]->type, r->fam[f]->name, theirs);
+        for (size_t i = 0; i < nm; i++)
+            for (size_t j = 0; j < nt; j++)
+                if (occupied_equal(&mine[i], &theirs[j]))
+                    return 1;
+    }
+    return 0;
+}
+
+/* Does existing family m have exactly these properties? */
+static int
+family_same(const plb_metric *m, enum plb_metric_type type, const char *help, const char *const *ln,
+            size_t nl, const double *b, size_t nb)
+{
+    if (m->type != type || strcmp(m->help, help) != 0 || m->nlabels != nl || m->nbounds != nb)
+        return 0;
+    for (size_t i = 0; i < nl; i++)
+        if (strcmp(m->label_names[i], ln[i]) != 0)
+            return 0;
+    for (size_t i = 0; i < nb; i++)
+        if (m->bounds[i] != b[i])
+            return 0;
+    return 1;
+}
+
+plb_metric *
+core_metric_new(struct core_metrics *r, enum plb_metric_type type, const char *name,
+                const char *help, const char *const *label_names, const double *buckets,
+                size_t nbuckets, int *err)
+{
+    plb_metric *m = NULL;
+    int rc = -EINVAL;
+    size_t nl = 0;
+
+    if (!help)
+        help = "";
+    if (!r || !name_valid(name, 0) || !utf8_valid(help) ||
+        (type != PLB_METRIC_COUNTER && type != PLB_METRIC_GAUGE && type != PLB_METRIC_HISTOGRAM))
+        goto fail;
+    for (; label_names && label_names[nl]; nl++) {
+        if (!name_valid(label_names[nl], 1))
+            goto fail;
+        for (size_t j = 0; j < nl; j++)
+            if (strcmp(label_names[j], label_names[nl]) == 0)
+                goto fail;
+    }
+    if (type == PLB_METRIC_HISTOGRAM) {
+        if (!buckets || nbuckets == 0) {
+            buckets = default_buckets;
+            nbuckets = sizeof(default_buckets) / sizeof(default_buckets[0]);
+        }
+        if (isinf(buckets[nbuckets - 1]) && buckets[nbuckets - 1] > 0)
+            nbuckets--; /* +Inf is implicit */
+        for (size_t i = 0; i < nbuckets; i++)
+            if (!isfinite(buckets[i]) || (i && !(buckets[i] > buckets[i - 1])))
+                goto fail;
+    } else if (buckets || nbuckets) {
+        goto fail;
+    }
+
+    size_t pos = family_lower(r, name);
+    if (pos < r->n && strcmp(r->fam[pos]->name, name) == 0) {
+        if (family_same(r->fam[pos], type, help, label_names, nl, buckets, nbuckets))
+            return r->fam[pos];
+        rc = -EEXIST;
+        goto fail;
+    }
+    if (clashes(r, type, name)) {
+        rc = -EEXIST;
+        goto fail;
+    }
+
+    rc = -ENOMEM;
+    if (r->n == r->cap) {
+        size_t ncap = r->cap ? r->cap * 2 : 16;
+        plb_metric **v = core_realloc(r->fam, ncap * sizeof(*v));
+        if (!v)
+            goto fail;
+        r->fam = v;
+        r->cap = ncap;
+    }
+    m = core_calloc(1, sizeof(*m));
+    if (!m)
+        goto fail;
+    m->type = type;
+    m->name = core_strdup(name);
+    m->help = core_strdup(help);
+    if (!m->name || !m->help)
+        goto fail;
+    if (nl) {
+        m->label_names = core_calloc(nl, sizeof(char *));
+        if (!m->label_names)
+            goto fail;
+        for (; m->nlabels < nl; m->nlabels++) {
+            m->label_names[m->nlabels] = core_strdup(label_names[m->nlabels]);
+            if (!m->label_names[m->nlabels])
+                goto fail;
+        }
+    }
+    if (nbuckets) {
+        m->bounds = core_malloc(nbuckets * sizeof(double));
+        m->le = core_calloc(nbuckets, sizeof(*m->le));
+        if (!m->bounds || !m->le)
+            goto fail;
+        memcpy(m->bounds, buckets, nbuckets * sizeof(double));
+        m->nbounds = nbuckets;
+        for (size_t i = 0; i < nbuckets; i++) {
+            fmt_le(m->le[i][0], buckets[i], 0);
+            fmt_le(m->le[i][1], buckets[i], 1);
+        }
+    }
+    memmove(r->fam + pos + 1, r->fam + pos, (r->n - pos) * sizeof(*r->fam));
+    r->fam[pos] = m;
+    r->n++;
+    return m;
+
+fail:
+    family_free(m);
+    if (err)
+        *err = rc;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Updates. */
+
+int
+core_metric_add(plb_metric *m, const char *const *label_values, double v)
+{
+    struct series *s;
+    if (!m || m->type == PLB_METRIC_HISTOGRAM || (m->type == PLB_METRIC_COUNTER && !(v >= 0)))
+        return -EINVAL;
+    int rc = series_get(m, label_values, &s);
+    if (rc < 0)
+        return rc;
+    s->value += v;
+    return 0;
+}
+
+int
+core_metric_set(plb_metric *m, const char *const *label_values, double v)
+{
+    struct series *s;
+    if (!m || m->type != PLB_METRIC_GAUGE)
+        return -EINVAL;
+    int rc = series_get(m, label_values, &s);
+    if (rc < 0)
+        return rc;
+    s->value = v;
+    return 0;
+}
+
+int
+core_metric_observe(plb_metric *m, const char *const *label_values, double v)
+{
+    struct series *s;
+    if (!m || m->type != PLB_METRIC_HISTOGRAM || isnan(v))
+        return -EINVAL;
+    int rc = series_get(m, label_values, &s);
+    if (rc < 0)
+        return rc;
+    /* First bound >= v; observations above every bound land in +Inf only. */
+    size_t lo = 0, hi = m->nbounds;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->bounds[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < m->nbounds)
+        s->bucket[lo]++;
+    s->count++;
+    s->value += v;
+    return 0;
+}
+
+void
+core_metric_remove(plb_metric *m, const char *const *label_values)
+{
+    uint64_t h;
+    if (!m)
+        return;
+    if (!label_values) {
+        series_clear(m);
+        return;
+    }
+    if (values_hash(m, label_values, &h) < 0)
+        return;
+    struct series *s = series_find(m, label_values, h);
+    if (!s)
+        return;
+    struct series **pp = &m->tab[h & m->tmask];
+    while (*pp != s)
+        pp = &(*pp)->next;
+    *pp = s->next;
+    size_t pos = sorted_lower(m, s->key, s->keylen);
+    memmove(m->sorted + pos, m->sorted + pos + 1, (m->n - pos - 1) * sizeof(*m->sorted));
+    m->n--;
+    core_free(s);
+}
+
+int
+core_metric_get(plb_metric *m, const char *const *label_values, double *out)
+{
+    uint64_t h;
+    if (!m || !out || values_hash(m, label_values, &h) < 0)
+        return -EINVAL;
+    struct series *s = series_find(m, label_values, h);
+    if (!s)
+        return -ENOENT;
+    *out = s->value;
+    return 0;
+}
+
+size_t
+core_metric_series_count(const plb_metric *m)
+{
+    return m ? m->n : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rendering. */
+
+struct buf {
+    char *p;
+    size_t len, cap;
+    int failed;
+};
+
+static int
+buf_grow(struct buf *b, size_t more)
+{
+    if (b->failed)
+        return -1;
+    if (more > SIZE_MAX / 4 - b->len) {
+        b->failed = 1;
+        return -1;
+    }
+    size_t ncap = b->cap ? b->cap : 4096;
+    while (ncap < b->len + more + 1)
+        ncap *= 2;
+    char *p = core_realloc(b->p, ncap);
+    if (!p) {
+        b->failed = 1;
+        return -1;
+    }
+    b->p = p;
+    b->cap = ncap;
+    return 0;
+}
+
+static inline void
+buf_put(struct buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap && buf_grow(b, n) < 0)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+static inline void
+buf_str(struct buf *b, const char *s)
+{
+    buf_put(b, s, strlen(s));
+}
+
+/* HELP text: backslash and line feed escaped, and double quotes too in
+ * OpenMetrics. */
+static void
+buf_help(struct buf *b, const char *s, int om)
+{
+    for (const char *p = s; *p; p++) {
+        if (*p == '\\')
+            buf_put(b, "\\\\", 2);
+        else if (*p == '\n')
+            buf_put(b, "\\n", 2);
+        else if (om && *p == '"')
+            buf_put(b, "\\\"", 2);
+        else
+            buf_put(b, p, 1);
+    }
+}
+
+/* name{labels[,le="x"]} value\n */
+static void
+buf_sample(struct buf *b, const char *name, size_t nlen, const char *sfx, const struct series *s,
+           const char *le, double v)
+{
+    buf_put(b, name, nlen);
+    buf_str(b, sfx);
+    if (s->labelslen || le) {
+        buf_put(b, "{", 1);
+        buf_put(b, s->labels, s->labelslen);
+        if (le) {
+            if (s->labelslen)
+                buf_put(b, ",", 1);
+            buf_put(b, "le=\"", 4);
+            buf_str(b, le);
+            buf_put(b, "\"", 1);
+        }
+        buf_put(b, "}", 1);
+    }
+    char num[40];
+    num[0] = ' ';
+    size_t n = 1 + fmt_value(num + 1, v);
+    num[n++] = '\n';
+    buf_put(b, num, n);
+}
+
+static void
+render_family(struct buf *b, const plb_metric *m, int om)
+{
+    static const char *const types[] = {"", "counter", "gauge", "histogram"};
+    size_t nlen = strlen(m->name);
+    const char *sfx = "";
+    if (om && m->type == PLB_METRIC_COUNTER) {
+        if (nlen > 6 && strcmp(m->name + nlen - 6, "_total") == 0)
+            nlen -= 6;
+        sfx = "_total";
+    }
+    for (int type_line = m->help[0] ? 0 : 1; type_line < 2; type_line++) {
+        buf_put(b, type_line ? "# TYPE " : "# HELP ", 7);
+        buf_put(b, m->name, nlen);
+        buf_put(b, " ", 1);
+        if (type_line)
+            buf_str(b, types[m->type]);
+        else
+            buf_help(b, m->help, om);
+        buf_put(b, "\n", 1);
+    }
+
+    int negative_bounds = m->nbounds && m->bounds[0] < 0;
+    for (size_t i = 0; i < m->n && !b->failed; i++) {
+        const struct series *s = m->sorted[i];
+        if (m->type != PLB_METRIC_HISTOGRAM) {
+            buf_sample(b, m->name, nlen, sfx, s, NULL, s->value);
+            continue;
+        }
+        uint64_t cum = 0;
+        for (size_t j = 0; j < m->nbounds; j++) {
+            cum += s->bucket[j];
+            buf_sample(b, m->name, nlen, "_bucket", s, m->le[j][om ? 1 : 0], (double)cum);
+        }
+        buf_sample(b, m->name, nlen, "_bucket", s, "+Inf", (double)s->count);
+        if (om && (negative_bounds || !(s->value >= 0)))
+            continue;
+        buf_sample(b, m->name, nlen, "_sum", s, NULL, s->value);
+        buf_sample(b, m->name, nlen, "_count", s, NULL, (double)s->count);
+    }
+}
+
+/* A size close to the output's, so that rendering reallocates rarely. */
+static size_t
+render_estimate(const struct core_metrics *r)
+{
+    size_t total = 64;
+    for (size_t i = 0; i < r->n; i++) {
+        const plb_metric *m = r->fam[i];
+        size_t nlen = strlen(m->name);
+        total += 2 * nlen + strlen(m->help) * 2 + 32;
+        size_t lines = m->type == PLB_METRIC_HISTOGRAM ? m->nbounds + 3 : 1;
+        for (size_t j = 0; j < m->n; j++)
+            total += lines * (nlen + m->sorted[j]->labelslen + 48);
+    }
+    return total;
+}
+
+static char *
+render(struct core_metrics *r, size_t *len, int om)
+{
+    struct buf b = {0};
+    if (!r)
+        return NULL;
+    if (buf_grow(&b, render_estimate(r)) < 0)
+        return NULL;
+    for (size_t i = 0; i < r->n && !b.failed; i++)
+        render_family(&b, r->fam[i], om);
+    if (om)
+        buf_put(&b, "# EOF\n", 6);
+    if (b.failed) {
+        core_free(b.p);
+        return NULL;
+    }
+    b.p[b.len] = '\0';
+    if (len)
+        *len = b.len;
+    return b.p;
+}
+
+char *
+core_metrics_render(struct core_metrics *r, size_t *len)
+{
+    return render(r, len, 0);
+}
+
+char *
+core_metrics_render_openmetrics(struct core_metrics *r, size_t *len)
+{
+    return render(r, len, 1);
+}

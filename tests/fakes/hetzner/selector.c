@@ -27,6 +27,12 @@ name_valid(const char *s, size_t n)
     return 1;
 }
 
+static int
+is_lower_alnum(int c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
 /* DNS subdomain: dot-separated labels of [a-z0-9-], alnum at the ends. */
 static int
 prefix_valid(const char *s, size_t n)
@@ -39,10 +45,10 @@ prefix_valid(const char *s, size_t n)
             size_t len = i - start;
             if (len == 0 || len > 63)
                 return 0;
-            if (!isalnum((unsigned char)s[start]) || !isalnum((unsigned char)s[i - 1]))
+            if (!is_lower_alnum(s[start]) || !is_lower_alnum(s[i - 1]))
                 return 0;
             for (size_t j = start; j < i; j++)
-                if (!isalnum((unsigned char)s[j]) && s[j] != '-')
+                if (!is_lower_alnum(s[j]) && s[j] != '-')
                     return 0;
             start = i + 1;
         }

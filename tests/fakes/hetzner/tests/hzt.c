@@ -1,0 +1,192 @@
+/* Helpers for the fake Hetzner API tests (see hzt.h). */
+#include "hzt.h"
+
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int
+hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
+{
+    char portfile[512], seed[512];
+    char *argv[32];
+    int n = 0;
+    memset(f, 0, sizeof(*f));
+    if (!(f->dir = tu_mkdtemp()))
+        return -1;
+    snprintf(portfile, sizeof(portfile), "%s/port", f->dir);
+    snprintf(seed, sizeof(seed), "%s/seed.json", f->dir);
+    snprintf(f->log, sizeof(f->log), "%s/fake.log", f->dir);
+    argv[n++] = (char *)tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud");
+    argv[n++] = "--listen";
+    argv[n++] = "127.0.0.1:0";
+    argv[n++] = "--port-file";
+    argv[n++] = portfile;
+    if (seed_json) {
+        if (tu_write_file(seed, seed_json) < 0)
+            return -1;
+        argv[n++] = "--seed";
+        argv[n++] = seed;
+    }
+    for (size_t i = 0; args && args[i] && n < 30; i++)
+        argv[n++] = (char *)args[i];
+    argv[n] = NULL;
+    char exe[4096];
+    snprintf(exe, sizeof(exe), "%s", argv[0]);
+    argv[0] = exe;
+    if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
+        return -1;
+    if (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 10000) < 0)
+        return -1;
+    char *pf = tu_read_file(portfile, NULL);
+    int same = pf && strncmp(pf, f->url, strlen(f->url)) == 0;
+    free(pf);
+    if (!same)
+        return -1;
+    snprintf(f->base, sizeof(f->base), "%.*s", (int)(strlen(f->url) - 3), f->url);
+    return 0;
+}
+
+int
+hzt_stop(struct hzt_fake *f)
+{
+    int st = -1;
+    if (f->proc.pid > 0)
+        st = tu_stop(&f->proc, SIGTERM, 5000);
+    if (f->dir) {
+        tu_rmrf(f->dir);
+        free(f->dir);
+        f->dir = NULL;
+    }
+    return st;
+}
+
+struct buf {
+    char *p;
+    size_t n;
+};
+
+static size_t
+on_body(char *data, size_t sz, size_t nm, void *arg)
+{
+    struct buf *b = arg;
+    size_t len = sz * nm;
+    char *np = realloc(b->p, b->n + len + 1);
+    if (!np)
+        return 0;
+    memcpy(np + b->n, data, len);
+    b->n += len;
+    np[b->n] = '\0';
+    b->p = np;
+    return len;
+}
+
+static size_t
+on_header(char *data, size_t sz, size_t nm, void *arg)
+{
+    struct hzt_resp *r = arg;
+    size_t len = sz * nm;
+    char line[512];
+    if (len >= sizeof(line))
+        return len;
+    memcpy(line, data, len);
+    line[len] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!strncasecmp(line, "RateLimit-Limit:", 16))
+        r->rl_limit = atol(line + 16);
+    else if (!strncasecmp(line, "RateLimit-Remaining:", 20))
+        r->rl_remaining = atol(line + 20);
+    else if (!strncasecmp(line, "RateLimit-Reset:", 16))
+        r->rl_reset = atoll(line + 16);
+    else if (!strncasecmp(line, "Content-Type:", 13))
+        snprintf(r->content_type, sizeof(r->content_type), "%.100s", line + 14);
+    return len;
+}
+
+int
+hzt_req(struct hzt_fake *f, const char *method, const char *path, const char *token,
+        const char *ua, const char *body, struct hzt_resp *r)
+{
+    char url[1024], auth[512];
+    struct buf b = {NULL, 0};
+    struct curl_slist *h = NULL;
+    int rc = -1;
+    memset(r, 0, sizeof(*r));
+    r->rl_limit = r->rl_remaining = -1;
+    r->rl_reset = -1;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return -1;
+    snprintf(url, sizeof(url), "%s%s", strncmp(path, "/_admin", 7) ? f->url : f->base, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, ua ? ua : "hzt-test/1");
+    if (token) {
+        snprintf(auth, sizeof(auth), "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, auth);
+    }
+    if (body) {
+        h = curl_slist_append(h, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (curl_easy_perform(c) == CURLE_OK) {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+        r->raw = b.p ? b.p : strdup("");
+        b.p = NULL;
+        r->body = r->raw && *r->raw ? json_loads(r->raw, 0, NULL) : NULL;
+        rc = 0;
+    }
+    free(b.p);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return rc;
+}
+
+void
+hzt_resp_free(struct hzt_resp *r)
+{
+    json_decref(r->body);
+    free(r->raw);
+    memset(r, 0, sizeof(*r));
+}
+
+const char *
+hzt_err(const struct hzt_resp *r)
+{
+    const char *c = json_string_value(json_object_get(json_object_get(r->body, "error"), "code"));
+    return c ? c : "";
+}
+
+int
+hzt_wait_action(struct hzt_fake *f, const char *token, long id, char *buf, size_t len,
+                int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    char path[64];
+    snprintf(path, sizeof(path), "/actions/%ld", id);
+    for (;;) {
+        struct hzt_resp r;
+        if (hzt_req(f, "GET", path, token, NULL, NULL, &r) < 0)
+            return -1;
+        const char *st = json_string_value(
+            json_object_get(json_object_get(r.body, "action"), "status"));
+        int done = st && strcmp(st, "running") != 0;
+        if (done)
+            snprintf(buf, len, "%s", st);
+        hzt_resp_free(&r);
+        if (done)
+            return 0;
+        if (tu_now_ms() > deadline)
+            return -1;
+        tu_sleep_ms(10);
+    }
+}

@@ -1,0 +1,630 @@
+/* HTTP tests of the fake Hetzner API: every error code, pagination, label
+ * selectors, rate limit headers, 429 and refill, locks, faults, admin. */
+#include <check.h>
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "hzt.h"
+
+#define TOK "tok-a"
+
+static const char *SEED =
+    "{\"tokens\":[\"tok-a\",\"tok-b\"],"
+    "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\","
+    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\",\"network_zone\":\"eu-central\"},"
+    "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","
+    "\"vswitch_id\":4242}],\"reserved_ips\":[\"10.0.0.2\"]},"
+    "{\"id\":8,\"name\":\"other\",\"ip_range\":\"10.9.0.0/16\",\"labels\":{\"env\":\"dev\"},"
+    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.9.0.0/24\"}]}],"
+    "\"load_balancers\":["
+    "{\"id\":1,\"name\":\"lb-a\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","
+    "\"labels\":{\"robotlb/service-uid\":\"uid-1\",\"env\":\"prod\",\"tier\":\"web\"}},"
+    "{\"id\":2,\"name\":\"lb-b\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","
+    "\"labels\":{\"robotlb/service-uid\":\"uid-2\",\"env\":\"dev\"}},"
+    "{\"id\":3,\"name\":\"lb-c\",\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\","
+    "\"labels\":{\"env\":\"staging\"}},"
+    "{\"id\":4,\"name\":\"legacy-1\",\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\"},"
+    "{\"id\":5,\"name\":\"legacy-2\",\"load_balancer_type\":\"lb21\",\"location\":\"nbg1\","
+    "\"protection\":{\"delete\":true}}]}";
+
+static struct hzt_fake F;
+
+static void
+start_with(const char *const *args)
+{
+    ck_assert_msg(hzt_start(&F, SEED, args) == 0, "fake did not start (log %s)", F.log);
+}
+
+static void
+stop_fake(void)
+{
+    int st = hzt_stop(&F);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fake exit status %d", st);
+}
+
+static void
+setup(void)
+{
+    static const char *args[] = {"--action-duration-ms", "30", NULL};
+    start_with(args);
+}
+
+/* Request that must succeed at the transport level. */
+static void
+req(const char *method, const char *path, const char *body, struct hzt_resp *r)
+{
+    ck_assert_int_eq(hzt_req(&F, method, path, TOK, NULL, body, r), 0);
+}
+
+/* Expect an API error with status and code. */
+static void
+expect_error(const char *method, const char *path, const char *body, long status,
+             const char *code)
+{
+    struct hzt_resp r;
+    req(method, path, body, &r);
+    ck_assert_msg(r.status == status && !strcmp(hzt_err(&r), code),
+                  "%s %s: want %ld %s, got %ld %s", method, path, status, code, r.status,
+                  r.raw ? r.raw : "");
+    ck_assert_str_eq(r.content_type, "application/json");
+    json_t *e = json_object_get(r.body, "error");
+    ck_assert(json_is_string(json_object_get(e, "message")));
+    ck_assert(json_is_object(json_object_get(e, "details")));
+    hzt_resp_free(&r);
+}
+
+/* POST an action, expect 201, wait until it finished; returns action id. */
+static long
+action_ok(long lb, const char *name, const char *body, const char *want_status)
+{
+    char path[128], st[32];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/load_balancers/%ld/actions/%s", lb, name);
+    req("POST", path, body, &r);
+    ck_assert_msg(r.status == 201, "%s: %ld %s", path, r.status, r.raw);
+    json_t *a = json_object_get(r.body, "action");
+    ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "running");
+    long id = (long)json_integer_value(json_object_get(a, "id"));
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
+    ck_assert_str_eq(st, want_status);
+    return id;
+}
+
+/* Names of the balancers in a list response, joined by ','. */
+static void
+names(const struct hzt_resp *r, char *buf, size_t len)
+{
+    size_t i;
+    json_t *lb;
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(r->body, "load_balancers"), i, lb) {
+        if (i)
+            strncat(buf, ",", len - strlen(buf) - 1);
+        strncat(buf, json_string_value(json_object_get(lb, "name")), len - strlen(buf) - 1);
+    }
+}
+
+static void
+list_selector(const char *selector, const char *expect)
+{
+    char path[512], got[512];
+    struct hzt_resp r;
+    CURL *c = curl_easy_init();
+    char *enc = curl_easy_escape(c, selector, 0);
+    snprintf(path, sizeof(path), "/load_balancers?label_selector=%s", enc);
+    curl_free(enc);
+    curl_easy_cleanup(c);
+    req("GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    names(&r, got, sizeof(got));
+    ck_assert_msg(!strcmp(got, expect), "selector '%s': want [%s] got [%s]", selector, expect,
+                  got);
+    hzt_resp_free(&r);
+}
+
+START_TEST(test_selectors_each_form)
+{
+    list_selector("robotlb/service-uid=uid-1", "lb-a");
+    list_selector("robotlb/service-uid==uid-2", "lb-b");
+    list_selector("env!=prod", "lb-b,lb-c,legacy-1,legacy-2");
+    list_selector("robotlb/service-uid", "lb-a,lb-b");
+    list_selector("!robotlb/service-uid", "lb-c,legacy-1,legacy-2");
+    list_selector("env in (prod,staging)", "lb-a,lb-c");
+    list_selector("env notin (prod,staging)", "lb-b,legacy-1,legacy-2");
+    list_selector("env in (prod,dev),!tier", "lb-b");
+    list_selector("env=prod,tier=web,robotlb/service-uid", "lb-a");
+    expect_error("GET", "/load_balancers?label_selector=env%20in%20(a", NULL, 400,
+                 "invalid_input");
+    expect_error("GET", "/load_balancers?label_selector=bad%20key=1", NULL, 400,
+                 "invalid_input");
+    /* Networks take selectors too. */
+    struct hzt_resp r;
+    req("GET", "/networks?label_selector=env%3Ddev", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    json_t *nets = json_object_get(r.body, "networks");
+    ck_assert_uint_eq(json_array_size(nets), 1);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(nets, 0), "name")), "other");
+    hzt_resp_free(&r);
+}
+END_TEST
+
+static void
+page(int n, const char *expect, json_t *prev, json_t *next)
+{
+    char path[128], got[256];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/load_balancers?per_page=2&page=%d&sort=id:asc", n);
+    req("GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    names(&r, got, sizeof(got));
+    ck_assert_msg(!strcmp(got, expect), "page %d: want [%s] got [%s]", n, expect, got);
+    json_t *p = json_object_get(json_object_get(r.body, "meta"), "pagination");
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "page")), n);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "per_page")), 2);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "last_page")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(p, "total_entries")), 5);
+    ck_assert(json_equal(json_object_get(p, "previous_page"), prev));
+    ck_assert(json_equal(json_object_get(p, "next_page"), next));
+    hzt_resp_free(&r);
+    json_decref(prev);
+    json_decref(next);
+}
+
+START_TEST(test_pagination_three_pages)
+{
+    page(1, "lb-a,lb-b", json_null(), json_integer(2));
+    page(2, "lb-c,legacy-1", json_integer(1), json_integer(3));
+    page(3, "legacy-2", json_integer(2), json_null());
+    /* Sorting applies before paging. */
+    struct hzt_resp r;
+    char got[256];
+    req("GET", "/load_balancers?per_page=2&page=1&sort=name:desc", NULL, &r);
+    names(&r, got, sizeof(got));
+    ck_assert_str_eq(got, "legacy-2,legacy-1");
+    hzt_resp_free(&r);
+    req("GET", "/load_balancers?name=lb-c", NULL, &r);
+    names(&r, got, sizeof(got));
+    ck_assert_str_eq(got, "lb-c");
+    hzt_resp_free(&r);
+    expect_error("GET", "/load_balancers?page=0", NULL, 400, "invalid_input");
+    expect_error("GET", "/load_balancers?per_page=x", NULL, 400, "invalid_input");
+    expect_error("GET", "/load_balancers?sort=size", NULL, 400, "invalid_input");
+}
+END_TEST
+
+START_TEST(test_auth_and_rate_headers)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers", NULL, NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    ck_assert_str_eq(hzt_err(&r), "unauthorized");
+    ck_assert_int_eq(r.rl_limit, 3600);
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers", "wrong", NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    hzt_resp_free(&r);
+    long long now = (long long)time(NULL);
+    long prev = -1;
+    for (int i = 0; i < 3; i++) {
+        req("GET", "/locations", NULL, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_int_eq(r.rl_limit, 3600);
+        ck_assert(r.rl_remaining >= 0 && r.rl_remaining < 3600);
+        if (prev >= 0)
+            ck_assert_int_eq(r.rl_remaining, prev - 1);
+        prev = r.rl_remaining;
+        /* Reset: when the bucket is full again, at one token per second. */
+        ck_assert(r.rl_reset >= now + (3600 - r.rl_remaining) - 2);
+        ck_assert(r.rl_reset <= now + (3600 - r.rl_remaining) + 2);
+        hzt_resp_free(&r);
+    }
+    /* Errors carry the headers too; each token has its own bucket. */
+    ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers/999", "tok-b", NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.rl_remaining, 3599);
+    hzt_resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_429_and_refill)
+{
+    static const char *args[] = {"--rate-bucket", "3", "--rate-refill-per-s", "2", NULL};
+    struct hzt_resp r;
+    stop_fake();
+    start_with(args);
+    for (int i = 0; i < 3; i++) {
+        req("GET", "/load_balancers", NULL, &r);
+        ck_assert_int_eq(r.status, 200);
+        ck_assert_int_eq(r.rl_limit, 3);
+        ck_assert_int_eq(r.rl_remaining, 2 - i);
+        hzt_resp_free(&r);
+    }
+    req("GET", "/load_balancers", NULL, &r);
+    ck_assert_int_eq(r.status, 429);
+    ck_assert_str_eq(hzt_err(&r), "rate_limit_exceeded");
+    ck_assert_int_eq(r.rl_remaining, 0);
+    ck_assert(r.rl_reset >= (long long)time(NULL) + 1);
+    hzt_resp_free(&r);
+    /* 2 per second: after 600 ms one request fits again. */
+    tu_sleep_ms(600);
+    req("GET", "/load_balancers", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    /* Still limited per token: another token is unaffected. */
+    ck_assert_int_eq(hzt_req(&F, "GET", "/locations", "tok-b", NULL, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.rl_remaining, 2);
+    hzt_resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_locked_during_action)
+{
+    static const char *args[] = {"--action-duration-ms", "1500", NULL};
+    struct hzt_resp r;
+    stop_fake();
+    start_with(args);
+    req("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"least_connections\"}",
+        &r);
+    ck_assert_int_eq(r.status, 201);
+    long id = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
+    hzt_resp_free(&r);
+    expect_error("POST", "/load_balancers/1/actions/change_algorithm",
+                 "{\"type\":\"round_robin\"}", 423, "locked");
+    expect_error("DELETE", "/load_balancers/1", NULL, 423, "locked");
+    /* Other balancers are not locked; reads still work. */
+    req("POST", "/load_balancers/2/actions/change_algorithm", "{\"type\":\"round_robin\"}", &r);
+    ck_assert_int_eq(r.status, 201);
+    hzt_resp_free(&r);
+    req("GET", "/load_balancers/1", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    char st[32];
+    ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
+    ck_assert_str_eq(st, "success");
+    req("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"round_robin\"}", &r);
+    ck_assert_int_eq(r.status, 201);
+    hzt_resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_create_and_resource_errors)
+{
+    struct hzt_resp r;
+    req("POST", "/load_balancers",
+        "{\"name\":\"web\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","
+        "\"labels\":{\"robotlb/service-uid\":\"u-9\"},\"network\":7,"
+        "\"algorithm\":{\"type\":\"least_connections\"},"
+        "\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}],"
+        "\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}]}",
+        &r);
+    ck_assert_msg(r.status == 201, "create: %ld %s", r.status, r.raw);
+    json_t *lb = json_object_get(r.body, "load_balancer");
+    json_t *act = json_object_get(r.body, "action");
+    long id = (long)json_integer_value(json_object_get(lb, "id"));
+    ck_assert_int_eq(id, 6);
+    ck_assert_str_eq(json_string_value(json_object_get(act, "command")), "create_load_balancer");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")),
+                     "least_connections");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(lb, "private_net"), 0), "ip")),
+                     "10.0.0.3");
+    ck_assert(json_is_string(json_object_get(json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip")));
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(lb, "load_balancer_type"), "max_targets")), 25);
+    hzt_resp_free(&r);
+    char st[32];
+    ck_assert_int_eq(hzt_wait_action(&F, TOK, 1, st, sizeof(st), 5000), 0);
+
+    /* 400 invalid_input with details.fields. */
+    req("POST", "/load_balancers", "{\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", &r);
+    ck_assert_int_eq(r.status, 400);
+    ck_assert_str_eq(hzt_err(&r), "invalid_input");
+    json_t *field = json_array_get(json_object_get(json_object_get(json_object_get(r.body, "error"), "details"), "fields"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(field, "name")), "name");
+    hzt_resp_free(&r);
+    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb99\",\"location\":\"hel1\"}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\"}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"labels\":{\"a\":\"b c\"}}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers", "{not json", 400, "json_error");
+    /* 409 uniqueness_error on create and rename. */
+    expect_error("POST", "/load_balancers", "{\"name\":\"web\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", 409, "uniqueness_error");
+    expect_error("PUT", "/load_balancers/6", "{\"name\":\"lb-a\"}", 409, "uniqueness_error");
+    expect_error("PUT", "/load_balancers/6", "{\"labels\":{\"-bad\":\"x\"}}", 400, "invalid_input");
+    /* 404 */
+    expect_error("GET", "/load_balancers/999", NULL, 404, "not_found");
+    expect_error("POST", "/load_balancers/999/actions/add_target", "{}", 404, "not_found");
+    expect_error("GET", "/no_such_thing", NULL, 404, "not_found");
+    expect_error("GET", "/load_balancers/abc", NULL, 400, "invalid_input");
+    /* 423 protected */
+    expect_error("DELETE", "/load_balancers/5", NULL, 423, "protected");
+    /* Targets and services of the action endpoints. */
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}", 422, "target_already_defined");
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.0.50\"}}", 422, "cloud_resource_ip_not_allowed");
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"192.0.2.7\"}}", 422, "cloud_resource_ip_not_allowed");
+    expect_error("POST", "/load_balancers/1/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}", 422, "load_balancer_not_attached_to_network");
+    expect_error("POST", "/load_balancers/1/actions/detach_from_network", "{\"network\":7}", 422, "load_balancer_not_attached_to_network");
+    expect_error("POST", "/load_balancers/6/actions/add_service", "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30081}", 422, "source_port_already_used");
+    expect_error("POST", "/load_balancers/6/actions/attach_to_network", "{\"network\":7}", 422, "load_balancer_already_attached");
+    expect_error("POST", "/load_balancers/1/actions/attach_to_network", "{\"network\":7,\"ip\":\"10.0.0.3\"}", 422, "ip_not_available");
+    expect_error("POST", "/load_balancers/1/actions/attach_to_network", "{\"network\":7,\"ip\":\"10.0.0.2\"}", 422, "ip_not_available");
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"server\",\"server\":{\"id\":1}}", 404, "not_found");
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"pod\"}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers/6/actions/no_such_action", "{}", 404, "not_found");
+    expect_error("POST", "/load_balancers/6/actions/change_type", "{\"load_balancer_type\":\"lb77\"}", 400, "invalid_input");
+
+    /* resource_limit_exceeded: services over the type's max_services. */
+    for (int p = 81; p <= 84; p++) {
+        char body[128];
+        snprintf(body, sizeof(body), "{\"protocol\":\"tcp\",\"listen_port\":%d,\"destination_port\":%d}", p, 30000 + p);
+        action_ok(6, "add_service", body, "success");
+    }
+    expect_error("POST", "/load_balancers/6/actions/add_service", "{\"protocol\":\"tcp\",\"listen_port\":99,\"destination_port\":30099}", 403, "resource_limit_exceeded");
+    /* ... and targets over max_targets (lb11: 25, one is there). */
+    for (int i = 1; i < 25; i++) {
+        char body[128];
+        snprintf(body, sizeof(body), "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.%d\"}}", 100 + i);
+        action_ok(6, "add_target", body, "success");
+    }
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.250\"}}", 403, "resource_limit_exceeded");
+    /* change_type to a smaller type is refused while it would not fit. */
+    action_ok(6, "change_type", "{\"load_balancer_type\":\"lb21\"}", "success");
+    action_ok(6, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.250\"}}", "success");
+    expect_error("POST", "/load_balancers/6/actions/change_type", "{\"load_balancer_type\":\"lb11\"}", 422, "invalid_load_balancer_type");
+}
+END_TEST
+
+START_TEST(test_project_limit)
+{
+    static const char *args[] = {"--max-load-balancers", "6", "--action-duration-ms", "10", NULL};
+    struct hzt_resp r;
+    stop_fake();
+    start_with(args);
+    req("POST", "/load_balancers", "{\"name\":\"sixth\",\"load_balancer_type\":1,\"network_zone\":\"eu-central\"}", &r);
+    ck_assert_int_eq(r.status, 201);
+    hzt_resp_free(&r);
+    expect_error("POST", "/load_balancers", "{\"name\":\"seventh\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", 403, "resource_limit_exceeded");
+    req("DELETE", "/load_balancers/4", NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    hzt_resp_free(&r);
+    req("POST", "/load_balancers", "{\"name\":\"seventh\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", &r);
+    ck_assert_int_eq(r.status, 201);
+    hzt_resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_actions_endpoints_and_failure_injection)
+{
+    struct hzt_resp r;
+    action_ok(1, "attach_to_network", "{\"network\":7,\"ip\":\"10.0.0.10\"}", "success");
+    long a = action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.7\"}}", "success");
+    /* Next action fails with an injected code and changes nothing. */
+    req("POST", "/_admin/faults", "{\"fail_actions\":{\"count\":1,\"code\":\"target_unreachable\",\"message\":\"nope\"}}", &r);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    long b = action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", "error");
+    char path[128];
+    snprintf(path, sizeof(path), "/actions?id=%ld&id=%ld", a, b);
+    req("GET", path, NULL, &r);
+    json_t *acts = json_object_get(r.body, "actions");
+    ck_assert_uint_eq(json_array_size(acts), 2);
+    json_t *fa = json_array_get(acts, 1);
+    ck_assert_str_eq(json_string_value(json_object_get(fa, "status")), "error");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(fa, "error"), "code")), "target_unreachable");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(fa, "error"), "message")), "nope");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(acts, 0), "status")), "success");
+    hzt_resp_free(&r);
+    req("GET", "/load_balancers/1", NULL, &r);
+    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(r.body, "load_balancer"), "targets")), 1);
+    hzt_resp_free(&r);
+    snprintf(path, sizeof(path), "/load_balancers/actions/%ld", b);
+    req("GET", path, NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.body, "action"), "command")), "add_target");
+    hzt_resp_free(&r);
+    req("GET", "/load_balancers/1/actions", NULL, &r);
+    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "actions")), 3);
+    hzt_resp_free(&r);
+    expect_error("GET", "/actions/9999", NULL, 404, "not_found");
+    /* The failure was for one action only. */
+    action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", "success");
+    /* remove_target, update and delete service. */
+    action_ok(1, "remove_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", "success");
+    expect_error("POST", "/load_balancers/1/actions/remove_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", 404, "not_found");
+    action_ok(1, "add_service", "{\"protocol\":\"tcp\",\"listen_port\":443,\"destination_port\":30443}", "success");
+    action_ok(1, "update_service", "{\"listen_port\":443,\"destination_port\":30444,\"proxyprotocol\":true}", "success");
+    req("GET", "/load_balancers/1", NULL, &r);
+    json_t *svc = json_array_get(json_object_get(json_object_get(r.body, "load_balancer"), "services"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(svc, "destination_port")), 30444);
+    ck_assert(json_is_true(json_object_get(svc, "proxyprotocol")));
+    json_t *tgt = json_array_get(json_object_get(json_object_get(r.body, "load_balancer"), "targets"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(tgt, "health_status"), 0), "listen_port")), 443);
+    hzt_resp_free(&r);
+    action_ok(1, "delete_service", "{\"listen_port\":443}", "success");
+    expect_error("POST", "/load_balancers/1/actions/update_service", "{\"listen_port\":443}", 404, "not_found");
+    action_ok(1, "change_protection", "{\"delete\":true}", "success");
+    expect_error("DELETE", "/load_balancers/1", NULL, 423, "protected");
+    action_ok(1, "change_protection", "{\"delete\":false}", "success");
+    action_ok(1, "disable_public_interface", NULL, "success");
+    expect_error("POST", "/load_balancers/1/actions/detach_from_network", "{\"network\":7}", 422, "load_balancer_not_attached_to_network");
+    action_ok(1, "enable_public_interface", NULL, "success");
+    action_ok(1, "detach_from_network", "{\"network\":7}", "success");
+    expect_error("POST", "/load_balancers/1/actions/disable_public_interface", NULL, 422, "load_balancer_not_attached_to_network");
+    req("GET", "/load_balancers/1", NULL, &r);
+    const char *ip4 = json_string_value(json_object_get(json_object_get(json_object_get(json_object_get(r.body, "load_balancer"), "public_net"), "ipv4"), "ip"));
+    char body[256];
+    snprintf(body, sizeof(body), "{\"ip\":\"%s\",\"dns_ptr\":\"lb.example.com\"}", ip4);
+    hzt_resp_free(&r);
+    action_ok(1, "change_dns_ptr", body, "success");
+    req("GET", "/load_balancers/1", NULL, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(json_object_get(r.body, "load_balancer"), "public_net"), "ipv4"), "dns_ptr")), "lb.example.com");
+    hzt_resp_free(&r);
+    req("DELETE", "/load_balancers/1", NULL, &r);
+    ck_assert_int_eq(r.status, 204);
+    ck_assert_ptr_null(r.body);
+    hzt_resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_injected_5xx_conflict_latency_refuse)
+{
+    struct hzt_resp r;
+    static const struct { int status; const char *code; } cases[] = {
+        {500, "server_error"}, {503, "unavailable"}, {504, "timeout"}, {409, "conflict"},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        char body[160];
+        snprintf(body, sizeof(body), "{\"fail_requests\":{\"count\":2,\"status\":%d,\"code\":\"%s\"}}",
+                 cases[i].status, cases[i].code);
+        req("POST", "/_admin/faults", body, &r);
+        ck_assert_int_eq(r.status, 200);
+        hzt_resp_free(&r);
+        expect_error("GET", "/load_balancers", NULL, cases[i].status, cases[i].code);
+        expect_error("GET", "/locations", NULL, cases[i].status, cases[i].code);
+        req("GET", "/load_balancers", NULL, &r);
+        ck_assert_int_eq(r.status, 200);
+        hzt_resp_free(&r);
+    }
+    /* Default codes follow the status. */
+    req("POST", "/_admin/faults", "{\"fail_requests\":{\"count\":1,\"status\":503}}", &r);
+    hzt_resp_free(&r);
+    expect_error("GET", "/load_balancers", NULL, 503, "unavailable");
+    /* Latency. */
+    req("POST", "/_admin/faults", "{\"latency_ms\":300}", &r);
+    hzt_resp_free(&r);
+    long long t0 = tu_now_ms();
+    req("GET", "/load_balancer_types?name=lb21", NULL, &r);
+    ck_assert(tu_now_ms() - t0 >= 280);
+    ck_assert_int_eq(r.status, 200);
+    json_t *types = json_object_get(r.body, "load_balancer_types");
+    ck_assert_uint_eq(json_array_size(types), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_targets")), 75);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_services")), 15);
+    hzt_resp_free(&r);
+    /* Refuse one IP as a target. */
+    req("POST", "/_admin/faults", "{\"latency_ms\":0,\"refuse_ip\":{\"ip\":\"10.0.1.66\",\"code\":\"ip_not_owned\"}}", &r);
+    hzt_resp_free(&r);
+    action_ok(2, "attach_to_network", "{\"network\":7}", "success");
+    expect_error("POST", "/load_balancers/2/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.66\"}}", 422, "ip_not_owned");
+    action_ok(2, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.67\"}}", "success");
+    req("DELETE", "/_admin/faults", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    action_ok(2, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.66\"}}", "success");
+    expect_error("POST", "/_admin/faults", "{\"refuse_ip\":\"not an ip\"}", 400, "invalid_input");
+}
+END_TEST
+
+START_TEST(test_admin_log_counts_writers)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers/2", TOK, "robotlb/a", NULL, &r), 0);
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/2", TOK, "robotlb/a", "{\"labels\":{\"x\":\"1\"}}", &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/2", "tok-b", "robotlb/b", "{\"labels\":{\"x\":\"2\"}}", &r), 0);
+    hzt_resp_free(&r);
+    /* Same identity twice, or different balancers, is not an overlap. */
+    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
+    hzt_resp_free(&r);
+    req("GET", "/_admin/writers", NULL, &r);
+    json_t *ov = json_object_get(r.body, "overlaps");
+    ck_assert_uint_eq(json_array_size(ov), 1);
+    json_t *o = json_array_get(ov, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "load_balancer")), 2);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "first"), "identity")), "robotlb/a");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "second"), "identity")), "robotlb/b");
+    hzt_resp_free(&r);
+    req("GET", "/_admin/requests", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    json_t *reqs = json_object_get(r.body, "requests");
+    ck_assert_uint_eq(json_array_size(reqs), 5);
+    json_t *e0 = json_array_get(reqs, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(e0, "method")), "GET");
+    ck_assert_str_eq(json_string_value(json_object_get(e0, "path")), "/v1/load_balancers/2");
+    ck_assert_int_eq(json_integer_value(json_object_get(e0, "status")), 200);
+    ck_assert_str_eq(json_string_value(json_object_get(e0, "identity")), "robotlb/a");
+    json_t *counts = json_object_get(r.body, "counts");
+    ck_assert_int_eq(json_integer_value(json_object_get(counts, "PUT /v1/load_balancers/{id}")), 4);
+    ck_assert_int_eq(json_integer_value(json_object_get(counts, "GET /v1/load_balancers/{id}")), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r.body, "by_identity"), "robotlb/b")), 1);
+    hzt_resp_free(&r);
+    req("GET", "/_admin/state", NULL, &r);
+    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "load_balancers")), 5);
+    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "networks")), 2);
+    hzt_resp_free(&r);
+    req("POST", "/_admin/reset", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    req("GET", "/_admin/requests", NULL, &r);
+    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "requests")), 0);
+    ck_assert_uint_eq(json_object_size(json_object_get(r.body, "counts")), 0);
+    hzt_resp_free(&r);
+    req("GET", "/_admin/writers", NULL, &r);
+    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "overlaps")), 0);
+    hzt_resp_free(&r);
+    expect_error("GET", "/_admin/nothing", NULL, 404, "not_found");
+}
+END_TEST
+
+START_TEST(test_catalogue_and_malformed)
+{
+    struct hzt_resp r;
+    req("GET", "/locations", NULL, &r);
+    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "locations")), 6);
+    hzt_resp_free(&r);
+    req("GET", "/locations?name=hel1", NULL, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r.body, "locations"), 0), "network_zone")), "eu-central");
+    hzt_resp_free(&r);
+    req("GET", "/networks?name=k8s", NULL, &r);
+    json_t *n = json_array_get(json_object_get(r.body, "networks"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(n, "id")), 7);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(n, "subnets"), 1), "type")), "vswitch");
+    hzt_resp_free(&r);
+    req("GET", "/networks/7", NULL, &r);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.body, "network"), "ip_range")), "10.0.0.0/16");
+    hzt_resp_free(&r);
+    expect_error("GET", "/networks/99", NULL, 404, "not_found");
+    expect_error("PATCH", "/load_balancers/1", "{}", 405, "method_not_allowed");
+    expect_error("POST", "/load_balancers/1/actions/add_target", "[1,2]", 400, "json_error");
+    expect_error("POST", "/load_balancers/1/actions/add_target", "\"x\"", 400, "json_error");
+    expect_error("POST", "/load_balancers/1/actions/add_service", "{\"protocol\":7}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"random\"}", 400, "invalid_input");
+    expect_error("GET", "/load_balancers/1/actions/5/x/y/z/w/v", NULL, 404, "not_found");
+    expect_error("GET", "/load_balancers?label_selector=%ZZ", NULL, 400, "invalid_input");
+}
+END_TEST
+
+int
+main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    Suite *s = suite_create("hetzner-api");
+    TCase *tc = tcase_create("api");
+    tcase_add_checked_fixture(tc, setup, stop_fake);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_selectors_each_form);
+    tcase_add_test(tc, test_pagination_three_pages);
+    tcase_add_test(tc, test_auth_and_rate_headers);
+    tcase_add_test(tc, test_429_and_refill);
+    tcase_add_test(tc, test_locked_during_action);
+    tcase_add_test(tc, test_create_and_resource_errors);
+    tcase_add_test(tc, test_project_limit);
+    tcase_add_test(tc, test_actions_endpoints_and_failure_injection);
+    tcase_add_test(tc, test_injected_5xx_conflict_latency_refuse);
+    tcase_add_test(tc, test_admin_log_counts_writers);
+    tcase_add_test(tc, test_catalogue_and_malformed);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    curl_global_cleanup();
+    return failed ? 1 : 0;
+}

@@ -786,9 +786,12 @@ doc_line(const struct plb_setting *s, char *line, size_t len)
         enum_list(s, list, sizeof(list));
         snprintf(values, sizeof(values), " One of: %s.", list);
     }
-    snprintf(line, len, "| `%s` | %s | %s%s%s | %s%s%s | %s%s%s%s |\n", s->name, doc_type(s),
-             *def ? "`" : "", def, *def ? "`" : "", s->env ? "`" : "", s->env ? s->env : "",
-             s->env ? "`" : "", s->doc ? s->doc : "", values, range,
+    const char *doc = s->doc ? s->doc : "";
+    size_t dl = strlen(doc);
+    const char *stop = (dl && doc[dl - 1] != '.') ? "." : "";
+    snprintf(line, len, "| `%s` | %s | %s%s%s | %s%s%s | %s%s%s%s%s |\n", s->name,
+             doc_type(s), *def ? "`" : "", def, *def ? "`" : "", s->env ? "`" : "",
+             s->env ? s->env : "", s->env ? "`" : "", doc, stop, values, range,
              (s->flags & PLB_SET_SECRET) ? " Secret: never printed." : "");
 }
 

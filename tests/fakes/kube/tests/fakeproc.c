@@ -1,0 +1,182 @@
+#include "fakeproc.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <curl/curl.h>
+
+/* See fakeproc.h. */
+int
+fake_start(struct fake *f, const char *const *extra)
+{
+    char *argv[64];
+    char state[4200], tls[4200], line[256];
+    const char *exe = tu_build_path("tests/fakes/kube/prismlb-fake-kube");
+    char exe_copy[4096];
+    int n = 0;
+    FILE *sf;
+
+    memset(f, 0, sizeof(*f));
+    f->dir = tu_mkdtemp();
+    if (!f->dir)
+        return -1;
+    snprintf(exe_copy, sizeof(exe_copy), "%s", exe);
+    snprintf(state, sizeof(state), "%s/state", f->dir);
+    snprintf(tls, sizeof(tls), "%s", f->dir);
+    snprintf(f->log, sizeof(f->log), "%s/fake.log", f->dir);
+    argv[n++] = exe_copy;
+    argv[n++] = "--tls-dir";
+    argv[n++] = tls;
+    argv[n++] = "--state-file";
+    argv[n++] = state;
+    for (size_t i = 0; extra && extra[i] && n < 62; i++)
+        argv[n++] = (char *)extra[i];
+    argv[n] = NULL;
+    if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
+        return -1;
+    if (tu_wait_line(state, "ready", line, sizeof(line), 10000) < 0)
+        return -1;
+    sf = fopen(state, "r");
+    if (!sf)
+        return -1;
+    while (fgets(line, sizeof(line), sf)) {
+        int idx;
+        char url[128];
+        if (sscanf(line, "server %d %127s", &idx, url) == 2 && idx >= 0 && idx < 8) {
+            snprintf(f->server[idx], sizeof(f->server[idx]), "%s", url);
+            if (idx + 1 > f->nservers)
+                f->nservers = idx + 1;
+        } else if (sscanf(line, "admin %127s", url) == 1) {
+            snprintf(f->admin, sizeof(f->admin), "%s", url);
+        }
+    }
+    fclose(sf);
+    return f->nservers > 0 && f->admin[0] ? 0 : -1;
+}
+
+/* See fakeproc.h. */
+int
+fake_stop(struct fake *f)
+{
+    int st = -1;
+    if (f->proc.pid > 0)
+        st = tu_stop(&f->proc, SIGTERM, 10000);
+    if (st != 0 && f->dir) {
+        char *log = tu_read_file(f->log, NULL);
+        fprintf(stderr, "fake log:\n%s\n", log ? log : "(none)");
+        free(log);
+    }
+    if (f->dir) {
+        tu_rmrf(f->dir);
+        free(f->dir);
+        f->dir = NULL;
+    }
+    return st;
+}
+
+static size_t
+collect(char *data, size_t size, size_t nmemb, void *arg)
+{
+    struct http_res *res = arg;
+    size_t n = size * nmemb;
+    char *b = realloc(res->body, res->len + n + 1);
+    if (!b)
+        return 0;
+    memcpy(b + res->len, data, n);
+    res->len += n;
+    b[res->len] = '\0';
+    res->body = b;
+    return n;
+}
+
+static int
+perform(const char *method, const char *url, const char *ctype, const char *body,
+        const char *dir, const char *token, int timeout_ms, struct http_res *res)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char buf[4300];
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    res->body = calloc(1, 1);
+    if (!c || !res->body) {
+        if (c)
+            curl_easy_cleanup(c);
+        return -1;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, res);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "fake-kube-test/1");
+    if (dir) {
+        snprintf(buf, sizeof(buf), "%s/ca.crt", dir);
+        curl_easy_setopt(c, CURLOPT_CAINFO, buf);
+    }
+    if (dir && !token) {
+        snprintf(buf, sizeof(buf), "%s/client.crt", dir);
+        curl_easy_setopt(c, CURLOPT_SSLCERT, buf);
+        snprintf(buf, sizeof(buf), "%s/client.key", dir);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, buf);
+    }
+    if (token && token[0]) {
+        snprintf(buf, sizeof(buf), "Authorization: Bearer %s", token);
+        h = curl_slist_append(h, buf);
+    }
+    if (ctype) {
+        snprintf(buf, sizeof(buf), "Content-Type: %s", ctype);
+        h = curl_slist_append(h, buf);
+    }
+    if (h)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (body) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+    }
+    rc = curl_easy_perform(c);
+    res->curl_code = rc;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &res->status);
+    curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &res->seconds);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return res->status > 0 ? 0 : -1;
+}
+
+/* See fakeproc.h. */
+int
+fake_api(struct fake *f, int srv, const char *method, const char *path, const char *ctype,
+         const char *body, int use_cert, const char *token, int timeout_ms, struct http_res *res)
+{
+    char url[4300];
+    snprintf(url, sizeof(url), "%s%s", f->server[srv], path);
+    if (!use_cert && !token) {
+        /* Trust the CA but present no credentials. */
+        return perform(method, url, ctype, body, f->dir, "", timeout_ms, res);
+    }
+    return perform(method, url, ctype, body, f->dir, token, timeout_ms, res);
+}
+
+/* See fakeproc.h. */
+int
+fake_admin(struct fake *f, const char *method, const char *path, const char *body,
+           struct http_res *res)
+{
+    char url[4300];
+    snprintf(url, sizeof(url), "%s%s", f->admin, path);
+    return perform(method, url, body ? "application/json" : NULL, body, NULL, NULL, 10000, res);
+}
+
+/* See fakeproc.h. */
+void
+http_res_free(struct http_res *res)
+{
+    free(res->body);
+    res->body = NULL;
+}

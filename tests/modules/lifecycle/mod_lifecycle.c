@@ -4,8 +4,8 @@
  * It records every hook it runs, one line each ("create NAME", "start
  * NAME", "gate_open NAME", ...) in trace_file, so tests can assert the
  * order of the lifecycle. Its settings exercise every setting type, and its
- * options let tests make it slow to stop, stop heartbeating, or fail to
- * start.
+ * options let tests make it slow to stop, stop heartbeating, stay not ready
+ * for a while, or fail to start.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +31,7 @@ struct lc_config {
     struct plb_strv publish;
     int64_t gate_open_after_ms;
     int64_t gate_close_after_ms;
+    int64_t ready_after_ms;
 };
 
 struct lc {
@@ -40,6 +41,7 @@ struct lc {
     plb_timer *beat;    /* heartbeat */
     plb_timer *stopper; /* delayed stop completion */
     plb_timer *gate;    /* opens, then closes, the gate */
+    plb_timer *ready;   /* turns the "ready" check ready */
     plb_done *stop_done;
     plb_done *gate_done; /* pending gate_close completion */
     int64_t started_ms;
@@ -91,6 +93,10 @@ static const struct plb_setting lc_settings[] = {
     {.name = "wedge_after", .type = PLB_SET_DURATION,
      .offset = offsetof(struct lc_config, wedge_after_ms), .def = "0", .min = 0,
      .doc = "Stop heartbeating this long after start (0: never)"},
+    {.name = "ready_after", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct lc_config, ready_after_ms), .def = "0", .min = 0,
+     .doc = "Register a readiness check \"ready\", not ready until this long after start "
+            "(0: no readiness check)"},
     {.name = "fail_start", .type = PLB_SET_BOOL, .offset = offsetof(struct lc_config, fail_start),
      .def = "false", .doc = "Make start fail"},
     {.name = "sources", .type = PLB_SET_INSTANCES, .offset = offsetof(struct lc_config, sources),
@@ -147,6 +153,15 @@ on_beat(plb_timer *t, void *arg)
     if (lc->cfg->wedge_after_ms > 0 && up >= lc->cfg->wedge_after_ms)
         return; /* wedged: no more heartbeats */
     lc->host->health_beat(lc->ctx, "loop");
+}
+
+static void
+on_ready(plb_timer *t, void *arg)
+{
+    struct lc *lc = arg;
+    (void)t;
+    lc->host->health_set(lc->ctx, "ready", 1, NULL);
+    trace(lc, "ready");
 }
 
 static void
@@ -207,10 +222,12 @@ lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     lc->beat = host->timer_new(ctx, on_beat, lc);
     lc->stopper = host->timer_new(ctx, on_stop_delay, lc);
     lc->gate = host->timer_new(ctx, on_gate_timer, lc);
-    if (!lc->beat || !lc->stopper || !lc->gate) {
+    lc->ready = host->timer_new(ctx, on_ready, lc);
+    if (!lc->beat || !lc->stopper || !lc->gate || !lc->ready) {
         host->timer_free(lc->beat);
         host->timer_free(lc->stopper);
         host->timer_free(lc->gate);
+        host->timer_free(lc->ready);
         host->free(lc);
         return -ENOMEM;
     }
@@ -233,6 +250,15 @@ lc_start(void *state)
     rc = lc->host->timer_arm(lc->beat, 100, 100, 0);
     if (rc < 0)
         return rc;
+    if (lc->cfg->ready_after_ms > 0) {
+        rc = lc->host->health_register(lc->ctx, "ready", PLB_HEALTH_READY);
+        if (rc < 0)
+            return rc;
+        lc->host->health_set(lc->ctx, "ready", 0, "warming up (ready_after)");
+        rc = lc->host->timer_arm(lc->ready, lc->cfg->ready_after_ms, 0, 0);
+        if (rc < 0)
+            return rc;
+    }
     if (lc->cfg->publish.n) {
         rc = lc->host->endpoints_publish(lc->ctx, "static",
                                          (const char *const *)lc->cfg->publish.v,
@@ -258,6 +284,7 @@ lc_stop(void *state, int64_t grace_ms, plb_done *d)
     trace(lc, "stop");
     lc->host->timer_cancel(lc->beat);
     lc->host->timer_cancel(lc->gate);
+    lc->host->timer_cancel(lc->ready);
     if (lc->cfg->stop_delay_ms > 0) {
         lc->stop_done = d;
         if (lc->host->timer_arm(lc->stopper, lc->cfg->stop_delay_ms, 0, 0) == 0)
@@ -275,6 +302,7 @@ lc_destroy(void *state)
     lc->host->timer_free(lc->beat);
     lc->host->timer_free(lc->stopper);
     lc->host->timer_free(lc->gate);
+    lc->host->timer_free(lc->ready);
     lc->host->free(lc);
 }
 

@@ -1,0 +1,102 @@
+/*
+ * mm.h: private header of mod_metrics (not installed, not part of the ABI).
+ *
+ * mod_metrics is split by subsystem:
+ *   mod_metrics.c  descriptor, settings, lifecycle, HTTP routing
+ *   health.c       /healthz and /readyz verdicts and their text
+ *   procstat.c     process metrics read from procfs on each scrape
+ *   buf.c          a growable text buffer on the host allocator
+ *
+ * Everything runs on the daemon's one event loop thread.
+ */
+#ifndef PRISMLB_MOD_METRICS_MM_H
+#define PRISMLB_MOD_METRICS_MM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <prismlb/module.h>
+
+#define MM_HIDDEN __attribute__((visibility("hidden")))
+
+/* The check every probes-serving instance registers and beats. */
+#define MM_LOOP_CHECK "event-loop"
+
+/* Settings, as the daemon stores them (see mm_settings in mod_metrics.c). */
+struct mm_config {
+    char *bind_address;
+    int64_t port;
+    int64_t liveness_interval_ms;
+    int64_t liveness_threshold_ms;
+    int metrics; /* serve /metrics */
+    int probes;  /* serve /healthz and /readyz */
+};
+
+/* ------------------------------------------------------------------ */
+/* buf.c                                                                */
+
+/* A growable NUL-terminated text buffer. Allocation failures are sticky:
+ * after one, `oom` is set, further appends do nothing, and the caller
+ * checks `oom` once at the end. Start from {0} with `host` set. */
+struct mm_buf {
+    const struct plb_host *host; /* borrowed */
+    char *p;                     /* owned; host->free via mm_buf_free */
+    size_t n, cap;
+    int oom;
+};
+
+MM_HIDDEN void mm_buf_printf(struct mm_buf *b, const char *fmt, ...) PLB_PRINTF(2, 3);
+/* Append s, turning control characters (newlines, tabs, ...) into spaces so
+ * that text from other modules stays on one line. */
+MM_HIDDEN void mm_buf_put_line_safe(struct mm_buf *b, const char *s);
+MM_HIDDEN void mm_buf_free(struct mm_buf *b);
+
+/* ------------------------------------------------------------------ */
+/* health.c                                                             */
+
+/* Is info (another instance's check) the loop heartbeat of a mod_metrics
+ * instance other than self? Implemented in mod_metrics.c, which keeps the
+ * list of running instances. */
+MM_HIDDEN int mm_is_sibling_loop_check(const void *self, const struct plb_health_info *info);
+
+/*
+ * Evaluate every registered check of `kind` (liveness: the heartbeat of each
+ * PLB_HEALTH_LIVE check must be at most threshold_ms old; readiness: each
+ * PLB_HEALTH_READY check must be ok) and write the plain-text answer to out:
+ *   all good, not verbose:  "ok\n"
+ *   verbose:                one "[+]instance/check ok" or
+ *                           "[-]instance/check failed: reason" line per
+ *                           check, then "<name> check passed|failed"
+ *   failing, not verbose:   only the failing lines, then "<name> check failed"
+ * (name is "healthz" or "readyz", as kube-apiserver writes them).
+ * self is the evaluating instance, for mm_is_sibling_loop_check. Returns 1
+ * when every check passed, 0 otherwise. out->oom reports allocation failure.
+ */
+MM_HIDDEN int mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
+                             enum plb_health_kind kind, int64_t threshold_ms, int verbose,
+                             struct mm_buf *out);
+
+/* Does the query string ask for verbose output ("verbose", "verbose=1",
+ * "verbose=true", among other parameters)? Pure. */
+MM_HIDDEN int mm_query_verbose(const char *query);
+
+/* ------------------------------------------------------------------ */
+/* procstat.c                                                           */
+
+/* The process and build-info metric families (borrowed from the registry;
+ * they live as long as the daemon). */
+struct mm_proc {
+    plb_metric *rss, *vms, *open_fds, *max_fds, *cpu, *start_time, *build_info;
+};
+
+/* Register (or find, when another instance did it first) the families and
+ * set prismlb_build_info. Call from start. 0 or -errno. */
+MM_HIDDEN int mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p);
+
+/* Refresh every process metric from getrusage, getrlimit and small procfs
+ * reads (/proc/self/statm, /proc/self/fd; /proc/self/stat and /proc/stat
+ * once for the start time). Call right before rendering a scrape. A value
+ * that cannot be read keeps its previous one (logged at debug level). */
+MM_HIDDEN void mm_proc_update(const struct plb_host *host, plb_ctx *ctx, const struct mm_proc *p);
+
+#endif

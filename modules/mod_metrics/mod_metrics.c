@@ -1,0 +1,427 @@
+/*
+ * mod_metrics: the probe and metrics HTTP server of prismlb.
+ *
+ *   GET /healthz   liveness: 200 "ok" while the event loop's own heartbeat
+ *                  (this instance's timer, check "event-loop") and every
+ *                  instance's liveness checks beat within
+ *                  liveness_threshold; 503 naming the stale ones otherwise.
+ *   GET /readyz    readiness: 200 iff every readiness check is ok; 503
+ *                  naming those that are not.
+ *                  Both take ?verbose (kube-apiserver's format).
+ *   GET /metrics   the daemon's registry in Prometheus text format 0.0.4,
+ *                  with process metrics and prismlb_build_info.
+ *
+ * HEAD is served like GET; OPTIONS answers 204 with Allow; every other
+ * method gets 405 with Allow; unknown paths 404. Several instances may run
+ * in one daemon (a public /metrics, a loopback probe port).
+ *
+ * Built against <prismlb/module.h> only.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <prismlb/module.h>
+
+#include "mm.h"
+
+#define ALLOW_HEADER "Allow: GET, HEAD, OPTIONS"
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+#define EXPOSITION_0_0_4 "text/plain; version=0.0.4; charset=utf-8"
+
+struct mm {
+    const struct plb_host *host; /* borrowed for the instance's life */
+    plb_ctx *ctx;
+    const struct mm_config *cfg; /* borrowed, the daemon's */
+    const char *bind_ip;         /* cfg->bind_address, "localhost" resolved */
+    plb_timer *beat;             /* loop heartbeat */
+    plb_http_server *srv;
+    struct mm_proc proc;
+    int running;     /* between a successful start and stop */
+    struct mm *next; /* in `running_list` while running */
+};
+
+/* Instances of this module that are running in this daemon, so that each
+ * can tell its siblings' loop heartbeats from other checks. The daemon has
+ * one loop thread, and only this file touches the list. */
+static struct mm *running_list;
+
+/* ------------------------------------------------------------------ */
+/* Settings                                                             */
+
+/* Is s a hostname as RFC 1123 allows (labels of letters, digits and '-',
+ * not starting or ending with '-', at most 63 bytes; 253 in all; the last
+ * label not all digits, so that "300.1.2.3" is a bad address, not a name,
+ * as RFC 1123 section 2.1 has it)? Pure. */
+static int
+is_rfc1123_hostname(const char *s)
+{
+    size_t total = strlen(s), label = 0;
+    int digits_only = 1;
+    if (total == 0 || total > 253)
+        return 0;
+    for (size_t i = 0; i < total; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '.') {
+            if (label == 0 || s[i - 1] == '-')
+                return 0;
+            label = 0;
+            digits_only = 1;
+            continue;
+        }
+        if (!isalnum(ch) && ch != '-')
+            return 0;
+        if (ch == '-' && label == 0)
+            return 0;
+        if (!isdigit(ch))
+            digits_only = 0;
+        if (++label > 63)
+            return 0;
+    }
+    return s[total - 1] != '-' && s[total - 1] != '.' && !digits_only;
+}
+
+/* Is s an IPv4 or IPv6 literal (IPv6 with or without brackets)? Pure. */
+static int
+is_ip_literal(const char *s)
+{
+    unsigned char addr[16];
+    char v6[64];
+    size_t n = strlen(s);
+    if (inet_pton(AF_INET, s, addr) == 1)
+        return 1;
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']' && n - 2 < sizeof(v6)) {
+        memcpy(v6, s + 1, n - 2);
+        v6[n - 2] = '\0';
+        s = v6;
+    }
+    return inet_pton(AF_INET6, s, addr) == 1;
+}
+
+/* bind_address: an IP literal, or "localhost" (bound as 127.0.0.1). Other
+ * hostnames are valid RFC 1123 names but would need a DNS lookup, which the
+ * core's HTTP server does not do: they are refused with that reason. */
+static const char *
+validate_bind_address(const void *value)
+{
+    const char *s = *(const char *const *)value;
+    if (!s || !*s)
+        return "must not be empty";
+    if (is_ip_literal(s) || strcmp(s, "localhost") == 0)
+        return NULL;
+    if (is_rfc1123_hostname(s))
+        return "hostnames other than \"localhost\" are not supported (the server binds an IP "
+               "address without a DNS lookup): give an IP address such as 127.0.0.1 or 0.0.0.0";
+    return "must be an IP address (or \"localhost\")";
+}
+
+static const struct plb_setting mm_settings[] = {
+    {.name = "bind_address", .type = PLB_SET_STRING,
+     .offset = offsetof(struct mm_config, bind_address), .def = "127.0.0.1",
+     .flags = PLB_SET_NONEMPTY, .validate = validate_bind_address,
+     .doc = "IP address the HTTP server listens on; \"localhost\" means 127.0.0.1, other "
+            "hostnames are refused."},
+    {.name = "port", .type = PLB_SET_INT, .offset = offsetof(struct mm_config, port),
+     .def = "7446", .min = 1, .max = 65535,
+     .doc = "TCP port of the HTTP server (the spec's health port)."},
+    {.name = "liveness_interval", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct mm_config, liveness_interval_ms), .def = "5s", .min = 1000,
+     .doc = "How often the event loop's heartbeat (check \"event-loop\") beats."},
+    {.name = "liveness_threshold", .type = PLB_SET_DURATION,
+     .offset = offsetof(struct mm_config, liveness_threshold_ms), .def = "15s", .min = 1000,
+     .doc = "Longest time since a liveness check's last heartbeat before /healthz fails; must "
+            "be greater than liveness_interval."},
+    {.name = "metrics", .type = PLB_SET_BOOL, .offset = offsetof(struct mm_config, metrics),
+     .def = "true", .doc = "Serve /metrics."},
+    {.name = "probes", .type = PLB_SET_BOOL, .offset = offsetof(struct mm_config, probes),
+     .def = "true", .doc = "Serve /healthz and /readyz."},
+    PLB_SETTINGS_END,
+};
+
+/* Rules between settings. Runs for --check-config too: no side effects.
+ * (The proxy role's rule "bind_port and health_port must differ" belongs to
+ * the proxy module, which knows both ports.) */
+static int
+mm_check(const struct plb_host *host, plb_check *chk, const void *config,
+         void (*report)(plb_check *, const char *, const char *, ...))
+{
+    const struct mm_config *cfg = config;
+    int n = 0;
+    (void)host;
+    if (cfg->liveness_threshold_ms <= cfg->liveness_interval_ms) {
+        report(chk, "liveness_threshold", "must be greater than liveness_interval (%.3gs)",
+               (double)cfg->liveness_interval_ms / 1000.0);
+        n++;
+    }
+    if (!cfg->metrics && !cfg->probes) {
+        report(chk, "probes", "metrics and probes are both false: the instance would serve "
+                              "nothing; enable one of them");
+        n++;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Siblings                                                             */
+
+int
+mm_is_sibling_loop_check(const void *self, const struct plb_health_info *info)
+{
+    if (strcmp(info->check, MM_LOOP_CHECK) != 0)
+        return 0;
+    for (const struct mm *m = running_list; m; m = m->next) {
+        if (m != self && strcmp(m->host->instance_name(m->ctx), info->instance) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void
+list_remove(struct mm *m)
+{
+    for (struct mm **p = &running_list; *p; p = &(*p)->next) {
+        if (*p == m) {
+            *p = m->next;
+            m->next = NULL;
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* HTTP                                                                 */
+
+static void
+reply_text(struct mm *m, plb_http_exchange *x, int status, const char *text,
+           const char *const *headers)
+{
+    m->host->http_reply(x, status, TEXT_PLAIN, text, strlen(text), headers);
+}
+
+/* Answer /healthz or /readyz. */
+static void
+serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind)
+{
+    static const char *const headers[] = {"Cache-Control: no-store",
+                                          "X-Content-Type-Options: nosniff", NULL};
+    struct mm_buf b = {.host = m->host};
+    int verbose = mm_query_verbose(m->host->http_query(x));
+    int ok = mm_health_eval(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms, verbose, &b);
+    if (b.oom) {
+        mm_buf_free(&b);
+        reply_text(m, x, 500, "out of memory\n", NULL);
+        return;
+    }
+    m->host->http_reply(x, ok ? 200 : 503, TEXT_PLAIN, b.p, b.n, headers);
+    mm_buf_free(&b);
+}
+
+static void
+serve_metrics(struct mm *m, plb_http_exchange *x)
+{
+    /* The host offers only the 0.0.4 renderer, so there is no OpenMetrics
+     * answer to `Accept: application/openmetrics-text`: Prometheus then
+     * falls back to this format, as the Content-Type tells it to. */
+    size_t len = 0;
+    mm_proc_update(m->host, m->ctx, &m->proc);
+    char *text = m->host->metrics_render(m->ctx, &len);
+    if (!text) {
+        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot render the metrics: out of memory",
+                        NULL);
+        reply_text(m, x, 500, "out of memory\n", NULL);
+        return;
+    }
+    m->host->http_reply(x, 200, EXPOSITION_0_0_4, text, len, NULL);
+    m->host->free(text);
+}
+
+enum endpoint {
+    EP_NONE = 0,
+    EP_HEALTHZ,
+    EP_READYZ,
+    EP_METRICS,
+};
+
+static enum endpoint
+route(const struct mm *m, const char *path)
+{
+    if (m->cfg->probes && strcmp(path, "/healthz") == 0)
+        return EP_HEALTHZ;
+    if (m->cfg->probes && strcmp(path, "/readyz") == 0)
+        return EP_READYZ;
+    if (m->cfg->metrics && strcmp(path, "/metrics") == 0)
+        return EP_METRICS;
+    return EP_NONE;
+}
+
+/* Every request of the server: the routing and method rules, then the
+ * endpoint. Replies before returning. */
+static void
+on_request(plb_http_exchange *x, void *arg)
+{
+    static const char *const allow[] = {ALLOW_HEADER, NULL};
+    struct mm *m = arg;
+    const char *path = m->host->http_path(x);
+    const char *method = m->host->http_method(x);
+    enum endpoint ep = route(m, path ? path : "");
+
+    if (ep == EP_NONE) {
+        reply_text(m, x, 404, "404 page not found\n", NULL);
+        return;
+    }
+    if (!method || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
+        if (method && strcmp(method, "OPTIONS") == 0)
+            m->host->http_reply(x, 204, NULL, NULL, 0, allow);
+        else
+            reply_text(m, x, 405, "405 method not allowed\n", allow);
+        return;
+    }
+    switch (ep) {
+    case EP_HEALTHZ:
+        serve_probe(m, x, PLB_HEALTH_LIVE);
+        break;
+    case EP_READYZ:
+        serve_probe(m, x, PLB_HEALTH_READY);
+        break;
+    case EP_METRICS:
+        serve_metrics(m, x);
+        break;
+    case EP_NONE:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle                                                            */
+
+static void
+on_beat(plb_timer *t, void *arg)
+{
+    struct mm *m = arg;
+    (void)t;
+    m->host->health_beat(m->ctx, MM_LOOP_CHECK);
+}
+
+static int
+mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    const struct mm_config *cfg = config;
+    struct mm *m = host->alloc(sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    m->host = host;
+    m->ctx = ctx;
+    m->cfg = cfg;
+    m->bind_ip = strcmp(cfg->bind_address, "localhost") == 0 ? "127.0.0.1" : cfg->bind_address;
+    m->beat = host->timer_new(ctx, on_beat, m);
+    if (!m->beat) {
+        host->free(m);
+        return -ENOMEM;
+    }
+    *state = m;
+    return 0;
+}
+
+static int
+mm_start(void *state)
+{
+    struct mm *m = state;
+    const struct plb_host *h = m->host;
+    int rc = 0;
+
+    if (m->cfg->metrics) {
+        rc = mm_proc_register(h, m->ctx, &m->proc);
+        if (rc < 0)
+            goto fail;
+    }
+    if (m->cfg->probes) {
+        rc = h->health_register(m->ctx, MM_LOOP_CHECK, PLB_HEALTH_LIVE);
+        if (rc < 0) {
+            h->log_kv(m->ctx, PLB_LOG_ERROR, "cannot register the event-loop check", "error",
+                      strerror(-rc), NULL);
+            goto fail;
+        }
+        rc = h->timer_arm(m->beat, m->cfg->liveness_interval_ms, m->cfg->liveness_interval_ms,
+                          0);
+        if (rc < 0)
+            goto fail;
+    }
+    m->srv = h->http_server_new(m->ctx, m->bind_ip, (int)m->cfg->port, &rc);
+    if (!m->srv) {
+        if (rc >= 0)
+            rc = -EIO;
+        char port[16];
+        snprintf(port, sizeof(port), "%d", (int)m->cfg->port);
+        h->log_kv(m->ctx, PLB_LOG_ERROR, "cannot start the HTTP server", "address", m->bind_ip,
+                  "port", port, "error", strerror(-rc), NULL);
+        goto fail;
+    }
+    /* A prefix route of "/" sends every path here, so that unknown paths
+     * and methods get this module's answers. */
+    rc = h->http_route(m->srv, "/", on_request, m);
+    if (rc < 0)
+        goto fail;
+
+    char port[16];
+    snprintf(port, sizeof(port), "%d", h->http_server_port(m->srv));
+    h->log_kv(m->ctx, PLB_LOG_INFO, "listening", "address", m->bind_ip, "port", port, "metrics",
+              m->cfg->metrics ? "true" : "false", "probes", m->cfg->probes ? "true" : "false",
+              NULL);
+    m->running = 1;
+    m->next = running_list;
+    running_list = m;
+    return 0;
+
+fail:
+    h->timer_cancel(m->beat);
+    h->http_server_free(m->srv);
+    m->srv = NULL;
+    return rc < 0 ? rc : -EIO;
+}
+
+/* Stop serving at once: probes and scrapes are answered within the request
+ * that asked, so nothing is left to drain. */
+static void
+mm_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct mm *m = state;
+    (void)grace_ms;
+    m->host->timer_cancel(m->beat);
+    m->host->http_server_free(m->srv);
+    m->srv = NULL;
+    if (m->running) {
+        list_remove(m);
+        m->running = 0;
+    }
+    m->host->done(d);
+}
+
+static void
+mm_destroy(void *state)
+{
+    struct mm *m = state;
+    if (m->running)
+        list_remove(m);
+    m->host->http_server_free(m->srv);
+    m->host->timer_free(m->beat);
+    m->host->free(m);
+}
+
+PLB_MODULE_EXPORT = {
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .size = sizeof(struct plb_module),
+    .name = "metrics",
+    .version = "1.0",
+    .description = "Serves /healthz, /readyz and /metrics (Prometheus text format 0.0.4)",
+    .settings = mm_settings,
+    .config_size = sizeof(struct mm_config),
+    .check = mm_check,
+    .create = mm_create,
+    .start = mm_start,
+    .stop = mm_stop,
+    .destroy = mm_destroy,
+};

@@ -1,0 +1,286 @@
+/*
+ * listener: TCP listeners on evconnlistener.
+ *
+ * The listening socket is made here (so bind errors come back as -errno and
+ * IPv6 sockets get IPV6_V6ONLY), then handed to evconnlistener_new, which
+ * accepts with accept4(SOCK_NONBLOCK | SOCK_CLOEXEC).
+ *
+ * accept() failing with EMFILE leaves the connection in the backlog and the
+ * listening socket readable, so libevent would call us again at once, for
+ * ever. The error callback therefore disables the listener and re-enables it
+ * from a timer CORE_LISTENER_RETRY_MS later, logging once per episode.
+ */
+#include "listener.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "log.h"
+
+struct plb_listener {
+    struct evconnlistener *lev;
+    struct event *retry; /* ends a resource back-off */
+    plb_accept_cb cb;
+    void *arg;
+    int port;
+    int user_paused; /* core_listener_pause */
+    int backing_off; /* disabled until retry fires */
+    int logged;      /* this back-off episode has been logged */
+    char name[CORE_SOCKADDR_STRLEN];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Addresses                                                                */
+
+int
+core_sockaddr_parse(const char *ip, int port, struct sockaddr_storage *ss, socklen_t *len)
+{
+    char buf[INET6_ADDRSTRLEN + 1];
+    size_t n;
+
+    if (!ip || !ss || !len || port < 0 || port > 65535)
+        return -EINVAL;
+    n = strlen(ip);
+    if (n >= 2 && ip[0] == '[' && ip[n - 1] == ']') {
+        if (n - 2 >= sizeof buf)
+            return -EINVAL;
+        memcpy(buf, ip + 1, n - 2);
+        buf[n - 2] = '\0';
+        ip = buf;
+        memset(ss, 0, sizeof *ss);
+        goto v6; /* brackets mean IPv6 only */
+    }
+    memset(ss, 0, sizeof *ss);
+    {
+        struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+        if (inet_pton(AF_INET, ip, &sin->sin_addr) == 1) {
+            sin->sin_family = AF_INET;
+            sin->sin_port = htons((uint16_t)port);
+            *len = sizeof *sin;
+            return 0;
+        }
+    }
+v6:
+    {
+        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+        if (inet_pton(AF_INET6, ip, &sin6->sin6_addr) == 1) {
+            sin6->sin6_family = AF_INET6;
+            sin6->sin6_port = htons((uint16_t)port);
+            *len = sizeof *sin6;
+            return 0;
+        }
+    }
+    memset(ss, 0, sizeof *ss);
+    return -EINVAL;
+}
+
+void
+core_sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN];
+
+    if (!buf || len == 0)
+        return;
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+        if (inet_ntop(AF_INET, &sin->sin_addr, ip, sizeof ip)) {
+            snprintf(buf, len, "%s:%u", ip, (unsigned)ntohs(sin->sin_port));
+            return;
+        }
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)sa;
+        if (inet_ntop(AF_INET6, &sin6->sin6_addr, ip, sizeof ip)) {
+            snprintf(buf, len, "[%s]:%u", ip, (unsigned)ntohs(sin6->sin6_port));
+            return;
+        }
+    }
+    snprintf(buf, len, "unknown");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Accepting                                                                */
+
+static void
+accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int socklen,
+          void *p)
+{
+    plb_listener *l = p;
+    char peer[CORE_SOCKADDR_STRLEN];
+
+    (void)lev;
+    (void)socklen;
+    if (l->logged) {
+        CORE_INFO("listener %s: accepting connections again", l->name);
+        l->logged = 0;
+    }
+    core_sockaddr_format(sa, peer, sizeof peer);
+    /* Last: the callback may pause or free l (evconnlistener holds its own
+     * reference across the call). */
+    l->cb(l, fd, peer, l->arg);
+}
+
+static void
+accept_error_cb(struct evconnlistener *lev, void *p)
+{
+    plb_listener *l = p;
+    int e = EVUTIL_SOCKET_ERROR();
+    struct timeval tv = {0, CORE_LISTENER_RETRY_MS * 1000};
+
+    evconnlistener_disable(lev);
+    if (!l->logged) {
+        CORE_WARN("listener %s: accept failed: %s; pausing %d ms between retries", l->name,
+                  strerror(e), CORE_LISTENER_RETRY_MS);
+        l->logged = 1;
+    }
+    if (evtimer_add(l->retry, &tv) != 0) {
+        /* Cannot wait: spinning beats never accepting again. */
+        CORE_ERR("listener %s: cannot arm accept retry timer", l->name);
+        if (!l->user_paused)
+            evconnlistener_enable(lev);
+        return;
+    }
+    l->backing_off = 1;
+}
+
+static void
+retry_cb(evutil_socket_t fd, short what, void *p)
+{
+    plb_listener *l = p;
+
+    (void)fd;
+    (void)what;
+    l->backing_off = 0;
+    if (!l->user_paused)
+        evconnlistener_enable(l->lev);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                */
+
+/* A bound, listening, non-blocking socket for ss; the fd, or -errno. */
+static int
+listen_socket(const struct sockaddr_storage *ss, socklen_t len, int backlog)
+{
+    int one = 1;
+    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc;
+
+    if (fd < 0)
+        return -errno;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        goto fail;
+    if (ss->ss_family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
+        goto fail;
+    if (bind(fd, (const struct sockaddr *)ss, len) != 0)
+        goto fail;
+    if (listen(fd, backlog) != 0)
+        goto fail;
+    return fd;
+fail:
+    rc = -errno;
+    close(fd);
+    return rc;
+}
+
+plb_listener *
+core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog,
+                plb_accept_cb cb, void *arg, int *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    plb_listener *l = NULL;
+    int fd = -1;
+    int rc;
+
+    if (!base || !cb) {
+        rc = -EINVAL;
+        goto fail;
+    }
+    rc = core_sockaddr_parse(addr, port, &ss, &len);
+    if (rc != 0)
+        goto fail;
+    l = core_calloc(1, sizeof *l);
+    if (!l) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    l->cb = cb;
+    l->arg = arg;
+    l->retry = evtimer_new(base, retry_cb, l);
+    if (!l->retry) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    fd = listen_socket(&ss, len, backlog > 0 ? backlog : SOMAXCONN);
+    if (fd < 0) {
+        rc = fd;
+        goto fail;
+    }
+    len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        rc = -errno;
+        goto fail;
+    }
+    l->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    core_sockaddr_format((struct sockaddr *)&ss, l->name, sizeof l->name);
+    /* backlog 0: the socket is already listening. */
+    l->lev = evconnlistener_new(base, accept_cb, l,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+                                0, fd);
+    if (!l->lev) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    evconnlistener_set_error_cb(l->lev, accept_error_cb);
+    if (err)
+        *err = 0;
+    return l;
+fail:
+    if (fd >= 0)
+        close(fd);
+    if (l) {
+        if (l->retry)
+            event_free(l->retry);
+        core_free(l);
+    }
+    if (err)
+        *err = rc;
+    return NULL;
+}
+
+int
+core_listener_port(const plb_listener *l)
+{
+    return l ? l->port : -1;
+}
+
+void
+core_listener_pause(plb_listener *l, int paused)
+{
+    if (!l)
+        return;
+    l->user_paused = paused != 0;
+    if (l->user_paused)
+        evconnlistener_disable(l->lev);
+    else if (!l->backing_off)
+        evconnlistener_enable(l->lev);
+}
+
+void
+core_listener_free(plb_listener *l)
+{
+    if (!l)
+        return;
+    event_free(l->retry);
+    evconnlistener_free(l->lev); /* closes the socket (LEV_OPT_CLOSE_ON_FREE) */
+    core_free(l);
+}

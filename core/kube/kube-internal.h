@@ -1,0 +1,211 @@
+/*
+ * kube-internal: the core's Kubernetes client (internal declarations).
+ *
+ * Pure parts (no I/O, no loop), each in its own file and unit tested:
+ *   yaml.c       the YAML subset kubectl and kubeadm write, into jansson;
+ *   kubeconfig.c kubeconfig and in-cluster configuration, URL building;
+ *   backoff.c    the reconnect state machine of the spec, clock injected;
+ *   cache.c      the informer cache and the diff after a re-list;
+ *   evkey.c      Event aggregation keys and bodies (client-go's recorder).
+ * Loop parts:
+ *   kclient.c    the client: requests, writes, read-modify-write;
+ *   informer.c   list + watch informers;
+ *   events.c     the Event recorder;
+ *   obj.c        plb_obj accessors (plb_obj is a jansson value).
+ *
+ * Prefix: core_kube_ for functions shared between these files. Ownership
+ * words as in prismlb/module.h: new, borrowed, steals.
+ */
+#ifndef PRISMLB_KUBE_INTERNAL_H
+#define PRISMLB_KUBE_INTERNAL_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prismlb/module.h"
+
+struct core_httpc;
+struct event_base;
+
+/* plb_obj is a jansson value; these convert without copying. */
+#define KOBJ(j) ((plb_obj *)(j))
+#define KJSON(o) ((json_t *)(o))
+
+/* ------------------------------------------------------------------------ */
+/* yaml.c                                                                    */
+
+/* Parse text (len bytes, need not be NUL-terminated) written in the YAML
+ * subset of kubeconfig files: block mappings and sequences (a sequence may
+ * sit at its key's indentation), plain, single- and double-quoted scalars
+ * (plain and quoted scalars may continue on more-indented lines), comments,
+ * flow collections of plain or quoted scalars ("[]", "{}", "[a, b]",
+ * "{a: 1}"), one optional "---" document start. Plain scalars true/false,
+ * null/~ and decimal integers become JSON booleans, null and integers; every
+ * other scalar is a string. Text whose first significant character is '{'
+ * or '[' is read as JSON. Anchors, aliases, tags, block scalars ('|', '>'),
+ * tabs in indentation, duplicate keys and several documents are errors.
+ * New value, or NULL with "line N: what" in err (errlen >= 1). */
+json_t *core_kube_yaml_parse(const char *text, size_t len, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------------ */
+/* kubeconfig.c                                                              */
+
+/* A resolved client configuration: where the API is and how to prove who
+ * we are. Every string is new (core_kube_config_clear frees them). */
+struct core_kube_config {
+    char *server;          /* "https://host:port[/prefix]", no trailing '/' */
+    char *ca_file;         /* CA bundle path, or NULL */
+    char *ca_pem;          /* or PEM text */
+    char *cert_file, *key_file; /* client certificate and key paths */
+    char *cert_pem, *key_pem;   /* or PEM text */
+    char *token;           /* bearer token, or NULL */
+    char *token_file;      /* or a file re-read on every request */
+    char *tls_server_name; /* verify the server as this name, or NULL */
+    char *connect_to;      /* "host:port" to connect to instead, or NULL */
+    char *ns;              /* the context's namespace, or NULL */
+    int insecure;          /* insecure-skip-tls-verify: true was written */
+};
+
+void core_kube_config_clear(struct core_kube_config *c);
+
+/* Fill c from a parsed kubeconfig doc (borrowed): the context named ctx_name
+ * or, when NULL, current-context. Relative file paths resolve against dir
+ * (the kubeconfig's directory; NULL keeps them as written). *-data fields
+ * are base64-decoded into PEM text. exec and auth-provider plugins and
+ * basic auth are not supported: an error. 0, or -EINVAL with a message
+ * naming the field in err; -ENOMEM. */
+int core_kube_config_from_doc(struct core_kube_config *c, json_t *doc, const char *ctx_name,
+                              const char *dir, char *err, size_t errlen);
+
+/* Read and parse the kubeconfig at path into c (see above). Blocking file
+ * read: call at create or start, not from a hot callback. 0 or -errno with
+ * err set. */
+int core_kube_config_load(struct core_kube_config *c, const char *path, const char *ctx_name,
+                          char *err, size_t errlen);
+
+/* In-cluster configuration: host and port from host/port (the values of
+ * KUBERNETES_SERVICE_HOST and _PORT; an IPv6 host gets brackets), token
+ * file and CA under sa_dir (the token file is named, not read, so it is
+ * re-read on every request). 0 or -EINVAL (host or port missing), -ENOMEM. */
+int core_kube_config_in_cluster(struct core_kube_config *c, const char *host, const char *port,
+                                const char *sa_dir, char *err, size_t errlen);
+
+/* Base64 (standard or URL alphabet, padding optional, whitespace skipped)
+ * into a new NUL-terminated buffer; *out_len gets the length. NULL on bad
+ * input or ENOMEM. */
+char *core_kube_b64decode(const char *s, size_t *out_len);
+
+/* Join server (may carry a path prefix, with or without a trailing '/') and
+ * path (starting with '/'): exactly one '/' between them, nothing dropped.
+ * New string or NULL. */
+char *core_kube_url_join(const char *server, const char *path);
+
+/* The API path of a resource: "/api/v1" or "/apis/<group>/<version>", then
+ * "/namespaces/<ns>" when ns is non-empty, "/<resource>", "/<name>" and
+ * "/<subresource>" when given. Segments are percent-encoded. New or NULL
+ * (also for a NULL api_version or resource). */
+char *core_kube_path(const char *api_version, const char *resource, const char *ns,
+                     const char *name, const char *subresource);
+
+/* Percent-encode s for a query value (unreserved characters kept). Appends
+ * to *buf (a new string grown with core_realloc). 0 or -ENOMEM. */
+int core_kube_qappend(char **buf, const char *key, const char *value);
+
+/* ------------------------------------------------------------------------ */
+/* backoff.c: the reconnect rules of the spec as a pure state machine.       */
+
+#define KB_INITIAL_MS 1000
+#define KB_MAX_MS 30000
+#define KB_LONG_WATCH_MS 30000
+#define KB_JITTER 0.25
+
+/* What happened. */
+enum kb_input {
+    KB_LIST_OK = 1,   /* a list (initial or re-list) completed */
+    KB_LIST_FAILED,   /* a list failed (not a 410 on a continue: that is
+                         retried unpaged by the informer without asking) */
+    KB_WATCH_CLOSED,  /* the watch stream ended without an error */
+    KB_WATCH_ERROR,   /* the watch call failed, an ERROR event (not 410),
+                         or the stream broke */
+    KB_WATCH_GONE,    /* 410: HTTP status or ERROR event Expired/Gone */
+};
+
+/* What to do next, after delay_ms (0: at once). */
+enum kb_action {
+    KB_DO_LIST = 1,
+    KB_DO_WATCH,
+};
+
+struct kb_step {
+    enum kb_action action;
+    int64_t delay_ms;   /* jitter included */
+    int64_t base_ms;    /* the backoff step before jitter (0 when at once) */
+};
+
+struct kb_machine {
+    int64_t next_ms;       /* the next backoff delay, before jitter */
+    int64_t watch_started; /* clock when the running watch was opened */
+    int rewatch_after_long; /* the running watch re-opened at once after a
+                               watch of >= 30 s closed without error */
+    int gone_fast;         /* a 410 qualifies the watch after the re-list to
+                              start at once */
+    int relisting;         /* the running list follows a 410 */
+};
+
+/* A machine at rest: the first action is a list, at once. */
+void kb_init(struct kb_machine *m);
+/* A watch starts now (clock now_ms): record the time. */
+void kb_watch_started(struct kb_machine *m, int64_t now_ms);
+/* Feed an input at now_ms with rnd in [0, 1) for the jitter; returns the
+ * next action and its delay. Pure apart from *m. */
+struct kb_step kb_next(struct kb_machine *m, enum kb_input in, int64_t now_ms, double rnd);
+
+/* ------------------------------------------------------------------------ */
+/* cache.c: the informer cache.                                              */
+
+/* "namespace/name" or "name" of obj (borrowed) into buf. 0, or -EINVAL when
+ * metadata.name is missing or the key would not fit. */
+int core_kube_obj_key(json_t *obj, char *buf, size_t len);
+/* metadata.resourceVersion of obj, or "" (borrowed). */
+const char *core_kube_obj_rv(json_t *obj);
+
+/* A change found by core_kube_diff. old and obj are borrowed for the call. */
+typedef void (*core_kube_diff_cb)(const char *key, json_t *old, json_t *obj, void *arg);
+
+/* Replace the contents of cache (a JSON object key -> object) by fresh (the
+ * same shape, borrowed) and report differences: added (old NULL), changed
+ * resourceVersion (both), vanished (obj NULL). Unchanged objects keep the
+ * cached reference and report nothing. Calls happen after cache was
+ * updated for that key. Returns the number of changes or -ENOMEM (cache is
+ * then partly updated, every reported change applied). */
+int core_kube_diff(json_t *cache, json_t *fresh, core_kube_diff_cb cb, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* evkey.c: Event aggregation (client-go tools/record).                      */
+
+struct core_kube_evsrc {
+    const char *component; /* source.component */
+    const char *host;      /* source.host, may be NULL */
+};
+
+/* The aggregation key of an Event about involved (borrowed; its kind and
+ * apiVersion may be overridden by kind/api_version when the object lacks
+ * them, as list items do): component, host, kind, namespace, name, uid,
+ * apiVersion, type, reason, message joined with '\x1f'. New or NULL. */
+char *core_kube_event_key(const struct core_kube_evsrc *src, json_t *involved, const char *kind,
+                          const char *api_version, const char *type, const char *reason,
+                          const char *message);
+
+/* A new core/v1 Event body about involved: name "<object name>.<hex ns>",
+ * namespace of the object (or "default"), involvedObject reference,
+ * reason, message, type, source, count 1, first/lastTimestamp = ts (RFC
+ * 3339), eventTime null, reportingComponent = component. New or NULL. */
+json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved,
+                             const char *kind, const char *api_version, const char *type,
+                             const char *reason, const char *message, int64_t wall_ms);
+
+/* RFC 3339 UTC seconds for wall_ms into buf (len >= 32). */
+const char *core_kube_rfc3339(int64_t wall_ms, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,243 @@
+/*
+ * Check suite for core/kube/yaml.c: the YAML subset of kubeconfig files.
+ * Each test compares the parse with the JSON it must equal, or checks that
+ * the error names the right line.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube-internal.h"
+
+/* Parse yaml and compare with the JSON text want. */
+static void
+same(const char *yaml, const char *want)
+{
+    char err[256];
+    json_t *got = core_kube_yaml_parse(yaml, strlen(yaml), err, sizeof(err));
+    ck_assert_msg(got != NULL, "parse failed: %s\n%s", err, yaml);
+    json_error_t je;
+    json_t *w = json_loads(want, JSON_DECODE_ANY, &je);
+    ck_assert_msg(w != NULL, "bad expectation: %s", je.text);
+    char *g = json_dumps(got, JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    ck_assert_msg(json_equal(got, w), "got %s\nwant %s", g, want);
+    free(g);
+    json_decref(got);
+    json_decref(w);
+}
+
+/* Parse must fail with an error containing frag. */
+static void
+bad(const char *yaml, const char *frag)
+{
+    char err[256];
+    json_t *got = core_kube_yaml_parse(yaml, strlen(yaml), err, sizeof(err));
+    char *g = got ? json_dumps(got, JSON_ENCODE_ANY) : NULL;
+    ck_assert_msg(got == NULL, "parsed but should fail: %s", g ? g : "");
+    ck_assert_msg(strstr(err, frag) != NULL, "error \"%s\" lacks \"%s\"", err, frag);
+}
+
+/* A kubeconfig as kubectl config view --raw writes it (kind, kubeadm). */
+static const char kubectl_cfg[] =
+    "apiVersion: v1\n"
+    "clusters:\n"
+    "- cluster:\n"
+    "    certificate-authority-data: TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0Q2c9PQ==\n"
+    "    server: https://127.0.0.1:6443\n"
+    "  name: kind-kind\n"
+    "- cluster:\n"
+    "    insecure-skip-tls-verify: true\n"
+    "    server: https://10.0.0.1:6443/clusters/root:org:ws\n"
+    "    tls-server-name: kubernetes.default.svc\n"
+    "  name: kcp\n"
+    "contexts:\n"
+    "- context:\n"
+    "    cluster: kind-kind\n"
+    "    namespace: kube-system\n"
+    "    user: kind-kind\n"
+    "  name: kind-kind\n"
+    "current-context: kind-kind\n"
+    "kind: Config\n"
+    "preferences: {}\n"
+    "users:\n"
+    "- name: kind-kind\n"
+    "  user:\n"
+    "    client-certificate-data: Q0VSVA==\n"
+    "    client-key-data: S0VZ\n"
+    "- name: \"tok\"\n"
+    "  user:\n"
+    "    token: 'abc''def'\n"
+    "    tokenFile: /var/run/token # rotated\n";
+
+START_TEST(kubectl_output)
+{
+    same(kubectl_cfg,
+         "{\"apiVersion\":\"v1\",\"clusters\":["
+         "{\"cluster\":{\"certificate-authority-data\":"
+         "\"TFMwdExTMUNSVWRKVGlCRFJWSlVTVVpKUTBGVVJTMHRMUzB0Q2c9PQ==\","
+         "\"server\":\"https://127.0.0.1:6443\"},\"name\":\"kind-kind\"},"
+         "{\"cluster\":{\"insecure-skip-tls-verify\":true,"
+         "\"server\":\"https://10.0.0.1:6443/clusters/root:org:ws\","
+         "\"tls-server-name\":\"kubernetes.default.svc\"},\"name\":\"kcp\"}],"
+         "\"contexts\":[{\"context\":{\"cluster\":\"kind-kind\",\"namespace\":\"kube-system\","
+         "\"user\":\"kind-kind\"},\"name\":\"kind-kind\"}],"
+         "\"current-context\":\"kind-kind\",\"kind\":\"Config\",\"preferences\":{},"
+         "\"users\":[{\"name\":\"kind-kind\",\"user\":{\"client-certificate-data\":\"Q0VSVA==\","
+         "\"client-key-data\":\"S0VZ\"}},"
+         "{\"name\":\"tok\",\"user\":{\"token\":\"abc'def\",\"tokenFile\":\"/var/run/token\"}}]}");
+}
+END_TEST
+
+START_TEST(indented_sequences_and_nesting)
+{
+    /* kubeadm and hand-written files indent sequences under their key. */
+    same("a:\n  - x\n  - y: 1\n    z: [1, \"two\", three]\n  -\n    - deep\n  - \n",
+         "{\"a\":[\"x\",{\"y\":1,\"z\":[1,\"two\",\"three\"]},[\"deep\"],null]}");
+    same("- - a\n  - b\n- c\n", "[[\"a\",\"b\"],\"c\"]");
+    same("k:\n  m:\n    n: v\n  o: p\nq: r\n", "{\"k\":{\"m\":{\"n\":\"v\"},\"o\":\"p\"},\"q\":\"r\"}");
+    same("empty:\nnext: 1\n", "{\"empty\":null,\"next\":1}");
+    same("---\nx: 1\n...\n", "{\"x\":1}");
+    same("", "null");
+    same("# only a comment\n\n", "null");
+}
+END_TEST
+
+START_TEST(scalars)
+{
+    same("a: true\nb: False\nc: ~\nd: null\ne: -12\nf: 0x1F\ng: 1.5\nh: \"true\"\ni: v1\n"
+         "j: https://h:1/p#frag\nk: a # comment\nl: '#not'\nm: \"\"\n",
+         "{\"a\":true,\"b\":false,\"c\":null,\"d\":null,\"e\":-12,\"f\":31,\"g\":\"1.5\","
+         "\"h\":\"true\",\"i\":\"v1\",\"j\":\"https://h:1/p#frag\",\"k\":\"a\",\"l\":\"#not\","
+         "\"m\":\"\"}");
+    same("s: \"tab\\there \\\"q\\\" \\u00e9 \\x41 \\U0001F600 back\\\\slash\"\n",
+         "{\"s\":\"tab\\there \\\"q\\\" \\u00e9 A \\ud83d\\ude00 back\\\\slash\"}");
+    same("\"quoted key\": 1\n'single': 2\nkey with spaces: 3\n",
+         "{\"quoted key\":1,\"single\":2,\"key with spaces\":3}");
+    same("big: 99999999999999999999\n", "{\"big\":\"99999999999999999999\"}");
+    same("f: {a: 1, b: [x, y], c: \"d, e\"}\n",
+         "{\"f\":{\"a\":1,\"b\":[\"x\",\"y\"],\"c\":\"d, e\"}}");
+    same("crlf: yes\r\nnext: 2\r\n", "{\"crlf\":\"yes\",\"next\":2}");
+}
+END_TEST
+
+START_TEST(folded_scalars)
+{
+    /* go-yaml folds long strings at spaces onto more-indented lines. */
+    same("msg: this is a long\n  plain scalar\nnext: 1\n",
+         "{\"msg\":\"this is a long plain scalar\",\"next\":1}");
+    same("msg: \"a quoted # scalar\n  that continues\"\n",
+         "{\"msg\":\"a quoted # scalar that continues\"}");
+    same("msg: \"no\\\n  space\"\n", "{\"msg\":\"nospace\"}");
+    same("- item that\n  goes on\n- b\n", "[\"item that goes on\",\"b\"]");
+}
+END_TEST
+
+START_TEST(json_documents)
+{
+    same("{\"apiVersion\": \"v1\", \"clusters\": [{\"name\": \"a\"}]}",
+         "{\"apiVersion\":\"v1\",\"clusters\":[{\"name\":\"a\"}]}");
+    same("  [1, 2]\n", "[1,2]");
+    /* Flow YAML that is not JSON still reads. */
+    same("{a: b}", "{\"a\":\"b\"}");
+    bad("{\"a\": 1,\n \"b\" 2}", "line 2");
+}
+END_TEST
+
+START_TEST(errors_name_the_line)
+{
+    bad("a: 1\nb:\n\tc: 2\n", "line 3: tab");
+    bad("a: 1\na: 2\n", "line 2: duplicate key \"a\"");
+    bad("a: &x 1\n", "line 1: anchors");
+    bad("a: *x\n", "aliases");
+    bad("a: !!str 1\n", "tags");
+    bad("a: |\n  text\n", "block scalars");
+    bad("a: >\n  text\n", "block scalars");
+    bad("a: \"open\n", "line 1: unterminated double-quoted");
+    bad("a: 'open\n", "unterminated single-quoted");
+    bad("a: b: c\n", "line 1: mapping values are not allowed");
+    bad("a:\n  b: 1\n c: 2\n", "line 3");
+    bad("- a\nb: 1\n", "line 2: unexpected text");
+    bad("a: 1\n- b\n", "line 2: expected a mapping key");
+    bad("a: \"x\\q\"\n", "unknown escape");
+    bad("a: [1, 2\n", "unterminated flow");
+    bad("a: \"x\" y\n", "unexpected text after");
+    bad("a: 1\n---\nb: 2\n", "only one YAML document");
+    bad("? complex\n", "complex keys");
+    bad("a: \"\\ud800\"\n", "Unicode");
+    bad("a: \xff\xfe\n", "UTF-8");
+    same("a: \"\\xff\"\n", "{\"a\":\"\\u00ff\"}");
+}
+END_TEST
+
+START_TEST(deep_nesting_is_bounded)
+{
+    char buf[8192];
+    size_t k = 0;
+    for (int i = 0; i < 100; i++) {
+        for (int s = 0; s < i; s++)
+            buf[k++] = ' ';
+        memcpy(buf + k, "k:\n", 3);
+        k += 3;
+    }
+    buf[k] = '\0';
+    bad(buf, "nesting deeper");
+    char flow[600];
+    memset(flow, '[', 300);
+    flow[300] = '\0';
+    char doc[700];
+    snprintf(doc, sizeof(doc), "a: %s\n", flow);
+    bad(doc, "nesting deeper");
+}
+END_TEST
+
+START_TEST(binary_garbage_never_crashes)
+{
+    /* A cheap fuzz: every prefix of the kubectl file and random bytes. */
+    char err[128];
+    size_t n = strlen(kubectl_cfg);
+    for (size_t i = 0; i <= n; i++) {
+        json_t *j = core_kube_yaml_parse(kubectl_cfg, i, err, sizeof(err));
+        ck_assert(j != NULL || err[0] != '\0');
+        json_decref(j);
+    }
+    srand(7);
+    char junk[256];
+    const char alphabet[] = "ab:- \n\"'#[]{},\\&*!|>?\t1";
+    for (int round = 0; round < 20000; round++) {
+        size_t len = (size_t)(rand() % (int)sizeof(junk));
+        for (size_t i = 0; i < len; i++)
+            junk[i] = alphabet[rand() % (int)(sizeof(alphabet) - 1)];
+        json_t *j = core_kube_yaml_parse(junk, len, err, sizeof(err));
+        ck_assert(j != NULL || strncmp(err, "line ", 5) == 0);
+        json_decref(j);
+    }
+}
+END_TEST
+
+static Suite *
+yaml_suite(void)
+{
+    Suite *s = suite_create("kube_yaml");
+    TCase *tc = tcase_create("yaml");
+    tcase_add_test(tc, kubectl_output);
+    tcase_add_test(tc, indented_sequences_and_nesting);
+    tcase_add_test(tc, scalars);
+    tcase_add_test(tc, folded_scalars);
+    tcase_add_test(tc, json_documents);
+    tcase_add_test(tc, errors_name_the_line);
+    tcase_add_test(tc, deep_nesting_is_bounded);
+    tcase_add_test(tc, binary_garbage_never_crashes);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(yaml_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

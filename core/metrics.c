@@ -419,7 +419,8 @@ family_lower(const struct core_metrics *r, const char *name)
     return lo;
 }
 
-/* The sample and family names a family occupies in either format. */
+/* The sample and family names a family occupies in either format, with
+ * "_created", which OpenMetrics reserves beside counters and histograms. */
 struct occupied {
     const char *base;
     size_t blen;
@@ -427,7 +428,7 @@ struct occupied {
 };
 
 static size_t
-occupied_names(enum plb_metric_type type, const char *name, struct occupied o[4])
+occupied_names(enum plb_metric_type type, const char *name, struct occupied o[5])
 {
     size_t len = strlen(name);
     switch (type) {
@@ -436,13 +437,15 @@ occupied_names(enum plb_metric_type type, const char *name, struct occupied o[4]
             len -= 6;
         o[0] = (struct occupied){name, len, ""};
         o[1] = (struct occupied){name, len, "_total"};
-        return 2;
+        o[2] = (struct occupied){name, len, "_created"};
+        return 3;
     case PLB_METRIC_HISTOGRAM:
         o[0] = (struct occupied){name, len, ""};
         o[1] = (struct occupied){name, len, "_bucket"};
         o[2] = (struct occupied){name, len, "_sum"};
         o[3] = (struct occupied){name, len, "_count"};
-        return 4;
+        o[4] = (struct occupied){name, len, "_created"};
+        return 5;
     default:
         o[0] = (struct occupied){name, len, ""};
         return 1;
@@ -463,7 +466,7 @@ occupied_equal(const struct occupied *a, const struct occupied *b)
 static int
 clashes(const struct core_metrics *r, enum plb_metric_type type, const char *name)
 {
-    struct occupied mine[4], theirs[4];
+    struct occupied mine[5], theirs[5];
     size_t nm = occupied_names(type, name, mine);
     for (size_t f = 0; f < r->n; f++) {
         size_t nt = occupied_names(r->fam[f]->type, r->fam[f]->name, theirs);

@@ -50,7 +50,8 @@ void core_metrics_free(struct core_metrics *r);
  * The same name with the same type, help, label names and buckets returns the
  * existing family. Otherwise a name whose exposition would clash with an
  * existing family (same name; histogram "x" and "x_sum"/"x_count"/"x_bucket";
- * counters "x" and "x_total", which OpenMetrics both names "x") fails with
+ * counters "x" and "x_total", which OpenMetrics both names "x"; "x_created"
+ * beside a counter or histogram "x", which OpenMetrics reserves) fails with
  * -EEXIST. Invalid arguments: -EINVAL. Allocation failure: -ENOMEM. On
  * failure NULL is returned, *err (may be NULL) is set and nothing changed.
  */

@@ -200,6 +200,8 @@ START_TEST(test_reregister)
         {"g", "lat_seconds_bucket"},
         {"c", "conns"}, /* OpenMetrics names conns_total "conns" */
         {"g", "conns"},
+        {"g", "conns_created"}, /* reserved by OpenMetrics */
+        {"g", "lat_seconds_created"},
     };
     for (size_t i = 0; i < sizeof(clash) / sizeof(clash[0]); i++) {
         err = 0;

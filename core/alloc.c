@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <event2/event.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,41 @@
 static unsigned long alloc_count;
 static unsigned long fail_at;
 static int fail_sticky;
+/* Live and peak bytes; libcurl's resolver threads allocate too, hence atomics. */
+static long live_bytes;
+static long peak_bytes;
+
+static void
+live_add(long delta)
+{
+    long now = __atomic_add_fetch(&live_bytes, delta, __ATOMIC_RELAXED);
+    long peak = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
+    while (now > peak &&
+           !__atomic_compare_exchange_n(&peak_bytes, &peak, now, 1, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+size_t
+core_alloc_live_bytes(void)
+{
+    long v = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+    return v > 0 ? (size_t)v : 0;
+}
+
+size_t
+core_alloc_peak_bytes(void)
+{
+    long v = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
+    return v > 0 ? (size_t)v : 0;
+}
+
+void
+core_alloc_peak_reset(void)
+{
+    __atomic_store_n(&peak_bytes, __atomic_load_n(&live_bytes, __ATOMIC_RELAXED),
+                     __ATOMIC_RELAXED);
+}
 
 static int
 should_fail(void)
@@ -45,7 +81,10 @@ core_malloc(size_t n)
 {
     if (should_fail())
         return NULL;
-    return malloc(n ? n : 1);
+    void *p = malloc(n ? n : 1);
+    if (p)
+        live_add((long)malloc_usable_size(p));
+    return p;
 }
 
 void *
@@ -53,7 +92,10 @@ core_calloc(size_t nmemb, size_t size)
 {
     if (should_fail())
         return NULL;
-    return calloc(nmemb ? nmemb : 1, size ? size : 1);
+    void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+    if (p)
+        live_add((long)malloc_usable_size(p));
+    return p;
 }
 
 void *
@@ -61,12 +103,18 @@ core_realloc(void *p, size_t n)
 {
     if (should_fail())
         return NULL;
-    return realloc(p, n ? n : 1);
+    long old = p ? (long)malloc_usable_size(p) : 0;
+    void *q = realloc(p, n ? n : 1);
+    if (q)
+        live_add((long)malloc_usable_size(q) - old);
+    return q;
 }
 
 void
 core_free(void *p)
 {
+    if (p)
+        live_add(-(long)malloc_usable_size(p));
     free(p);
 }
 

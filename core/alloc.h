@@ -28,6 +28,13 @@ void core_alloc_fail_at(unsigned long nth, int sticky);
 /* Allocations attempted since start (for tests that sweep N). */
 unsigned long core_alloc_count(void);
 
+/* Bytes live through the hook now, and the most live since the last
+ * core_alloc_peak_reset (usable sizes, as malloc_usable_size reports them).
+ * For tests that bound memory; safe from any thread. */
+size_t core_alloc_live_bytes(void);
+size_t core_alloc_peak_bytes(void);
+void core_alloc_peak_reset(void);
+
 /* Route libevent, jansson, libcurl and OpenSSL through the hook. Call once,
  * first thing in main, before any of them allocates. 0 or -1. */
 int core_alloc_install_library_hooks(void);

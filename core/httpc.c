@@ -1,0 +1,1116 @@
+/*
+ * httpc: libcurl multi on the daemon's libevent loop. See httpc.h.
+ *
+ * A request moves through three states:
+ *   QUEUED   created by core_http_request, waiting for the kick event that
+ *            adds it to the multi handle (or reports a local error), so done
+ *            never runs inside core_http_request and no curl_multi call is
+ *            made from inside another request's callback;
+ *   RUNNING  in the multi handle; curl drives it through socket_action;
+ *   IN_DONE  removed from the multi handle, its done callback running; freed
+ *            when that returns.
+ * A cancel inside curl_multi_socket_action (that is, from on_data) only marks
+ * the request; the sweep after socket_action returns removes it.
+ */
+#include "httpc.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "log.h"
+
+#define HTTPC_CONNECT_MS_DEFAULT 10000
+#define HTTPC_MAX_BODY_DEFAULT ((size_t)16 << 20)
+#define HTTPC_MAX_TOKEN_FILE ((size_t)64 << 10)
+#define HTTPC_MAX_PEM_FILE ((size_t)1 << 20)
+#define HTTPC_MAX_HEADER_BYTES ((size_t)64 << 10)
+#define HTTPC_LINE_KEEP ((size_t)64 << 10) /* partial-line buffer kept between lines */
+
+enum req_state {
+    REQ_QUEUED,
+    REQ_RUNNING,
+    REQ_IN_DONE,
+};
+
+struct buf {
+    char *p;
+    size_t len, cap;
+};
+
+struct plb_http_resp {
+    int status;
+    enum plb_http_error error;
+    char text[CURL_ERROR_SIZE + 128];
+    struct buf body;    /* BUFFER mode */
+    struct buf headers; /* "name\0value\0" pairs of the last response */
+    double connect_time, total_time;
+};
+
+struct plb_http_req {
+    struct core_httpc *c;
+    struct plb_http_req *prev, *next; /* every request of c */
+    struct plb_http_req *qnext;       /* c's start queue */
+    enum req_state state;
+    int cancelled;
+    int https;
+    enum plb_http_error abort_err; /* why a callback stopped the transfer */
+    const char *abort_text;
+    CURL *easy;
+    struct curl_slist *headers; /* may hold the bearer token: scrubbed */
+    struct curl_slist *connect_to;
+    enum plb_http_body_mode mode;
+    size_t max_body;
+    plb_http_data_cb on_data;
+    plb_http_done_cb done;
+    void *arg;
+    struct buf line; /* LINES: the partial line */
+    char errbuf[CURL_ERROR_SIZE];
+    struct plb_http_resp resp;
+};
+
+struct sockinfo {
+    struct sockinfo *prev, *next;
+    struct event *ev;
+    curl_socket_t fd;
+};
+
+struct core_httpc {
+    struct event_base *base;
+    CURLM *multi;
+    struct event *timer; /* the one non-repeating curl timer */
+    struct event *kick;  /* starts queued requests */
+    struct plb_http_req *reqs;
+    struct plb_http_req *qhead, *qtail;
+    size_t nqueued;
+    size_t active;
+    struct sockinfo *socks;
+    int in_curl; /* inside curl_multi_socket_action */
+    int sweep;   /* a running request was cancelled inside it */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Buffers and small files.                                                 */
+
+/* Append n bytes to b keeping a NUL after them; the content may not exceed
+ * limit bytes. 0, -E2BIG or -ENOMEM. */
+static int
+buf_append(struct buf *b, const char *d, size_t n, size_t limit)
+{
+    if (n > limit || b->len > limit - n)
+        return -E2BIG;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        if (cap > limit + 1)
+            cap = limit + 1;
+        char *p = core_realloc(b->p, cap);
+        if (!p)
+            return -ENOMEM;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, d, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+static void
+buf_free(struct buf *b, int scrub)
+{
+    if (b->p && scrub)
+        explicit_bzero(b->p, b->cap);
+    core_free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+/* Read the regular file path (at most max bytes) into *out (new,
+ * NUL-terminated, length *len). 0 or -errno; -EAGAIN if it grew while read.
+ * The O_NONBLOCK open keeps a FIFO from stalling the loop. */
+static int
+read_small_file(const char *path, size_t max, char **out, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL, extra;
+    size_t n = 0, size;
+    ssize_t r;
+    int rc = -EINVAL, fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        goto fail;
+    if ((size = (size_t)st.st_size) > max) {
+        rc = -EFBIG;
+        goto fail;
+    }
+    if (!(buf = core_malloc(size + 1))) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    while (n < size && ((r = read(fd, buf + n, size - n)) > 0 || (r < 0 && errno == EINTR)))
+        n += r > 0 ? (size_t)r : 0;
+    if (n < size || (r = read(fd, &extra, 1)) != 0) {
+        rc = n < size || r > 0 ? -EAGAIN : -errno;
+        goto fail;
+    }
+    buf[n] = '\0';
+    close(fd);
+    *out = buf;
+    *len = n;
+    return 0;
+fail:
+    if (buf) {
+        explicit_bzero(buf, size);
+        core_free(buf);
+    }
+    close(fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request bookkeeping.                                                     */
+
+static void
+scrub_slist(struct curl_slist *l)
+{
+    for (; l; l = l->next)
+        explicit_bzero(l->data, strlen(l->data));
+}
+
+static void
+queue_unlink(struct core_httpc *c, plb_http_req *req)
+{
+    plb_http_req **pp = &c->qhead, *prev = NULL;
+    for (; *pp; prev = *pp, pp = &(*pp)->qnext) {
+        if (*pp != req)
+            continue;
+        *pp = req->qnext;
+        if (c->qtail == req)
+            c->qtail = prev;
+        c->nqueued--;
+        req->qnext = NULL;
+        return;
+    }
+}
+
+/* Unlink req from everything, remove it from curl and free it. */
+static void
+req_free(plb_http_req *req)
+{
+    struct core_httpc *c = req->c;
+    if (req->state == REQ_QUEUED)
+        queue_unlink(c, req);
+    if (req->prev)
+        req->prev->next = req->next;
+    else
+        c->reqs = req->next;
+    if (req->next)
+        req->next->prev = req->prev;
+    c->active--;
+    if (req->easy) {
+        if (req->state == REQ_RUNNING)
+            (void)curl_multi_remove_handle(c->multi, req->easy);
+        curl_easy_cleanup(req->easy);
+    }
+    scrub_slist(req->headers);
+    curl_slist_free_all(req->headers);
+    curl_slist_free_all(req->connect_to);
+    buf_free(&req->line, 0);
+    buf_free(&req->resp.body, 0);
+    buf_free(&req->resp.headers, 0);
+    core_free(req);
+}
+
+static void set_text(plb_http_req *req, const char *fmt, ...) PLB_PRINTF(2, 3);
+
+static void
+set_text(plb_http_req *req, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(req->resp.text, sizeof(req->resp.text), fmt, ap);
+    va_end(ap);
+}
+
+static enum plb_http_error
+classify(const plb_http_req *req, CURLcode res)
+{
+    static const CURLcode tls[] = {
+        CURLE_SSL_CONNECT_ERROR,   CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM,
+        CURLE_SSL_CIPHER,          CURLE_SSL_CACERT_BADFILE,       CURLE_SSL_ISSUER_ERROR,
+        CURLE_SSL_CRL_BADFILE,     CURLE_SSL_PINNEDPUBKEYNOTMATCH, CURLE_SSL_INVALIDCERTSTATUS,
+        CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED,     CURLE_SSL_ENGINE_INITFAILED,
+        CURLE_SSL_SHUTDOWN_FAILED, CURLE_SSL_CLIENTCERT,           CURLE_USE_SSL_FAILED,
+    };
+    static const CURLcode local[] = {
+        CURLE_OUT_OF_MEMORY,        CURLE_BAD_FUNCTION_ARGUMENT, CURLE_URL_MALFORMAT,
+        CURLE_UNSUPPORTED_PROTOCOL, CURLE_NOT_BUILT_IN,          CURLE_FAILED_INIT,
+        CURLE_READ_ERROR,
+    };
+    for (size_t i = 0; i < sizeof(tls) / sizeof(tls[0]); i++)
+        if (res == tls[i])
+            return PLB_HTTP_E_TLS;
+    for (size_t i = 0; i < sizeof(local) / sizeof(local[0]); i++)
+        if (res == local[i])
+            return PLB_HTTP_E_LOCAL;
+    switch (res) {
+    case CURLE_OK:
+        return PLB_HTTP_OK;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+        return PLB_HTTP_E_CONNECT;
+    case CURLE_OPERATION_TIMEDOUT:
+        return PLB_HTTP_E_TIMEOUT;
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        /* With TLS 1.3 a server that rejects the client certificate says so
+         * with an alert after the handshake; OpenSSL reports it at read. */
+        if (req->https && strstr(req->errbuf, "SSL routines"))
+            return PLB_HTTP_E_TLS;
+        return PLB_HTTP_E_PROTOCOL;
+    default:
+        return PLB_HTTP_E_PROTOCOL;
+    }
+}
+
+/* Stop the transfer from a curl callback for this reason. */
+static size_t
+req_abort(plb_http_req *req, enum plb_http_error err, const char *text)
+{
+    if (!req->abort_err) {
+        req->abort_err = err;
+        req->abort_text = text;
+    }
+    return 0;
+}
+
+/* Call done (unless cancelled) and free req. */
+static void
+req_finish(plb_http_req *req)
+{
+    req->state = REQ_IN_DONE;
+    CORE_DEBUG("http request finished: status=%d error=%d %s", req->resp.status,
+               (int)req->resp.error, req->resp.text);
+    if (!req->cancelled)
+        req->done(req, &req->resp, req->arg);
+    req_free(req);
+}
+
+/* req ended in curl with res: fill the response and finish. */
+static void
+req_complete(plb_http_req *req, CURLcode res)
+{
+    struct plb_http_resp *r = &req->resp;
+    long status = 0;
+    double t = 0;
+
+    req->state = REQ_IN_DONE;
+    if (curl_easy_getinfo(req->easy, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK)
+        r->status = (int)status;
+    if (curl_easy_getinfo(req->easy, CURLINFO_APPCONNECT_TIME, &t) == CURLE_OK && t > 0)
+        r->connect_time = t;
+    else if (curl_easy_getinfo(req->easy, CURLINFO_CONNECT_TIME, &t) == CURLE_OK)
+        r->connect_time = t;
+    if (curl_easy_getinfo(req->easy, CURLINFO_TOTAL_TIME, &t) == CURLE_OK)
+        r->total_time = t;
+
+    if (res == CURLE_OK && req->mode == PLB_HTTP_LINES && req->line.len > 0 && !req->cancelled) {
+        /* The last line had no '\n' but the body ended cleanly. */
+        int stop = req->on_data(req, req->line.p, req->line.len, req->arg);
+        req->line.len = 0;
+        if (stop)
+            (void)req_abort(req, PLB_HTTP_E_ABORTED, "aborted by on_data");
+    }
+    if (req->abort_err && (res == CURLE_WRITE_ERROR || res == CURLE_OK)) {
+        r->error = req->abort_err;
+        set_text(req, "%s", req->abort_text);
+    } else if (res != CURLE_OK) {
+        r->error = classify(req, res);
+        set_text(req, "%s", req->errbuf[0] ? req->errbuf : curl_easy_strerror(res));
+    }
+    req_finish(req);
+}
+
+/* ------------------------------------------------------------------------ */
+/* curl callbacks.                                                          */
+
+static size_t
+lines_feed(plb_http_req *req, const char *p, size_t n)
+{
+    size_t total = n;
+    while (n > 0) {
+        const char *nl = memchr(p, '\n', n);
+        if (!nl) {
+            int rc = buf_append(&req->line, p, n, req->max_body);
+            if (rc == -E2BIG)
+                return req_abort(req, PLB_HTTP_E_TOO_LARGE, "line over max_body");
+            if (rc < 0)
+                return req_abort(req, PLB_HTTP_E_LOCAL, "out of memory");
+            break;
+        }
+        size_t k = (size_t)(nl - p);
+        const char *d = p;
+        size_t dlen = k;
+        if (req->line.len > 0) {
+            int rc = buf_append(&req->line, p, k, req->max_body);
+            if (rc == -E2BIG)
+                return req_abort(req, PLB_HTTP_E_TOO_LARGE, "line over max_body");
+            if (rc < 0)
+                return req_abort(req, PLB_HTTP_E_LOCAL, "out of memory");
+            d = req->line.p;
+            dlen = req->line.len;
+        } else if (k > req->max_body) {
+            return req_abort(req, PLB_HTTP_E_TOO_LARGE, "line over max_body");
+        }
+        int stop = req->on_data(req, d, dlen, req->arg);
+        req->line.len = 0;
+        if (req->line.cap > HTTPC_LINE_KEEP)
+            buf_free(&req->line, 0); /* give back what one long line took */
+        if (stop)
+            return req_abort(req, PLB_HTTP_E_ABORTED, "aborted by on_data");
+        if (req->cancelled)
+            return 0;
+        p = nl + 1;
+        n -= k + 1;
+    }
+    return total;
+}
+
+static size_t
+on_write(char *p, size_t size, size_t nmemb, void *ud)
+{
+    plb_http_req *req = ud;
+    size_t n = size * nmemb;
+    int rc;
+
+    if (req->cancelled)
+        return 0;
+    if (n == 0)
+        return 0;
+    switch (req->mode) {
+    case PLB_HTTP_BUFFER:
+        rc = buf_append(&req->resp.body, p, n, req->max_body);
+        if (rc == -E2BIG)
+            return req_abort(req, PLB_HTTP_E_TOO_LARGE, "body over max_body");
+        if (rc < 0)
+            return req_abort(req, PLB_HTTP_E_LOCAL, "out of memory");
+        return n;
+    case PLB_HTTP_CHUNKS:
+        if (req->on_data(req, p, n, req->arg))
+            return req_abort(req, PLB_HTTP_E_ABORTED, "aborted by on_data");
+        return req->cancelled ? 0 : n;
+    case PLB_HTTP_LINES:
+        return lines_feed(req, p, n);
+    }
+    return 0;
+}
+
+static size_t
+on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+    plb_http_req *req = ud;
+    struct buf *h = &req->resp.headers;
+    size_t n = size * nmemb, len = n;
+
+    if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+        h->len = 0; /* a new response (after 1xx): forget the old headers */
+        return n;
+    }
+    while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
+        len--;
+    const char *colon = memchr(p, ':', len);
+    if (!colon || colon == p)
+        return n; /* the blank end line, folded or odd lines */
+    size_t nlen = (size_t)(colon - p);
+    const char *v = colon + 1, *end = p + len;
+    while (v < end && (*v == ' ' || *v == '\t'))
+        v++;
+    while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+        end--;
+    int rc = buf_append(h, p, nlen, HTTPC_MAX_HEADER_BYTES);
+    if (rc == 0)
+        rc = buf_append(h, "", 1, HTTPC_MAX_HEADER_BYTES);
+    if (rc == 0)
+        rc = buf_append(h, v, (size_t)(end - v), HTTPC_MAX_HEADER_BYTES);
+    if (rc == 0)
+        rc = buf_append(h, "", 1, HTTPC_MAX_HEADER_BYTES);
+    if (rc == -E2BIG)
+        return req_abort(req, PLB_HTTP_E_PROTOCOL, "response headers over 64 KiB");
+    if (rc < 0)
+        return req_abort(req, PLB_HTTP_E_LOCAL, "out of memory");
+    return n;
+}
+
+static void
+sweep_cancelled(struct core_httpc *c)
+{
+    if (!c->sweep)
+        return;
+    c->sweep = 0;
+    plb_http_req *req = c->reqs, *next;
+    for (; req; req = next) {
+        next = req->next;
+        if (req->state == REQ_RUNNING && req->cancelled)
+            req_free(req);
+    }
+}
+
+/* Drain finished transfers. */
+static void
+check_info(struct core_httpc *c)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(c->multi, &left))) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        CURL *easy = m->easy_handle;
+        CURLcode res = m->data.result;
+        char *priv = NULL;
+        if (curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv) != CURLE_OK || !priv) {
+            CORE_ERR("http: finished transfer without its request");
+            (void)curl_multi_remove_handle(c->multi, easy);
+            continue;
+        }
+        plb_http_req *req = (plb_http_req *)(void *)priv;
+        (void)curl_multi_remove_handle(c->multi, easy);
+        req->state = REQ_IN_DONE;
+        req_complete(req, res);
+    }
+}
+
+static void
+drive(struct core_httpc *c, curl_socket_t fd, int action)
+{
+    int running = 0;
+    c->in_curl++;
+    CURLMcode rc = curl_multi_socket_action(c->multi, fd, action, &running);
+    c->in_curl--;
+    if (rc != CURLM_OK)
+        CORE_ERR("http: curl_multi_socket_action: %s", curl_multi_strerror(rc));
+    sweep_cancelled(c);
+    check_info(c);
+}
+
+static void
+on_sock_event(evutil_socket_t fd, short what, void *arg)
+{
+    int action =
+        ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    drive(arg, fd, action);
+}
+
+static void
+on_timer_event(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    drive(arg, CURL_SOCKET_TIMEOUT, 0);
+}
+
+static void
+sock_free(struct core_httpc *c, struct sockinfo *si)
+{
+    if (si->prev)
+        si->prev->next = si->next;
+    else
+        c->socks = si->next;
+    if (si->next)
+        si->next->prev = si->prev;
+    event_free(si->ev);
+    core_free(si);
+}
+
+/* CURLMOPT_SOCKETFUNCTION: keep one persistent event per socket. */
+static int
+on_curl_socket(CURL *easy, curl_socket_t s, int what, void *ud, void *sockp)
+{
+    struct core_httpc *c = ud;
+    struct sockinfo *si = sockp;
+    (void)easy;
+
+    if (what == CURL_POLL_REMOVE) {
+        if (si)
+            sock_free(c, si);
+        return 0;
+    }
+    short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
+                         ((what & CURL_POLL_OUT) ? EV_WRITE : 0) | EV_PERSIST);
+    if (!si) {
+        if (!(si = core_calloc(1, sizeof(*si))))
+            goto fail;
+        if (!(si->ev = event_new(c->base, s, kind, on_sock_event, c))) {
+            core_free(si);
+            goto fail;
+        }
+        si->fd = s;
+        si->next = c->socks;
+        if (c->socks)
+            c->socks->prev = si;
+        c->socks = si;
+        if (curl_multi_assign(c->multi, s, si) != CURLM_OK) {
+            sock_free(c, si);
+            goto fail;
+        }
+    } else {
+        event_del(si->ev);
+        if (event_assign(si->ev, c->base, s, kind, on_sock_event, c) < 0)
+            goto fail;
+    }
+    if (event_add(si->ev, NULL) < 0)
+        goto fail;
+    return 0;
+fail:
+    CORE_ERR("http: cannot watch socket %d", (int)s);
+    return -1;
+}
+
+/* CURLMOPT_TIMERFUNCTION: (re)arm or stop the one timer. */
+static int
+on_curl_timer(CURLM *multi, long timeout_ms, void *ud)
+{
+    struct core_httpc *c = ud;
+    (void)multi;
+    if (timeout_ms < 0) {
+        evtimer_del(c->timer);
+        return 0;
+    }
+    struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+    return evtimer_add(c->timer, &tv) < 0 ? -1 : 0;
+}
+
+/* Start the requests queued before this run; later ones wait for the next. */
+static void
+on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    struct core_httpc *c = arg;
+    size_t budget = c->nqueued;
+    (void)fd;
+    (void)what;
+    while (budget-- > 0 && c->qhead) {
+        plb_http_req *req = c->qhead;
+        queue_unlink(c, req);
+        if (req->resp.error) {
+            req_finish(req);
+            continue;
+        }
+        CURLMcode rc = curl_multi_add_handle(c->multi, req->easy);
+        if (rc != CURLM_OK) {
+            req->resp.error = PLB_HTTP_E_LOCAL;
+            set_text(req, "cannot start: %s", curl_multi_strerror(rc));
+            req_finish(req);
+            continue;
+        }
+        req->state = REQ_RUNNING;
+    }
+    if (c->qhead)
+        event_active(c->kick, 0, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Client.                                                                  */
+
+struct core_httpc *
+core_httpc_new(struct event_base *base)
+{
+    struct core_httpc *c = core_calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->base = base;
+    if (!(c->multi = curl_multi_init()))
+        goto fail;
+    if (!(c->timer = evtimer_new(base, on_timer_event, c)))
+        goto fail;
+    if (!(c->kick = event_new(base, -1, 0, on_kick, c)))
+        goto fail;
+    if (curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
+        curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer) != CURLM_OK ||
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK)
+        goto fail;
+    return c;
+fail:
+    CORE_ERR("http: cannot create the client");
+    core_httpc_free(c);
+    return NULL;
+}
+
+void
+core_httpc_free(struct core_httpc *c)
+{
+    if (!c)
+        return;
+    while (c->reqs) {
+        c->reqs->cancelled = 1;
+        req_free(c->reqs);
+    }
+    /* Forget our socket events before curl closes its cached connections;
+     * a late CURL_POLL_REMOVE then finds no sockinfo. */
+    while (c->socks) {
+        if (c->multi)
+            (void)curl_multi_assign(c->multi, c->socks->fd, NULL);
+        sock_free(c, c->socks);
+    }
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    if (c->timer)
+        event_free(c->timer);
+    if (c->kick)
+        event_free(c->kick);
+    core_free(c);
+}
+
+size_t
+core_httpc_active(const struct core_httpc *c)
+{
+    return c ? c->active : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request set-up.                                                          */
+
+static int
+add_header(plb_http_req *req, const char *line)
+{
+    struct curl_slist *l = curl_slist_append(req->headers, line);
+    if (!l)
+        return -ENOMEM;
+    req->headers = l;
+    return 0;
+}
+
+static int
+has_header(const struct plb_http_opts *o, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *const *h = o->headers; h && *h; h++)
+        if (strncasecmp(*h, name, n) == 0 && (*h)[n] == ':')
+            return 1;
+    return 0;
+}
+
+/* "host:port" with a non-empty host and a port in 1..65535. */
+static int
+valid_host_port(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1])
+        return 0;
+    char *end;
+    long port = strtol(colon + 1, &end, 10);
+    return *end == '\0' && port > 0 && port <= 65535;
+}
+
+/* Point SNI and verification at o->tls_server_name and/or the TCP connection
+ * at o->connect_to. 0 or -errno. */
+static int
+setup_routing(plb_http_req *req, const struct plb_http_opts *o)
+{
+    CURLU *u = NULL;
+    char *host = NULL, *port = NULL, *eport = NULL, *url = NULL, *line = NULL;
+    int rc = -EINVAL;
+
+    if (o->connect_to && !valid_host_port(o->connect_to))
+        return -EINVAL;
+    if (!o->tls_server_name) {
+        if (!o->connect_to)
+            return 0;
+        /* Any host and port of this request goes to connect_to. */
+        if (!(line = core_asprintf("::%s", o->connect_to)))
+            return -ENOMEM;
+    } else {
+        if (!*o->tls_server_name || strpbrk(o->tls_server_name, ":/@[] \r\n"))
+            return -EINVAL;
+        if (!(u = curl_url()))
+            return -ENOMEM;
+        if (curl_url_set(u, CURLUPART_URL, o->url, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+            goto fail;
+        if (curl_url_get(u, CURLUPART_PORT, &eport, 0) != CURLUE_OK)
+            eport = NULL;
+        /* The Host header stays the URL's, as with any other client. */
+        if (!has_header(o, "Host")) {
+            char *h =
+                eport ? core_asprintf("Host: %s:%s", host, eport) : core_asprintf("Host: %s", host);
+            if (!h || add_header(req, h) < 0) {
+                core_free(h);
+                rc = -ENOMEM;
+                goto fail;
+            }
+            core_free(h);
+        }
+        if (curl_url_set(u, CURLUPART_HOST, o->tls_server_name, 0) != CURLUE_OK ||
+            curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK)
+            goto fail;
+        line = o->connect_to ? core_asprintf("%s:%s:%s", o->tls_server_name, port, o->connect_to)
+                             : core_asprintf("%s:%s:%s:%s", o->tls_server_name, port, host, port);
+        if (!line) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        if (curl_easy_setopt(req->easy, CURLOPT_URL, url) != CURLE_OK) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
+    struct curl_slist *l = curl_slist_append(NULL, line);
+    if (!l) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    req->connect_to = l;
+    rc = curl_easy_setopt(req->easy, CURLOPT_CONNECT_TO, l) == CURLE_OK ? 0 : -ENOMEM;
+fail:
+    core_free(line);
+    curl_free(url);
+    curl_free(eport);
+    curl_free(port);
+    curl_free(host);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+static int
+setup_method(plb_http_req *req, const struct plb_http_opts *o)
+{
+    CURL *e = req->easy;
+    const char *m = o->method ? o->method : "GET";
+    int ok = 1;
+    if (!*m || strpbrk(m, " \t\r\n"))
+        return -EINVAL;
+    if (o->body || o->body_len) {
+        if (!o->body)
+            return -EINVAL;
+        ok =
+            curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len) == CURLE_OK &&
+            curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, o->body) == CURLE_OK;
+        if (ok && strcmp(m, "POST") != 0)
+            ok = curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m) == CURLE_OK;
+    } else if (strcmp(m, "POST") == 0) {
+        ok = curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, 0L) == CURLE_OK &&
+             curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, "") == CURLE_OK;
+    } else if (strcmp(m, "HEAD") == 0) {
+        ok = curl_easy_setopt(e, CURLOPT_NOBODY, 1L) == CURLE_OK;
+    } else if (strcmp(m, "GET") != 0) {
+        ok = curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m) == CURLE_OK;
+    }
+    return ok ? 0 : -ENOMEM;
+}
+
+/* Validate a token and add it as the Authorization header. 0, -EINVAL or
+ * -ENOMEM; tok is left alone. */
+static int
+add_bearer(plb_http_req *req, char *tok, size_t len)
+{
+    while (len > 0 && strchr(" \t\r\n", tok[len - 1]))
+        len--;
+    tok[len] = '\0';
+    if (len == 0 || strpbrk(tok, "\r\n") || strlen(tok) != len)
+        return -EINVAL;
+    char *h = core_asprintf("Authorization: Bearer %s", tok);
+    if (!h)
+        return -ENOMEM;
+    int rc = add_header(req, h);
+    explicit_bzero(h, strlen(h));
+    core_free(h);
+    return rc;
+}
+
+static int
+set_blob(CURL *e, CURLoption opt, CURLoption type_opt, char *pem, size_t len)
+{
+    struct curl_blob b = {.data = pem, .len = len, .flags = CURL_BLOB_COPY};
+    if (curl_easy_setopt(e, opt, &b) != CURLE_OK)
+        return -ENOMEM;
+    if (type_opt && curl_easy_setopt(e, type_opt, "PEM") != CURLE_OK)
+        return -ENOMEM;
+    return 0;
+}
+
+/* Read path and hand it to curl as the PEM blob opt (0 or -errno). */
+static int
+load_pem(plb_http_req *req, const char *path, CURLoption opt, CURLoption type_opt)
+{
+    char *data;
+    size_t len;
+    int rc = read_small_file(path, HTTPC_MAX_PEM_FILE, &data, &len);
+    if (rc < 0)
+        return rc;
+    rc = set_blob(req->easy, opt, type_opt, data, len);
+    explicit_bzero(data, len);
+    core_free(data);
+    return rc;
+}
+
+/* Read the files o names into the request. 0, -ENOMEM (the request fails
+ * to start) or 1 when a file is unusable (req->resp has the local error). */
+static int
+setup_files(plb_http_req *req, const struct plb_http_opts *o)
+{
+    const char *path = o->bearer_token_file;
+    char *data;
+    size_t len;
+    int rc = 0;
+
+    if (path && (rc = read_small_file(path, HTTPC_MAX_TOKEN_FILE, &data, &len)) == 0) {
+        rc = add_bearer(req, data, len);
+        explicit_bzero(data, len);
+        core_free(data);
+    }
+    if (rc == 0 && (path = o->cert_file))
+        rc = load_pem(req, path, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERTTYPE);
+    if (rc == 0 && (path = o->key_file))
+        rc = load_pem(req, path, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEYTYPE);
+    if (rc == 0 || rc == -ENOMEM)
+        return rc;
+    req->resp.error = PLB_HTTP_E_LOCAL;
+    if (path == o->bearer_token_file && rc == -EINVAL)
+        set_text(req, "%s: empty or not a bearer token", path);
+    else
+        set_text(req, "%s: %s", path, strerror(-rc));
+    return 1;
+}
+
+/* Everything but files. 0 or -errno. */
+static int
+setup_easy(plb_http_req *req, const struct plb_http_opts *o)
+{
+    CURL *e = req->easy;
+    int rc;
+    long cto = o->connect_timeout_ms ? (long)o->connect_timeout_ms : HTTPC_CONNECT_MS_DEFAULT;
+
+    if (curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)(void *)req) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_URL, o->url) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_ERRORBUFFER, req->errbuf) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PROXY, "") != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_WRITEDATA, req) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_HEADERDATA, req) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, cto) != CURLE_OK ||
+        /* Long watches: notice a peer that vanished without a FIN. */
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms) != CURLE_OK)
+        return -ENOMEM;
+    if ((rc = setup_method(req, o)) < 0)
+        return rc;
+    if ((rc = setup_routing(req, o)) < 0)
+        return rc;
+    if (o->ca_file || o->ca_pem) {
+        /* Only the given bundle, not the system store beside it. */
+        if (curl_easy_setopt(e, CURLOPT_CAPATH, NULL) != CURLE_OK)
+            return -ENOMEM;
+        if (o->ca_file && curl_easy_setopt(e, CURLOPT_CAINFO, o->ca_file) != CURLE_OK)
+            return -ENOMEM;
+        if (o->ca_pem) {
+            if (curl_easy_setopt(e, CURLOPT_CAINFO, NULL) != CURLE_OK ||
+                set_blob(e, CURLOPT_CAINFO_BLOB, 0, (char *)(uintptr_t)o->ca_pem,
+                         strlen(o->ca_pem)) < 0)
+                return -ENOMEM;
+        }
+    }
+    if (o->insecure_skip_verify && (curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L) != CURLE_OK ||
+                                    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L) != CURLE_OK))
+        return -ENOMEM;
+    if (o->cert_pem && set_blob(e, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERTTYPE,
+                                (char *)(uintptr_t)o->cert_pem, strlen(o->cert_pem)) < 0)
+        return -ENOMEM;
+    if (o->key_pem && set_blob(e, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEYTYPE,
+                               (char *)(uintptr_t)o->key_pem, strlen(o->key_pem)) < 0)
+        return -ENOMEM;
+    for (const char *const *h = o->headers; h && *h; h++) {
+        if (strpbrk(*h, "\r\n") || !strchr(*h, ':'))
+            return -EINVAL;
+        if ((rc = add_header(req, *h)) < 0)
+            return rc;
+    }
+    if (!has_header(o, "Expect") && (rc = add_header(req, "Expect:")) < 0)
+        return rc;
+    if (o->bearer_token) {
+        char *tok = core_strdup(o->bearer_token);
+        if (!tok)
+            return -ENOMEM;
+        size_t len = strlen(tok);
+        rc = add_bearer(req, tok, len);
+        explicit_bzero(tok, len);
+        core_free(tok);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int
+valid_opts(const struct plb_http_opts *o)
+{
+    if (!o || o->size < sizeof(*o) || !o->url || !o->done)
+        return 0;
+    if (strncasecmp(o->url, "http://", 7) != 0 && strncasecmp(o->url, "https://", 8) != 0)
+        return 0;
+    switch (o->body_mode) {
+    case PLB_HTTP_BUFFER:
+        return 1;
+    case PLB_HTTP_CHUNKS:
+    case PLB_HTTP_LINES:
+        return o->on_data != NULL;
+    }
+    return 0;
+}
+
+plb_http_req *
+core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err)
+{
+    plb_http_req *req = NULL;
+    int rc = -EINVAL, dummy;
+
+    if (!err)
+        err = &dummy;
+    if (!c || !valid_opts(o))
+        goto fail;
+    if (!(req = core_calloc(1, sizeof(*req)))) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    req->c = c;
+    req->state = REQ_QUEUED;
+    req->https = strncasecmp(o->url, "https://", 8) == 0;
+    req->mode = o->body_mode;
+    req->max_body = o->max_body ? o->max_body : HTTPC_MAX_BODY_DEFAULT;
+    req->on_data = o->on_data;
+    req->done = o->done;
+    req->arg = o->arg;
+    if (!(req->easy = curl_easy_init())) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    if ((rc = setup_easy(req, o)) < 0)
+        goto fail;
+    if ((rc = setup_files(req, o)) < 0)
+        goto fail;
+    if (curl_easy_setopt(req->easy, CURLOPT_HTTPHEADER, req->headers) != CURLE_OK) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    /* Link it in and let the loop start it. */
+    req->next = c->reqs;
+    if (c->reqs)
+        c->reqs->prev = req;
+    c->reqs = req;
+    c->active++;
+    if (c->qtail)
+        c->qtail->qnext = req;
+    else
+        c->qhead = req;
+    c->qtail = req;
+    c->nqueued++;
+    event_active(c->kick, 0, 0);
+    *err = 0;
+    return req;
+fail:
+    if (req) {
+        if (req->easy)
+            curl_easy_cleanup(req->easy);
+        scrub_slist(req->headers);
+        curl_slist_free_all(req->headers);
+        curl_slist_free_all(req->connect_to);
+        core_free(req);
+    }
+    *err = rc;
+    return NULL;
+}
+
+void
+core_http_cancel(plb_http_req *req)
+{
+    if (!req || req->cancelled)
+        return;
+    req->cancelled = 1;
+    switch (req->state) {
+    case REQ_IN_DONE:
+        return; /* freed when done (or the final on_data) returns */
+    case REQ_RUNNING:
+        if (req->c->in_curl) {
+            req->c->sweep = 1; /* curl forbids removal from its callbacks */
+            return;
+        }
+        break;
+    case REQ_QUEUED:
+        break;
+    }
+    req_free(req);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Response accessors.                                                      */
+
+int
+core_http_resp_status(const plb_http_resp *r)
+{
+    return r ? r->status : 0;
+}
+
+enum plb_http_error
+core_http_resp_error(const plb_http_resp *r)
+{
+    return r ? r->error : PLB_HTTP_E_LOCAL;
+}
+
+const char *
+core_http_resp_error_text(const plb_http_resp *r)
+{
+    return r ? r->text : "";
+}
+
+const char *
+core_http_resp_body(const plb_http_resp *r, size_t *len)
+{
+    if (len)
+        *len = r && r->body.p ? r->body.len : 0;
+    return r && r->body.p ? r->body.p : "";
+}
+
+const char *
+core_http_resp_header(const plb_http_resp *r, const char *name)
+{
+    const char *found = NULL;
+    if (!r || !name || !r->headers.p)
+        return NULL;
+    const char *p = r->headers.p, *end = p + r->headers.len;
+    while (p < end) {
+        const char *v = p + strlen(p) + 1;
+        if (strcasecmp(p, name) == 0)
+            found = v;
+        p = v + strlen(v) + 1;
+    }
+    return found;
+}
+
+double
+core_http_resp_connect_time(const plb_http_resp *r)
+{
+    return r ? r->connect_time : 0;
+}
+
+double
+core_http_resp_total_time(const plb_http_resp *r)
+{
+    return r ? r->total_time : 0;
+}

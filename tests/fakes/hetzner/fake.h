@@ -106,6 +106,7 @@ struct hz_lb {
     char *dns_ptr6;
     time_t created;
     int running_action;     /* id of the action holding the lock, 0 = none */
+    char *cache;            /* rendered JSON, NULL when stale (hz_lb_touch) */
 };
 
 /* ---- actions (actions.c) ------------------------------------------- */
@@ -225,12 +226,15 @@ struct hz_req {
     int lb_id;              /* balancer written by this request, 0 = none */
     int status;
     json_t *resp;           /* response body, NULL = empty */
+    char *resp_raw;         /* pre-serialised body; wins over resp */
 };
 
 /* ---- util.c --------------------------------------------------------- */
 
 /* Store status and body (steals resp, may be NULL) as the answer to r. */
 void hz_reply(struct hz_req *r, int status, json_t *resp);
+/* Store status and a serialised JSON body (steals text) as the answer. */
+void hz_reply_raw(struct hz_req *r, int status, char *text);
 /* Answer r with an API error; details is stolen (NULL -> {}). */
 void hz_reply_error(struct hz_req *r, int status, const char *code, const char *message,
                     json_t *details);
@@ -297,6 +301,11 @@ void hz_net_free(struct hz_network *n);
 void hz_store_free(struct hz_fake *f);
 /* Renderers, all return new objects or NULL on ENOMEM. */
 json_t *hz_lb_json(struct hz_fake *f, const struct hz_lb *lb);
+/* Compact JSON text of lb (borrowed, valid until the next change), cached
+ * until hz_lb_touch; NULL on ENOMEM. */
+const char *hz_lb_text(struct hz_fake *f, struct hz_lb *lb);
+/* Drop the cached rendering: call after every change to lb. */
+void hz_lb_touch(struct hz_lb *lb);
 json_t *hz_net_json(struct hz_fake *f, const struct hz_network *n);
 json_t *hz_type_json(const struct hz_lb_type *t);
 json_t *hz_location_json(const struct hz_location *l);

@@ -363,13 +363,16 @@ send_reply(struct hz_req *r)
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     struct evbuffer *buf = NULL;
     if (r->status != 204) {
-        char *text = r->resp ? json_dumps(r->resp, JSON_COMPACT) : NULL;
+        char *text = r->resp_raw;
+        if (!text && r->resp)
+            text = json_dumps(r->resp, JSON_COMPACT | JSON_REAL_PRECISION(10));
         buf = evbuffer_new();
         if (buf && text)
             evbuffer_add(buf, text, strlen(text));
-        else if (buf && !r->resp)
+        else if (buf)
             evbuffer_add(buf, "{}", 2);
-        free(text);
+        if (text != r->resp_raw)
+            free(text);
         evhttp_add_header(out, "Content-Type", "application/json");
     }
     evhttp_send_reply(r->req, r->status, reason(r->status), buf);
@@ -417,6 +420,7 @@ dispatch(struct hz_fake *f, struct evhttp_request *req)
     evhttp_clear_headers(&r.query);
     json_decref(r.body);
     json_decref(r.resp);
+    free(r.resp_raw);
     free(r.path);
 }
 

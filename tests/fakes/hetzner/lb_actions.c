@@ -363,6 +363,7 @@ hz_lb_action(struct hz_req *r, long id, const char *name)
     int fail = fl->action_fail_count > 0;
     if (actions[i].fn(r, lb, body, !fail) < 0)
         goto out;
+    hz_lb_touch(lb);
     const char *code = NULL, *msg = NULL;
     if (fail) {
         fl->action_fail_count--;

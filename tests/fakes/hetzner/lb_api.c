@@ -245,12 +245,42 @@ reply_lb(struct hz_req *r, struct hz_lb *lb, int status)
     hz_reply(r, status, resp);
 }
 
+/* Join "{<head>" + texts of lbs separated by ',' + "<tail>}" (new). */
+static char *
+join_texts(struct hz_fake *f, const char *head, struct hz_lb **lbs, size_t n,
+           const char *tail)
+{
+    size_t len = strlen(head) + strlen(tail) + 1;
+    for (size_t i = 0; i < n; i++) {
+        const char *t = hz_lb_text(f, lbs[i]);
+        if (!t)
+            return NULL;
+        len += strlen(t) + 1;
+    }
+    char *out = malloc(len), *p = out;
+    if (!out)
+        return NULL;
+    p = stpcpy(p, head);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *p++ = ',';
+        p = stpcpy(p, lbs[i]->cache);
+    }
+    stpcpy(p, tail);
+    return out;
+}
+
 void
 hz_lb_get(struct hz_req *r, long id)
 {
     struct hz_lb *lb = find_or_404(r, id);
-    if (lb)
-        reply_lb(r, lb, 200);
+    if (!lb)
+        return;
+    char *text = join_texts(r->f, "{\"load_balancer\":", &lb, 1, "}");
+    if (!text)
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+    else
+        hz_reply_raw(r, 200, text);
 }
 
 void
@@ -296,9 +326,11 @@ hz_lb_update(struct hz_req *r, long id)
         }
         free(lb->name);
         lb->name = nn;
+        hz_lb_touch(lb);
     }
     if (labels && !json_is_null(labels) && set_labels(r, lb, labels) < 0)
         return;
+    hz_lb_touch(lb);
     reply_lb(r, lb, 200);
 }
 
@@ -395,7 +427,8 @@ hz_lb_list(struct hz_req *r)
     struct hz_fake *f = r->f;
     struct hz_selector *sel = NULL;
     struct hz_lb **match = NULL;
-    json_t *items = NULL, *meta = NULL, *resp;
+    json_t *meta = NULL;
+    char *mtext = NULL, *tail = NULL;
     struct sort_spec spec;
     size_t n = 0, from, to;
     char err[160];
@@ -421,21 +454,22 @@ hz_lb_list(struct hz_req *r)
         qsort_r(match, n, sizeof(*match), cmp_lb, &spec);
     if (hz_page(r, n, &from, &to, &meta) < 0)
         goto out;
-    if (!(items = json_array()))
+    if (!(mtext = json_dumps(meta, JSON_COMPACT)))
         goto oom;
-    for (size_t i = from; i < to; i++)
-        if (json_array_append_new(items, hz_lb_json(f, match[i])) < 0)
-            goto oom;
-    resp = json_pack("{s:o, s:o}", "load_balancers", items, "meta", meta);
-    items = meta = NULL;
-    if (!resp)
+    size_t tl = strlen(mtext) + 16;
+    if (!(tail = malloc(tl)))
         goto oom;
-    hz_reply(r, 200, resp);
+    snprintf(tail, tl, "],\"meta\":%s}", mtext);
+    char *text = join_texts(f, "{\"load_balancers\":[", match + from, to - from, tail);
+    if (!text)
+        goto oom;
+    hz_reply_raw(r, 200, text);
     goto out;
 oom:
     hz_reply_error(r, 500, "server_error", "out of memory", NULL);
 out:
-    json_decref(items);
+    free(mtext);
+    free(tail);
     json_decref(meta);
     free(match);
     hz_selector_free(sel);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +112,12 @@ bind_listen(struct hz_fake *f, char *host, size_t hostlen, int *port)
         fprintf(stderr, "cannot listen on %s\n", f->cfg.listen);
         return -1;
     }
+    /* Accepted sockets inherit TCP_NODELAY on Linux: answers are sent in
+     * one go, without waiting for the client's delayed ACK. */
+    int one = 1;
+    if (setsockopt(evhttp_bound_socket_get_fd(bs), IPPROTO_TCP, TCP_NODELAY, &one,
+                   sizeof(one)) < 0)
+        perror("setsockopt TCP_NODELAY");
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) < 0) {

@@ -161,7 +161,26 @@ hz_lb_free(struct hz_lb *lb)
     json_decref(lb->private_net);
     free(lb->dns_ptr4);
     free(lb->dns_ptr6);
+    free(lb->cache);
     free(lb);
+}
+
+void
+hz_lb_touch(struct hz_lb *lb)
+{
+    free(lb->cache);
+    lb->cache = NULL;
+}
+
+const char *
+hz_lb_text(struct hz_fake *f, struct hz_lb *lb)
+{
+    if (!lb->cache) {
+        json_t *j = hz_lb_json(f, lb);
+        lb->cache = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(10)) : NULL;
+        json_decref(j);
+    }
+    return lb->cache;
 }
 
 void

@@ -11,8 +11,20 @@ void
 hz_reply(struct hz_req *r, int status, json_t *resp)
 {
     json_decref(r->resp);
+    free(r->resp_raw);
+    r->resp_raw = NULL;
     r->status = status;
     r->resp = resp;
+}
+
+void
+hz_reply_raw(struct hz_req *r, int status, char *text)
+{
+    json_decref(r->resp);
+    r->resp = NULL;
+    free(r->resp_raw);
+    r->resp_raw = text;
+    r->status = status;
 }
 
 void

@@ -20,6 +20,16 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     snprintf(portfile, sizeof(portfile), "%s/port", f->dir);
     snprintf(seed, sizeof(seed), "%s/seed.json", f->dir);
     snprintf(f->log, sizeof(f->log), "%s/fake.log", f->dir);
+    /* HZT_VALGRIND=1 runs the fake under memcheck; any error or leak makes
+     * it exit 99, which the tests' exit-status checks report. */
+    if (getenv("HZT_VALGRIND") && *getenv("HZT_VALGRIND")) {
+        argv[n++] = "valgrind";
+        argv[n++] = "-q";
+        argv[n++] = "--leak-check=full";
+        argv[n++] = "--errors-for-leak-kinds=definite,indirect,possible";
+        argv[n++] = "--error-exitcode=99";
+    }
+    int exe_at = n;
     argv[n++] = (char *)tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud");
     argv[n++] = "--listen";
     argv[n++] = "127.0.0.1:0";
@@ -35,11 +45,11 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
         argv[n++] = (char *)args[i];
     argv[n] = NULL;
     char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", argv[0]);
-    argv[0] = exe;
+    snprintf(exe, sizeof(exe), "%s", argv[exe_at]);
+    argv[exe_at] = exe;
     if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
         return -1;
-    if (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 10000) < 0)
+    if (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 30000) < 0)
         return -1;
     char *pf = tu_read_file(portfile, NULL);
     int same = pf && strncmp(pf, f->url, strlen(f->url)) == 0;

@@ -9,7 +9,7 @@ what=${1:-test}
 build_pkgs="gcc libc6-dev pkg-config meson ninja-build git
   libevent-dev libcurl4-openssl-dev libjansson-dev libssl-dev libconfig-dev"
 test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
-  python3 python3-kubernetes prometheus hcloud-cli unzip iproute2"
+  python3 python3-kubernetes python3-prometheus-client prometheus hcloud-cli unzip iproute2"
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 
 case "$what" in

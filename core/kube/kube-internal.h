@@ -197,15 +197,18 @@ char *core_kube_event_key(const struct core_kube_evsrc *src, json_t *involved, c
                           const char *api_version, const char *type, const char *reason,
                           const char *message);
 
-/* A new core/v1 Event body about involved: name "<object name>.<hex ns>",
- * namespace of the object (or "default"), involvedObject reference,
- * reason, message, type, source, count 1, first/lastTimestamp = ts (RFC
- * 3339), eventTime null, reportingComponent = component. New or NULL. */
+/* A new core/v1 Event body about involved: name "<object name>.<hex of
+ * wall_ns>" (as client-go names them), namespace of the object (or
+ * "default"), involvedObject reference (kind, namespace, name, uid,
+ * apiVersion, resourceVersion), reason, message, type, source, count 1,
+ * firstTimestamp = lastTimestamp (RFC 3339 of wall_ns), reportingComponent
+ * and reportingInstance. New or NULL (ENOMEM, or involved has no name). */
 json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved,
                              const char *kind, const char *api_version, const char *type,
-                             const char *reason, const char *message, int64_t wall_ms);
+                             const char *reason, const char *message, int64_t wall_ns);
 
-/* RFC 3339 UTC seconds for wall_ms into buf (len >= 32). */
-const char *core_kube_rfc3339(int64_t wall_ms, char *buf, size_t len);
+/* RFC 3339 UTC seconds ("2026-11-29T14:00:00Z") for wall_ns into buf
+ * (len >= 32). Returns buf. */
+const char *core_kube_rfc3339(int64_t wall_ns, char *buf, size_t len);
 
 #endif

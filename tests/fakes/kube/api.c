@@ -737,7 +737,6 @@ fk_api_dispatch(struct fk_rq *rq)
     char **rest;
     int n, nrest;
     struct target t = {0};
-    const char *watch;
 
     if (!strncmp(rq->path, "/healthz", 8) || !strncmp(rq->path, "/livez", 6) ||
         !strncmp(rq->path, "/readyz", 7)) {
@@ -805,10 +804,9 @@ fk_api_dispatch(struct fk_rq *rq)
         fk_reply_status(rq, NULL);
         return;
     }
-    watch = fk_rq_param(rq, "watch");
     switch (rq->method) {
     case EVHTTP_REQ_GET:
-        if (watch && (!strcmp(watch, "true") || !strcmp(watch, "1")))
+        if (fk_rq_param_bool(rq, "watch"))
             fk_watch_start(rq, t.cl, t.k, t.ns, t.name);
         else if (t.name)
             do_get(rq, &t);

@@ -262,6 +262,9 @@ struct fk_rq {
 void fk_rq_free(struct fk_rq *rq);
 /* Query parameter or NULL (borrowed). */
 const char *fk_rq_param(struct fk_rq *rq, const char *name);
+/* A boolean query parameter as the apiserver parses it (Go's ParseBool:
+ * 1 t T TRUE true True); 0 when absent or false. */
+int fk_rq_param_bool(struct fk_rq *rq, const char *name);
 /* Request body as a NUL-terminated string (new) or NULL when empty. */
 char *fk_rq_body(struct fk_rq *rq, size_t *len);
 /* Send a JSON reply (steals body) with status code; ends the request. */

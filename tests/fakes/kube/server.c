@@ -56,6 +56,18 @@ fk_rq_param(struct fk_rq *rq, const char *name)
 }
 
 /* See fk.h. */
+int
+fk_rq_param_bool(struct fk_rq *rq, const char *name)
+{
+    static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True", NULL};
+    const char *v = fk_rq_param(rq, name);
+    for (size_t i = 0; v && yes[i]; i++)
+        if (!strcmp(v, yes[i]))
+            return 1;
+    return 0;
+}
+
+/* See fk.h. */
 char *
 fk_rq_body(struct fk_rq *rq, size_t *len)
 {

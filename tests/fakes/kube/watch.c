@@ -279,18 +279,15 @@ send_initial(struct fk_watch *w)
         o = json_object_get(map, keys[i]);
         if (!matches(w, o))
             continue;
+        if (w->closing)
+            break;
         send_event(w->rq->req, "ADDED", o);
         w->events++;
+        if (w->close_after && w->events >= w->close_after)
+            schedule_close(w, w->close_drop);
     }
     free(keys);
     return 0;
-}
-
-static int
-param_true(struct fk_rq *rq, const char *name)
-{
-    const char *v = fk_rq_param(rq, name);
-    return v && (!strcmp(v, "true") || !strcmp(v, "1"));
 }
 
 /* Answer a watch with HTTP 200 and a single ERROR event. */
@@ -320,7 +317,7 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
     const char *match = fk_rq_param(rq, "resourceVersionMatch");
     const char *sie = fk_rq_param(rq, "sendInitialEvents");
     const char *tos = fk_rq_param(rq, "timeoutSeconds");
-    int initial_events = sie && !strcmp(sie, "true");
+    int initial_events = fk_rq_param_bool(rq, "sendInitialEvents");
     struct fk_watch *w = NULL;
     json_t *err = NULL;
     char msg[512];
@@ -347,7 +344,7 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
         err = fk_status_new(400, "BadRequest", msg, NULL, NULL, NULL);
         goto fail;
     }
-    w->bookmarks = param_true(rq, "allowWatchBookmarks");
+    w->bookmarks = fk_rq_param_bool(rq, "allowWatchBookmarks");
     if (sie) {
         if (!match || strcmp(match, "NotOlderThan")) {
             err = fk_status_new(422, "Invalid",
@@ -428,6 +425,8 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
         json_object_set_new(rq->log, "status", json_integer(200));
     evhttp_send_reply_start(rq->req, 200, "OK");
 
+    w->close_after = app->faults.watch_close_events;
+    w->close_drop = app->faults.watch_close_drop;
     if (synthetic || initial_events) {
         if (send_initial(w) < 0) {
             schedule_close(w, 1);
@@ -457,10 +456,6 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
         struct timeval tv = {atoi(tos), 0};
         evtimer_add(w->timeout_ev, &tv);
     }
-    w->close_after = app->faults.watch_close_events;
-    w->close_drop = app->faults.watch_close_drop;
-    if (w->close_after && w->events >= w->close_after)
-        schedule_close(w, w->close_drop);
     if (app->faults.watch_close_ms > 0) {
         struct timeval tv = {app->faults.watch_close_ms / 1000,
                              (app->faults.watch_close_ms % 1000) * 1000};

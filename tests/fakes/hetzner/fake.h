@@ -271,7 +271,7 @@ void hz_reply_page(struct hz_req *r, const char *key, json_t *items);
  * type (after replying invalid_input). */
 int hz_json_int(struct hz_req *r, json_t *obj, const char *key, const char *field,
                 long long *out, int *present);
-/* Same for booleans and strings (borrowed). */
+/* Same for booleans and strings (the string is borrowed from obj). */
 int hz_json_bool(struct hz_req *r, json_t *obj, const char *key, const char *field,
                  int *out, int *present);
 int hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *field,
@@ -279,13 +279,18 @@ int hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *fiel
 
 /* ---- store.c -------------------------------------------------------- */
 
+/* The static catalogue: balancer types and locations. */
 extern const struct hz_lb_type hz_lb_types[];
 extern const size_t hz_n_lb_types;
 extern const struct hz_location hz_locations[];
 extern const size_t hz_n_locations;
 
+/* Type by name (JSON string), id (JSON integer) or id as a string; NULL if
+ * unknown. name_or_id is borrowed and may be NULL. */
 const struct hz_lb_type *hz_type_find(json_t *name_or_id);
+/* Location by name or decimal id; NULL if unknown. */
 const struct hz_location *hz_location_find(const char *name_or_id);
+/* Lookups in the store; results are borrowed, NULL when absent. */
 struct hz_lb *hz_lb_find(struct hz_fake *f, long id);
 struct hz_lb *hz_lb_find_name(struct hz_fake *f, const char *name);
 struct hz_network *hz_net_find(struct hz_fake *f, long id);
@@ -295,9 +300,13 @@ int hz_lb_add(struct hz_fake *f, struct hz_lb *lb);
 void hz_lb_remove(struct hz_fake *f, int id);
 /* New zeroed balancer with empty arrays and an allocated public IP. */
 struct hz_lb *hz_lb_new(struct hz_fake *f, const char *name);
+/* Free a balancer not (or no longer) in the store; NULL is fine. */
 void hz_lb_free(struct hz_lb *lb);
+/* Add n (steals on success) to the store; 0 or -ENOMEM. */
 int hz_net_add(struct hz_fake *f, struct hz_network *n);
+/* Free a network not in the store; NULL is fine. */
 void hz_net_free(struct hz_network *n);
+/* Free every balancer and network (shutdown). */
 void hz_store_free(struct hz_fake *f);
 /* Renderers, all return new objects or NULL on ENOMEM. */
 json_t *hz_lb_json(struct hz_fake *f, const struct hz_lb *lb);
@@ -306,11 +315,12 @@ json_t *hz_lb_json(struct hz_fake *f, const struct hz_lb *lb);
 const char *hz_lb_text(struct hz_fake *f, struct hz_lb *lb);
 /* Drop the cached rendering: call after every change to lb. */
 void hz_lb_touch(struct hz_lb *lb);
+/* Network, type and location in schema shape (new) or NULL on ENOMEM. */
 json_t *hz_net_json(struct hz_fake *f, const struct hz_network *n);
 json_t *hz_type_json(const struct hz_lb_type *t);
 json_t *hz_location_json(const struct hz_location *l);
 
-/* Validation shared by create, seed and actions (lb_checks in store.c).
+/* Validation shared by create, seed and actions (lb_checks.c).
  * Each returns 0, or replies on r and returns -1. r may not be NULL.
  * hz_check_target/hz_check_service: *out is the new stored object. */
 int hz_check_target(struct hz_req *r, struct hz_lb *lb, json_t *req_target, json_t **out);
@@ -330,6 +340,8 @@ int hz_seed_load(struct hz_fake *f, const char *path);
 
 /* ---- lb_api.c / lb_actions.c --------------------------------------- */
 
+/* Endpoint handlers: each answers r (hz_reply*) and sets r->lb_id to the
+ * balancer it writes, for the writer detector. r->body is borrowed. */
 void hz_lb_list(struct hz_req *r);
 void hz_lb_create(struct hz_req *r);
 void hz_lb_get(struct hz_req *r, long id);
@@ -338,6 +350,7 @@ void hz_lb_delete(struct hz_req *r, long id);
 /* Build a balancer from a create-shaped body; used by POST and the seed.
  * Returns new lb or NULL after replying on r. */
 struct hz_lb *hz_lb_build(struct hz_req *r, json_t *body);
+/* POST /load_balancers/{id}/actions/<name>. */
 void hz_lb_action(struct hz_req *r, long id, const char *name);
 /* 1 if name is a known balancer action. */
 int hz_lb_action_known(const char *name);
@@ -349,12 +362,16 @@ int hz_lb_action_known(const char *name);
  * the balancer's lock. Returns the action (borrowed) or NULL on ENOMEM. */
 struct hz_action *hz_action_start(struct hz_fake *f, const char *command, int lb_id,
                                   const char *err_code, const char *err_message);
+/* Action in schema shape (new) or NULL on ENOMEM. */
 json_t *hz_action_json(const struct hz_action *a);
+/* Action by id (borrowed) or NULL. */
 struct hz_action *hz_action_find(struct hz_fake *f, long id);
+/* GET /actions/{id}: answers r. */
 void hz_actions_get(struct hz_req *r, long id);
 /* GET /actions and /load_balancers[/{id}]/actions; lb_only selects balancer
  * actions, lb_id filters by one balancer (0 = all). */
 void hz_actions_list(struct hz_req *r, int lb_only, int lb_id);
+/* Cancel pending timers and free every action (shutdown). */
 void hz_actions_free(struct hz_fake *f);
 
 /* ---- ratelimit.c ---------------------------------------------------- */
@@ -363,14 +380,18 @@ void hz_actions_free(struct hz_fake *f);
  * headers. Returns 1 if allowed, 0 if the bucket is empty, -1 on ENOMEM. */
 int hz_rate_take(struct hz_fake *f, const char *token, long *limit, long *remaining,
                  long long *reset);
+/* [{token, limit, remaining, reset}] for the state dump (new). */
 json_t *hz_rate_json(struct hz_fake *f);
+/* Free every bucket (shutdown). */
 void hz_rate_free(struct hz_fake *f);
 
 /* ---- admin.c -------------------------------------------------------- */
 
+/* Answer a /_admin/... request (r->path starts with "/_admin/"). */
 void hz_admin_handle(struct hz_req *r);
 /* Record a finished /v1 request in the log, the counts and the detector. */
 void hz_admin_record(struct hz_fake *f, const struct hz_req *r);
+/* Free the log, counts, detector state and faults (shutdown). */
 void hz_admin_free(struct hz_fake *f);
 
 /* ---- http.c --------------------------------------------------------- */

@@ -166,6 +166,38 @@ hz_check_target(struct hz_req *r, struct hz_lb *lb, json_t *t, json_t **out)
     return 0;
 }
 
+/* Copy the members of src (an object, or absent) that dst already has into
+ * dst, refusing a member whose JSON type differs from the one in dst.
+ * 0, or -1 after replying invalid_input on field. */
+static int
+typed_merge(struct hz_req *r, json_t *dst, json_t *src, const char *field)
+{
+    const char *k;
+    json_t *v;
+    if (!src || json_is_null(src))
+        return 0;
+    if (!json_is_object(src)) {
+        hz_reply_invalid(r, field, "must be an object");
+        return -1;
+    }
+    json_object_foreach(src, k, v) {
+        json_t *cur = json_object_get(dst, k);
+        if (!cur)
+            continue;
+        int same = json_typeof(cur) == json_typeof(v) ||
+                   (json_is_boolean(cur) && json_is_boolean(v));
+        if (!same) {
+            hz_reply_invalid(r, field, "member has the wrong type");
+            return -1;
+        }
+        if (json_object_set(dst, k, v) < 0) {
+            hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int
 port_ok(long long p)
 {
@@ -211,8 +243,10 @@ health_check(struct hz_req *r, json_t *req, json_t *base, long long dest_port)
                                   : json_pack("{s:s, s:s, s:s, s:[s,s], s:b}", "domain", "",
                                               "path", "/", "response", "", "status_codes",
                                               "2??", "3??", "tls", 0);
-        if (http && json_is_object(rh))
-            json_object_update_existing(http, rh);
+        if (http && typed_merge(r, http, rh, "health_check.http") < 0) {
+            json_decref(http);
+            return NULL;
+        }
     }
     if (!http) {
         hz_reply_error(r, 500, "server_error", "out of memory", NULL);
@@ -290,8 +324,16 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
                                               "HCLBSTICKY", "cookie_lifetime", 300,
                                               "certificates", "redirect_http", 0,
                                               "sticky_sessions", 0);
-        if (http && json_is_object(rh))
-            json_object_update_existing(http, rh);
+        if (!http) {
+            json_decref(hc);
+            hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+            return -1;
+        }
+        if (typed_merge(r, http, rh, "http") < 0) {
+            json_decref(http);
+            json_decref(hc);
+            return -1;
+        }
     }
     *out = json_pack("{s:s, s:I, s:I, s:b, s:o, s:o}", "protocol", proto, "listen_port",
                      (json_int_t)listen, "destination_port", (json_int_t)dest, "proxyprotocol",

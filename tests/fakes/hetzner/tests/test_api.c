@@ -601,6 +601,73 @@ START_TEST(test_catalogue_and_malformed)
 }
 END_TEST
 
+START_TEST(test_malformed_bodies_get_api_errors)
+{
+    static const char *actions[] = {
+        "add_target", "remove_target", "add_service", "update_service", "delete_service",
+        "attach_to_network", "detach_from_network", "change_algorithm", "change_type",
+        "enable_public_interface", "disable_public_interface", "change_protection",
+        "change_dns_ptr",
+    };
+    static const char *bodies[] = {
+        "{}", "null", "[]", "7", "{\"type\":1}", "{\"type\":\"ip\",\"ip\":\"x\"}",
+        "{\"type\":\"ip\",\"ip\":{\"ip\":5}}", "{\"type\":\"label_selector\"}",
+        "{\"type\":\"label_selector\",\"label_selector\":{\"selector\":\"a in (\"}}",
+        "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.3\"},\"use_private_ip\":\"yes\"}",
+        "{\"protocol\":\"http\",\"listen_port\":81,\"http\":{\"cookie_name\":5}}",
+        "{\"protocol\":\"http\",\"listen_port\":82,\"http\":[1]}",
+        "{\"protocol\":\"tcp\",\"listen_port\":83,\"destination_port\":1,"
+        "\"health_check\":{\"protocol\":\"http\",\"http\":{\"status_codes\":\"2??\"}}}",
+        "{\"protocol\":\"tcp\",\"listen_port\":\"80\",\"destination_port\":1}",
+        "{\"protocol\":\"tcp\",\"listen_port\":70000,\"destination_port\":1}",
+        "{\"listen_port\":\"80\"}", "{\"network\":\"7\"}", "{\"network\":-1}",
+        "{\"network\":7,\"ip\":5}", "{\"network\":7,\"ip\":\"10.0.0.300\"}",
+        "{\"load_balancer_type\":{}}", "{\"load_balancer_type\":null}", "{\"delete\":\"yes\"}",
+        "{\"ip\":null}", "{\"ip\":\"1.2.3.4\",\"dns_ptr\":7}", "{\"type\":null}",
+        "{\"type\":\"server\",\"server\":{\"id\":\"1\"}}",
+    };
+    struct hzt_resp r;
+    for (size_t a = 0; a < sizeof(actions) / sizeof(actions[0]); a++) {
+        char path[128];
+        snprintf(path, sizeof(path), "/load_balancers/3/actions/%s", actions[a]);
+        for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
+            req("POST", path, bodies[b], &r);
+            /* Either a proper API error, or an accepted action that must
+             * then finish before the next request. */
+            ck_assert_msg((r.status >= 400 && r.status < 500 && *hzt_err(&r)) || r.status == 201,
+                          "%s %s -> %ld %s", path, bodies[b], r.status, r.raw);
+            if (r.status == 201) {
+                char st[32];
+                long id = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
+                ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
+            }
+            hzt_resp_free(&r);
+        }
+    }
+    static const char *creates[] = {
+        "{\"name\":5}", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":7}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"targets\":{}}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"services\":[1]}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"algorithm\":5}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"network\":99}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"network_zone\":\"moon\"}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"public_interface\":false}",
+        "{\"name\":\"x y\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}",
+    };
+    for (size_t b = 0; b < sizeof(creates) / sizeof(creates[0]); b++) {
+        req("POST", "/load_balancers", creates[b], &r);
+        ck_assert_msg(r.status >= 400 && r.status < 500 && *hzt_err(&r), "create %s -> %ld %s",
+                      creates[b], r.status, r.raw);
+        hzt_resp_free(&r);
+    }
+    /* Still serving, and the balancer still renders as valid JSON. */
+    req("GET", "/load_balancers/3", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_ptr_nonnull(r.body);
+    hzt_resp_free(&r);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -620,6 +687,7 @@ main(void)
     tcase_add_test(tc, test_injected_5xx_conflict_latency_refuse);
     tcase_add_test(tc, test_admin_log_counts_writers);
     tcase_add_test(tc, test_catalogue_and_malformed);
+    tcase_add_test(tc, test_malformed_bodies_get_api_errors);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

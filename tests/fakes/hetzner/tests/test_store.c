@@ -183,6 +183,17 @@ START_TEST(test_attach_allocation)
     ck_assert_int_eq(hz_attach_network(&R, c, 7, "192.168.0.1", ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "invalid_input");
     ck_assert_int_eq(R.status, 400);
+    /* No cloud subnet in us-east. */
+    json_t *body = json_pack("{s:s, s:s, s:s}", "name", "far", "load_balancer_type", "lb11",
+                             "location", "ash");
+    reset_req();
+    struct hz_lb *far = hz_lb_build(&R, body);
+    json_decref(body);
+    ck_assert_ptr_nonnull(far);
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, far, 7, NULL, ip, sizeof(ip)), -1);
+    ck_assert_str_eq(err_code(), "no_subnet_available");
+    hz_lb_free(far);
     reset_req();
     ck_assert_int_eq(hz_attach_network(&R, c, 99, NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "not_found");

@@ -105,8 +105,14 @@ bind_listen(struct hz_fake *f, char *host, size_t hostlen, int *port)
         fprintf(stderr, "--listen wants HOST:PORT, got %s\n", f->cfg.listen);
         return -1;
     }
-    memcpy(host, f->cfg.listen, (size_t)(colon - f->cfg.listen));
-    host[colon - f->cfg.listen] = '\0';
+    const char *h = f->cfg.listen;
+    size_t hl = (size_t)(colon - h);
+    if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') { /* [::1]:0 */
+        h++;
+        hl -= 2;
+    }
+    memcpy(host, h, hl);
+    host[hl] = '\0';
     struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(f->http, host, (ev_uint16_t)pv);
     if (!bs) {
         fprintf(stderr, "cannot listen on %s\n", f->cfg.listen);
@@ -174,6 +180,8 @@ main(int argc, char **argv)
     if (!(f.base = event_base_new()) || !(f.http = evhttp_new(f.base)))
         goto out;
     hz_http_init(&f);
+    evhttp_set_max_body_size(f.http, 1 << 20);
+    evhttp_set_max_headers_size(f.http, 64 << 10);
     if (bind_listen(&f, host, sizeof(host), &port) < 0)
         goto out;
     sigterm = evsignal_new(f.base, SIGTERM, on_signal, &f);

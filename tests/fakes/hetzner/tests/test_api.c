@@ -2,6 +2,7 @@
  * selectors, rate limit headers, 429 and refill, locks, faults, admin. */
 #include <check.h>
 #include <curl/curl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -598,6 +599,9 @@ START_TEST(test_catalogue_and_malformed)
     expect_error("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"random\"}", 400, "invalid_input");
     expect_error("GET", "/load_balancers/1/actions/5/x/y/z/w/v", NULL, 404, "not_found");
     expect_error("GET", "/load_balancers?label_selector=%ZZ", NULL, 400, "invalid_input");
+    /* SIGINT ends it cleanly too. */
+    int st = tu_stop(&F.proc, SIGINT, 10000);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "SIGINT exit status %d", st);
 }
 END_TEST
 
@@ -668,6 +672,49 @@ START_TEST(test_malformed_bodies_get_api_errors)
 }
 END_TEST
 
+/* Run the fake with args to completion; returns its exit code, output in
+ * *out (new). */
+static int
+run_fake(char **out, const char *a1, const char *a2, const char *a3)
+{
+    char exe[4096];
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud"));
+    char *argv[] = {exe, (char *)a1, (char *)a2, (char *)a3, NULL};
+    return tu_run(argv, NULL, out, 10000);
+}
+
+START_TEST(test_command_line_errors)
+{
+    char *out = NULL;
+    char path[512];
+    snprintf(path, sizeof(path), "%s/bad-seed.json", F.dir);
+    ck_assert_int_eq(tu_write_file(path, "{\"load_balancers\":[{\"name\":\"a\"}]}"), 0);
+    ck_assert_int_eq(run_fake(&out, "--seed", path, NULL), 1);
+    ck_assert_msg(strstr(out, "invalid_input") != NULL, "%s", out);
+    free(out);
+    ck_assert_int_eq(run_fake(&out, "--bogus", NULL, NULL), 2);
+    ck_assert_ptr_nonnull(strstr(out, "usage"));
+    free(out);
+    ck_assert_int_eq(run_fake(&out, "--rate-bucket", "0", NULL), 2);
+    free(out);
+    ck_assert_int_eq(run_fake(&out, "--listen", "nonsense", NULL), 1);
+    free(out);
+    ck_assert_int_eq(run_fake(&out, "--help", NULL, NULL), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--overlap-window-ms"));
+    free(out);
+    /* IPv6 loopback in brackets (skipped silently when the host has none). */
+    struct hzt_fake six;
+    static const char *args6[] = {"--listen", "[::1]:0", NULL};
+    if (hzt_start(&six, NULL, args6) == 0) {
+        ck_assert_ptr_nonnull(strstr(six.url, "http://[::1]:"));
+        int st = hzt_stop(&six);
+        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    } else {
+        hzt_stop(&six);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -688,6 +735,7 @@ main(void)
     tcase_add_test(tc, test_admin_log_counts_writers);
     tcase_add_test(tc, test_catalogue_and_malformed);
     tcase_add_test(tc, test_malformed_bodies_get_api_errors);
+    tcase_add_test(tc, test_command_line_errors);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -29,7 +29,8 @@ count_bump(struct hz_count **head, const char *key)
     }
     if (!(c = calloc(1, sizeof(*c))) || !(c->key = strdup(key))) {
         free(c);
-        return; /* counts are best effort under ENOMEM */
+        fprintf(stderr, "request counts: out of memory, '%s' not counted\n", key);
+        return;
     }
     c->n = 1;
     c->next = *head;
@@ -86,8 +87,10 @@ detect(struct hz_fake *f, const struct hz_req *r, long long now)
                               "first", "identity", w->identity, "t_ms", (json_int_t)w->t_ms,
                               "route", w->route, "second", "identity", r->identity, "t_ms",
                               (json_int_t)now, "route", r->route, "status", r->status);
-        if (o)
-            json_array_append_new(f->overlaps, o);
+        /* The report is best effort: under ENOMEM the overlap is lost,
+         * and the detector goes on with the next write. */
+        if (!o || json_array_append_new(f->overlaps, o) < 0)
+            fprintf(stderr, "writer detector: out of memory, overlap dropped\n");
     }
     if (!w) {
         if (!(w = calloc(1, sizeof(*w))))
@@ -131,6 +134,9 @@ hz_admin_record(struct hz_fake *f, const struct hz_req *r)
     e->path = strdup(evhttp_request_get_uri(r->req));
     e->route = strdup(r->route);
     e->identity = strdup(r->identity);
+    /* A field lost to ENOMEM is shown as null in /_admin/requests. */
+    if (!e->path || !e->route || !e->identity)
+        fprintf(stderr, "request log: out of memory, entry %lu incomplete\n", e->seq);
     count_bump(&f->counts, r->route);
     count_bump(&f->id_counts, r->identity);
     if (r->lb_id > 0 && r->method != EVHTTP_REQ_GET)
@@ -141,8 +147,12 @@ static json_t *
 counts_json(struct hz_count *head)
 {
     json_t *o = json_object();
-    for (struct hz_count *c = head; o && c; c = c->next)
-        json_object_set_new(o, c->key, json_integer((json_int_t)c->n));
+    for (struct hz_count *c = head; o && c; c = c->next) {
+        if (json_object_set_new(o, c->key, json_integer((json_int_t)c->n)) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
     return o;
 }
 
@@ -284,21 +294,33 @@ static json_t *
 state_json(struct hz_fake *f)
 {
     json_t *lbs = json_array(), *nets = json_array(), *acts = json_array();
-    for (size_t i = 0; lbs && i < f->n_lbs; i++) {
+    if (!lbs || !nets || !acts)
+        goto fail;
+    for (size_t i = 0; i < f->n_lbs; i++) {
         json_t *o = hz_lb_json(f, f->lbs[i]);
-        if (o)
-            json_object_set_new(o, "running_action",
-                                f->lbs[i]->running_action
-                                    ? json_integer(f->lbs[i]->running_action) : json_null());
-        json_array_append_new(lbs, o);
+        json_t *ra = f->lbs[i]->running_action ? json_integer(f->lbs[i]->running_action)
+                                               : json_null();
+        if (!o || json_object_set_new(o, "running_action", ra) < 0 ||
+            json_array_append_new(lbs, o) < 0) {
+            json_decref(o);
+            goto fail;
+        }
     }
-    for (size_t i = 0; nets && i < f->n_nets; i++)
-        json_array_append_new(nets, hz_net_json(f, f->nets[i]));
-    for (size_t i = 0; acts && i < f->n_actions; i++)
-        json_array_append_new(acts, hz_action_json(f->actions[i]));
-    return json_pack("{s:o?, s:o?, s:o?, s:o?, s:o?, s:i}", "load_balancers", lbs, "networks",
-                     nets, "actions", acts, "rate_limits", hz_rate_json(f), "faults",
+    for (size_t i = 0; i < f->n_nets; i++)
+        if (json_array_append_new(nets, hz_net_json(f, f->nets[i])) < 0)
+            goto fail;
+    for (size_t i = 0; i < f->n_actions; i++)
+        if (json_array_append_new(acts, hz_action_json(f->actions[i])) < 0)
+            goto fail;
+    /* "o" steals all three; a NULL from the other renderers fails the pack. */
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:i}", "load_balancers", lbs, "networks", nets,
+                     "actions", acts, "rate_limits", hz_rate_json(f), "faults",
                      faults_json(&f->faults), "max_load_balancers", f->max_lbs);
+fail:
+    json_decref(lbs);
+    json_decref(nets);
+    json_decref(acts);
+    return NULL;
 }
 
 void

@@ -303,7 +303,6 @@ handle_v1(struct hz_req *r, char *rest)
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     long limit, remaining;
     long long reset;
-    char buf[32];
     int authed = authenticate(r);
     int rc = hz_rate_take(f, authed ? r->token : NULL, &limit, &remaining, &reset);
     snprintf(r->route, sizeof(r->route), "%s /v1/(unrouted)", hz_method_name(r->method));
@@ -311,12 +310,16 @@ handle_v1(struct hz_req *r, char *rest)
         hz_reply_error(r, 500, "server_error", "out of memory", NULL);
         return;
     }
-    snprintf(buf, sizeof(buf), "%ld", limit);
-    evhttp_add_header(out, "RateLimit-Limit", buf);
-    snprintf(buf, sizeof(buf), "%ld", remaining);
-    evhttp_add_header(out, "RateLimit-Remaining", buf);
-    snprintf(buf, sizeof(buf), "%lld", reset);
-    evhttp_add_header(out, "RateLimit-Reset", buf);
+    char lim[32], rem[32], rst[32];
+    snprintf(lim, sizeof(lim), "%ld", limit);
+    snprintf(rem, sizeof(rem), "%ld", remaining);
+    snprintf(rst, sizeof(rst), "%lld", reset);
+    if (evhttp_add_header(out, "RateLimit-Limit", lim) < 0 ||
+        evhttp_add_header(out, "RateLimit-Remaining", rem) < 0 ||
+        evhttp_add_header(out, "RateLimit-Reset", rst) < 0) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return;
+    }
     if (!authed) {
         r->token = NULL;
         hz_reply_error(r, 401, "unauthorized", "unable to authenticate", NULL);
@@ -362,20 +365,21 @@ send_reply(struct hz_req *r)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
     struct evbuffer *buf = NULL;
+    int ok = 1;
     if (r->status != 204) {
         char *text = r->resp_raw;
         if (!text && r->resp)
             text = json_dumps(r->resp, JSON_COMPACT | JSON_REAL_PRECISION(10));
         buf = evbuffer_new();
-        if (buf && text)
-            evbuffer_add(buf, text, strlen(text));
-        else if (buf)
-            evbuffer_add(buf, "{}", 2);
+        ok = buf && text && evbuffer_add(buf, text, strlen(text)) == 0 &&
+             evhttp_add_header(out, "Content-Type", "application/json") == 0;
         if (text != r->resp_raw)
             free(text);
-        evhttp_add_header(out, "Content-Type", "application/json");
     }
-    evhttp_send_reply(r->req, r->status, reason(r->status), buf);
+    if (ok)
+        evhttp_send_reply(r->req, r->status, reason(r->status), buf);
+    else
+        evhttp_send_error(r->req, 500, "out of memory");
     if (buf)
         evbuffer_free(buf);
 }

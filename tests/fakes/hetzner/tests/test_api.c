@@ -702,16 +702,6 @@ START_TEST(test_command_line_errors)
     ck_assert_int_eq(run_fake(&out, "--help", NULL, NULL), 0);
     ck_assert_ptr_nonnull(strstr(out, "--overlap-window-ms"));
     free(out);
-    /* IPv6 loopback in brackets (skipped silently when the host has none). */
-    struct hzt_fake six;
-    static const char *args6[] = {"--listen", "[::1]:0", NULL};
-    if (hzt_start(&six, NULL, args6) == 0) {
-        ck_assert_ptr_nonnull(strstr(six.url, "http://[::1]:"));
-        int st = hzt_stop(&six);
-        ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-    } else {
-        hzt_stop(&six);
-    }
 }
 END_TEST
 

@@ -182,21 +182,8 @@ int
 tp_pool_update(struct tp_pool *p, const char *const *addrs, size_t n)
 {
     int rc = 0;
-    /* Gone: start draining. Iterate over a snapshot of the count, since
-     * close_conns cannot add records. */
-    for (size_t i = 0; i < p->n; i++) {
-        struct tp_up *u = p->ups[i];
-        if (u->draining || in_list(u->addr, addrs, n))
-            continue;
-        u->draining = 1;
-        u->closing = 0;
-        u->drain_deadline = now(p) + p->drain_timeout_ms;
-        if (p->ops.draining)
-            p->ops.draining(p->ops_arg, u);
-        if (p->drain_timeout_ms == 0 && u->nconns > 0 && p->ops.close_conns)
-            p->ops.close_conns(p->ops_arg, u);
-    }
-    /* New and re-added. */
+    /* New and re-added first, so that a dial moved off a draining upstream
+     * below can go to an upstream that arrived in the same update. */
     for (size_t i = 0; i < n; i++) {
         struct tp_up *u = tp_pool_find(p, addrs[i]);
         if (u) {
@@ -214,6 +201,20 @@ tp_pool_update(struct tp_pool *p, const char *const *addrs, size_t n)
         }
         if (p->ops.added)
             p->ops.added(p->ops_arg, u);
+    }
+    /* Gone: start draining. The callbacks neither add nor remove records
+     * (removal happens in tp_pool_tick only). */
+    for (size_t i = 0; i < p->n; i++) {
+        struct tp_up *u = p->ups[i];
+        if (u->draining || in_list(u->addr, addrs, n))
+            continue;
+        u->draining = 1;
+        u->closing = 0;
+        u->drain_deadline = now(p) + p->drain_timeout_ms;
+        if (p->ops.draining)
+            p->ops.draining(p->ops_arg, u);
+        if (p->drain_timeout_ms == 0 && u->nconns > 0 && p->ops.close_conns)
+            p->ops.close_conns(p->ops_arg, u);
     }
     return rc;
 }

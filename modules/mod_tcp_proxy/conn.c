@@ -1,0 +1,771 @@
+/*
+ * conn: the data path. One explicit state machine per proxied connection,
+ * driven by one function, conn_drive(), from every event that concerns it.
+ *
+ *   NEW --start--> RESOLVING --resolved--> DIALING --connected--> OPEN
+ *                      |                     |  \--draining--> (one retry) DIALING
+ *                      +--failed-------------+--failed/timeout--> CLOSED
+ *   OPEN: two directions pumped independently; EOF on one side becomes
+ *   shutdown(SHUT_WR) on the other once its data is flushed (half-close is
+ *   carried through); the connection closes when both directions ended,
+ *   on an error, when its upstream's drain or readiness deadline says so,
+ *   or at shutdown.
+ *
+ * Forwarding per direction is adaptive: small reads go through one shared
+ * copy buffer (recv + send: the cheapest path for request/response
+ * traffic); once a read fills that buffer the direction switches to
+ * splice(2) through a pipe, zero-copy, until reads get small again. Pipes
+ * come from a per-instance pool and are held only while data sits in them;
+ * a partial send of copied data keeps its remainder in a buffer allocated
+ * for that direction until it is flushed. So an idle connection owns two
+ * sockets, two read watches and this struct, and nothing else.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+#define COPY_BUF 16384            /* shared copy buffer; a full read means bulk */
+#define SPLICE_LEN (1024 * 1024)  /* bytes asked of one splice into a pipe */
+#define PIPE_SIZE (1024 * 1024)   /* pipe capacity requested (best effort) */
+#define SMALL_READ 4096           /* a splice this small returns to copy mode */
+#define PUMP_BUDGET (4u << 20)    /* bytes per direction per event: fairness */
+#define SPARE_PIPES 64
+
+enum tp_conn_state {
+    TP_CONN_NEW = 0,
+    TP_CONN_RESOLVING,
+    TP_CONN_DIALING,
+    TP_CONN_OPEN,
+    TP_CONN_CLOSED,
+};
+
+enum tp_conn_event {
+    TP_EV_START,
+    TP_EV_RESOLVED,
+    TP_EV_RESOLVE_FAILED,
+    TP_EV_DIAL_WRITABLE,
+    TP_EV_DIAL_TIMEOUT,
+    TP_EV_CLIENT_READ,
+    TP_EV_UPSTREAM_READ,
+    TP_EV_CLIENT_WRITE,
+    TP_EV_UPSTREAM_WRITE,
+    TP_EV_UPSTREAM_DRAINING,
+    TP_EV_KILL,
+};
+
+/* One direction: client->upstream (0) or upstream->client (1). */
+struct tp_dir {
+    struct tp_pipe *pipe; /* holds len bytes (splice mode), else NULL */
+    char *buf;            /* holds len - off bytes (copy remainder), else NULL */
+    uint32_t len, off;
+    uint8_t eof;  /* the source reached EOF */
+    uint8_t shut; /* shutdown(SHUT_WR) done on the destination */
+    uint8_t bulk; /* next read uses splice */
+};
+
+struct tp_conn {
+    struct tp *tp;
+    struct tp_upd *d; /* the upstream it is on (dialing or open) */
+    struct tp_conn *prev, *next;
+    plb_io *crd, *urd, *cwr, *uwr;
+    struct tp_resolve *res;
+    struct tp_dir dir[2];
+    int cfd, ufd;
+    uint8_t state;
+    uint8_t retried;
+    uint8_t on; /* watches added: bit per io, see W_* */
+};
+
+#define W_CRD 0x1
+#define W_URD 0x2
+#define W_CWR 0x4
+#define W_UWR 0x8
+
+static char copy_buf[COPY_BUF]; /* the loop is single-threaded */
+
+static void conn_drive(struct tp_conn *c, enum tp_conn_event ev);
+
+/* ------------------------------------------------------------------------ */
+/* Socket options and pipes                                                 */
+
+void
+tp_sockopts(int fd)
+{
+    int one = 1, idle = TP_KEEPALIVE_IDLE_S, intvl = TP_KEEPALIVE_INTVL_S,
+        cnt = TP_KEEPALIVE_CNT;
+    unsigned int ut = TP_USER_TIMEOUT_MS;
+    /* Best effort: a socket without them still works. */
+    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static struct tp_pipe *
+pipe_get(struct tp *tp)
+{
+    struct tp_pipe *p = tp->pipes;
+    int fds[2];
+
+    if (p) {
+        tp->pipes = p->next;
+        tp->npipes--;
+        p->next = NULL;
+        return p;
+    }
+    p = tp->host->alloc(sizeof(*p));
+    if (!p)
+        return NULL;
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
+        tp->host->free(p);
+        return NULL;
+    }
+    (void)fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+    p->rd = fds[0];
+    p->wr = fds[1];
+    return p;
+}
+
+/* Give back an empty pipe (a pipe with data in it is closed instead). */
+static void
+pipe_put(struct tp *tp, struct tp_pipe *p, int empty)
+{
+    if (empty && tp->npipes < SPARE_PIPES && !tp->stopping) {
+        p->next = tp->pipes;
+        tp->pipes = p;
+        tp->npipes++;
+        return;
+    }
+    close(p->rd);
+    close(p->wr);
+    tp->host->free(p);
+}
+
+void
+tp_pipes_free(struct tp *tp)
+{
+    while (tp->pipes) {
+        struct tp_pipe *p = tp->pipes;
+        tp->pipes = p->next;
+        close(p->rd);
+        close(p->wr);
+        tp->host->free(p);
+    }
+    tp->npipes = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Watches                                                                  */
+
+static void on_crd(plb_io *io, int fd, int what, void *arg);
+static void on_urd(plb_io *io, int fd, int what, void *arg);
+static void on_cwr(plb_io *io, int fd, int what, void *arg);
+static void on_uwr(plb_io *io, int fd, int what, void *arg);
+
+/* Turn one watch on or off, creating it on first use. 0 or -errno. */
+static int
+watch(struct tp_conn *c, uint8_t bit, int on)
+{
+    const struct plb_host *h = c->tp->host;
+    plb_io **io;
+    int fd, what;
+    plb_io_cb cb;
+
+    if (!!(c->on & bit) == !!on)
+        return 0;
+    switch (bit) {
+    case W_CRD:
+        io = &c->crd, fd = c->cfd, what = PLB_IO_READ, cb = on_crd;
+        break;
+    case W_URD:
+        io = &c->urd, fd = c->ufd, what = PLB_IO_READ, cb = on_urd;
+        break;
+    case W_CWR:
+        io = &c->cwr, fd = c->cfd, what = PLB_IO_WRITE, cb = on_cwr;
+        break;
+    default:
+        io = &c->uwr, fd = c->ufd, what = PLB_IO_WRITE, cb = on_uwr;
+        break;
+    }
+    if (!on) {
+        h->io_del(*io);
+        c->on &= (uint8_t)~bit;
+        return 0;
+    }
+    if (!*io && !(*io = h->io_new(c->tp->ctx, fd, what, cb, c)))
+        return -ENOMEM;
+    if (h->io_add(*io, 0) < 0)
+        return -ENOMEM;
+    c->on |= bit;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Upstream lists                                                           */
+
+static void
+attach(struct tp_conn *c, struct tp_upd *d)
+{
+    c->d = d;
+    c->prev = NULL;
+    c->next = d->conns;
+    if (d->conns)
+        d->conns->prev = c;
+    d->conns = c;
+    tp_pool_conn_opened(c->tp->pool, d->up);
+}
+
+static void
+detach(struct tp_conn *c)
+{
+    struct tp_upd *d = c->d;
+    if (!d)
+        return;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        d->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    c->prev = c->next = NULL;
+    c->d = NULL;
+    tp_pool_conn_closed(c->tp->pool, d->up);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Closing                                                                  */
+
+static void
+dir_release(struct tp *tp, struct tp_dir *dr)
+{
+    if (dr->pipe)
+        pipe_put(tp, dr->pipe, 0);
+    dr->pipe = NULL;
+    tp->host->free(dr->buf);
+    dr->buf = NULL;
+    dr->len = dr->off = 0;
+}
+
+/* Close everything of c and free it. */
+static void
+conn_close(struct tp_conn *c)
+{
+    struct tp *tp = c->tp;
+    const struct plb_host *h = tp->host;
+    int was_open = c->state == TP_CONN_OPEN;
+    int draining = c->d && c->d->up->draining;
+
+    c->state = TP_CONN_CLOSED;
+    tp_resolve_cancel(c->res);
+    h->io_free(c->crd);
+    h->io_free(c->urd);
+    h->io_free(c->cwr);
+    h->io_free(c->uwr);
+    if (c->cfd >= 0)
+        close(c->cfd);
+    if (c->ufd >= 0)
+        close(c->ufd);
+    dir_release(tp, &c->dir[0]);
+    dir_release(tp, &c->dir[1]);
+    detach(c);
+    if (was_open) {
+        tp->nconns--;
+        tp_metrics_conn(tp, -1, 0);
+    }
+    h->free(c);
+    /* The last connection of a draining upstream completes its drain. */
+    if (draining)
+        tp_after_event(tp);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dialing                                                                  */
+
+static void
+on_resolved(void *arg, int ok, const struct sockaddr *sa, socklen_t salen)
+{
+    struct tp_conn *c = arg;
+    c->res = NULL;
+    if (ok && salen <= sizeof(c->d->sa)) {
+        memcpy(&c->d->sa, sa, salen);
+        c->d->salen = salen;
+        c->d->have_sa = 1;
+        conn_drive(c, TP_EV_RESOLVED);
+    } else {
+        conn_drive(c, TP_EV_RESOLVE_FAILED);
+    }
+}
+
+/* Begin the dial to c->d: resolve first when needed. */
+static void
+dial_begin(struct tp_conn *c)
+{
+    struct tp_upd *d = c->d;
+    if (d->literal || d->have_sa) {
+        c->state = TP_CONN_RESOLVING; /* resolved at once */
+        conn_drive(c, TP_EV_RESOLVED);
+        return;
+    }
+    c->state = TP_CONN_RESOLVING;
+    c->res = tp_resolve_start(c->tp, d->host, d->port, on_resolved, c);
+    if (!c->res)
+        conn_drive(c, TP_EV_RESOLVE_FAILED);
+}
+
+/* Start the non-blocking connect. Returns the event to drive next, or -1
+ * when waiting for the socket. */
+static int
+dial_connect(struct tp_conn *c)
+{
+    struct tp_upd *d = c->d;
+    const struct sockaddr *sa = (const struct sockaddr *)&d->sa;
+
+    c->ufd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (c->ufd < 0)
+        return TP_EV_DIAL_TIMEOUT; /* a failed dial, counted as such */
+    tp_sockopts(c->ufd);
+    c->state = TP_CONN_DIALING;
+    if (connect(c->ufd, sa, d->salen) == 0)
+        return TP_EV_DIAL_WRITABLE;
+    if (errno != EINPROGRESS)
+        return TP_EV_DIAL_TIMEOUT;
+    /* The write watch doubles as the dial timer: dial timeout is
+     * health_timeout. */
+    c->uwr = c->tp->host->io_new(c->tp->ctx, c->ufd, PLB_IO_WRITE, on_uwr, c);
+    if (!c->uwr || c->tp->host->io_add(c->uwr, c->tp->cfg->health_timeout_ms) < 0)
+        return TP_EV_DIAL_TIMEOUT;
+    c->on |= W_UWR;
+    return -1;
+}
+
+/* Drop the current dial (socket, watch, resolution). */
+static void
+dial_abort(struct tp_conn *c)
+{
+    const struct plb_host *h = c->tp->host;
+    tp_resolve_cancel(c->res);
+    c->res = NULL;
+    h->io_free(c->uwr);
+    c->uwr = NULL;
+    c->on &= (uint8_t)~W_UWR;
+    if (c->ufd >= 0)
+        close(c->ufd);
+    c->ufd = -1;
+}
+
+/* The upstream started draining while c dials it: one retry on another
+ * pickable upstream, if there is one. Returns 1 if c moved. */
+static int
+dial_retry(struct tp_conn *c)
+{
+    struct tp *tp = c->tp;
+    if (c->retried)
+        return 0;
+    struct tp_up *u = tp_pool_pick(tp->pool, c->d->up);
+    if (!u || !u->data)
+        return 0;
+    c->retried = 1;
+    TP_LOG(tp, PLB_LOG_INFO, "upstream %s drains during a dial: retrying on %s", c->d->up->addr,
+           u->addr);
+    dial_abort(c);
+    detach(c);
+    attach(c, u->data);
+    dial_begin(c);
+    return 1;
+}
+
+static void
+dial_failed(struct tp_conn *c, const char *why)
+{
+    struct tp *tp = c->tp;
+    struct tp_upd *d = c->d;
+    int was = d->up->healthy;
+
+    TP_LOG(tp, PLB_LOG_WARN, "dial to upstream %s failed: %s", d->up->addr, why);
+    tp_pool_dial_result(tp->pool, d->up, 0);
+    tp_metrics_conn_error(tp, d);
+    conn_close(c);
+    if (was != (int)d->up->healthy)
+        tp_after_event(tp);
+}
+
+static int
+established(struct tp_conn *c)
+{
+    struct tp *tp = c->tp;
+    int was = c->d->up->healthy;
+
+    tp->host->io_del(c->uwr);
+    c->on &= (uint8_t)~W_UWR;
+    c->state = TP_CONN_OPEN;
+    tp->nconns++;
+    tp_pool_dial_result(tp->pool, c->d->up, 1);
+    tp_metrics_conn(tp, 1, 1);
+    if (was != (int)c->d->up->healthy)
+        tp_after_event(tp);
+    if (watch(c, W_CRD, 1) < 0 || watch(c, W_URD, 1) < 0) {
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a new connection (out of memory)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forwarding                                                               */
+
+/* Send what d holds to dst. 1: all flushed; 0: would block; -1: error. */
+static int
+flush(struct tp *tp, struct tp_dir *dr, int dst)
+{
+    while (dr->pipe && dr->len) {
+        ssize_t n = splice(dr->pipe->rd, NULL, dst, NULL, dr->len,
+                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            dr->len -= (uint32_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+    if (dr->pipe) {
+        pipe_put(tp, dr->pipe, 1);
+        dr->pipe = NULL;
+    }
+    while (dr->buf && dr->off < dr->len) {
+        ssize_t n = send(dst, dr->buf + dr->off, dr->len - dr->off, MSG_NOSIGNAL);
+        if (n > 0) {
+            dr->off += (uint32_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+    if (dr->buf) {
+        tp->host->free(dr->buf);
+        dr->buf = NULL;
+        dr->len = dr->off = 0;
+    }
+    return 1;
+}
+
+/* Read from src and, in copy mode, send at once. Returns bytes read, 0 on
+ * EOF, -EAGAIN when nothing is there, another -errno on error. Data that
+ * could not be sent stays in dr (pipe or buffer). */
+static ssize_t
+fill(struct tp *tp, struct tp_dir *dr, int src, int dst)
+{
+    ssize_t n;
+
+    if (dr->bulk && !tp->no_splice) {
+        struct tp_pipe *p = pipe_get(tp);
+        if (p) {
+            do
+                n = splice(src, NULL, p->wr, NULL, SPLICE_LEN, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            while (n < 0 && errno == EINTR);
+            if (n > 0) {
+                dr->pipe = p;
+                dr->len = (uint32_t)n;
+                if (n < SMALL_READ)
+                    dr->bulk = 0;
+                return n;
+            }
+            int e = errno;
+            pipe_put(tp, p, 1);
+            if (n == 0)
+                return 0;
+            if (e != EINVAL)
+                return -e;
+            tp->no_splice = 1; /* not for these fds: copy from now on */
+            TP_LOG(tp, PLB_LOG_WARN, "splice(2) unavailable: using buffered copies");
+        }
+    }
+    do
+        n = recv(src, copy_buf, sizeof(copy_buf), 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n == 0 ? 0 : -errno;
+    if (n == (ssize_t)sizeof(copy_buf))
+        dr->bulk = 1; /* more is coming: splice from now on */
+    ssize_t sent = 0;
+    while (sent < n) {
+        ssize_t w = send(dst, copy_buf + sent, (size_t)(n - sent), MSG_NOSIGNAL);
+        if (w > 0) {
+            sent += w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN)
+            return -errno;
+        break;
+    }
+    if (sent < n) {
+        /* Bounded: at most one copy buffer per direction, and reading stops
+         * until it is flushed. */
+        dr->buf = tp->host->alloc((size_t)(n - sent));
+        if (!dr->buf)
+            return -ENOMEM;
+        memcpy(dr->buf, copy_buf + sent, (size_t)(n - sent));
+        dr->len = (uint32_t)(n - sent);
+        dr->off = 0;
+    }
+    return n;
+}
+
+static int
+pending(const struct tp_dir *dr)
+{
+    return (dr->pipe && dr->len) || (dr->buf && dr->off < dr->len);
+}
+
+/* Move data in direction i as far as the sockets allow, then set the
+ * watches. 0, or -1 when c was closed. */
+static int
+pump(struct tp_conn *c, int i)
+{
+    struct tp *tp = c->tp;
+    struct tp_dir *dr = &c->dir[i];
+    int src = i ? c->ufd : c->cfd, dst = i ? c->cfd : c->ufd;
+    uint8_t rd = i ? W_URD : W_CRD, wr = i ? W_CWR : W_UWR;
+    int want_rd = 0, want_wr = 0;
+    size_t moved = 0;
+
+    for (;;) {
+        if (pending(dr)) {
+            int r = flush(tp, dr, dst);
+            if (r < 0)
+                goto close;
+            if (r == 0) {
+                want_wr = 1;
+                break;
+            }
+        }
+        if (dr->eof) {
+            if (!dr->shut) {
+                shutdown(dst, SHUT_WR);
+                dr->shut = 1;
+            }
+            if (c->dir[!i].shut)
+                goto close; /* both directions ended */
+            break;
+        }
+        if (moved >= PUMP_BUDGET) {
+            want_rd = 1;
+            break;
+        }
+        ssize_t n = fill(tp, dr, src, dst);
+        if (n == -EAGAIN) {
+            want_rd = 1;
+            break;
+        }
+        if (n < 0)
+            goto close;
+        if (n == 0) {
+            dr->eof = 1;
+            continue;
+        }
+        moved += (size_t)n;
+        if (pending(dr)) {
+            want_wr = 1;
+            break;
+        }
+        /* A short copy read drained the socket: wait for the next event
+         * instead of paying for a read that says EAGAIN. */
+        if (!dr->bulk && n < (ssize_t)sizeof(copy_buf)) {
+            want_rd = 1;
+            break;
+        }
+    }
+    if (watch(c, rd, want_rd) < 0 || watch(c, wr, want_wr) < 0) {
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a connection (out of memory): closing it");
+        goto close;
+    }
+    return 0;
+close:
+    conn_close(c);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The driver                                                               */
+
+static void
+conn_drive(struct tp_conn *c, enum tp_conn_event ev)
+{
+    if (ev == TP_EV_KILL) {
+        conn_close(c);
+        return;
+    }
+    switch ((enum tp_conn_state)c->state) {
+    case TP_CONN_NEW:
+        if (ev == TP_EV_START)
+            dial_begin(c);
+        return;
+    case TP_CONN_RESOLVING:
+        if (ev == TP_EV_UPSTREAM_DRAINING) {
+            dial_retry(c);
+            return;
+        }
+        if (ev == TP_EV_RESOLVE_FAILED) {
+            dial_failed(c, "cannot resolve its host name");
+            return;
+        }
+        if (ev != TP_EV_RESOLVED)
+            return;
+        {
+            int next = dial_connect(c);
+            if (next < 0)
+                return;
+            ev = (enum tp_conn_event)next;
+        }
+        /* connected or failed at once: handle as in DIALING */
+        /* fall through */
+    case TP_CONN_DIALING:
+        switch (ev) {
+        case TP_EV_UPSTREAM_DRAINING:
+            dial_retry(c);
+            return;
+        case TP_EV_DIAL_TIMEOUT:
+            dial_failed(c, c->ufd < 0 ? strerror(errno) : "timeout or refused");
+            return;
+        case TP_EV_DIAL_WRITABLE: {
+            int soerr = 0;
+            socklen_t sl = sizeof(soerr);
+            if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+                soerr = errno;
+            if (soerr) {
+                dial_failed(c, strerror(soerr));
+                return;
+            }
+            if (established(c) < 0)
+                conn_close(c);
+            return;
+        }
+        default:
+            return;
+        }
+    case TP_CONN_OPEN:
+        switch (ev) {
+        case TP_EV_CLIENT_READ:
+        case TP_EV_UPSTREAM_WRITE:
+            pump(c, 0);
+            return;
+        case TP_EV_UPSTREAM_READ:
+        case TP_EV_CLIENT_WRITE:
+            pump(c, 1);
+            return;
+        default:
+            return; /* a change of tier or a drain does not move it */
+        }
+    case TP_CONN_CLOSED:
+        return;
+    }
+}
+
+static void
+on_crd(plb_io *io, int fd, int what, void *arg)
+{
+    (void)io, (void)fd, (void)what;
+    conn_drive(arg, TP_EV_CLIENT_READ);
+}
+
+static void
+on_urd(plb_io *io, int fd, int what, void *arg)
+{
+    (void)io, (void)fd, (void)what;
+    conn_drive(arg, TP_EV_UPSTREAM_READ);
+}
+
+static void
+on_cwr(plb_io *io, int fd, int what, void *arg)
+{
+    (void)io, (void)fd, (void)what;
+    conn_drive(arg, TP_EV_CLIENT_WRITE);
+}
+
+static void
+on_uwr(plb_io *io, int fd, int what, void *arg)
+{
+    struct tp_conn *c = arg;
+    (void)io, (void)fd;
+    if (c->state == TP_CONN_DIALING)
+        conn_drive(c, (what & PLB_IO_TIMEOUT) ? TP_EV_DIAL_TIMEOUT : TP_EV_DIAL_WRITABLE);
+    else
+        conn_drive(c, TP_EV_UPSTREAM_WRITE);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry points                                                             */
+
+void
+tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
+{
+    struct tp *tp = arg;
+    (void)l;
+
+    if (tp->stopping) {
+        close(fd);
+        return;
+    }
+    struct tp_up *u = tp_pool_pick(tp->pool, NULL);
+    if (!u || !u->data) {
+        TP_LOG(tp, PLB_LOG_WARN, "no upstream available for %s: closing it", peer);
+        close(fd);
+        return;
+    }
+    struct tp_conn *c = tp->host->alloc(sizeof(*c));
+    if (!c) {
+        TP_LOG(tp, PLB_LOG_ERROR, "out of memory accepting %s: closing it", peer);
+        close(fd);
+        return;
+    }
+    c->tp = tp;
+    c->cfd = fd;
+    c->ufd = -1;
+    c->state = TP_CONN_NEW;
+    tp_sockopts(fd);
+    attach(c, u->data);
+    conn_drive(c, TP_EV_START);
+}
+
+/* Called from the pool's draining callback, inside a pool update (no pool
+ * tick runs meanwhile), so only the connection being driven can leave the
+ * list: its successor stays valid. */
+void
+tp_conns_upstream_draining(struct tp_upd *d)
+{
+    struct tp_conn *c = d->conns;
+    while (c) {
+        struct tp_conn *next = c->next;
+        if (c->state == TP_CONN_RESOLVING || c->state == TP_CONN_DIALING)
+            conn_drive(c, TP_EV_UPSTREAM_DRAINING);
+        c = next;
+    }
+}
+
+void
+tp_conns_close_upstream(struct tp_upd *d)
+{
+    while (d->conns)
+        conn_drive(d->conns, TP_EV_KILL);
+}
+
+void
+tp_conns_close_all(struct tp *tp)
+{
+    for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
+        struct tp_up *u = tp_pool_at(tp->pool, i);
+        if (u->data)
+            tp_conns_close_upstream(u->data);
+    }
+}

@@ -1,0 +1,177 @@
+/*
+ * metrics: the spec's metric table, named prismlb_* and labelled with the
+ * proxy instance (`proxy`), through the host's registry. Gauges derived from
+ * the pool are refreshed after every pool event; connection counters move
+ * with the data path.
+ *
+ * The spec's discovery_updates_total and discovery_errors_total count what
+ * the endpoint sources see (providers, watch errors); in prismlb that is
+ * mod_endpoint_watch, which publishes them, so they are not here.
+ */
+#include <errno.h>
+
+#include "tp.h"
+
+static const char *const l_proxy[] = {"proxy", NULL};
+static const char *const l_up[] = {"proxy", "upstream", NULL};
+
+/* Log a failed registry update (once per process: the registry only fails
+ * when out of memory, and one line says it). */
+static void
+check_rc(struct tp *tp, int rc, const char *what)
+{
+    static int logged;
+    if (rc < 0 && !logged) {
+        logged = 1;
+        TP_LOG(tp, PLB_LOG_WARN, "metric %s not updated: error %d (logged once)", what, rc);
+    }
+}
+
+int
+tp_metrics_init(struct tp *tp)
+{
+    const struct plb_host *h = tp->host;
+    struct tp_metrics *m = &tp->m;
+    plb_ctx *x = tp->ctx;
+
+    m->upstreams_active =
+        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams_active",
+                      "Upstreams eligible for new connections (healthy, not draining)", l_proxy,
+                      NULL, 0);
+    m->upstreams_total =
+        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams_total",
+                      "Total known upstreams, including unhealthy and draining", l_proxy, NULL, 0);
+    m->connections_active =
+        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_connections_active",
+                      "TCP connections currently passing through the proxy", l_proxy, NULL, 0);
+    m->connections_total =
+        h->metric_new(x, PLB_METRIC_COUNTER, "prismlb_connections_total",
+                      "Connections established to upstreams since start", l_proxy, NULL, 0);
+    m->connection_errors = h->metric_new(
+        x, PLB_METRIC_COUNTER, "prismlb_connection_errors_total",
+        "Failed connection attempts to an upstream (none when no upstream was available; "
+        "not those caused by proxy shutdown); deleted once the upstream is drained and removed",
+        l_up, NULL, 0);
+    m->rtt = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_rtt_seconds",
+                           "Smoothed health check connect time, name resolution included; only "
+                           "with upstream_selection=latency, after the first successful check",
+                           l_up, NULL, 0);
+    m->tier = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_latency_tier",
+                            "Latency tier of the upstream, 0 being the closest group; only with "
+                            "upstream_selection=latency, after the first successful check",
+                            l_up, NULL, 0);
+    m->ready = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_ready",
+                             "/readyz probe state after the consecutive-failure threshold (1 "
+                             "ready, 0 not ready); only with health_check=readyz, after the "
+                             "first probe",
+                             l_up, NULL, 0);
+    m->health = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_health_check_status",
+                              "Upstream health state after the consecutive-failure threshold, fed "
+                              "by health checks and client dials (1 healthy, 0 unhealthy)",
+                              l_up, NULL, 0);
+    if (!m->upstreams_active || !m->upstreams_total || !m->connections_active ||
+        !m->connections_total || !m->connection_errors || !m->rtt || !m->tier || !m->ready ||
+        !m->health)
+        return -ENOMEM;
+    const char *lv[] = {tp->name};
+    int rc = h->metric_set(m->connections_active, lv, 0);
+    if (rc == 0)
+        rc = h->metric_add(m->connections_total, lv, 0);
+    if (rc == 0)
+        rc = h->metric_set(m->upstreams_active, lv, 0);
+    if (rc == 0)
+        rc = h->metric_set(m->upstreams_total, lv, 0);
+    return rc;
+}
+
+void
+tp_metrics_refresh(struct tp *tp)
+{
+    const struct plb_host *h = tp->host;
+    struct tp_metrics *m = &tp->m;
+    const char *lp[] = {tp->name};
+    size_t n = tp_pool_count(tp->pool);
+    int latency = tp->cfg->upstream_selection == TP_SEL_LATENCY;
+    int readyz = tp->cfg->health_check == TP_CHECK_READYZ;
+
+    check_rc(tp, h->metric_set(m->upstreams_active, lp, (double)tp_pool_active_count(tp->pool)),
+             "prismlb_upstreams_active");
+    check_rc(tp, h->metric_set(m->upstreams_total, lp, (double)n), "prismlb_upstreams_total");
+    for (size_t i = 0; i < n; i++) {
+        struct tp_up *u = tp_pool_at(tp->pool, i);
+        const char *lv[] = {tp->name, u->addr};
+        check_rc(tp, h->metric_set(m->health, lv, u->healthy ? 1 : 0),
+                 "prismlb_health_check_status");
+        if (latency && u->has_sample) {
+            check_rc(tp, h->metric_set(m->rtt, lv, u->avg_ms / 1000.0),
+                     "prismlb_upstream_rtt_seconds");
+            check_rc(tp, h->metric_set(m->tier, lv, (double)u->tier),
+                     "prismlb_upstream_latency_tier");
+        }
+        if (readyz && u->ready_known)
+            check_rc(tp, h->metric_set(m->ready, lv, u->ready ? 1 : 0), "prismlb_upstream_ready");
+        struct tp_upd *d = u->data;
+        if (d && !d->errors_series) {
+            d->errors_series = 1;
+            check_rc(tp, h->metric_add(m->connection_errors, lv, 0),
+                     "prismlb_connection_errors_total");
+        }
+    }
+}
+
+void
+tp_metrics_conn(struct tp *tp, int established_delta, int total_inc)
+{
+    const struct plb_host *h = tp->host;
+    const char *lp[] = {tp->name};
+    if (established_delta)
+        check_rc(tp, h->metric_add(tp->m.connections_active, lp, established_delta),
+                 "prismlb_connections_active");
+    if (total_inc)
+        check_rc(tp, h->metric_add(tp->m.connections_total, lp, total_inc),
+                 "prismlb_connections_total");
+}
+
+void
+tp_metrics_conn_error(struct tp *tp, struct tp_upd *d)
+{
+    if (tp->stopping)
+        return; /* failures caused by proxy shutdown are not counted */
+    const char *lv[] = {tp->name, d->up->addr};
+    d->errors_series = 1;
+    check_rc(tp, tp->host->metric_add(tp->m.connection_errors, lv, 1),
+             "prismlb_connection_errors_total");
+}
+
+void
+tp_metrics_forget(struct tp *tp, struct tp_upd *d)
+{
+    const struct plb_host *h = tp->host;
+    const char *lv[] = {tp->name, d->up->addr};
+    if (!tp->m.health)
+        return;
+    h->metric_remove(tp->m.connection_errors, lv);
+    h->metric_remove(tp->m.rtt, lv);
+    h->metric_remove(tp->m.tier, lv);
+    h->metric_remove(tp->m.ready, lv);
+    h->metric_remove(tp->m.health, lv);
+    d->errors_series = 0;
+}
+
+void
+tp_metrics_fini(struct tp *tp)
+{
+    const struct plb_host *h = tp->host;
+    const char *lp[] = {tp->name};
+    if (!tp->m.health)
+        return;
+    for (size_t i = 0; tp->pool && i < tp_pool_count(tp->pool); i++) {
+        struct tp_up *u = tp_pool_at(tp->pool, i);
+        if (u->data)
+            tp_metrics_forget(tp, u->data);
+    }
+    h->metric_remove(tp->m.upstreams_active, lp);
+    h->metric_remove(tp->m.upstreams_total, lp);
+    h->metric_remove(tp->m.connections_active, lp);
+    h->metric_remove(tp->m.connections_total, lp);
+}

@@ -1,0 +1,438 @@
+/*
+ * mod_tcp_proxy: the per-node TCP load balancer for API servers.
+ *
+ * Listens on bind_address:bind_port and forwards each connection to an
+ * upstream picked from the merged endpoint set of the linked sources
+ * (`upstreams`), health-checked per upstream (tcp or readyz), with latency
+ * tiers, draining of removed endpoints and readiness-driven closing. This
+ * file holds the descriptor, the lifecycle hooks and the glue between the
+ * pure policy (select.c) and the I/O (health.c, conn.c).
+ *
+ * Health contributions: readiness check "upstreams" (ready iff an upstream
+ * is healthy and not draining) and liveness check "loop" (a heartbeat every
+ * second from the event loop).
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+#define BEAT_MS 1000
+#define BACKLOG 4096
+#define RELISTEN_MS 5000
+
+static const char READY_CHECK[] = "upstreams";
+static const char LIVE_CHECK[] = "loop";
+
+void
+tp_log(struct tp *tp, enum plb_log_level lvl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    tp->host->logv(tp->ctx, lvl, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pool environment and callbacks                                           */
+
+static int64_t
+env_now(void *arg)
+{
+    struct tp *tp = arg;
+    return tp->host->now_ms(tp->ctx);
+}
+
+static double
+env_random(void *arg)
+{
+    struct tp *tp = arg;
+    tp->rng ^= tp->rng >> 12;
+    tp->rng ^= tp->rng << 25;
+    tp->rng ^= tp->rng >> 27;
+    return (double)((tp->rng * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+}
+
+static void
+ops_added(void *arg, struct tp_up *u)
+{
+    struct tp *tp = arg;
+    struct tp_upd *d = tp->host->alloc(sizeof(*d));
+    if (!d) {
+        TP_LOG(tp, PLB_LOG_ERROR, "out of memory adding upstream %s: it gets no traffic", u->addr);
+        return;
+    }
+    d->tp = tp;
+    d->up = u;
+    d->check_fd = -1;
+    if (tp_split_hostport(u->addr, d->host, sizeof(d->host), &d->port) < 0) {
+        /* Filtered before the pool update; kept as a safety net. */
+        tp->host->free(d);
+        return;
+    }
+    if (tp_parse_ip(d->host, d->port, &d->sa, &d->salen) == 0)
+        d->literal = d->have_sa = 1;
+    u->data = d;
+    TP_LOG(tp, PLB_LOG_INFO, "upstream %s added", u->addr);
+    int rc = tp_health_start(d);
+    if (rc < 0)
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot schedule health checks of %s: error %d", u->addr, rc);
+}
+
+static void
+ops_draining(void *arg, struct tp_up *u)
+{
+    struct tp *tp = arg;
+    struct tp_upd *d = u->data;
+    TP_LOG(tp, PLB_LOG_INFO, "upstream %s removed: draining %u connection(s) for up to %lld ms",
+           u->addr, u->nconns, (long long)tp->cfg->drain_timeout_ms);
+    if (!d)
+        return;
+    tp_health_cancel(d); /* checks stop while it drains */
+    tp_conns_upstream_draining(d);
+}
+
+static void
+ops_undrained(void *arg, struct tp_up *u)
+{
+    struct tp *tp = arg;
+    TP_LOG(tp, PLB_LOG_INFO, "upstream %s re-added: drain called off", u->addr);
+}
+
+static void
+ops_close_conns(void *arg, struct tp_up *u)
+{
+    struct tp *tp = arg;
+    TP_LOG(tp, PLB_LOG_INFO, "closing %u connection(s) of upstream %s (%s)", u->nconns, u->addr,
+           u->draining ? "drain deadline" : "not ready while another upstream is");
+    if (u->data)
+        tp_conns_close_upstream(u->data);
+}
+
+/* Free the module state of an upstream (no connections left). */
+static void
+upd_free(struct tp *tp, struct tp_upd *d)
+{
+    tp_health_cancel(d);
+    tp->host->timer_free(d->timer);
+    tp->host->free(d);
+}
+
+static void
+ops_removed(void *arg, struct tp_up *u)
+{
+    struct tp *tp = arg;
+    struct tp_upd *d = u->data;
+    TP_LOG(tp, PLB_LOG_INFO, "upstream %s drained and removed", u->addr);
+    if (!d)
+        return;
+    tp_metrics_forget(tp, d);
+    upd_free(tp, d);
+    u->data = NULL;
+}
+
+static const struct tp_pool_ops pool_ops = {
+    .added = ops_added,
+    .draining = ops_draining,
+    .undrained = ops_undrained,
+    .close_conns = ops_close_conns,
+    .removed = ops_removed,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                   */
+
+static void
+set_ready(struct tp *tp)
+{
+    int ok = tp_pool_any_active(tp->pool);
+    if (ok == tp->ready_state)
+        return;
+    tp->ready_state = ok;
+    tp->host->health_set(tp->ctx, READY_CHECK, ok,
+                         ok ? NULL : "no upstream is healthy and not draining");
+}
+
+void
+tp_after_event(struct tp *tp)
+{
+    int64_t next;
+
+    if (tp->in_event) {
+        tp->again = 1;
+        return;
+    }
+    tp->in_event = 1;
+    do {
+        tp->again = 0;
+        next = tp_pool_tick(tp->pool);
+    } while (tp->again);
+    tp->in_event = 0;
+    if (tp->stopping)
+        return;
+    if (next >= 0) {
+        int64_t delay = next - tp->host->now_ms(tp->ctx);
+        int rc = tp->host->timer_arm(tp->tick, delay > 0 ? delay : 0, 0, 0);
+        if (rc < 0)
+            TP_LOG(tp, PLB_LOG_ERROR, "cannot arm the drain timer: error %d", rc);
+    } else {
+        tp->host->timer_cancel(tp->tick);
+    }
+    set_ready(tp);
+    tp_metrics_refresh(tp);
+}
+
+static void
+on_tick(plb_timer *t, void *arg)
+{
+    (void)t;
+    tp_after_event(arg);
+}
+
+static void
+on_beat(plb_timer *t, void *arg)
+{
+    struct tp *tp = arg;
+    (void)t;
+    tp->host->health_beat(tp->ctx, LIVE_CHECK);
+}
+
+static void
+on_endpoints(const struct plb_endpoint_set *set, void *arg)
+{
+    struct tp *tp = arg;
+    const char **v;
+    size_t n = 0;
+    char host[256];
+    int port;
+
+    if (tp->stopping)
+        return;
+    v = tp->host->alloc((set->n ? set->n : 1) * sizeof(*v));
+    if (!v) {
+        TP_LOG(tp, PLB_LOG_ERROR, "out of memory: endpoint update of %zu ignored", set->n);
+        return;
+    }
+    for (size_t i = 0; i < set->n; i++) {
+        if (tp_split_hostport(set->v[i], host, sizeof(host), &port) < 0) {
+            TP_LOG(tp, PLB_LOG_WARN, "ignoring endpoint \"%s\": not host:port", set->v[i]);
+            continue;
+        }
+        v[n++] = set->v[i];
+    }
+    if (n == 0) {
+        /* Never route to zero backends: keep the current set. */
+        TP_LOG(tp, PLB_LOG_WARN, "endpoint update without a valid endpoint: ignored");
+        tp->host->free(v);
+        return;
+    }
+    tp->in_event++;
+    int rc = tp_pool_update(tp->pool, v, n);
+    tp->in_event--;
+    if (rc < 0)
+        TP_LOG(tp, PLB_LOG_ERROR, "endpoint update partly applied: error %d", rc);
+    tp->host->free(v);
+    tp_after_event(tp);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Listener                                                                 */
+
+static int
+listen_on(struct tp *tp, const char *ip)
+{
+    int err = 0;
+    tp->listener = tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG,
+                                        tp_on_accept, tp, &err);
+    if (!tp->listener) {
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot listen on %s:%lld: %s", ip,
+               (long long)tp->cfg->bind_port, strerror(-err));
+        return err ? err : -EINVAL;
+    }
+    TP_LOG(tp, PLB_LOG_INFO, "listening on %s:%d", ip, tp->host->listener_port(tp->listener));
+    return 0;
+}
+
+static void bind_resolve(struct tp *tp);
+
+static void
+on_bind_resolved(void *arg, int ok, const struct sockaddr *sa, socklen_t salen)
+{
+    struct tp *tp = arg;
+    char ip[64];
+    (void)salen;
+    tp->bind_res = NULL;
+    if (ok && getnameinfo(sa, salen, ip, sizeof(ip), NULL, 0, NI_NUMERICHOST) == 0 &&
+        listen_on(tp, ip) == 0)
+        return;
+    TP_LOG(tp, PLB_LOG_ERROR, "cannot listen on bind_address %s: retrying in %d ms",
+           tp->cfg->bind_address, RELISTEN_MS);
+    if (tp->host->timer_arm(tp->relisten, RELISTEN_MS, 0, 0) < 0)
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot arm the re-listen timer");
+}
+
+static void
+on_relisten(plb_timer *t, void *arg)
+{
+    (void)t;
+    bind_resolve(arg);
+}
+
+static void
+bind_resolve(struct tp *tp)
+{
+    if (tp->stopping)
+        return;
+    tp->bind_res = tp_resolve_start(tp, tp->cfg->bind_address, (int)tp->cfg->bind_port,
+                                    on_bind_resolved, tp);
+    if (!tp->bind_res)
+        on_bind_resolved(tp, 0, NULL, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                */
+
+static int
+tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    struct tp *tp = host->alloc(sizeof(*tp));
+    if (!tp)
+        return -ENOMEM;
+    tp->host = host;
+    tp->ctx = ctx;
+    tp->cfg = config;
+    tp->name = host->instance_name(ctx);
+    tp->ready_state = -1;
+    if (getrandom(&tp->rng, sizeof(tp->rng), GRND_NONBLOCK) != (ssize_t)sizeof(tp->rng))
+        tp->rng = (uint64_t)host->wall_ms(ctx) ^ ((uint64_t)getpid() << 32);
+    if (!tp->rng)
+        tp->rng = 0x9e3779b97f4a7c15ull;
+    struct tp_pool_env env = {
+        .now_ms = env_now, .random = env_random, .alloc = host->alloc, .free = host->free,
+        .arg = tp};
+    tp->pool = tp_pool_new(&env, &pool_ops, tp, (enum tp_selection)tp->cfg->upstream_selection,
+                           (enum tp_check_kind)tp->cfg->health_check, tp->cfg->drain_timeout_ms);
+    tp->tick = host->timer_new(ctx, on_tick, tp);
+    tp->beat = host->timer_new(ctx, on_beat, tp);
+    tp->relisten = host->timer_new(ctx, on_relisten, tp);
+    if (!tp->pool || !tp->tick || !tp->beat || !tp->relisten) {
+        tp_pool_free(tp->pool);
+        host->timer_free(tp->tick);
+        host->timer_free(tp->beat);
+        host->timer_free(tp->relisten);
+        host->free(tp);
+        return -ENOMEM;
+    }
+    *state = tp;
+    return 0;
+}
+
+static int
+tp_start(void *state)
+{
+    struct tp *tp = state;
+    const struct plb_host *h = tp->host;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int rc;
+
+    if ((rc = tp_metrics_init(tp)) < 0) {
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot register metrics: error %d", rc);
+        return rc;
+    }
+    if ((rc = h->health_register(tp->ctx, READY_CHECK, PLB_HEALTH_READY)) < 0 ||
+        (rc = h->health_register(tp->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
+        return rc;
+    set_ready(tp);
+    h->health_beat(tp->ctx, LIVE_CHECK);
+    if ((rc = h->timer_arm(tp->beat, BEAT_MS, BEAT_MS, 0)) < 0)
+        return rc;
+    if (tp_parse_ip(tp->cfg->bind_address, 1, &ss, &sl) == 0) {
+        if ((rc = listen_on(tp, tp->cfg->bind_address)) < 0)
+            return rc;
+    } else {
+        bind_resolve(tp); /* a hostname: listen once it resolves */
+    }
+    rc = h->endpoints_subscribe(tp->ctx, &tp->cfg->upstreams, on_endpoints, tp);
+    if (rc < 0)
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot subscribe to the upstream sources: error %d", rc);
+    return rc;
+}
+
+/* Graceful shutdown per the spec: close the listener, force-close in-flight
+ * connections; all synchronous, so it completes before returning. */
+static void
+tp_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct tp *tp = state;
+    (void)grace_ms;
+
+    tp->stopping = 1;
+    tp->host->listener_free(tp->listener);
+    tp->listener = NULL;
+    tp->host->timer_cancel(tp->tick);
+    tp->host->timer_cancel(tp->beat);
+    tp->host->timer_cancel(tp->relisten);
+    tp_resolve_cancel(tp->bind_res);
+    tp->bind_res = NULL;
+    for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
+        struct tp_up *u = tp_pool_at(tp->pool, i);
+        if (u->data) {
+            tp_health_cancel(u->data);
+            tp->host->timer_cancel(((struct tp_upd *)u->data)->timer);
+        }
+    }
+    uint64_t n = tp->nconns;
+    tp_conns_close_all(tp);
+    tp_pipes_free(tp);
+    TP_LOG(tp, PLB_LOG_INFO, "stopped: closed %llu connection(s)", (unsigned long long)n);
+    tp->host->done(d);
+}
+
+static void
+tp_destroy(void *state)
+{
+    struct tp *tp = state;
+    const struct plb_host *h = tp->host;
+
+    tp->stopping = 1;
+    tp->host->listener_free(tp->listener);
+    tp_conns_close_all(tp);
+    tp_metrics_fini(tp);
+    for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
+        struct tp_up *u = tp_pool_at(tp->pool, i);
+        if (u->data)
+            upd_free(tp, u->data);
+        u->data = NULL;
+    }
+    tp_pool_free(tp->pool);
+    tp_resolve_cancel(tp->bind_res);
+    tp_resolve_shutdown(tp);
+    tp_pipes_free(tp);
+    h->timer_free(tp->tick);
+    h->timer_free(tp->beat);
+    h->timer_free(tp->relisten);
+    h->free(tp);
+}
+
+PLB_MODULE_EXPORT = {
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .size = sizeof(struct plb_module),
+    .name = "tcp_proxy",
+    .version = "1.0",
+    .description = "Per-node TCP load balancer for API servers: health-checked, "
+                   "latency- and readiness-aware, with graceful draining",
+    .settings = tp_settings,
+    .config_size = sizeof(struct tp_config),
+    .check = tp_config_check,
+    .create = tp_create,
+    .start = tp_start,
+    .stop = tp_stop,
+    .destroy = tp_destroy,
+};

@@ -1,0 +1,186 @@
+/*
+ * tp.h: private to mod_tcp_proxy. The instance, its configuration, the
+ * per-upstream state and the functions each file offers the others.
+ *
+ *   config.c    settings table, validators and the cross-setting check
+ *   select.c    the pure upstream policy (select.h)
+ *   resolve.c   asynchronous name resolution for hostname endpoints
+ *   health.c    per-upstream health checks: TCP connect timing + /readyz
+ *   conn.c      the data path: one state machine per proxied connection
+ *   metrics.c   the metric families and their series
+ *   mod_tcp_proxy.c  descriptor, lifecycle, endpoint links, pool glue
+ */
+#ifndef TP_H
+#define TP_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <prismlb/module.h>
+
+#include "select.h"
+
+struct tp;
+
+/* ------------------------------------------------------------------------ */
+/* Configuration (config.c)                                                 */
+
+struct tp_config {
+    char *bind_address;
+    int64_t bind_port;
+    struct plb_strv upstreams;
+    int64_t health_interval_ms;
+    int64_t health_timeout_ms;
+    int64_t drain_timeout_ms;
+    int upstream_selection; /* enum tp_selection */
+    int health_check;       /* enum tp_check_kind */
+    char *health_check_ca_file;
+    char *health_check_cert_file;
+    char *health_check_key_file;
+    char *health_check_token_file;
+    char *health_check_server_name;
+};
+
+extern const struct plb_setting tp_settings[];
+int tp_config_check(const struct plb_host *host, plb_check *chk, const void *config,
+                    void (*report)(plb_check *, const char *, const char *, ...));
+
+/* TCP keepalive and user timeout on both sides of every connection. */
+#define TP_KEEPALIVE_IDLE_S 30
+#define TP_KEEPALIVE_INTVL_S 15 /* Go's default probe interval */
+#define TP_KEEPALIVE_CNT 9      /* Go's default probe count */
+#define TP_USER_TIMEOUT_MS 30000
+
+/* ------------------------------------------------------------------------ */
+/* Endpoint addresses (resolve.c)                                           */
+
+/* "host:port" split; host without IPv6 brackets. 0 or -EINVAL. */
+int tp_split_hostport(const char *ep, char *host, size_t hostlen, int *port);
+/* An IP literal (with port) into sa; 0 or -EINVAL when host is a name. */
+int tp_parse_ip(const char *host, int port, struct sockaddr_storage *sa, socklen_t *salen);
+
+struct tp_resolve;
+/* Done: ok, the first address (borrowed for the call). */
+typedef void (*tp_resolve_cb)(void *arg, int ok, const struct sockaddr *sa, socklen_t salen);
+/* Resolve host:port without blocking the loop. New handle (freed by the
+ * resolver after cb runs, or by tp_resolve_cancel); NULL on failure. */
+struct tp_resolve *tp_resolve_start(struct tp *tp, const char *host, int port, tp_resolve_cb cb,
+                                    void *arg);
+/* Cancel: cb is not called. */
+void tp_resolve_cancel(struct tp_resolve *r);
+/* Drop resolutions that cannot be cancelled at shutdown. */
+void tp_resolve_shutdown(struct tp *tp);
+
+/* ------------------------------------------------------------------------ */
+/* Per-upstream state of the module (tp_up.data)                            */
+
+struct tp_conn;
+
+struct tp_upd {
+    struct tp *tp;
+    struct tp_up *up;
+    struct tp_conn *conns; /* connections on this upstream (incl. dialing) */
+    char host[256];
+    int port;
+    int literal;                /* host is an IP literal: sa is fixed */
+    int have_sa;                /* sa holds the last resolved address */
+    struct sockaddr_storage sa; /* where client dials go */
+    socklen_t salen;
+    /* health check */
+    plb_timer *timer;
+    int check_fd;
+    plb_io *check_io;
+    struct tp_resolve *check_res;
+    plb_http_req *probe;
+    int64_t check_started_ms;
+    double check_started_us;
+    int errors_series; /* a connection_errors series exists */
+};
+
+/* ------------------------------------------------------------------------ */
+/* The instance                                                             */
+
+struct tp_metrics {
+    plb_metric *upstreams_active, *upstreams_total, *connections_active,
+        *connections_total, *connection_errors, *rtt, *tier, *ready, *health;
+};
+
+struct tp_pipe {
+    int rd, wr;
+    struct tp_pipe *next;
+};
+
+struct tp {
+    const struct plb_host *host;
+    plb_ctx *ctx;
+    const struct tp_config *cfg;
+    const char *name;
+    struct tp_pool *pool;
+    plb_listener *listener;
+    plb_timer *tick;  /* the pool's next deadline */
+    plb_timer *beat;  /* liveness heartbeat */
+    plb_timer *relisten; /* retries a bind_address that needs resolving */
+    struct tp_resolve *bind_res;
+    struct tp_resolve *resolves; /* every running resolution */
+    struct tp_conn *orphans;     /* dialing without an upstream record */
+    struct tp_pipe *pipes;       /* spare empty pipes */
+    unsigned npipes;
+    struct tp_metrics m;
+    uint64_t nconns;  /* connections passing through now */
+    uint64_t rng;     /* xorshift64* state for picks */
+    int in_event;     /* inside a pool update or tick: defer ticks */
+    int again;        /* a deferred tick is owed */
+    int stopping;
+    int ready_state;  /* last value given to health_set, -1 none */
+    int no_splice;    /* splice(2) unavailable: buffered copy only */
+};
+
+/* Logging tagged with the instance. */
+#define TP_LOG(tp, lvl, ...)                                                                       \
+    do {                                                                                           \
+        if ((tp)->host->log_enabled((tp)->ctx, (lvl)))                                             \
+            tp_log((tp), (lvl), __VA_ARGS__);                                                      \
+    } while (0)
+void tp_log(struct tp *tp, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+
+/* After any event that may change the pool: run its deadlines, re-arm the
+ * tick timer, refresh readiness and the upstream gauges. */
+void tp_after_event(struct tp *tp);
+
+/* ------------------------------------------------------------------------ */
+/* Health checks (health.c)                                                 */
+
+/* Start checking u now, then every health_interval. 0 or -errno. */
+int tp_health_start(struct tp_upd *d);
+/* Cancel any check in flight (timer kept). */
+void tp_health_cancel(struct tp_upd *d);
+
+/* ------------------------------------------------------------------------ */
+/* Data path (conn.c)                                                       */
+
+void tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg);
+/* The upstream starts draining: dialing connections get their one retry. */
+void tp_conns_upstream_draining(struct tp_upd *d);
+/* Close every connection of an upstream now. */
+void tp_conns_close_upstream(struct tp_upd *d);
+/* Close every connection (shutdown). */
+void tp_conns_close_all(struct tp *tp);
+/* Free spare pipes. */
+void tp_pipes_free(struct tp *tp);
+/* Socket options of both sides: keepalive, user timeout, no delay. */
+void tp_sockopts(int fd);
+
+/* ------------------------------------------------------------------------ */
+/* Metrics (metrics.c)                                                      */
+
+int tp_metrics_init(struct tp *tp);
+/* Refresh every upstream gauge and the instance gauges. */
+void tp_metrics_refresh(struct tp *tp);
+void tp_metrics_conn(struct tp *tp, int established_delta, int total_inc);
+void tp_metrics_conn_error(struct tp *tp, struct tp_upd *d);
+/* Remove the series of one upstream (drained and removed). */
+void tp_metrics_forget(struct tp *tp, struct tp_upd *d);
+/* Remove every series of the instance. */
+void tp_metrics_fini(struct tp *tp);
+
+#endif

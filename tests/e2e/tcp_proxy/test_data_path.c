@@ -1,0 +1,431 @@
+/*
+ * tcp_proxy end to end: the daemon with a tcp_proxy instance in front of
+ * plain TCP upstreams on 127.0.0.1 (threads of this test), its upstream set
+ * driven through a file_endpoints source. Data path (half-close, a large
+ * transfer through splice, socket options), draining of removed endpoints,
+ * the retry of a dial whose upstream starts draining, and health checks
+ * that a blackholed upstream does not delay.
+ */
+#include <check.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tp_e2e.h"
+
+/* Fast health checks so tests stay short (timeout < interval, >= 1 s). */
+#define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\";"
+
+static struct proxy px;
+
+static void
+start_proxy(const char *settings, const char *const *eps, size_t n)
+{
+    ck_assert_msg(proxy_start(&px, settings, eps, n) == 0, "prismlb did not start: %s",
+                  px.dir ? proxy_log(&px) : "(no dir)");
+}
+
+static void
+stop_proxy(void)
+{
+    int st = proxy_stop(&px);
+    ck_assert_msg(st == 0, "prismlb exit status %d", st);
+}
+
+/* Connect through the proxy and read the upstream's hello id. */
+static char
+hello(int *fdp)
+{
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    char b[2] = {0, 0};
+    long n = read_full(fd, b, 2, 5000);
+    ck_assert_msg(n == 2 && b[1] == '\n', "no hello through the proxy (%ld bytes)", n);
+    if (fdp)
+        *fdp = fd;
+    else
+        close(fd);
+    return b[0];
+}
+
+/* The connection still carries data both ways. */
+static void
+assert_echoes(int fd)
+{
+    char b[6] = {0};
+    ck_assert_int_eq(write_full(fd, "ping!", 5), 0);
+    ck_assert_int_eq(read_full(fd, b, 5, 3000), 5);
+    ck_assert_str_eq(b, "ping!");
+}
+
+START_TEST(half_close_is_carried_through)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    const char *eps[] = {srv_ep(&a)};
+    start_proxy(FAST, eps, 1);
+
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write_full(fd, "hello", 5), 0);
+    /* Our FIN must reach the upstream (it echoes, then closes its side
+     * only after seeing EOF), and its data and FIN must come back to us
+     * over our half-open connection. */
+    ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+    char b[16] = {0};
+    ck_assert_int_eq(read_full(fd, b, sizeof(b), 5000), 5);
+    ck_assert_str_eq(b, "hello");
+    ck_assert_int_ge(wait_eof(fd, 5000), 0);
+    close(fd);
+    stop_proxy();
+    srv_stop(&a);
+}
+END_TEST
+
+/* xorshift stream for the transfer. */
+static uint64_t
+xs(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+START_TEST(large_transfer_keeps_its_integrity_through_splice)
+{
+    const size_t total = 64u << 20;
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    const char *eps[] = {srv_ep(&a)};
+    start_proxy(FAST, eps, 1);
+
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    uint64_t ws = 0x1234567, rs = 0x1234567;
+    size_t sent = 0, got = 0, bad = 0;
+    static unsigned char out[65536], in[65536];
+    size_t out_len = 0, out_off = 0;
+    long long end = tu_now_ms() + 60000;
+    while (got < total && tu_now_ms() < end) {
+        if (out_off == out_len && sent < total) {
+            out_len = sizeof(out) < total - sent ? sizeof(out) : total - sent;
+            for (size_t i = 0; i < out_len; i += 8) {
+                uint64_t v = xs(&ws);
+                memcpy(out + i, &v, 8);
+            }
+            out_off = 0;
+        }
+        struct pollfd pf = {fd, POLLIN | (out_off < out_len ? POLLOUT : 0), 0};
+        if (poll(&pf, 1, 1000) <= 0)
+            continue;
+        if (pf.revents & POLLOUT) {
+            ssize_t k = send(fd, out + out_off, out_len - out_off, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (k > 0) {
+                out_off += (size_t)k;
+                sent += (size_t)k;
+            }
+        }
+        if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t k = recv(fd, in, sizeof(in), MSG_DONTWAIT);
+            ck_assert_msg(k != 0, "EOF after %zu of %zu bytes", got, total);
+            if (k > 0) {
+                /* Compare against the same stream, 8 bytes at a time:
+                 * reads are 8-aligned only by chance, so keep a window. */
+                static unsigned char want[65536 + 8];
+                static size_t want_len, want_off;
+                for (ssize_t i = 0; i < k; i++) {
+                    if (want_off == want_len) {
+                        uint64_t v = xs(&rs);
+                        memcpy(want, &v, 8);
+                        want_len = 8;
+                        want_off = 0;
+                    }
+                    if (in[i] != want[want_off++])
+                        bad++;
+                }
+                got += (size_t)k;
+            }
+        }
+    }
+    ck_assert_uint_eq(got, total);
+    ck_assert_uint_eq(bad, 0);
+    ck_assert_int_eq(shutdown(fd, SHUT_WR), 0);
+    ck_assert_int_ge(wait_eof(fd, 5000), 0);
+    close(fd);
+    stop_proxy();
+    srv_stop(&a);
+}
+END_TEST
+
+/* Both sides of a proxied connection have keepalive armed at 30 s. */
+START_TEST(keepalive_is_set_on_both_sides)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    const char *eps[] = {srv_ep(&a)};
+    start_proxy(FAST, eps, 1);
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    assert_echoes(fd);
+
+    char filt[128], *out = NULL;
+    /* The proxy's client-side socket: source port = proxy port. */
+    snprintf(filt, sizeof(filt), "( sport = :%d )", px.port);
+    char *argv1[] = {"ss", "-tnoH", "state", "established", filt, NULL};
+    ck_assert_int_eq(tu_run(argv1, NULL, &out, 10000), 0);
+    ck_assert_msg(strstr(out, "timer:(keepalive,") != NULL, "client side: %s", out);
+    free(out);
+    /* The proxy's upstream socket: destination port = upstream port (the
+     * echo server's own sockets have it as source port). */
+    snprintf(filt, sizeof(filt), "( dport = :%d )", a.port);
+    char *argv2[] = {"ss", "-tnoH", "state", "established", filt, NULL};
+    ck_assert_int_eq(tu_run(argv2, NULL, &out, 10000), 0);
+    ck_assert_msg(strstr(out, "timer:(keepalive,") != NULL, "upstream side: %s", out);
+    free(out);
+    close(fd);
+    stop_proxy();
+    srv_stop(&a);
+}
+END_TEST
+
+/* Two hello servers; returns the connection's server index. */
+static int
+srv_index(char id)
+{
+    ck_assert(id == 'A' || id == 'B');
+    return id == 'A' ? 0 : 1;
+}
+
+START_TEST(a_removed_endpoint_drains_and_then_closes)
+{
+    struct srv s[2];
+    ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
+    ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
+    const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
+    start_proxy(FAST "drain_timeout = \"2s\";", eps, 2);
+
+    int fd;
+    int gone = srv_index(hello(&fd)), stay = !gone;
+    const char *keep[] = {srv_ep(&s[stay])};
+    proxy_set_endpoints(&px, keep, 1);
+    long long removed = tu_now_ms();
+    ck_assert_int_eq(proxy_wait_log(&px, "removed: draining", 3000), 0);
+    /* New connections go elsewhere at once. */
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(srv_index(hello(NULL)), stay);
+    /* The existing one keeps working during the drain... */
+    tu_sleep_ms(500);
+    assert_echoes(fd);
+    /* ...and is force-closed when drain_timeout expires. */
+    long long eof = wait_eof(fd, 6000);
+    ck_assert_int_ge(eof, 0);
+    long long closed_after = tu_now_ms() - removed;
+    ck_assert_msg(closed_after >= 1700 && closed_after <= 3500, "closed %lld ms after removal",
+                  closed_after);
+    ck_assert_int_eq(proxy_wait_log(&px, "drained and removed", 3000), 0);
+    close(fd);
+    stop_proxy();
+    srv_stop(&s[0]);
+    srv_stop(&s[1]);
+}
+END_TEST
+
+START_TEST(re_adding_an_endpoint_aborts_its_drain)
+{
+    struct srv s[2];
+    ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
+    ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
+    const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
+    start_proxy(FAST "drain_timeout = \"2s\";", eps, 2);
+
+    int fd;
+    int gone = srv_index(hello(&fd));
+    const char *keep[] = {srv_ep(&s[!gone])};
+    proxy_set_endpoints(&px, keep, 1);
+    ck_assert_int_eq(proxy_wait_log(&px, "removed: draining", 3000), 0);
+    tu_sleep_ms(500);
+    proxy_set_endpoints(&px, eps, 2);
+    ck_assert_int_eq(proxy_wait_log(&px, "drain called off", 3000), 0);
+    /* Well past the drain deadline, the connection is still open. */
+    ck_assert_int_eq(wait_eof(fd, 3000), -1);
+    assert_echoes(fd);
+    char *log = proxy_log(&px);
+    ck_assert_msg(!strstr(log, "drained and removed"), "%s", log);
+    free(log);
+    close(fd);
+    stop_proxy();
+    srv_stop(&s[0]);
+    srv_stop(&s[1]);
+}
+END_TEST
+
+START_TEST(a_drain_timeout_of_0_closes_at_once)
+{
+    struct srv s[2];
+    ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
+    ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
+    const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
+    start_proxy(FAST "drain_timeout = 0;", eps, 2);
+
+    int fd;
+    int gone = srv_index(hello(&fd));
+    const char *keep[] = {srv_ep(&s[!gone])};
+    long long t0 = tu_now_ms();
+    proxy_set_endpoints(&px, keep, 1);
+    /* The file is polled every 50 ms: EOF well within half a second. */
+    long long eof = wait_eof(fd, 3000);
+    ck_assert_int_ge(eof, 0);
+    ck_assert_int_le(tu_now_ms() - t0, 500);
+    close(fd);
+    stop_proxy();
+    srv_stop(&s[0]);
+    srv_stop(&s[1]);
+}
+END_TEST
+
+START_TEST(a_dial_whose_upstream_starts_draining_is_retried_on_another)
+{
+    struct srv hole, a;
+    ck_assert_int_eq(srv_start(&hole, SRV_BLACKHOLE, 'X'), 0);
+    ck_assert_int_eq(srv_start(&a, SRV_HELLO, 'A'), 0);
+    const char *only_hole[] = {srv_ep(&hole)};
+    /* A long dial timeout (= health_timeout): the dial to the blackhole
+     * hangs; the retry must not wait for it. */
+    start_proxy("health_interval = \"10s\"; health_timeout = \"8s\"; drain_timeout = \"30s\";",
+                only_hole, 1);
+
+    long long t0 = tu_now_ms();
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    tu_sleep_ms(300); /* the dial to the blackhole is in progress */
+    const char *only_a[] = {srv_ep(&a)};
+    proxy_set_endpoints(&px, only_a, 1);
+    char b[2] = {0};
+    ck_assert_int_eq(read_full(fd, b, 2, 5000), 2);
+    ck_assert_int_eq(b[0], 'A');
+    ck_assert_int_lt(tu_now_ms() - t0, 3000);
+    ck_assert_int_eq(proxy_wait_log(&px, "retrying on", 1000), 0);
+    close(fd);
+    stop_proxy();
+    srv_stop(&a);
+    srv_stop(&hole);
+}
+END_TEST
+
+START_TEST(a_blackholed_upstream_does_not_delay_the_probes_of_others)
+{
+    /* One live upstream between two blackholed ones in the sorted endpoint
+     * list: checks done one after the other would put a 1 s timeout before
+     * the live one in every round, whatever the order. */
+    /* Three consecutive ports below the ephemeral range: same length, so
+     * their strings sort as their numbers. Retried elsewhere if taken. */
+    struct srv live, lo, hi;
+    int ok = 0;
+    for (int attempt = 0; attempt < 20 && !ok; attempt++) {
+        int base = 20000 + (int)((tu_now_ms() * 7919 + attempt * 104729) % 9000);
+        if (srv_start_port(&lo, SRV_BLACKHOLE, 'X', base) < 0) {
+            srv_stop(&lo);
+            continue;
+        }
+        if (srv_start_port(&live, SRV_ECHO, 'L', base + 1) < 0) {
+            srv_stop(&lo);
+            srv_stop(&live);
+            continue;
+        }
+        if (srv_start_port(&hi, SRV_BLACKHOLE, 'X', base + 2) < 0) {
+            srv_stop(&lo);
+            srv_stop(&live);
+            srv_stop(&hi);
+            continue;
+        }
+        ok = 1;
+    }
+    ck_assert_msg(ok, "no three free consecutive ports");
+    char lo_ep[32], live_ep[32], hi_ep[32];
+    snprintf(lo_ep, sizeof(lo_ep), "%s", srv_ep(&lo));
+    snprintf(live_ep, sizeof(live_ep), "%s", srv_ep(&live));
+    snprintf(hi_ep, sizeof(hi_ep), "%s", srv_ep(&hi));
+    ck_assert(strcmp(lo_ep, live_ep) < 0 && strcmp(live_ep, hi_ep) < 0);
+    const char *list[] = {lo_ep, live_ep, hi_ep};
+
+    start_proxy(FAST, list, 3);
+    long long t0 = px.started_ms;
+    /* Watch the live upstream's checks for 4 s: the first comes at once,
+     * then one per interval, never a timeout late. */
+    tu_sleep_ms(4000);
+    int checks = srv_accepts(&live);
+    ck_assert_msg(checks >= 3, "only %d checks reached the live upstream", checks);
+    long long first = srv_accept_at(&live, 0) - t0;
+    ck_assert_msg(first < 600, "first check of the live upstream %lld ms after start", first);
+    for (int i = 1; i < checks && i < SRV_MAX_ACCEPTS; i++) {
+        long long gap = srv_accept_at(&live, i) - srv_accept_at(&live, i - 1);
+        ck_assert_msg(gap < 1100 + 500, "checks %d and %d of the live upstream %lld ms apart",
+                      i - 1, i, gap);
+    }
+    /* And the blackholes were found unhealthy meanwhile (two timeouts). */
+    ck_assert_int_eq(proxy_wait_log(&px, "is unhealthy", 2000), 0);
+    stop_proxy();
+    srv_stop(&live);
+    srv_stop(&lo);
+    srv_stop(&hi);
+}
+END_TEST
+
+START_TEST(shutdown_force_closes_connections_promptly)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_HELLO, 'A'), 0);
+    const char *eps[] = {srv_ep(&a)};
+    start_proxy(FAST, eps, 1);
+    int fd;
+    ck_assert_int_eq(hello(&fd), 'A');
+    long long t0 = tu_now_ms();
+    kill(px.proc.pid, SIGTERM);
+    ck_assert_int_ge(wait_eof(fd, 5000), 0);
+    ck_assert(tu_wait_exit(&px.proc, 5000));
+    ck_assert_int_le(tu_now_ms() - t0, 2000);
+    ck_assert_int_eq(px.proc.status, 0);
+    /* The listener is closed. */
+    ck_assert_int_lt(tcp_connect(px.port, 1000), 0);
+    close(fd);
+    stop_proxy();
+    srv_stop(&a);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("tcp_proxy_data_path");
+    TCase *tc = tcase_create("data_path");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, half_close_is_carried_through);
+    tcase_add_test(tc, large_transfer_keeps_its_integrity_through_splice);
+    tcase_add_test(tc, keepalive_is_set_on_both_sides);
+    tcase_add_test(tc, a_removed_endpoint_drains_and_then_closes);
+    tcase_add_test(tc, re_adding_an_endpoint_aborts_its_drain);
+    tcase_add_test(tc, a_drain_timeout_of_0_closes_at_once);
+    tcase_add_test(tc, a_dial_whose_upstream_starts_draining_is_retried_on_another);
+    tcase_add_test(tc, a_blackholed_upstream_does_not_delay_the_probes_of_others);
+    tcase_add_test(tc, shutdown_force_closes_connections_promptly);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

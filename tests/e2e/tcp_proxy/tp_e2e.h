@@ -1,0 +1,87 @@
+/*
+ * tp_e2e: helpers of the tcp_proxy end-to-end suites: upstream servers on
+ * 127.0.0.1 run in threads of the test (echo, hello-then-echo, blackhole),
+ * and the daemon started with a generated config and stopped by PID.
+ * Every wait is bounded.
+ */
+#ifndef TP_E2E_H
+#define TP_E2E_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "testutil.h"
+
+enum srv_mode {
+    SRV_ECHO,      /* echo everything; FIN after the echo of the client's FIN */
+    SRV_HELLO,     /* write "<id>\n" on accept, then echo */
+    SRV_BLACKHOLE, /* listen with backlog 0, never accept, queue kept full */
+};
+
+#define SRV_MAX_ACCEPTS 256
+
+struct srv {
+    enum srv_mode mode;
+    char id;
+    int lfd;
+    int port;
+    int stop_pipe[2];
+    pthread_t thread;
+    int running;
+    int fillers[4]; /* blackhole: our own connections filling the queue */
+    pthread_mutex_t mu;
+    int accepts;
+    long long accept_ms[SRV_MAX_ACCEPTS];
+};
+
+/* Start a server on 127.0.0.1 with an ephemeral port. 0 or -1. */
+int srv_start(struct srv *s, enum srv_mode mode, char id);
+/* The same on a given port (0: ephemeral). */
+int srv_start_port(struct srv *s, enum srv_mode mode, char id, int port);
+/* Stop it: listener closed (connections refused from now on), thread
+ * joined, open connections closed. */
+void srv_stop(struct srv *s);
+int srv_accepts(struct srv *s);
+long long srv_accept_at(struct srv *s, int i);
+
+/* A free TCP port on 127.0.0.1 (bound and released: a small race). */
+int free_port(void);
+
+struct proxy {
+    struct tu_proc proc;
+    char *dir;        /* private temp dir (owned) */
+    char conf[4096];  /* config path */
+    char eps[4096];   /* endpoint file read by file_endpoints */
+    char log[4096];
+    int port;
+    long long started_ms; /* when the port answered */
+};
+
+/* Write the endpoint file: "host:port" lines. */
+void proxy_set_endpoints(struct proxy *p, const char *const *eps, size_t n);
+/* Endpoint string "127.0.0.1:PORT" of a server (static buffer per slot). */
+const char *srv_ep(const struct srv *s);
+
+/* Start prismlb with a file_endpoints source and a tcp_proxy whose extra
+ * settings are `settings` (libconfig text inside the instance group) on a
+ * free port; wait until it listens. eps as in proxy_set_endpoints. 0/-1. */
+int proxy_start(struct proxy *p, const char *settings, const char *const *eps, size_t n);
+/* SIGTERM and wait; returns the wait status. Removes the temp dir. */
+int proxy_stop(struct proxy *p);
+/* Wait until the daemon's log contains needle. 0, or -1 on timeout or if
+ * the daemon exited. */
+int proxy_wait_log(struct proxy *p, const char *needle, int timeout_ms);
+/* The daemon's log so far (new string). */
+char *proxy_log(struct proxy *p);
+
+/* Connect to 127.0.0.1:port (blocking, bounded). fd or -1. */
+int tcp_connect(int port, int timeout_ms);
+/* Read until n bytes or EOF or timeout. Returns bytes read, -1 on error. */
+long read_full(int fd, void *buf, size_t n, int timeout_ms);
+/* Wait for EOF (read returning 0) or a reset. Returns elapsed ms, or -1 on
+ * timeout (data read meanwhile is discarded). */
+long long wait_eof(int fd, int timeout_ms);
+/* Send all; 0 or -1. */
+int write_full(int fd, const void *buf, size_t n);
+
+#endif

@@ -27,6 +27,8 @@ struct fk_watch {
     int close_after;
     int close_drop;
     int closing;
+    int unflushed;     /* a chunk is queued whose drain callback has not run */
+    int close_pending; /* close once it has */
     struct event *bookmark_ev, *timeout_ev, *close_ev;
     struct fk_watch *prev, *next;
 };
@@ -65,9 +67,11 @@ watch_free(struct fk_watch *w)
     free(w);
 }
 
-/* Write one event line; 0 or -1. */
+/* Write one event line; cb (may be NULL) runs once the connection's
+ * output has drained. 0 or -1. */
 static int
-send_event(struct evhttp_request *req, const char *type, json_t *obj)
+send_event_cb(struct evhttp_request *req, const char *type, json_t *obj,
+              void (*cb)(struct evhttp_connection *, void *), void *arg)
 {
     struct evbuffer *b = evbuffer_new();
     json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
@@ -75,13 +79,41 @@ send_event(struct evhttp_request *req, const char *type, json_t *obj)
     int r = -1;
 
     if (b && s && evbuffer_add(b, s, strlen(s)) == 0 && evbuffer_add(b, "\n", 1) == 0) {
-        evhttp_send_reply_chunk(req, b);
+        evhttp_send_reply_chunk_with_cb(req, b, cb, arg);
         r = 0;
     }
     free(s);
     json_decref(ev);
     if (b)
         evbuffer_free(b);
+    return r;
+}
+
+static void schedule_close(struct fk_watch *w, int drop);
+
+/* Drain callback of a watch's chunks. libevent runs it deferred, so ending
+ * the reply before it ran would let the stale callback finish the request
+ * early and stop writing (the terminating chunk would never leave). */
+static void
+chunk_flushed(struct evhttp_connection *evcon, void *arg)
+{
+    struct fk_watch *w = arg;
+    (void)evcon;
+    w->unflushed = 0;
+    if (w->close_pending) {
+        struct timeval now = {0, 0};
+        w->close_pending = 0;
+        evtimer_add(w->close_ev, &now);
+    }
+}
+
+/* Write one event on a watch. */
+static int
+send_event(struct fk_watch *w, const char *type, json_t *obj)
+{
+    int r = send_event_cb(w->rq->req, type, obj, chunk_flushed, w);
+    if (r == 0)
+        w->unflushed = 1;
     return r;
 }
 
@@ -112,6 +144,10 @@ close_cb(evutil_socket_t fd, short what, void *arg)
     struct fk_watch *w = arg;
     (void)fd;
     (void)what;
+    if (w->unflushed) {
+        w->close_pending = 1; /* chunk_flushed re-arms this timer */
+        return;
+    }
     if (w->close_drop && w->held)
         fk_held_drop(w->app, w->held); /* watch_closed frees w */
     else
@@ -181,7 +217,7 @@ bookmark_cb(evutil_socket_t fd, short what, void *arg)
         return;
     o = bookmark_obj(w, 0);
     if (o)
-        send_event(w->rq->req, "BOOKMARK", o);
+        send_event(w, "BOOKMARK", o);
     json_decref(o);
 }
 
@@ -229,7 +265,7 @@ deliver(struct fk_watch *w, const struct fk_event *ev)
         type = "DELETED";
     }
     if (type) {
-        send_event(w->rq->req, type, obj);
+        send_event(w, type, obj);
         w->events++;
         if (w->close_after && w->events >= w->close_after)
             schedule_close(w, w->close_drop);
@@ -281,7 +317,7 @@ send_initial(struct fk_watch *w)
             continue;
         if (w->closing)
             break;
-        send_event(w->rq->req, "ADDED", o);
+        send_event(w, "ADDED", o);
         w->events++;
         if (w->close_after && w->events >= w->close_after)
             schedule_close(w, w->close_drop);
@@ -300,7 +336,7 @@ reply_error_event(struct fk_rq *rq, json_t *st)
         json_object_set_new(rq->log, "status", json_integer(200));
     evhttp_send_reply_start(req, 200, "OK");
     if (st)
-        send_event(req, "ERROR", st);
+        send_event_cb(req, "ERROR", st, NULL, NULL);
     evhttp_send_reply_end(req);
     json_decref(st);
     fk_rq_free(rq);
@@ -439,7 +475,7 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
                 schedule_close(w, 1);
                 return;
             }
-            send_event(rq->req, "BOOKMARK", bm);
+            send_event(w, "BOOKMARK", bm);
             json_decref(bm);
         }
     } else {

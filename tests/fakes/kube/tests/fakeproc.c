@@ -180,3 +180,116 @@ http_res_free(struct http_res *res)
     free(res->body);
     res->body = NULL;
 }
+
+/* See fakeproc.h. */
+int
+ws_open(struct fake *f, int srv, const char *path, struct watch_stream *w)
+{
+    char url[4300], buf[4300];
+    CURL *c;
+
+    memset(w, 0, sizeof(*w));
+    w->res.body = calloc(1, 1);
+    w->multi = curl_multi_init();
+    w->easy = c = curl_easy_init();
+    if (!w->res.body || !w->multi || !c)
+        return -1;
+    snprintf(url, sizeof(url), "%s%s", f->server[srv], path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &w->res);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "fake-kube-test/1");
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 60000L);
+    snprintf(buf, sizeof(buf), "%s/ca.crt", f->dir);
+    curl_easy_setopt(c, CURLOPT_CAINFO, buf);
+    snprintf(buf, sizeof(buf), "%s/client.crt", f->dir);
+    curl_easy_setopt(c, CURLOPT_SSLCERT, buf);
+    snprintf(buf, sizeof(buf), "%s/client.key", f->dir);
+    curl_easy_setopt(c, CURLOPT_SSLKEY, buf);
+    curl_multi_add_handle(w->multi, c);
+    return 0;
+}
+
+static void
+ws_pump(struct watch_stream *w, int ms)
+{
+    int running = 0, left;
+    CURLMsg *msg;
+    if (w->done)
+        return;
+    curl_multi_perform(w->multi, &running);
+    curl_multi_poll(w->multi, NULL, 0, ms, NULL);
+    curl_multi_perform(w->multi, &running);
+    while ((msg = curl_multi_info_read(w->multi, &left))) {
+        if (msg->msg == CURLMSG_DONE) {
+            w->done = 1;
+            w->curl_code = msg->data.result;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &w->res.status);
+        }
+    }
+}
+
+static int
+count_lines(const struct watch_stream *w)
+{
+    int n = 0;
+    for (size_t i = 0; i < w->res.len; i++)
+        n += w->res.body[i] == '\n';
+    return n;
+}
+
+/* See fakeproc.h. */
+int
+ws_wait_lines(struct watch_stream *w, int n, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (count_lines(w) < n && !w->done && tu_now_ms() < deadline)
+        ws_pump(w, 20);
+    return count_lines(w);
+}
+
+/* See fakeproc.h. */
+int
+ws_wait_end(struct watch_stream *w, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (!w->done && tu_now_ms() < deadline)
+        ws_pump(w, 20);
+    return w->done;
+}
+
+/* See fakeproc.h. */
+json_t *
+ws_event(struct watch_stream *w, int i)
+{
+    const char *p = w->res.body, *nl;
+    for (int k = 0; k < i && p; k++) {
+        nl = strchr(p, '\n');
+        p = nl ? nl + 1 : NULL;
+    }
+    if (!p || !(nl = strchr(p, '\n')))
+        return NULL;
+    return json_loadb(p, (size_t)(nl - p), 0, NULL);
+}
+
+/* See fakeproc.h. */
+void
+ws_close(struct watch_stream *w)
+{
+    if (w->easy) {
+        curl_multi_remove_handle(w->multi, w->easy);
+        curl_easy_cleanup(w->easy);
+    }
+    if (w->multi)
+        curl_multi_cleanup(w->multi);
+    http_res_free(&w->res);
+    memset(w, 0, sizeof(*w));
+}
+
+/* See fakeproc.h. */
+json_t *
+res_json(const struct http_res *r)
+{
+    return r->body ? json_loads(r->body, 0, NULL) : NULL;
+}

@@ -46,4 +46,29 @@ int fake_admin(struct fake *f, const char *method, const char *path, const char 
                struct http_res *res);
 void http_res_free(struct http_res *res);
 
+
+
+#include <jansson.h>
+
+/* A watch (or any streaming GET) driven by libcurl's multi interface so a
+ * test can make other requests while it is open. */
+struct watch_stream {
+    void *multi, *easy, *headers;
+    struct http_res res;
+    int done;       /* transfer finished */
+    int curl_code;  /* its result once done */
+};
+
+/* Open GET path on server srv with the client certificate. 0 or -1. */
+int ws_open(struct fake *f, int srv, const char *path, struct watch_stream *w);
+/* Pump until at least n complete lines arrived, the stream ended, or
+ * timeout_ms passed. Returns the number of complete lines. */
+int ws_wait_lines(struct watch_stream *w, int n, int timeout_ms);
+/* Pump until the stream ends or timeout_ms passes. 1 if it ended. */
+int ws_wait_end(struct watch_stream *w, int timeout_ms);
+/* Line i (0-based) parsed as JSON (new) or NULL. */
+json_t *ws_event(struct watch_stream *w, int i);
+void ws_close(struct watch_stream *w);
+/* Parse a response body (new) or NULL. */
+json_t *res_json(const struct http_res *r);
 #endif

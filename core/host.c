@@ -10,6 +10,7 @@
 #include "build-config.h"
 #include "httpc.h"
 #include "httpd.h"
+#include "kube/kube.h"
 #include "links.h"
 #include "listener.h"
 #include "log.h"
@@ -138,6 +139,12 @@ h_revision(void)
     return PRISMLB_REVISION;
 }
 
+static plb_kube *
+h_kube_new(plb_ctx *ctx, const struct plb_kube_opts *o, char *err, size_t errlen)
+{
+    return core_kube_new(ctx->core->httpc, ctx->core->base, ctx, o, PRISMLB_VERSION, err, errlen);
+}
+
 const struct plb_host core_host = {
     .size = sizeof(struct plb_host),
     .abi_major = PLB_ABI_MAJOR,
@@ -215,4 +222,40 @@ const struct plb_host core_host = {
 
     .version = h_version,
     .revision = h_revision,
+
+    .kube_new = h_kube_new,
+    .kube_free = core_kube_free,
+    .kube_server = core_kube_server,
+    .kube_namespace = core_kube_namespace,
+    .kube_get = core_kube_get,
+    .kube_create = core_kube_create,
+    .kube_update = core_kube_update,
+    .kube_patch = core_kube_patch,
+    .kube_delete = core_kube_delete,
+    .kube_modify = core_kube_modify,
+    .kube_event = core_kube_event,
+    .kube_cancel = core_kube_cancel,
+    .informer_new = core_informer_new,
+    .informer_free = core_informer_free,
+    .informer_synced = core_informer_synced,
+    .informer_count = core_informer_count,
+    .informer_get = core_informer_get,
+    .informer_foreach = core_informer_foreach,
+    .obj_get = core_obj_get,
+    .obj_type = core_obj_type,
+    .obj_str = core_obj_str,
+    .obj_int = core_obj_int,
+    .obj_bool = core_obj_bool,
+    .obj_len = core_obj_len,
+    .obj_at = core_obj_at,
+    .obj_iter = core_obj_iter,
+    .obj_dump = core_obj_dump,
+    .obj_parse = core_obj_parse,
+    .obj_ref = core_obj_ref,
+    .obj_unref = core_obj_unref,
+    .obj_copy = core_obj_copy,
+    .obj_set = core_obj_set,
+    .obj_del = core_obj_del,
+    .obj_new_str = core_obj_new_str,
+    .obj_new_int = core_obj_new_int,
 };

@@ -211,4 +211,86 @@ json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved
  * (len >= 32). Returns buf. */
 const char *core_kube_rfc3339(int64_t wall_ns, char *buf, size_t len);
 
+/* ------------------------------------------------------------------------ */
+/* kclient.c: the client and its operations.                                 */
+
+enum kop_kind {
+    KOP_GET = 1,
+    KOP_CREATE,
+    KOP_UPDATE,
+    KOP_PATCH,
+    KOP_DELETE,
+    KOP_MODIFY,
+    KOP_EVENT,
+};
+
+struct plb_kube_op {
+    plb_kube *k;
+    enum kop_kind kind;
+    int phase;              /* MODIFY: 0 read, 1 write; EVENT: 0 patch, 1 create */
+    char *path;             /* the object's (or collection's) API path */
+    char *body;             /* request body (owned) or NULL */
+    const char *method, *ctype;
+    plb_kube_mutate_cb mutate;
+    int attempts;           /* MODIFY: writes left */
+    plb_http_req *req;      /* in flight, or NULL */
+    plb_kube_done_cb done;
+    void *arg;
+    int in_done;
+    /* EVENT */
+    char *ev_key;           /* aggregation key (owned) */
+    json_t *ev_body;        /* the Event to create (owned) */
+    int64_t ev_ns;          /* wall clock of the record, ns */
+    struct plb_kube_op *prev, *next; /* k->ops */
+    struct plb_kube_op *qnext;       /* k->evq */
+};
+
+struct plb_kube {
+    struct core_httpc *httpc;
+    struct event_base *base;
+    plb_ctx *ctx;
+    struct core_kube_config cfg;
+    char *ua_header;        /* "User-Agent: ..." */
+    char *ns;               /* default namespace */
+    uint32_t timeout_ms;
+    int insecure;
+    struct plb_kube_op *ops;          /* started or queued */
+    struct plb_kube_op *evq, *evq_tail; /* Event writes, head running */
+    json_t *ev_cur, *ev_old;          /* aggregation cache, two generations */
+    struct plb_informer *informers;
+};
+
+/* Start an HTTP request to path (joined to the server) with the client's
+ * TLS and credentials. ctype: request body type or NULL. timeout_ms 0: the
+ * client's. New request (see core_http_request) or NULL with *err. */
+plb_http_req *core_kube_http(plb_kube *k, const char *method, const char *path,
+                             const char *ctype, const char *body, enum plb_http_body_mode mode,
+                             uint32_t timeout_ms, plb_http_data_cb on_data, plb_http_done_cb done,
+                             void *arg, int *err);
+
+/* Parse a response body: the JSON value (new) or NULL, and from a Status
+ * its reason and message (borrowed from the value). */
+json_t *core_kube_parse_body(const char *body, size_t len, const char **reason,
+                             const char **message);
+
+/* Finish op with a result (calls done unless cancelled, unlinks, frees). */
+void core_kube_op_finish(plb_kube_op *op, int status, enum plb_http_error error,
+                         const char *reason, const char *message, json_t *obj);
+
+/* Unlink and free op without calling done. */
+void core_kube_op_free(plb_kube_op *op);
+/* The done callback of every operation's HTTP request (arg: the op). */
+void core_kube_op_http_done(plb_http_req *req, const plb_http_resp *resp, void *arg);
+
+/* events.c: a response to an Event write (patch or create) of op. */
+void core_kube_event_response(plb_kube_op *op, int status, json_t *obj, const char *reason,
+                              const char *message);
+/* events.c: start the Event at the head of k->evq, if any. */
+void core_kube_events_run(plb_kube *k);
+/* Free the aggregation cache. */
+void core_kube_events_fini(plb_kube *k);
+
+/* informer.c: free every informer of k (kube_free). */
+void core_kube_informers_free(plb_kube *k);
+
 #endif

@@ -37,7 +37,8 @@
  *   2026-11-29  1.0  First ABI: descriptor, settings tables, lifecycle,
  *                    logging, timers, fd watches, TCP listeners, HTTP
  *                    servers, HTTP client, metrics, endpoint links, gates,
- *                    health checks.
+ *                    health checks, Kubernetes client and informers,
+ *                    JSON objects.
  */
 #ifndef PRISMLB_MODULE_H
 #define PRISMLB_MODULE_H
@@ -78,6 +79,10 @@ typedef struct plb_http_resp plb_http_resp;     /* its response */
 typedef struct plb_metric plb_metric;           /* a metric family */
 typedef struct plb_check plb_check;             /* a config validation pass */
 typedef struct plb_done plb_done;               /* an asynchronous completion */
+typedef struct plb_obj plb_obj;                 /* a JSON value (Kubernetes objects) */
+typedef struct plb_kube plb_kube;               /* a Kubernetes API client */
+typedef struct plb_kube_op plb_kube_op;         /* one Kubernetes API call */
+typedef struct plb_informer plb_informer;       /* a list+watch cache of one resource */
 
 /* ------------------------------------------------------------------------ */
 /* Settings tables.                                                          */
@@ -277,6 +282,149 @@ struct plb_health_info {
 typedef void (*plb_health_iter_cb)(const struct plb_health_info *info, void *arg);
 
 /* ------------------------------------------------------------------------ */
+/* Kubernetes.                                                               */
+
+/*
+ * JSON values. Kubernetes objects cross the ABI as plb_obj handles with
+ * accessors below (struct plb_host, "Kubernetes"); their layout is the
+ * daemon's. A handle is reference counted: obj_ref/obj_unref. Objects an
+ * informer or a completion hands over are borrowed and must not be
+ * modified; obj_copy gives a private, modifiable copy.
+ */
+enum plb_obj_type {
+    PLB_OBJ_NULL = 0,
+    PLB_OBJ_OBJECT,
+    PLB_OBJ_ARRAY,
+    PLB_OBJ_STRING,
+    PLB_OBJ_INT,
+    PLB_OBJ_REAL,
+    PLB_OBJ_BOOL,
+};
+
+/* Where the API server is and who we are. Every string is borrowed for the
+ * call (copied). */
+struct plb_kube_opts {
+    size_t size;                 /* sizeof(struct plb_kube_opts) */
+    const char *kubeconfig;      /* a kubeconfig file (YAML or JSON). NULL:
+                                    in-cluster when KUBERNETES_SERVICE_HOST
+                                    is set, else $KUBECONFIG (first file),
+                                    else ~/.kube/config */
+    const char *context;         /* kubeconfig context; NULL: current-context */
+    int in_cluster;              /* 1: the service account, never a kubeconfig */
+    const char *sa_dir;          /* service account directory (token re-read
+                                    on every request, ca.crt, namespace);
+                                    NULL: /var/run/secrets/kubernetes.io/
+                                    serviceaccount */
+    const char *server;          /* override the server URL ("https://
+                                    127.0.0.1:7445"; a path prefix such as
+                                    "/clusters/root:org:ws" is kept) */
+    const char *tls_server_name; /* verify the server certificate as this
+                                    name ("kubernetes.default.svc") */
+    const char *user_agent;      /* NULL: "prismlb/<version>" */
+    uint32_t timeout_ms;         /* each request except watches; 0: 30 s */
+    int insecure_skip_verify;    /* explicit opt-in only; a kubeconfig's
+                                    insecure-skip-tls-verify: true also sets it */
+};
+
+/* An API resource, and optionally one object of it or its subresource.
+ * Strings are borrowed for the call (copied). */
+struct plb_kube_ref {
+    const char *api_version; /* "v1", "discovery.k8s.io/v1" */
+    const char *resource;    /* plural: "services", "endpointslices" */
+    const char *ns;          /* namespace; NULL or "" for cluster-scoped
+                                kinds, and for informers: all namespaces */
+    const char *name;        /* object name; NULL for the collection */
+    const char *subresource; /* "status" or NULL */
+};
+
+/* The outcome of an API call, borrowed for the duration of the done call.
+ * A response with a non-2xx status is not an error of the call: look at
+ * status (409 Conflict after a stale resourceVersion, 404, ...). */
+struct plb_kube_result {
+    size_t size;
+    int status;                /* HTTP status; 0 when no response arrived */
+    enum plb_http_error error; /* PLB_HTTP_OK when a response arrived;
+                                  PLB_HTTP_E_ABORTED when a modify callback
+                                  declined (see kube_modify) */
+    const char *reason;        /* Status reason ("Conflict", "NotFound",
+                                  "AlreadyExists"), or "" */
+    const char *message;       /* Status message or the transport error, or "" */
+    const plb_obj *obj;        /* 2xx: the object returned; else the Status;
+                                  NULL when the body was not JSON.
+                                  obj_ref it to keep it */
+};
+/* op is freed by the daemon right after the call. */
+typedef void (*plb_kube_done_cb)(plb_kube_op *op, const struct plb_kube_result *r, void *arg);
+
+/* Read-modify-write: obj is the object just read (new to the operation,
+ * modifiable with obj_set; freed by the daemon). Return 0 to write it back
+ * (PUT carrying its resourceVersion; a 409 Conflict reads and calls again),
+ * 1 to finish without writing (done gets the object read, status 200), or
+ * a negative number to give up (done gets PLB_HTTP_E_ABORTED). */
+typedef int (*plb_kube_mutate_cb)(plb_obj *obj, void *arg);
+
+enum plb_kube_patch_type {
+    PLB_KUBE_MERGE_PATCH = 0,  /* application/merge-patch+json (RFC 7386) */
+    PLB_KUBE_STRATEGIC_PATCH,  /* application/strategic-merge-patch+json */
+    PLB_KUBE_JSON_PATCH,       /* application/json-patch+json (RFC 6902) */
+};
+
+/* A core/v1 Event about an object. The same component, host, object, type,
+ * reason and message seen again bump count and lastTimestamp of the Event
+ * created first (a PATCH), as client-go's recorder does. */
+struct plb_kube_event {
+    size_t size;
+    const plb_obj *involved; /* borrowed for the call: its metadata name,
+                                namespace, uid and resourceVersion */
+    const char *kind;        /* involvedObject kind when the object has none
+                                (list and watch items carry none): "Service" */
+    const char *api_version; /* likewise: "v1" */
+    const char *type;        /* "Normal" (NULL) or "Warning" */
+    const char *reason;      /* UpperCamelCase: "EnsuringLoadBalancer" */
+    const char *message;
+    const char *component;   /* source.component; NULL: "prismlb" */
+    const char *host;        /* source.host (the node), or NULL */
+};
+
+/* Informer notifications. Objects are borrowed for the call. */
+enum plb_informer_event {
+    PLB_INFORMER_LIST_FAILED = 1, /* a list or re-list failed (an error) */
+    PLB_INFORMER_WATCH_FAILED,    /* the watch call failed (an error) */
+    PLB_INFORMER_WATCH_ERROR,     /* an ERROR event other than 410 (an error) */
+    PLB_INFORMER_WATCH_ENDED,     /* the stream ended, cleanly or dropped (not
+                                     an error) */
+    PLB_INFORMER_EXPIRED,         /* 410 Gone or Expired: re-listing (not an
+                                     error) */
+};
+struct plb_informer_status {
+    size_t size;
+    enum plb_informer_event event;
+    int is_error;        /* 1 for the events a discovery error metric counts */
+    int http_status;     /* 0 when none */
+    const char *message; /* borrowed */
+    int64_t retry_in_ms; /* delay before the next list or watch */
+};
+
+struct plb_informer_opts {
+    size_t size;               /* sizeof(struct plb_informer_opts) */
+    struct plb_kube_ref ref;   /* api_version, resource, ns (NULL: all) */
+    const char *label_selector; /* "kubernetes.io/service-name=kubernetes" */
+    const char *field_selector; /* "metadata.name=x" */
+    uint32_t page_size;        /* list chunk (limit); 0: 500 */
+    uint32_t watch_timeout_s;  /* timeoutSeconds of each watch; 0: random
+                                  in [300, 600) */
+    /* Changes after the cache was updated; old is the state before. */
+    void (*on_add)(plb_informer *inf, const plb_obj *obj, void *arg);
+    void (*on_update)(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg);
+    void (*on_delete)(plb_informer *inf, const plb_obj *old, void *arg);
+    /* The first complete list was delivered (once). */
+    void (*on_synced)(plb_informer *inf, void *arg);
+    /* Errors and reconnects, for metrics and health. May be NULL. */
+    void (*on_status)(plb_informer *inf, const struct plb_informer_status *st, void *arg);
+    void *arg;
+};
+
+/* ------------------------------------------------------------------------ */
 /* The host table: every core service a module may use.                     */
 
 struct plb_host {
@@ -440,6 +588,109 @@ struct plb_host {
     /* Version strings of the daemon: "0.1.0", git revision. Borrowed. */
     const char *(*version)(void);
     const char *(*revision)(void);
+
+    /* --- Kubernetes ---
+     *
+     * A client is a configuration (kubeconfig or in-cluster) bound to the
+     * daemon's loop; calls are asynchronous and complete through a
+     * callback; informers list and watch one resource into a cache. See
+     * the types in the "Kubernetes" section above. */
+
+    /* New client (free with kube_free). Reads the kubeconfig or service
+     * account files now (call from create or start). NULL on error with a
+     * message in err (errlen bytes; err may be NULL). */
+    plb_kube *(*kube_new)(plb_ctx *ctx, const struct plb_kube_opts *o, char *err, size_t errlen);
+    /* Cancel every call in flight (their done callbacks are not called),
+     * free the client's informers and the client. NULL is fine. */
+    void (*kube_free)(plb_kube *k);
+    /* The server URL in use, and the default namespace (the context's or
+     * the service account's, else "default"). Borrowed for k's life. */
+    const char *(*kube_server)(const plb_kube *k);
+    const char *(*kube_namespace)(const plb_kube *k);
+
+    /* API calls. Each returns a new handle, valid until done runs or
+     * kube_cancel; NULL with *err = -EINVAL (bad ref or body) or -ENOMEM.
+     * done always runs from the loop, never inside the call. Bodies are
+     * JSON text, copied. */
+    plb_kube_op *(*kube_get)(plb_kube *k, const struct plb_kube_ref *ref, plb_kube_done_cb done,
+                             void *arg, int *err);
+    /* POST to ref's collection (ref->name unused). */
+    plb_kube_op *(*kube_create)(plb_kube *k, const struct plb_kube_ref *ref, const char *body,
+                                plb_kube_done_cb done, void *arg, int *err);
+    /* PUT ref; the body's metadata.resourceVersion makes it conditional:
+     * a stale one gets status 409 (the caller decides). */
+    plb_kube_op *(*kube_update)(plb_kube *k, const struct plb_kube_ref *ref, const char *body,
+                                plb_kube_done_cb done, void *arg, int *err);
+    /* PATCH ref (ref->subresource "status" patches the status). */
+    plb_kube_op *(*kube_patch)(plb_kube *k, const struct plb_kube_ref *ref,
+                               enum plb_kube_patch_type type, const char *patch,
+                               plb_kube_done_cb done, void *arg, int *err);
+    /* DELETE ref with preconditions uid and resourceVersion (each NULL for
+     * none): a mismatch gets 409. */
+    plb_kube_op *(*kube_delete)(plb_kube *k, const struct plb_kube_ref *ref, const char *uid,
+                                const char *resource_version, plb_kube_done_cb done, void *arg,
+                                int *err);
+    /* Read-modify-write ref with mutate (see plb_kube_mutate_cb), retrying
+     * after 409 Conflict up to attempts times in all (0: 5). */
+    plb_kube_op *(*kube_modify)(plb_kube *k, const struct plb_kube_ref *ref,
+                                plb_kube_mutate_cb mutate, int attempts, plb_kube_done_cb done,
+                                void *arg, int *err);
+    /* Record an Event (aggregated; see struct plb_kube_event). Events are
+     * written one at a time in order; done may be NULL. */
+    plb_kube_op *(*kube_event)(plb_kube *k, const struct plb_kube_event *ev,
+                               plb_kube_done_cb done, void *arg, int *err);
+    /* Cancel a call; its done callback is not called. No-op from inside
+     * that callback. */
+    void (*kube_cancel)(plb_kube_op *op);
+
+    /* New informer, started at once: list in chunks, then watch from the
+     * list's resourceVersion with bookmarks, reconnecting with the backoff
+     * of the spec; a 410 re-lists and reports only differences. Free with
+     * informer_free (or kube_free). NULL with *err = -EINVAL or -ENOMEM. */
+    plb_informer *(*informer_new)(plb_kube *k, const struct plb_informer_opts *o, int *err);
+    /* Stop and free; no callback runs afterwards. Safe from inside the
+     * informer's own callbacks. NULL is fine. */
+    void (*informer_free)(plb_informer *inf);
+    /* 1 once the first complete list was delivered. */
+    int (*informer_synced)(const plb_informer *inf);
+    size_t (*informer_count)(const plb_informer *inf);
+    /* The cached object ns/name (ns NULL or "" for cluster-scoped), or
+     * NULL. Borrowed until control returns to the loop. */
+    const plb_obj *(*informer_get)(const plb_informer *inf, const char *ns, const char *name);
+    /* Visit every cached object (borrowed for the call). The cache must not
+     * change meanwhile: do not free the informer from cb. */
+    void (*informer_foreach)(const plb_informer *inf,
+                             void (*cb)(const plb_obj *obj, void *arg), void *arg);
+
+    /* JSON values (see enum plb_obj_type). Accessors accept NULL and then
+     * return NULL, 0 or the default. */
+    /* Follow object keys (NULL-terminated): borrowed child or NULL. */
+    const plb_obj *(*obj_get)(const plb_obj *o, ...);
+    enum plb_obj_type (*obj_type)(const plb_obj *o);
+    const char *(*obj_str)(const plb_obj *o);     /* borrowed, or NULL */
+    int64_t (*obj_int)(const plb_obj *o, int64_t def);
+    int (*obj_bool)(const plb_obj *o, int def);
+    size_t (*obj_len)(const plb_obj *o);          /* array items or members */
+    const plb_obj *(*obj_at)(const plb_obj *o, size_t i); /* borrowed item */
+    /* Iterate an object's members: *it NULL to start; returns the key
+     * (borrowed) and sets *value (borrowed), NULL at the end. */
+    const char *(*obj_iter)(const plb_obj *o, void **it, const plb_obj **value);
+    /* Compact JSON text, new (free with host->free). */
+    char *(*obj_dump)(const plb_obj *o);
+    /* New value from JSON text, or NULL. */
+    plb_obj *(*obj_parse)(const char *text, size_t len);
+    plb_obj *(*obj_ref)(const plb_obj *o);        /* new reference */
+    void (*obj_unref)(plb_obj *o);                /* NULL is fine */
+    plb_obj *(*obj_copy)(const plb_obj *o);       /* new deep copy */
+    /* Set value (steals, even on failure) at the key path (NULL-terminated), creating
+     * intermediate objects, in o (which must be modifiable: a copy, a
+     * parse, or the object of a modify callback). 0 or -EINVAL/-ENOMEM. */
+    int (*obj_set)(plb_obj *o, plb_obj *value, ...);
+    /* Remove the member at the key path. 0, or -ENOENT. */
+    int (*obj_del)(plb_obj *o, ...);
+    /* New string and integer values. */
+    plb_obj *(*obj_new_str)(const char *s);
+    plb_obj *(*obj_new_int)(int64_t v);
 };
 
 /* True when the daemon's host table has the named member. */

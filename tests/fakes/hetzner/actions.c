@@ -85,14 +85,12 @@ hz_action_json(const struct hz_action *a)
     json_t *res = a->lb_id ? json_pack("[{s:i, s:s}]", "id", a->lb_id, "type", "load_balancer")
                            : json_array();
     json_t *err = a->status == HZ_ACTION_ERROR
-                      ? json_pack("{s:s, s:s}", "code", a->error_code, "message",
-                                  a->error_message)
+                      ? json_pack("{s:s, s:s}", "code", a->error_code, "message", a->error_message)
                       : json_null();
     return json_pack("{s:i, s:s, s:s, s:i, s:o, s:o, s:o?, s:o?}", "id", a->id, "command",
                      a->command, "status", status_name(a->status), "progress",
-                     a->status == HZ_ACTION_RUNNING ? 0 : 100, "started",
-                     hz_time_json(a->started), "finished", hz_time_json(a->finished), "error",
-                     err, "resources", res);
+                     a->status == HZ_ACTION_RUNNING ? 0 : 100, "started", hz_time_json(a->started),
+                     "finished", hz_time_json(a->finished), "error", err, "resources", res);
 }
 
 struct hz_action *
@@ -159,7 +157,8 @@ action_selected(struct hz_req *r, const struct hz_action *a, int has_id, int has
 {
     struct evkeyval *kv;
     int id_ok = !has_id, status_ok = !has_status;
-    TAILQ_FOREACH(kv, &r->query, next) {
+    TAILQ_FOREACH(kv, &r->query, next)
+    {
         if (!strcmp(kv->key, "id") && hz_parse_id(kv->value) == a->id)
             id_ok = 1;
         else if (!strcmp(kv->key, "status") && !strcmp(kv->value, status_name(a->status)))
@@ -180,7 +179,8 @@ hz_actions_list(struct hz_req *r, int lb_only, int lb_id)
     size_t n = 0, from, to;
     static const char *fields[] = {"id", "command", "status", "started", "finished"};
     if (r->query_ok) {
-        TAILQ_FOREACH(kv, &r->query, next) {
+        TAILQ_FOREACH(kv, &r->query, next)
+        {
             if (!strcmp(kv->key, "id")) {
                 if (hz_parse_id(kv->value) < 0) {
                     hz_reply_invalid(r, "id", "must be a positive integer");

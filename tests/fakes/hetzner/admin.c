@@ -167,18 +167,17 @@ reply_requests(struct hz_req *r)
         struct hz_log_entry *e = &f->log[(f->log_head + i) % f->log_cap];
         if ((long)e->seq <= since)
             continue;
-        json_t *o = json_pack("{s:I, s:I, s:s, s:s?, s:s?, s:i, s:s?}", "seq",
-                              (json_int_t)e->seq, "t_ms", (json_int_t)e->t_ms, "method",
-                              e->method, "path", e->path, "route", e->route, "status",
-                              e->status, "identity", e->identity);
+        json_t *o = json_pack("{s:I, s:I, s:s, s:s?, s:s?, s:i, s:s?}", "seq", (json_int_t)e->seq,
+                              "t_ms", (json_int_t)e->t_ms, "method", e->method, "path", e->path,
+                              "route", e->route, "status", e->status, "identity", e->identity);
         if (json_array_append_new(list, o) < 0) {
             json_decref(list);
             list = NULL;
         }
     }
-    json_t *resp = json_pack("{s:I, s:o?, s:o?, s:o?}", "total", (json_int_t)f->log_seq,
-                             "requests", list, "counts", counts_json(f->counts), "by_identity",
-                             counts_json(f->id_counts));
+    json_t *resp =
+        json_pack("{s:I, s:o?, s:o?, s:o?}", "total", (json_int_t)f->log_seq, "requests", list,
+                  "counts", counts_json(f->counts), "by_identity", counts_json(f->id_counts));
     if (!resp)
         hz_reply_error(r, 500, "server_error", "out of memory", NULL);
     else
@@ -189,11 +188,11 @@ static json_t *
 faults_json(const struct hz_faults *fl)
 {
     return json_pack("{s:{s:i, s:i, s:s?}, s:i, s:{s:s?, s:s?, s:i}, s:{s:i, s:s?, s:s?}}",
-                     "fail_requests", "count", fl->fail_count, "status", fl->fail_status,
-                     "code", fl->fail_code, "latency_ms", fl->latency_ms, "refuse_ip", "ip",
-                     fl->refuse_ip, "code", fl->refuse_code, "status", fl->refuse_status,
-                     "fail_actions", "count", fl->action_fail_count, "code",
-                     fl->action_fail_code, "message", fl->action_fail_message);
+                     "fail_requests", "count", fl->fail_count, "status", fl->fail_status, "code",
+                     fl->fail_code, "latency_ms", fl->latency_ms, "refuse_ip", "ip", fl->refuse_ip,
+                     "code", fl->refuse_code, "status", fl->refuse_status, "fail_actions", "count",
+                     fl->action_fail_count, "code", fl->action_fail_code, "message",
+                     fl->action_fail_message);
 }
 
 static void
@@ -258,8 +257,8 @@ faults_apply(struct hz_req *r, json_t *b)
         fl->latency_ms = (int)json_integer_value(v);
     }
     if ((v = json_object_get(b, "refuse_ip"))) {
-        const char *ip = json_is_string(v) ? json_string_value(v)
-                                           : json_string_value(json_object_get(v, "ip"));
+        const char *ip =
+            json_is_string(v) ? json_string_value(v) : json_string_value(json_object_get(v, "ip"));
         const char *code = json_string_value(json_object_get(v, "code"));
         json_int_t status = json_integer_value(json_object_get(v, "status"));
         if (!json_is_null(v) && (!ip || !hz_ip_valid(ip))) {
@@ -298,8 +297,8 @@ state_json(struct hz_fake *f)
         goto fail;
     for (size_t i = 0; i < f->n_lbs; i++) {
         json_t *o = hz_lb_json(f, f->lbs[i]);
-        json_t *ra = f->lbs[i]->running_action ? json_integer(f->lbs[i]->running_action)
-                                               : json_null();
+        json_t *ra =
+            f->lbs[i]->running_action ? json_integer(f->lbs[i]->running_action) : json_null();
         if (!o || json_object_set_new(o, "running_action", ra) < 0 ||
             json_array_append_new(lbs, o) < 0) {
             json_decref(o);

@@ -40,14 +40,14 @@
 /* ---- configuration (main.c) ---------------------------------------- */
 
 struct hz_config {
-    const char *listen;     /* "127.0.0.1:0" */
-    const char *port_file;  /* may be NULL */
-    const char *seed;       /* may be NULL */
-    int action_ms;          /* duration of every action */
-    double rate_bucket;     /* bucket size per token */
-    double rate_refill;     /* tokens per second */
-    int max_lbs;            /* project limit on balancers; <0 = unlimited */
-    int overlap_ms;         /* concurrent-writer window */
+    const char *listen;    /* "127.0.0.1:0" */
+    const char *port_file; /* may be NULL */
+    const char *seed;      /* may be NULL */
+    int action_ms;         /* duration of every action */
+    double rate_bucket;    /* bucket size per token */
+    double rate_refill;    /* tokens per second */
+    int max_lbs;           /* project limit on balancers; <0 = unlimited */
+    int overlap_ms;        /* concurrent-writer window */
 };
 
 /* ---- static catalogue (store.c) ------------------------------------ */
@@ -80,10 +80,10 @@ struct hz_location {
 struct hz_network {
     int id;
     char *name;
-    char *ip_range;         /* "10.0.0.0/8" */
-    json_t *subnets;        /* array of {type, ip_range, network_zone, gateway, vswitch_id?} */
-    json_t *labels;         /* object */
-    json_t *reserved;       /* array of IP strings taken by other resources */
+    char *ip_range;   /* "10.0.0.0/8" */
+    json_t *subnets;  /* array of {type, ip_range, network_zone, gateway, vswitch_id?} */
+    json_t *labels;   /* object */
+    json_t *reserved; /* array of IP strings taken by other resources */
     int protect_delete;
     time_t created;
 };
@@ -93,20 +93,20 @@ struct hz_lb {
     char *name;
     const struct hz_lb_type *type;
     const struct hz_location *location;
-    json_t *labels;         /* object, replaced whole on PUT */
-    json_t *targets;        /* array of stored targets (no health_status) */
-    json_t *services;       /* array of services in schema shape */
-    json_t *private_net;    /* array of {network, ip} */
-    int least_connections;  /* algorithm: 1 least_connections, 0 round_robin */
+    json_t *labels;        /* object, replaced whole on PUT */
+    json_t *targets;       /* array of stored targets (no health_status) */
+    json_t *services;      /* array of services in schema shape */
+    json_t *private_net;   /* array of {network, ip} */
+    int least_connections; /* algorithm: 1 least_connections, 0 round_robin */
     int public_enabled;
     int protect_delete;
     char ipv4[16];
     char ipv6[48];
-    char *dns_ptr4;         /* NULL = default */
+    char *dns_ptr4; /* NULL = default */
     char *dns_ptr6;
     time_t created;
-    int running_action;     /* id of the action holding the lock, 0 = none */
-    char *cache;            /* rendered JSON, NULL when stale (hz_lb_touch) */
+    int running_action; /* id of the action holding the lock, 0 = none */
+    char *cache;        /* rendered JSON, NULL when stale (hz_lb_touch) */
 };
 
 /* ---- actions (actions.c) ------------------------------------------- */
@@ -117,13 +117,13 @@ struct hz_action {
     int id;
     char command[40];
     enum hz_action_status status;
-    int lb_id;              /* resource; 0 = none */
+    int lb_id; /* resource; 0 = none */
     time_t started;
     time_t finished;
-    char *error_code;       /* set once failed */
+    char *error_code; /* set once failed */
     char *error_message;
-    struct event *timer;    /* pending completion, NULL when done */
-    struct hz_fake *fake;   /* back pointer for the timer */
+    struct event *timer;  /* pending completion, NULL when done */
+    struct hz_fake *fake; /* back pointer for the timer */
 };
 
 /* ---- rate limit (ratelimit.c) -------------------------------------- */
@@ -131,7 +131,7 @@ struct hz_action {
 struct hz_bucket {
     char *token;
     double level;
-    double last;            /* seconds, monotonic */
+    double last; /* seconds, monotonic */
     struct hz_bucket *next;
 };
 
@@ -139,12 +139,12 @@ struct hz_bucket {
 
 struct hz_log_entry {
     unsigned long seq;
-    long long t_ms;         /* since start */
+    long long t_ms; /* since start */
     char method[8];
-    char *path;             /* path with query */
-    char *route;            /* "GET /v1/load_balancers/{id}" */
+    char *path;  /* path with query */
+    char *route; /* "GET /v1/load_balancers/{id}" */
     int status;
-    char *identity;         /* User-Agent */
+    char *identity; /* User-Agent */
 };
 
 struct hz_count {
@@ -153,7 +153,7 @@ struct hz_count {
     struct hz_count *next;
 };
 
-struct hz_writer {          /* last writer of one balancer */
+struct hz_writer { /* last writer of one balancer */
     int lb_id;
     char *identity;
     long long t_ms;
@@ -162,19 +162,19 @@ struct hz_writer {          /* last writer of one balancer */
 };
 
 struct hz_faults {
-    int fail_count;         /* next N /v1 requests fail */
+    int fail_count; /* next N /v1 requests fail */
     int fail_status;
     char *fail_code;
     int latency_ms;
-    char *refuse_ip;        /* NULL = none */
+    char *refuse_ip; /* NULL = none */
     char *refuse_code;
     int refuse_status;
-    int action_fail_count;  /* next N actions end in error */
+    int action_fail_count; /* next N actions end in error */
     char *action_fail_code;
     char *action_fail_message;
 };
 
-struct hz_delayed;          /* http.c */
+struct hz_delayed; /* http.c */
 
 /* ---- the process ---------------------------------------------------- */
 
@@ -184,7 +184,7 @@ struct hz_fake {
     struct evhttp *http;
     long long start_ms;
 
-    json_t *tokens;         /* array of accepted tokens; empty = any */
+    json_t *tokens; /* array of accepted tokens; empty = any */
     int max_lbs;
 
     struct hz_network **nets;
@@ -205,7 +205,7 @@ struct hz_fake {
     struct hz_count *counts;    /* per route */
     struct hz_count *id_counts; /* per identity */
     struct hz_writer *writers;
-    json_t *overlaps;       /* array of detector reports */
+    json_t *overlaps; /* array of detector reports */
     struct hz_faults faults;
 
     struct hz_delayed *delayed;
@@ -216,17 +216,17 @@ struct hz_req {
     struct hz_fake *f;
     struct evhttp_request *req;
     enum evhttp_cmd_type method;
-    char *path;             /* decoded path without query (new) */
+    char *path; /* decoded path without query (new) */
     struct evkeyvalq query;
     int query_ok;
-    json_t *body;           /* parsed request body or NULL */
-    const char *identity;   /* borrowed User-Agent or "-" */
-    const char *token;      /* borrowed token string after "Bearer " */
-    char route[96];         /* "METHOD /v1/pattern" for counts */
-    int lb_id;              /* balancer written by this request, 0 = none */
+    json_t *body;         /* parsed request body or NULL */
+    const char *identity; /* borrowed User-Agent or "-" */
+    const char *token;    /* borrowed token string after "Bearer " */
+    char route[96];       /* "METHOD /v1/pattern" for counts */
+    int lb_id;            /* balancer written by this request, 0 = none */
     int status;
-    json_t *resp;           /* response body, NULL = empty */
-    char *resp_raw;         /* pre-serialised body; wins over resp */
+    json_t *resp;   /* response body, NULL = empty */
+    char *resp_raw; /* pre-serialised body; wins over resp */
 };
 
 /* ---- util.c --------------------------------------------------------- */
@@ -269,13 +269,13 @@ int hz_page(struct hz_req *r, size_t total, size_t *from, size_t *to, json_t **m
 void hz_reply_page(struct hz_req *r, const char *key, json_t *items);
 /* Get an optional integer member; 0 ok (or absent: *present = 0), -1 wrong
  * type (after replying invalid_input). */
-int hz_json_int(struct hz_req *r, json_t *obj, const char *key, const char *field,
-                long long *out, int *present);
+int hz_json_int(struct hz_req *r, json_t *obj, const char *key, const char *field, long long *out,
+                int *present);
 /* Same for booleans and strings (the string is borrowed from obj). */
-int hz_json_bool(struct hz_req *r, json_t *obj, const char *key, const char *field,
-                 int *out, int *present);
-int hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *field,
-                const char **out, int *present);
+int hz_json_bool(struct hz_req *r, json_t *obj, const char *key, const char *field, int *out,
+                 int *present);
+int hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *field, const char **out,
+                int *present);
 
 /* ---- store.c -------------------------------------------------------- */
 
@@ -326,12 +326,11 @@ json_t *hz_location_json(const struct hz_location *l);
 int hz_check_target(struct hz_req *r, struct hz_lb *lb, json_t *req_target, json_t **out);
 int hz_check_service(struct hz_req *r, struct hz_lb *lb, json_t *req_service, json_t **out);
 /* update_service: merge req over the existing service base (borrowed). */
-int hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req,
-                     json_t **out);
+int hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, json_t **out);
 /* Choose the private IP for attaching lb to net_id (ip: requested or NULL)
  * into out_ip; the caller appends {network, ip} to lb->private_net. */
-int hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip,
-                      char *out_ip, size_t len);
+int hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip, char *out_ip,
+                      size_t len);
 
 /* ---- seed.c --------------------------------------------------------- */
 

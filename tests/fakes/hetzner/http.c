@@ -19,14 +19,22 @@ const char *
 hz_method_name(enum evhttp_cmd_type m)
 {
     switch (m) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    default: return "OTHER";
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    default:
+        return "OTHER";
     }
 }
 
@@ -34,23 +42,40 @@ static const char *
 reason(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 422: return "Unprocessable Entity";
-    case 423: return "Locked";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Status";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 422:
+        return "Unprocessable Entity";
+    case 423:
+        return "Locked";
+    case 429:
+        return "Too Many Requests";
+    case 500:
+        return "Internal Server Error";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return "Status";
     }
 }
 
@@ -281,8 +306,7 @@ not_found:
 static int
 authenticate(struct hz_req *r)
 {
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(r->req),
-                                       "Authorization");
+    const char *h = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
     if (!h || strncmp(h, "Bearer ", 7) != 0 || !h[7])
         return 0;
     r->token = h + 7;
@@ -290,9 +314,7 @@ authenticate(struct hz_req *r)
         return 1;
     size_t i;
     json_t *t;
-    json_array_foreach(r->f->tokens, i, t)
-        if (!strcmp(json_string_value(t), r->token))
-            return 1;
+    json_array_foreach(r->f->tokens, i, t) if (!strcmp(json_string_value(t), r->token)) return 1;
     return 0;
 }
 
@@ -326,14 +348,13 @@ handle_v1(struct hz_req *r, char *rest)
         return;
     }
     if (rc == 0) {
-        hz_reply_error(r, 429, "rate_limit_exceeded", "limit of requests per hour reached",
-                       NULL);
+        hz_reply_error(r, 429, "rate_limit_exceeded", "limit of requests per hour reached", NULL);
         return;
     }
     if (f->faults.fail_count > 0) {
         f->faults.fail_count--;
-        hz_reply_error(r, f->faults.fail_status, f->faults.fail_code,
-                       "request failed (injected)", NULL);
+        hz_reply_error(r, f->faults.fail_status, f->faults.fail_code, "request failed (injected)",
+                       NULL);
         return;
     }
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
@@ -473,8 +494,8 @@ void
 hz_http_init(struct hz_fake *f)
 {
     evhttp_set_allowed_methods(f->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH |
-                                            EVHTTP_REQ_HEAD | EVHTTP_REQ_OPTIONS);
+                                            EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_HEAD |
+                                            EVHTTP_REQ_OPTIONS);
     evhttp_set_gencb(f->http, on_request, f);
 }
 

@@ -61,7 +61,8 @@ remove_target(struct hz_req *r, struct hz_lb *lb, json_t *body, int apply)
         hz_reply_invalid(r, key, "is required");
         return -1;
     }
-    json_array_foreach(lb->targets, i, t) {
+    json_array_foreach(lb->targets, i, t)
+    {
         json_t *v = json_object_get(json_object_get(t, key), sub);
         if (!v)
             continue;
@@ -103,9 +104,8 @@ find_service(struct hz_req *r, struct hz_lb *lb, json_t *body)
         hz_reply_invalid(r, "listen_port", "is required");
         return -1;
     }
-    json_array_foreach(lb->services, i, s)
-        if (json_integer_value(json_object_get(s, "listen_port")) == port)
-            return (long)i;
+    json_array_foreach(lb->services, i, s) if (json_integer_value(json_object_get(
+                                                   s, "listen_port")) == port) return (long)i;
     hz_reply_error(r, 404, "not_found", "service not found", NULL);
     return -1;
 }
@@ -184,12 +184,12 @@ detach_from_network(struct hz_req *r, struct hz_lb *lb, json_t *body, int apply)
         hz_reply_invalid(r, "network", "is required");
         return -1;
     }
-    json_array_foreach(lb->private_net, i, pn) {
+    json_array_foreach(lb->private_net, i, pn)
+    {
         if (json_integer_value(json_object_get(pn, "network")) == net) {
             if (!lb->public_enabled && json_array_size(lb->private_net) == 1) {
                 hz_reply_error(r, 422, "load_balancer_not_attached_to_network",
-                               "a load balancer without public interface needs a network",
-                               NULL);
+                               "a load balancer without public interface needs a network", NULL);
                 return -1;
             }
             if (apply)
@@ -226,8 +226,7 @@ change_type(struct hz_req *r, struct hz_lb *lb, json_t *body, int apply)
     if (json_array_size(lb->targets) > (size_t)t->max_targets ||
         json_array_size(lb->services) > (size_t)t->max_services) {
         hz_reply_error(r, 422, "invalid_load_balancer_type",
-                       "the load balancer has more targets or services than the type allows",
-                       NULL);
+                       "the load balancer has more targets or services than the type allows", NULL);
         return -1;
     }
     if (apply)
@@ -356,8 +355,7 @@ hz_lb_action(struct hz_req *r, long id, const char *name)
         goto out;
     }
     if (lb->running_action) {
-        hz_reply_error(r, 423, "locked", "another action is running on this load balancer",
-                       NULL);
+        hz_reply_error(r, 423, "locked", "another action is running on this load balancer", NULL);
         goto out;
     }
     int fail = fl->action_fail_count > 0;

@@ -22,10 +22,9 @@ name_valid(const char *s)
 static void
 reply_uniqueness(struct hz_req *r)
 {
-    json_t *d = json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", "name", "messages",
-                          "already used");
-    hz_reply_error(r, 409, "uniqueness_error", "SQL constraint violated: name is already used",
-                   d);
+    json_t *d =
+        json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", "name", "messages", "already used");
+    hz_reply_error(r, 409, "uniqueness_error", "SQL constraint violated: name is already used", d);
 }
 
 static int
@@ -151,9 +150,8 @@ hz_lb_build(struct hz_req *r, json_t *body)
         if (hz_json_str(r, body, "network_ip", "network_ip", &want, &p_ip) < 0 ||
             hz_attach_network(r, lb, (long)net_id, want, ip, sizeof(ip)) < 0)
             goto fail;
-        if (json_array_append_new(lb->private_net,
-                                  json_pack("{s:I, s:s}", "network", (json_int_t)net_id, "ip",
-                                            ip)) < 0)
+        if (json_array_append_new(lb->private_net, json_pack("{s:I, s:s}", "network",
+                                                             (json_int_t)net_id, "ip", ip)) < 0)
             goto oom;
     }
     if (!lb->public_enabled && json_array_size(lb->private_net) == 0) {
@@ -166,7 +164,8 @@ hz_lb_build(struct hz_req *r, json_t *body)
         hz_reply_invalid(r, "targets", "must be an array");
         goto fail;
     }
-    json_array_foreach(v, i, out) {
+    json_array_foreach(v, i, out)
+    {
         json_t *t;
         if (hz_check_target(r, lb, out, &t) < 0)
             goto fail;
@@ -178,7 +177,8 @@ hz_lb_build(struct hz_req *r, json_t *body)
         hz_reply_invalid(r, "services", "must be an array");
         goto fail;
     }
-    json_array_foreach(v, i, out) {
+    json_array_foreach(v, i, out)
+    {
         json_t *s;
         if (hz_check_service(r, lb, out, &s) < 0)
             goto fail;
@@ -198,8 +198,8 @@ hz_lb_create(struct hz_req *r)
 {
     struct hz_fake *f = r->f;
     if (f->max_lbs >= 0 && f->n_lbs >= (size_t)f->max_lbs) {
-        hz_reply_error(r, 403, "resource_limit_exceeded",
-                       "project limit of load balancers reached", NULL);
+        hz_reply_error(r, 403, "resource_limit_exceeded", "project limit of load balancers reached",
+                       NULL);
         return;
     }
     struct hz_lb *lb = hz_lb_build(r, r->body);
@@ -247,8 +247,7 @@ reply_lb(struct hz_req *r, struct hz_lb *lb, int status)
 
 /* Join "{<head>" + texts of lbs separated by ',' + "<tail>}" (new). */
 static char *
-join_texts(struct hz_fake *f, const char *head, struct hz_lb **lbs, size_t n,
-           const char *tail)
+join_texts(struct hz_fake *f, const char *head, struct hz_lb **lbs, size_t n, const char *tail)
 {
     size_t len = strlen(head) + strlen(tail) + 1;
     for (size_t i = 0; i < n; i++) {
@@ -393,7 +392,8 @@ parse_sort(struct hz_req *r, struct sort_spec *spec)
     spec->n = 0;
     if (!r->query_ok)
         return 0;
-    TAILQ_FOREACH(kv, &r->query, next) {
+    TAILQ_FOREACH(kv, &r->query, next)
+    {
         if (strcmp(kv->key, "sort") != 0)
             continue;
         char field[16] = "";
@@ -407,8 +407,10 @@ parse_sort(struct hz_req *r, struct sort_spec *spec)
                 goto bad;
             desc = 1;
         }
-        int fid = !strcmp(field, "id") ? 0 : !strcmp(field, "name") ? 1
-                                           : !strcmp(field, "created") ? 2 : -1;
+        int fid = !strcmp(field, "id")        ? 0
+                  : !strcmp(field, "name")    ? 1
+                  : !strcmp(field, "created") ? 2
+                                              : -1;
         if (fid < 0 || spec->n == 4)
             goto bad;
         spec->keys[spec->n].field = fid;

@@ -12,9 +12,8 @@ attached_to(const struct hz_lb *lb, long net_id)
 {
     size_t i;
     json_t *pn;
-    json_array_foreach(lb->private_net, i, pn)
-        if (json_integer_value(json_object_get(pn, "network")) == net_id)
-            return 1;
+    json_array_foreach(lb->private_net, i, pn) if (json_integer_value(json_object_get(
+                                                       pn, "network")) == net_id) return 1;
     return 0;
 }
 
@@ -24,11 +23,14 @@ in_attached_subnet(struct hz_fake *f, const struct hz_lb *lb, uint32_t ip, const
 {
     size_t i, j;
     json_t *pn, *sn;
-    json_array_foreach(lb->private_net, i, pn) {
-        struct hz_network *n = hz_net_find(f, (long)json_integer_value(json_object_get(pn, "network")));
+    json_array_foreach(lb->private_net, i, pn)
+    {
+        struct hz_network *n =
+            hz_net_find(f, (long)json_integer_value(json_object_get(pn, "network")));
         if (!n)
             continue;
-        json_array_foreach(n->subnets, j, sn) {
+        json_array_foreach(n->subnets, j, sn)
+        {
             if (strcmp(json_string_value(json_object_get(sn, "type")), type) == 0 &&
                 hz_cidr4_contains(json_string_value(json_object_get(sn, "ip_range")), ip))
                 return 1;
@@ -51,8 +53,7 @@ check_ip_target(struct hz_req *r, struct hz_lb *lb, json_t *t, json_t **out)
         return -1;
     }
     if (fl->refuse_ip && strcmp(fl->refuse_ip, ip) == 0) {
-        hz_reply_error(r, fl->refuse_status, fl->refuse_code, "target IP refused (injected)",
-                       NULL);
+        hz_reply_error(r, fl->refuse_status, fl->refuse_code, "target IP refused (injected)", NULL);
         return -1;
     }
     if (json_array_size(lb->private_net) == 0) {
@@ -65,11 +66,11 @@ check_ip_target(struct hz_req *r, struct hz_lb *lb, json_t *t, json_t **out)
                        "IP is not in a vSwitch subnet of an attached network", NULL);
         return -1;
     }
-    json_array_foreach(lb->targets, i, ex) {
+    json_array_foreach(lb->targets, i, ex)
+    {
         const char *eip = json_string_value(json_object_get(json_object_get(ex, "ip"), "ip"));
         if (eip && strcmp(eip, ip) == 0) {
-            hz_reply_error(r, 422, "target_already_defined", "target is already defined",
-                           NULL);
+            hz_reply_error(r, 422, "target_already_defined", "target is already defined", NULL);
             return -1;
         }
     }
@@ -78,11 +79,10 @@ check_ip_target(struct hz_req *r, struct hz_lb *lb, json_t *t, json_t **out)
 }
 
 static int
-check_selector_target(struct hz_req *r, struct hz_lb *lb, json_t *t, int use_private,
-                      json_t **out)
+check_selector_target(struct hz_req *r, struct hz_lb *lb, json_t *t, int use_private, json_t **out)
 {
-    const char *sel = json_string_value(json_object_get(json_object_get(t, "label_selector"),
-                                                        "selector"));
+    const char *sel =
+        json_string_value(json_object_get(json_object_get(t, "label_selector"), "selector"));
     struct hz_selector *parsed = NULL;
     char err[160];
     size_t i;
@@ -102,12 +102,12 @@ check_selector_target(struct hz_req *r, struct hz_lb *lb, json_t *t, int use_pri
                        "use_private_ip needs the load balancer attached to a network", NULL);
         return -1;
     }
-    json_array_foreach(lb->targets, i, ex) {
-        const char *es = json_string_value(
-            json_object_get(json_object_get(ex, "label_selector"), "selector"));
+    json_array_foreach(lb->targets, i, ex)
+    {
+        const char *es =
+            json_string_value(json_object_get(json_object_get(ex, "label_selector"), "selector"));
         if (es && strcmp(es, sel) == 0) {
-            hz_reply_error(r, 422, "target_already_defined", "target is already defined",
-                           NULL);
+            hz_reply_error(r, 422, "target_already_defined", "target is already defined", NULL);
             return -1;
         }
     }
@@ -180,12 +180,13 @@ typed_merge(struct hz_req *r, json_t *dst, json_t *src, const char *field)
         hz_reply_invalid(r, field, "must be an object");
         return -1;
     }
-    json_object_foreach(src, k, v) {
+    json_object_foreach(src, k, v)
+    {
         json_t *cur = json_object_get(dst, k);
         if (!cur)
             continue;
-        int same = json_typeof(cur) == json_typeof(v) ||
-                   (json_is_boolean(cur) && json_is_boolean(v));
+        int same =
+            json_typeof(cur) == json_typeof(v) || (json_is_boolean(cur) && json_is_boolean(v));
         if (!same) {
             hz_reply_invalid(r, field, "member has the wrong type");
             return -1;
@@ -239,10 +240,10 @@ health_check(struct hz_req *r, json_t *req, json_t *base, long long dest_port)
     if (strcmp(proto, "http") == 0) {
         json_t *bh = base ? json_object_get(base, "http") : NULL;
         json_t *rh = req ? json_object_get(req, "http") : NULL;
-        http = json_is_object(bh) ? json_deep_copy(bh)
-                                  : json_pack("{s:s, s:s, s:s, s:[s,s], s:b}", "domain", "",
-                                              "path", "/", "response", "", "status_codes",
-                                              "2??", "3??", "tls", 0);
+        http = json_is_object(bh)
+                   ? json_deep_copy(bh)
+                   : json_pack("{s:s, s:s, s:s, s:[s,s], s:b}", "domain", "", "path", "/",
+                               "response", "", "status_codes", "2??", "3??", "tls", 0);
         if (http && typed_merge(r, http, rh, "health_check.http") < 0) {
             json_decref(http);
             return NULL;
@@ -298,7 +299,8 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
     if (!base) {
         size_t i;
         json_t *s;
-        json_array_foreach(lb->services, i, s) {
+        json_array_foreach(lb->services, i, s)
+        {
             if (json_integer_value(json_object_get(s, "listen_port")) == listen) {
                 hz_reply_error(r, 422, "source_port_already_used",
                                "listen port is already used by another service", NULL);
@@ -321,9 +323,8 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
         json_t *rh = json_object_get(req, "http");
         http = json_is_object(bh) ? json_deep_copy(bh)
                                   : json_pack("{s:s, s:i, s:[], s:b, s:b}", "cookie_name",
-                                              "HCLBSTICKY", "cookie_lifetime", 300,
-                                              "certificates", "redirect_http", 0,
-                                              "sticky_sessions", 0);
+                                              "HCLBSTICKY", "cookie_lifetime", 300, "certificates",
+                                              "redirect_http", 0, "sticky_sessions", 0);
         if (!http) {
             json_decref(hc);
             hz_reply_error(r, 500, "server_error", "out of memory", NULL);
@@ -363,11 +364,10 @@ ip_taken(struct hz_fake *f, const struct hz_network *n, uint32_t ip)
     if (hz_cidr4_parse(n->ip_range, &net, &prefix) == 0 && ip == net + 1)
         return 1;
     hz_ip4_format(ip, buf, sizeof(buf));
-    json_array_foreach(n->reserved, i, v)
-        if (strcmp(json_string_value(v), buf) == 0)
-            return 1;
+    json_array_foreach(n->reserved, i, v) if (strcmp(json_string_value(v), buf) == 0) return 1;
     for (i = 0; i < f->n_lbs; i++) {
-        json_array_foreach(f->lbs[i]->private_net, j, v) {
+        json_array_foreach(f->lbs[i]->private_net, j, v)
+        {
             if (json_integer_value(json_object_get(v, "network")) == n->id &&
                 strcmp(json_string_value(json_object_get(v, "ip")), buf) == 0)
                 return 1;
@@ -377,8 +377,8 @@ ip_taken(struct hz_fake *f, const struct hz_network *n, uint32_t ip)
 }
 
 int
-hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip,
-                  char *out_ip, size_t len)
+hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip, char *out_ip,
+                  size_t len)
 {
     struct hz_network *n = hz_net_find(r->f, net_id);
     const char *zone = lb->location->network_zone;
@@ -399,7 +399,8 @@ hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *i
             hz_reply_invalid(r, "ip", "must be an IPv4 address inside the network");
             return -1;
         }
-        json_array_foreach(n->subnets, i, sn) {
+        json_array_foreach(n->subnets, i, sn)
+        {
             if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") == 0 &&
                 strcmp(json_string_value(json_object_get(sn, "network_zone")), zone) == 0 &&
                 hz_cidr4_contains(json_string_value(json_object_get(sn, "ip_range")), a) &&
@@ -411,7 +412,8 @@ hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *i
         hz_reply_error(r, 422, "ip_not_available", "the requested IP is not available", NULL);
         return -1;
     }
-    json_array_foreach(n->subnets, i, sn) {
+    json_array_foreach(n->subnets, i, sn)
+    {
         uint32_t net;
         int prefix;
         if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") != 0 ||
@@ -428,7 +430,6 @@ hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *i
         }
     }
     hz_reply_error(r, 422, "no_subnet_available",
-                   "no cloud subnet with a free IP in the network zone of the load balancer",
-                   NULL);
+                   "no cloud subnet with a free IP in the network zone of the load balancer", NULL);
     return -1;
 }

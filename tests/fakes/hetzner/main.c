@@ -16,16 +16,15 @@
 static void
 usage(FILE *out)
 {
-    fprintf(out,
-            "usage: prismlb-fake-hcloud [options]\n"
-            "  --listen HOST:PORT          address to bind (default 127.0.0.1:0)\n"
-            "  --port-file PATH            write the base URL there once listening\n"
-            "  --seed FILE.json            networks, balancers, tokens, limits\n"
-            "  --action-duration-ms N      how long every action runs (default 100)\n"
-            "  --rate-bucket N             requests per token bucket (default 3600)\n"
-            "  --rate-refill-per-s R       bucket refill per second (default 1)\n"
-            "  --max-load-balancers N      project limit on balancers (default none)\n"
-            "  --overlap-window-ms N       concurrent-writer window (default 2000)\n");
+    fprintf(out, "usage: prismlb-fake-hcloud [options]\n"
+                 "  --listen HOST:PORT          address to bind (default 127.0.0.1:0)\n"
+                 "  --port-file PATH            write the base URL there once listening\n"
+                 "  --seed FILE.json            networks, balancers, tokens, limits\n"
+                 "  --action-duration-ms N      how long every action runs (default 100)\n"
+                 "  --rate-bucket N             requests per token bucket (default 3600)\n"
+                 "  --rate-refill-per-s R       bucket refill per second (default 1)\n"
+                 "  --max-load-balancers N      project limit on balancers (default none)\n"
+                 "  --overlap-window-ms N       concurrent-writer window (default 2000)\n");
 }
 
 static int
@@ -59,20 +58,37 @@ parse_args(int argc, char **argv, struct hz_config *c)
     double v;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         switch (ch) {
-        case 'l': c->listen = optarg; break;
-        case 'p': c->port_file = optarg; break;
-        case 's': c->seed = optarg; break;
-        case 'h': usage(stdout); exit(0);
-        case 'a': case 'b': case 'r': case 'm': case 'o':
+        case 'l':
+            c->listen = optarg;
+            break;
+        case 'p':
+            c->port_file = optarg;
+            break;
+        case 's':
+            c->seed = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case 'a':
+        case 'b':
+        case 'r':
+        case 'm':
+        case 'o':
             if (parse_num(optarg, ch == 'b' ? 1 : 0, &v) < 0 || v > 1e12) {
                 fprintf(stderr, "invalid value for option: %s\n", optarg);
                 return -1;
             }
-            if (ch == 'a') c->action_ms = (int)v;
-            if (ch == 'b') c->rate_bucket = v;
-            if (ch == 'r') c->rate_refill = v;
-            if (ch == 'm') c->max_lbs = (int)v;
-            if (ch == 'o') c->overlap_ms = (int)v;
+            if (ch == 'a')
+                c->action_ms = (int)v;
+            if (ch == 'b')
+                c->rate_bucket = v;
+            if (ch == 'r')
+                c->rate_refill = v;
+            if (ch == 'm')
+                c->max_lbs = (int)v;
+            if (ch == 'o')
+                c->overlap_ms = (int)v;
             break;
         default:
             usage(stderr);
@@ -100,8 +116,8 @@ bind_listen(struct hz_fake *f, char *host, size_t hostlen, int *port)
 {
     const char *colon = strrchr(f->cfg.listen, ':');
     double pv;
-    if (!colon || (size_t)(colon - f->cfg.listen) >= hostlen ||
-        parse_num(colon + 1, 0, &pv) < 0 || pv > 65535) {
+    if (!colon || (size_t)(colon - f->cfg.listen) >= hostlen || parse_num(colon + 1, 0, &pv) < 0 ||
+        pv > 65535) {
         fprintf(stderr, "--listen wants HOST:PORT, got %s\n", f->cfg.listen);
         return -1;
     }
@@ -121,8 +137,7 @@ bind_listen(struct hz_fake *f, char *host, size_t hostlen, int *port)
     /* Accepted sockets inherit TCP_NODELAY on Linux: answers are sent in
      * one go, without waiting for the client's delayed ACK. */
     int one = 1;
-    if (setsockopt(evhttp_bound_socket_get_fd(bs), IPPROTO_TCP, TCP_NODELAY, &one,
-                   sizeof(one)) < 0)
+    if (setsockopt(evhttp_bound_socket_get_fd(bs), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)) < 0)
         perror("setsockopt TCP_NODELAY");
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -188,8 +203,8 @@ main(int argc, char **argv)
     sigint = evsignal_new(f.base, SIGINT, on_signal, &f);
     if (!sigterm || !sigint || evsignal_add(sigterm, NULL) < 0 || evsignal_add(sigint, NULL) < 0)
         goto out;
-    snprintf(url, sizeof(url), strchr(host, ':') ? "http://[%s]:%d/v1" : "http://%s:%d/v1",
-             host, port);
+    snprintf(url, sizeof(url), strchr(host, ':') ? "http://[%s]:%d/v1" : "http://%s:%d/v1", host,
+             port);
     if (f.cfg.port_file && write_port_file(f.cfg.port_file, url) < 0) {
         fprintf(stderr, "cannot write %s: %s\n", f.cfg.port_file, strerror(errno));
         goto out;

@@ -53,8 +53,7 @@ reset_at(struct hz_fake *f, const struct hz_bucket *b)
 }
 
 int
-hz_rate_take(struct hz_fake *f, const char *token, long *limit, long *remaining,
-             long long *reset)
+hz_rate_take(struct hz_fake *f, const char *token, long *limit, long *remaining, long long *reset)
 {
     struct hz_bucket *b = bucket_get(f, token ? token : "");
     if (!b)
@@ -80,8 +79,7 @@ hz_rate_json(struct hz_fake *f)
         refill(f, b, now);
         json_t *o = json_pack("{s:s, s:I, s:I, s:I}", "token", b->token, "limit",
                               (json_int_t)f->cfg.rate_bucket, "remaining",
-                              (json_int_t)floor(b->level), "reset",
-                              (json_int_t)reset_at(f, b));
+                              (json_int_t)floor(b->level), "reset", (json_int_t)reset_at(f, b));
         if (json_array_append_new(arr, o) < 0) {
             json_decref(arr);
             return NULL;

@@ -39,8 +39,8 @@ make_subnet(const struct hz_network *n, json_t *s, char *err, size_t errlen)
     }
     uint32_t mask = sp == 0 ? 0 : 0xffffffffu << (32 - sp);
     hz_ip4_format(!strcmp(type, "vswitch") ? (sub & mask) + 1 : net + 1, gw, sizeof(gw));
-    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "type", type, "ip_range", range,
-                          "network_zone", zone ? zone : "eu-central", "gateway", gw);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "type", type, "ip_range", range, "network_zone",
+                          zone ? zone : "eu-central", "gateway", gw);
     if (o && !strcmp(type, "vswitch") && json_object_set(o, "vswitch_id", vsw) < 0) {
         json_decref(o);
         o = NULL;
@@ -66,7 +66,8 @@ seed_network(struct hz_fake *f, const char *path, json_t *j)
     if (!name || !range || hz_cidr4_parse(range, &a, &p) < 0)
         return seed_fail(path, "network", "needs name and an IPv4 CIDR ip_range");
     for (i = 0; i < f->n_nets; i++)
-        if (!strcmp(f->nets[i]->name, name) || (json_is_integer(id) && f->nets[i]->id == json_integer_value(id)))
+        if (!strcmp(f->nets[i]->name, name) ||
+            (json_is_integer(id) && f->nets[i]->id == json_integer_value(id)))
             return seed_fail(path, name, "duplicate network name or id");
     if (labels && !hz_labels_valid(labels, err, sizeof(err)))
         return seed_fail(path, name, err);
@@ -85,12 +86,14 @@ seed_network(struct hz_fake *f, const char *path, json_t *j)
         snprintf(err, sizeof(err), "out of memory");
         goto fail;
     }
-    json_array_foreach(json_object_get(j, "subnets"), i, s) {
+    json_array_foreach(json_object_get(j, "subnets"), i, s)
+    {
         json_t *o = make_subnet(n, s, err, sizeof(err));
         if (!o || json_array_append_new(n->subnets, o) < 0)
             goto fail;
     }
-    json_array_foreach(reserved, i, s) {
+    json_array_foreach(reserved, i, s)
+    {
         if (!json_is_string(s) || hz_ip4_parse(json_string_value(s), &a) < 0) {
             snprintf(err, sizeof(err), "reserved_ips must be IPv4 strings");
             goto fail;
@@ -117,7 +120,8 @@ seed_lb(struct hz_fake *f, const char *path, json_t *j)
     r.identity = "seed";
     json_t *id = json_object_get(j, "id");
     const char *name = json_string_value(json_object_get(j, "name"));
-    if (json_is_integer(id) && (json_integer_value(id) < 1 || hz_lb_find(f, (long)json_integer_value(id))))
+    if (json_is_integer(id) &&
+        (json_integer_value(id) < 1 || hz_lb_find(f, (long)json_integer_value(id))))
         return seed_fail(path, name ? name : "load balancer", "id must be positive and unique");
     struct hz_lb *lb = hz_lb_build(&r, j);
     if (!lb) {
@@ -155,7 +159,8 @@ hz_seed_load(struct hz_fake *f, const char *path)
         seed_fail(path, "top level", "must be an object");
         goto out;
     }
-    json_array_foreach(json_object_get(root, "tokens"), i, v) {
+    json_array_foreach(json_object_get(root, "tokens"), i, v)
+    {
         if (!json_is_string(v) || !*json_string_value(v)) {
             seed_fail(path, "tokens", "must be non-empty strings");
             goto out;
@@ -173,12 +178,10 @@ hz_seed_load(struct hz_fake *f, const char *path)
         }
         f->max_lbs = (int)json_integer_value(v);
     }
-    json_array_foreach(json_object_get(root, "networks"), i, v)
-        if (seed_network(f, path, v) < 0)
-            goto out;
-    json_array_foreach(json_object_get(root, "load_balancers"), i, v)
-        if (seed_lb(f, path, v) < 0)
-            goto out;
+    json_array_foreach(json_object_get(root, "networks"), i,
+                       v) if (seed_network(f, path, v) < 0) goto out;
+    json_array_foreach(json_object_get(root, "load_balancers"), i,
+                       v) if (seed_lb(f, path, v) < 0) goto out;
     rc = 0;
 out:
     json_decref(root);

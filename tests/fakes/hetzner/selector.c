@@ -87,7 +87,8 @@ hz_labels_valid(json_t *labels, char *err, size_t errlen)
     }
     const char *k;
     json_t *v;
-    json_object_foreach(labels, k, v) {
+    json_object_foreach(labels, k, v)
+    {
         if (!hz_label_key_valid(k)) {
             snprintf(err, errlen, "invalid label key '%.80s'", k);
             return 0;

@@ -15,18 +15,18 @@
 #include <jansson.h>
 
 enum hz_sel_op {
-    HZ_SEL_EQ,       /* k=v, k==v */
-    HZ_SEL_NE,       /* k!=v */
-    HZ_SEL_EXISTS,   /* k */
-    HZ_SEL_ABSENT,   /* !k */
-    HZ_SEL_IN,       /* k in (a,b) */
-    HZ_SEL_NOTIN,    /* k notin (a,b) */
+    HZ_SEL_EQ,     /* k=v, k==v */
+    HZ_SEL_NE,     /* k!=v */
+    HZ_SEL_EXISTS, /* k */
+    HZ_SEL_ABSENT, /* !k */
+    HZ_SEL_IN,     /* k in (a,b) */
+    HZ_SEL_NOTIN,  /* k notin (a,b) */
 };
 
 struct hz_sel_req {
     enum hz_sel_op op;
     char *key;
-    char **values;   /* one for EQ/NE, n for IN/NOTIN */
+    char **values; /* one for EQ/NE, n for IN/NOTIN */
     size_t n_values;
 };
 

@@ -218,20 +218,19 @@ hz_type_json(const struct hz_lb_type *t)
     if (!prices)
         return NULL;
     for (size_t i = 0; i < hz_n_locations; i++) {
-        json_t *p = json_pack("{s:s, s:{s:s, s:s}, s:{s:s, s:s}}", "location",
-                              hz_locations[i].name, "price_hourly", "net", t->price_hourly,
-                              "gross", t->price_hourly, "price_monthly", "net",
-                              t->price_monthly, "gross", t->price_monthly);
+        json_t *p = json_pack("{s:s, s:{s:s, s:s}, s:{s:s, s:s}}", "location", hz_locations[i].name,
+                              "price_hourly", "net", t->price_hourly, "gross", t->price_hourly,
+                              "price_monthly", "net", t->price_monthly, "gross", t->price_monthly);
         if (!p || json_array_append_new(prices, p) < 0) {
             json_decref(prices);
             return NULL;
         }
     }
-    return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:o, s:n}", "id", t->id, "name",
-                     t->name, "description", t->description, "max_connections",
-                     t->max_connections, "max_services", t->max_services, "max_targets",
-                     t->max_targets, "max_assigned_certificates", t->max_certificates,
-                     "prices", prices, "deprecated");
+    return json_pack("{s:i, s:s, s:s, s:i, s:i, s:i, s:i, s:o, s:n}", "id", t->id, "name", t->name,
+                     "description", t->description, "max_connections", t->max_connections,
+                     "max_services", t->max_services, "max_targets", t->max_targets,
+                     "max_assigned_certificates", t->max_certificates, "prices", prices,
+                     "deprecated");
 }
 
 json_t *
@@ -252,16 +251,18 @@ targets_json(const struct hz_lb *lb)
     json_t *t, *s;
     if (!out)
         return NULL;
-    json_array_foreach(lb->targets, i, t) {
+    json_array_foreach(lb->targets, i, t)
+    {
         json_t *c = json_copy(t);
         json_t *hs = json_array();
         if (!c || !hs || json_object_set_new(c, "health_status", hs) < 0) {
             json_decref(hs);
             goto fail_c;
         }
-        json_array_foreach(lb->services, j, s) {
-            json_t *h = json_pack("{s:O, s:s}", "listen_port",
-                                  json_object_get(s, "listen_port"), "status", "healthy");
+        json_array_foreach(lb->services, j, s)
+        {
+            json_t *h = json_pack("{s:O, s:s}", "listen_port", json_object_get(s, "listen_port"),
+                                  "status", "healthy");
             if (!h || json_array_append_new(hs, h) < 0)
                 goto fail_c;
         }
@@ -300,14 +301,13 @@ hz_lb_json(struct hz_fake *f, const struct hz_lb *lb)
     return json_pack(
         "{s:i, s:s, s:{s:b, s:{s:s, s:s}, s:{s:s, s:s}}, s:O, s:o, s:o, s:{s:b}, s:O, s:o,"
         " s:O, s:o, s:{s:s}, s:I, s:n, s:n}",
-        "id", lb->id, "name", lb->name, "public_net", "enabled", lb->public_enabled, "ipv4",
-        "ip", lb->ipv4, "dns_ptr", lb->dns_ptr4 ? lb->dns_ptr4 : ptr4, "ipv6", "ip", lb->ipv6,
-        "dns_ptr", lb->dns_ptr6 ? lb->dns_ptr6 : ptr6, "private_net", lb->private_net,
-        "location", loc, "load_balancer_type", type, "protection", "delete",
-        lb->protect_delete, "labels", lb->labels, "created", hz_time_json(lb->created),
-        "services", lb->services, "targets", targets, "algorithm", "type",
-        lb->least_connections ? "least_connections" : "round_robin", "included_traffic",
-        (json_int_t)654311424000LL, "outgoing_traffic", "ingoing_traffic");
+        "id", lb->id, "name", lb->name, "public_net", "enabled", lb->public_enabled, "ipv4", "ip",
+        lb->ipv4, "dns_ptr", lb->dns_ptr4 ? lb->dns_ptr4 : ptr4, "ipv6", "ip", lb->ipv6, "dns_ptr",
+        lb->dns_ptr6 ? lb->dns_ptr6 : ptr6, "private_net", lb->private_net, "location", loc,
+        "load_balancer_type", type, "protection", "delete", lb->protect_delete, "labels",
+        lb->labels, "created", hz_time_json(lb->created), "services", lb->services, "targets",
+        targets, "algorithm", "type", lb->least_connections ? "least_connections" : "round_robin",
+        "included_traffic", (json_int_t)654311424000LL, "outgoing_traffic", "ingoing_traffic");
 }
 
 json_t *
@@ -319,7 +319,8 @@ hz_net_json(struct hz_fake *f, const struct hz_network *n)
     for (size_t i = 0; i < f->n_lbs; i++) {
         size_t j;
         json_t *pn;
-        json_array_foreach(f->lbs[i]->private_net, j, pn) {
+        json_array_foreach(f->lbs[i]->private_net, j, pn)
+        {
             if (json_integer_value(json_object_get(pn, "network")) == n->id &&
                 json_array_append_new(lbs, json_integer(f->lbs[i]->id)) < 0) {
                 json_decref(lbs);
@@ -327,9 +328,9 @@ hz_net_json(struct hz_fake *f, const struct hz_network *n)
             }
         }
     }
-    return json_pack("{s:i, s:s, s:o, s:s, s:O, s:[], s:[], s:o, s:{s:b}, s:O, s:b}", "id",
-                     n->id, "name", n->name, "created", hz_time_json(n->created), "ip_range",
-                     n->ip_range, "subnets", n->subnets, "routes", "servers",
-                     "load_balancers", lbs, "protection", "delete", n->protect_delete,
-                     "labels", n->labels, "expose_routes_to_vswitch", 0);
+    return json_pack("{s:i, s:s, s:o, s:s, s:O, s:[], s:[], s:o, s:{s:b}, s:O, s:b}", "id", n->id,
+                     "name", n->name, "created", hz_time_json(n->created), "ip_range", n->ip_range,
+                     "subnets", n->subnets, "routes", "servers", "load_balancers", lbs,
+                     "protection", "delete", n->protect_delete, "labels", n->labels,
+                     "expose_routes_to_vswitch", 0);
 }

@@ -28,8 +28,7 @@ hz_reply_raw(struct hz_req *r, int status, char *text)
 }
 
 void
-hz_reply_error(struct hz_req *r, int status, const char *code, const char *message,
-               json_t *details)
+hz_reply_error(struct hz_req *r, int status, const char *code, const char *message, json_t *details)
 {
     json_t *err = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", message,
                             "details", details ? details : json_object());
@@ -40,8 +39,7 @@ hz_reply_error(struct hz_req *r, int status, const char *code, const char *messa
 void
 hz_reply_invalid(struct hz_req *r, const char *field, const char *message)
 {
-    json_t *details = json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", field, "messages",
-                                message);
+    json_t *details = json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", field, "messages", message);
     char msg[256];
     snprintf(msg, sizeof(msg), "invalid input in field '%s'", field);
     hz_reply_error(r, 400, "invalid_input", msg, details);
@@ -117,8 +115,7 @@ hz_cidr4_contains(const char *cidr, uint32_t ip)
 void
 hz_ip4_format(uint32_t ip, char *buf, size_t len)
 {
-    snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff,
-             ip & 0xff);
+    snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 0xff, (ip >> 8) & 0xff, ip & 0xff);
 }
 
 int
@@ -184,10 +181,9 @@ hz_page(struct hz_req *r, size_t total, size_t *from, size_t *to, json_t **meta)
         *to = total;
     json_t *prev = page > 1 ? json_integer(page - 1 < last ? page - 1 : last) : json_null();
     json_t *next = page < last ? json_integer(page + 1) : json_null();
-    *meta = json_pack("{s:{s:I, s:I, s:o, s:o, s:I, s:I}}", "pagination", "page",
-                      (json_int_t)page, "per_page", (json_int_t)per_page, "previous_page", prev,
-                      "next_page", next, "last_page", (json_int_t)last, "total_entries",
-                      (json_int_t)total);
+    *meta = json_pack("{s:{s:I, s:I, s:o, s:o, s:I, s:I}}", "pagination", "page", (json_int_t)page,
+                      "per_page", (json_int_t)per_page, "previous_page", prev, "next_page", next,
+                      "last_page", (json_int_t)last, "total_entries", (json_int_t)total);
     if (!*meta) {
         hz_reply_error(r, 500, "server_error", "out of memory", NULL);
         return -1;
@@ -226,8 +222,8 @@ out:
 }
 
 int
-hz_json_int(struct hz_req *r, json_t *obj, const char *key, const char *field,
-            long long *out, int *present)
+hz_json_int(struct hz_req *r, json_t *obj, const char *key, const char *field, long long *out,
+            int *present)
 {
     json_t *v = json_object_get(obj, key);
     *present = 0;
@@ -260,8 +256,8 @@ hz_json_bool(struct hz_req *r, json_t *obj, const char *key, const char *field, 
 }
 
 int
-hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *field,
-            const char **out, int *present)
+hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *field, const char **out,
+            int *present)
 {
     json_t *v = json_object_get(obj, key);
     *present = 0;

@@ -49,7 +49,7 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     argv[exe_at] = exe;
     if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
         return -1;
-    if (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 30000) < 0)
+    if (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 90000) < 0)
         return -1;
     char *pf = tu_read_file(portfile, NULL);
     int same = pf && strncmp(pf, f->url, strlen(f->url)) == 0;
@@ -117,8 +117,8 @@ on_header(char *data, size_t sz, size_t nm, void *arg)
 }
 
 int
-hzt_req(struct hzt_fake *f, const char *method, const char *path, const char *token,
-        const char *ua, const char *body, struct hzt_resp *r)
+hzt_req(struct hzt_fake *f, const char *method, const char *path, const char *token, const char *ua,
+        const char *body, struct hzt_resp *r)
 {
     char url[1024], auth[512];
     struct buf b = {NULL, 0};
@@ -187,8 +187,8 @@ hzt_wait_action(struct hzt_fake *f, const char *token, long id, char *buf, size_
         struct hzt_resp r;
         if (hzt_req(f, "GET", path, token, NULL, NULL, &r) < 0)
             return -1;
-        const char *st = json_string_value(
-            json_object_get(json_object_get(r.body, "action"), "status"));
+        const char *st =
+            json_string_value(json_object_get(json_object_get(r.body, "action"), "status"));
         int done = st && strcmp(st, "running") != 0;
         if (done)
             snprintf(buf, len, "%s", st);

@@ -11,16 +11,16 @@
 
 struct hzt_fake {
     struct tu_proc proc;
-    char *dir;          /* private temp dir (new) */
-    char url[256];      /* "http://127.0.0.1:PORT/v1" */
-    char base[256];     /* "http://127.0.0.1:PORT" */
+    char *dir;      /* private temp dir (new) */
+    char url[256];  /* "http://127.0.0.1:PORT/v1" */
+    char base[256]; /* "http://127.0.0.1:PORT" */
     char log[512];
 };
 
 struct hzt_resp {
     long status;
-    json_t *body;       /* parsed body or NULL (new) */
-    char *raw;          /* raw body (new) */
+    json_t *body; /* parsed body or NULL (new) */
+    char *raw;    /* raw body (new) */
     long rl_limit, rl_remaining;
     long long rl_reset; /* -1 when a header is missing */
     char content_type[128];

@@ -16,7 +16,8 @@
 static const char *SEED =
     "{\"tokens\":[\"tok-a\",\"tok-b\"],"
     "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\","
-    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\",\"network_zone\":\"eu-central\"},"
+    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/"
+    "24\",\"network_zone\":\"eu-central\"},"
     "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","
     "\"vswitch_id\":4242}],\"reserved_ips\":[\"10.0.0.2\"]},"
     "{\"id\":8,\"name\":\"other\",\"ip_range\":\"10.9.0.0/16\",\"labels\":{\"env\":\"dev\"},"
@@ -63,8 +64,7 @@ req(const char *method, const char *path, const char *body, struct hzt_resp *r)
 
 /* Expect an API error with status and code. */
 static void
-expect_error(const char *method, const char *path, const char *body, long status,
-             const char *code)
+expect_error(const char *method, const char *path, const char *body, long status, const char *code)
 {
     struct hzt_resp r;
     req(method, path, body, &r);
@@ -103,7 +103,8 @@ names(const struct hzt_resp *r, char *buf, size_t len)
     size_t i;
     json_t *lb;
     buf[0] = '\0';
-    json_array_foreach(json_object_get(r->body, "load_balancers"), i, lb) {
+    json_array_foreach(json_object_get(r->body, "load_balancers"), i, lb)
+    {
         if (i)
             strncat(buf, ",", len - strlen(buf) - 1);
         strncat(buf, json_string_value(json_object_get(lb, "name")), len - strlen(buf) - 1);
@@ -123,8 +124,7 @@ list_selector(const char *selector, const char *expect)
     req("GET", path, NULL, &r);
     ck_assert_int_eq(r.status, 200);
     names(&r, got, sizeof(got));
-    ck_assert_msg(!strcmp(got, expect), "selector '%s': want [%s] got [%s]", selector, expect,
-                  got);
+    ck_assert_msg(!strcmp(got, expect), "selector '%s': want [%s] got [%s]", selector, expect, got);
     hzt_resp_free(&r);
 }
 
@@ -139,10 +139,8 @@ START_TEST(test_selectors_each_form)
     list_selector("env notin (prod,staging)", "lb-b,legacy-1,legacy-2");
     list_selector("env in (prod,dev),!tier", "lb-b");
     list_selector("env=prod,tier=web,robotlb/service-uid", "lb-a");
-    expect_error("GET", "/load_balancers?label_selector=env%20in%20(a", NULL, 400,
-                 "invalid_input");
-    expect_error("GET", "/load_balancers?label_selector=bad%20key=1", NULL, 400,
-                 "invalid_input");
+    expect_error("GET", "/load_balancers?label_selector=env%20in%20(a", NULL, 400, "invalid_input");
+    expect_error("GET", "/load_balancers?label_selector=bad%20key=1", NULL, 400, "invalid_input");
     /* Networks take selectors too. */
     struct hzt_resp r;
     req("GET", "/networks?label_selector=env%3Ddev", NULL, &r);
@@ -275,8 +273,8 @@ START_TEST(test_locked_during_action)
     ck_assert_int_eq(r.status, 201);
     long id = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
     hzt_resp_free(&r);
-    expect_error("POST", "/load_balancers/1/actions/change_algorithm",
-                 "{\"type\":\"round_robin\"}", 423, "locked");
+    expect_error("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"round_robin\"}",
+                 423, "locked");
     expect_error("DELETE", "/load_balancers/1", NULL, 423, "locked");
     /* Other balancers are not locked; reads still work. */
     req("POST", "/load_balancers/2/actions/change_algorithm", "{\"type\":\"round_robin\"}", &r);
@@ -312,10 +310,14 @@ START_TEST(test_create_and_resource_errors)
     ck_assert_str_eq(json_string_value(json_object_get(act, "command")), "create_load_balancer");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")),
                      "least_connections");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(lb, "private_net"), 0), "ip")),
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(lb, "private_net"), 0), "ip")),
                      "10.0.0.3");
-    ck_assert(json_is_string(json_object_get(json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip")));
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(lb, "load_balancer_type"), "max_targets")), 25);
+    ck_assert(json_is_string(
+        json_object_get(json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip")));
+    ck_assert_int_eq(json_integer_value(
+                         json_object_get(json_object_get(lb, "load_balancer_type"), "max_targets")),
+                     25);
     hzt_resp_free(&r);
     char st[32];
     ck_assert_int_eq(hzt_wait_action(&F, TOK, 1, st, sizeof(st), 5000), 0);
@@ -324,15 +326,24 @@ START_TEST(test_create_and_resource_errors)
     req("POST", "/load_balancers", "{\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", &r);
     ck_assert_int_eq(r.status, 400);
     ck_assert_str_eq(hzt_err(&r), "invalid_input");
-    json_t *field = json_array_get(json_object_get(json_object_get(json_object_get(r.body, "error"), "details"), "fields"), 0);
+    json_t *field = json_array_get(
+        json_object_get(json_object_get(json_object_get(r.body, "error"), "details"), "fields"), 0);
     ck_assert_str_eq(json_string_value(json_object_get(field, "name")), "name");
     hzt_resp_free(&r);
-    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb99\",\"location\":\"hel1\"}", 400, "invalid_input");
-    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\"}", 400, "invalid_input");
-    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"labels\":{\"a\":\"b c\"}}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers",
+                 "{\"name\":\"x\",\"load_balancer_type\":\"lb99\",\"location\":\"hel1\"}", 400,
+                 "invalid_input");
+    expect_error("POST", "/load_balancers", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\"}", 400,
+                 "invalid_input");
+    expect_error("POST", "/load_balancers",
+                 "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"labels\":"
+                 "{\"a\":\"b c\"}}",
+                 400, "invalid_input");
     expect_error("POST", "/load_balancers", "{not json", 400, "json_error");
     /* 409 uniqueness_error on create and rename. */
-    expect_error("POST", "/load_balancers", "{\"name\":\"web\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", 409, "uniqueness_error");
+    expect_error("POST", "/load_balancers",
+                 "{\"name\":\"web\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", 409,
+                 "uniqueness_error");
     expect_error("PUT", "/load_balancers/6", "{\"name\":\"lb-a\"}", 409, "uniqueness_error");
     expect_error("PUT", "/load_balancers/6", "{\"labels\":{\"-bad\":\"x\"}}", 400, "invalid_input");
     /* 404 */
@@ -343,38 +354,60 @@ START_TEST(test_create_and_resource_errors)
     /* 423 protected */
     expect_error("DELETE", "/load_balancers/5", NULL, 423, "protected");
     /* Targets and services of the action endpoints. */
-    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}", 422, "target_already_defined");
-    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.0.50\"}}", 422, "cloud_resource_ip_not_allowed");
-    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"192.0.2.7\"}}", 422, "cloud_resource_ip_not_allowed");
-    expect_error("POST", "/load_balancers/1/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}", 422, "load_balancer_not_attached_to_network");
-    expect_error("POST", "/load_balancers/1/actions/detach_from_network", "{\"network\":7}", 422, "load_balancer_not_attached_to_network");
-    expect_error("POST", "/load_balancers/6/actions/add_service", "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30081}", 422, "source_port_already_used");
-    expect_error("POST", "/load_balancers/6/actions/attach_to_network", "{\"network\":7}", 422, "load_balancer_already_attached");
-    expect_error("POST", "/load_balancers/1/actions/attach_to_network", "{\"network\":7,\"ip\":\"10.0.0.3\"}", 422, "ip_not_available");
-    expect_error("POST", "/load_balancers/1/actions/attach_to_network", "{\"network\":7,\"ip\":\"10.0.0.2\"}", 422, "ip_not_available");
-    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"server\",\"server\":{\"id\":1}}", 404, "not_found");
-    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"pod\"}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers/6/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}", 422, "target_already_defined");
+    expect_error("POST", "/load_balancers/6/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.0.50\"}}", 422,
+                 "cloud_resource_ip_not_allowed");
+    expect_error("POST", "/load_balancers/6/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"192.0.2.7\"}}", 422,
+                 "cloud_resource_ip_not_allowed");
+    expect_error("POST", "/load_balancers/1/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.5\"}}", 422,
+                 "load_balancer_not_attached_to_network");
+    expect_error("POST", "/load_balancers/1/actions/detach_from_network", "{\"network\":7}", 422,
+                 "load_balancer_not_attached_to_network");
+    expect_error("POST", "/load_balancers/6/actions/add_service",
+                 "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30081}", 422,
+                 "source_port_already_used");
+    expect_error("POST", "/load_balancers/6/actions/attach_to_network", "{\"network\":7}", 422,
+                 "load_balancer_already_attached");
+    expect_error("POST", "/load_balancers/1/actions/attach_to_network",
+                 "{\"network\":7,\"ip\":\"10.0.0.3\"}", 422, "ip_not_available");
+    expect_error("POST", "/load_balancers/1/actions/attach_to_network",
+                 "{\"network\":7,\"ip\":\"10.0.0.2\"}", 422, "ip_not_available");
+    expect_error("POST", "/load_balancers/6/actions/add_target",
+                 "{\"type\":\"server\",\"server\":{\"id\":1}}", 404, "not_found");
+    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"pod\"}", 400,
+                 "invalid_input");
     expect_error("POST", "/load_balancers/6/actions/no_such_action", "{}", 404, "not_found");
-    expect_error("POST", "/load_balancers/6/actions/change_type", "{\"load_balancer_type\":\"lb77\"}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers/6/actions/change_type",
+                 "{\"load_balancer_type\":\"lb77\"}", 400, "invalid_input");
 
     /* resource_limit_exceeded: services over the type's max_services. */
     for (int p = 81; p <= 84; p++) {
         char body[128];
-        snprintf(body, sizeof(body), "{\"protocol\":\"tcp\",\"listen_port\":%d,\"destination_port\":%d}", p, 30000 + p);
+        snprintf(body, sizeof(body),
+                 "{\"protocol\":\"tcp\",\"listen_port\":%d,\"destination_port\":%d}", p, 30000 + p);
         action_ok(6, "add_service", body, "success");
     }
-    expect_error("POST", "/load_balancers/6/actions/add_service", "{\"protocol\":\"tcp\",\"listen_port\":99,\"destination_port\":30099}", 403, "resource_limit_exceeded");
+    expect_error("POST", "/load_balancers/6/actions/add_service",
+                 "{\"protocol\":\"tcp\",\"listen_port\":99,\"destination_port\":30099}", 403,
+                 "resource_limit_exceeded");
     /* ... and targets over max_targets (lb11: 25, one is there). */
     for (int i = 1; i < 25; i++) {
         char body[128];
         snprintf(body, sizeof(body), "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.%d\"}}", 100 + i);
         action_ok(6, "add_target", body, "success");
     }
-    expect_error("POST", "/load_balancers/6/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.250\"}}", 403, "resource_limit_exceeded");
+    expect_error("POST", "/load_balancers/6/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.250\"}}", 403,
+                 "resource_limit_exceeded");
     /* change_type to a smaller type is refused while it would not fit. */
     action_ok(6, "change_type", "{\"load_balancer_type\":\"lb21\"}", "success");
     action_ok(6, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.250\"}}", "success");
-    expect_error("POST", "/load_balancers/6/actions/change_type", "{\"load_balancer_type\":\"lb11\"}", 422, "invalid_load_balancer_type");
+    expect_error("POST", "/load_balancers/6/actions/change_type",
+                 "{\"load_balancer_type\":\"lb11\"}", 422, "invalid_load_balancer_type");
 }
 END_TEST
 
@@ -384,14 +417,18 @@ START_TEST(test_project_limit)
     struct hzt_resp r;
     stop_fake();
     start_with(args);
-    req("POST", "/load_balancers", "{\"name\":\"sixth\",\"load_balancer_type\":1,\"network_zone\":\"eu-central\"}", &r);
+    req("POST", "/load_balancers",
+        "{\"name\":\"sixth\",\"load_balancer_type\":1,\"network_zone\":\"eu-central\"}", &r);
     ck_assert_int_eq(r.status, 201);
     hzt_resp_free(&r);
-    expect_error("POST", "/load_balancers", "{\"name\":\"seventh\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", 403, "resource_limit_exceeded");
+    expect_error("POST", "/load_balancers",
+                 "{\"name\":\"seventh\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}",
+                 403, "resource_limit_exceeded");
     req("DELETE", "/load_balancers/4", NULL, &r);
     ck_assert_int_eq(r.status, 204);
     hzt_resp_free(&r);
-    req("POST", "/load_balancers", "{\"name\":\"seventh\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", &r);
+    req("POST", "/load_balancers",
+        "{\"name\":\"seventh\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}", &r);
     ck_assert_int_eq(r.status, 201);
     hzt_resp_free(&r);
 }
@@ -401,9 +438,12 @@ START_TEST(test_actions_endpoints_and_failure_injection)
 {
     struct hzt_resp r;
     action_ok(1, "attach_to_network", "{\"network\":7,\"ip\":\"10.0.0.10\"}", "success");
-    long a = action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.7\"}}", "success");
+    long a =
+        action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.7\"}}", "success");
     /* Next action fails with an injected code and changes nothing. */
-    req("POST", "/_admin/faults", "{\"fail_actions\":{\"count\":1,\"code\":\"target_unreachable\",\"message\":\"nope\"}}", &r);
+    req("POST", "/_admin/faults",
+        "{\"fail_actions\":{\"count\":1,\"code\":\"target_unreachable\",\"message\":\"nope\"}}",
+        &r);
     ck_assert_int_eq(r.status, 200);
     hzt_resp_free(&r);
     long b = action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", "error");
@@ -414,17 +454,23 @@ START_TEST(test_actions_endpoints_and_failure_injection)
     ck_assert_uint_eq(json_array_size(acts), 2);
     json_t *fa = json_array_get(acts, 1);
     ck_assert_str_eq(json_string_value(json_object_get(fa, "status")), "error");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(fa, "error"), "code")), "target_unreachable");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(fa, "error"), "message")), "nope");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(acts, 0), "status")), "success");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(fa, "error"), "code")),
+                     "target_unreachable");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(fa, "error"), "message")),
+                     "nope");
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(acts, 0), "status")),
+                     "success");
     hzt_resp_free(&r);
     req("GET", "/load_balancers/1", NULL, &r);
-    ck_assert_uint_eq(json_array_size(json_object_get(json_object_get(r.body, "load_balancer"), "targets")), 1);
+    ck_assert_uint_eq(
+        json_array_size(json_object_get(json_object_get(r.body, "load_balancer"), "targets")), 1);
     hzt_resp_free(&r);
     snprintf(path, sizeof(path), "/load_balancers/actions/%ld", b);
     req("GET", path, NULL, &r);
     ck_assert_int_eq(r.status, 200);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.body, "action"), "command")), "add_target");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(r.body, "action"), "command")),
+        "add_target");
     hzt_resp_free(&r);
     req("GET", "/load_balancers/1/actions", NULL, &r);
     ck_assert_uint_eq(json_array_size(json_object_get(r.body, "actions")), 3);
@@ -434,34 +480,52 @@ START_TEST(test_actions_endpoints_and_failure_injection)
     action_ok(1, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", "success");
     /* remove_target, update and delete service. */
     action_ok(1, "remove_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", "success");
-    expect_error("POST", "/load_balancers/1/actions/remove_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", 404, "not_found");
-    action_ok(1, "add_service", "{\"protocol\":\"tcp\",\"listen_port\":443,\"destination_port\":30443}", "success");
-    action_ok(1, "update_service", "{\"listen_port\":443,\"destination_port\":30444,\"proxyprotocol\":true}", "success");
+    expect_error("POST", "/load_balancers/1/actions/remove_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.8\"}}", 404, "not_found");
+    action_ok(1, "add_service",
+              "{\"protocol\":\"tcp\",\"listen_port\":443,\"destination_port\":30443}", "success");
+    action_ok(1, "update_service",
+              "{\"listen_port\":443,\"destination_port\":30444,\"proxyprotocol\":true}", "success");
     req("GET", "/load_balancers/1", NULL, &r);
-    json_t *svc = json_array_get(json_object_get(json_object_get(r.body, "load_balancer"), "services"), 0);
+    json_t *svc =
+        json_array_get(json_object_get(json_object_get(r.body, "load_balancer"), "services"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(svc, "destination_port")), 30444);
     ck_assert(json_is_true(json_object_get(svc, "proxyprotocol")));
-    json_t *tgt = json_array_get(json_object_get(json_object_get(r.body, "load_balancer"), "targets"), 0);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(tgt, "health_status"), 0), "listen_port")), 443);
+    json_t *tgt =
+        json_array_get(json_object_get(json_object_get(r.body, "load_balancer"), "targets"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(tgt, "health_status"), 0), "listen_port")),
+                     443);
     hzt_resp_free(&r);
     action_ok(1, "delete_service", "{\"listen_port\":443}", "success");
-    expect_error("POST", "/load_balancers/1/actions/update_service", "{\"listen_port\":443}", 404, "not_found");
+    expect_error("POST", "/load_balancers/1/actions/update_service", "{\"listen_port\":443}", 404,
+                 "not_found");
     action_ok(1, "change_protection", "{\"delete\":true}", "success");
     expect_error("DELETE", "/load_balancers/1", NULL, 423, "protected");
     action_ok(1, "change_protection", "{\"delete\":false}", "success");
     action_ok(1, "disable_public_interface", NULL, "success");
-    expect_error("POST", "/load_balancers/1/actions/detach_from_network", "{\"network\":7}", 422, "load_balancer_not_attached_to_network");
+    expect_error("POST", "/load_balancers/1/actions/detach_from_network", "{\"network\":7}", 422,
+                 "load_balancer_not_attached_to_network");
     action_ok(1, "enable_public_interface", NULL, "success");
     action_ok(1, "detach_from_network", "{\"network\":7}", "success");
-    expect_error("POST", "/load_balancers/1/actions/disable_public_interface", NULL, 422, "load_balancer_not_attached_to_network");
+    expect_error("POST", "/load_balancers/1/actions/disable_public_interface", NULL, 422,
+                 "load_balancer_not_attached_to_network");
     req("GET", "/load_balancers/1", NULL, &r);
-    const char *ip4 = json_string_value(json_object_get(json_object_get(json_object_get(json_object_get(r.body, "load_balancer"), "public_net"), "ipv4"), "ip"));
+    const char *ip4 = json_string_value(json_object_get(
+        json_object_get(json_object_get(json_object_get(r.body, "load_balancer"), "public_net"),
+                        "ipv4"),
+        "ip"));
     char body[256];
     snprintf(body, sizeof(body), "{\"ip\":\"%s\",\"dns_ptr\":\"lb.example.com\"}", ip4);
     hzt_resp_free(&r);
     action_ok(1, "change_dns_ptr", body, "success");
     req("GET", "/load_balancers/1", NULL, &r);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_object_get(json_object_get(r.body, "load_balancer"), "public_net"), "ipv4"), "dns_ptr")), "lb.example.com");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(json_object_get(r.body, "load_balancer"), "public_net"),
+                            "ipv4"),
+            "dns_ptr")),
+        "lb.example.com");
     hzt_resp_free(&r);
     req("DELETE", "/load_balancers/1", NULL, &r);
     ck_assert_int_eq(r.status, 204);
@@ -473,13 +537,20 @@ END_TEST
 START_TEST(test_injected_5xx_conflict_latency_refuse)
 {
     struct hzt_resp r;
-    static const struct { int status; const char *code; } cases[] = {
-        {500, "server_error"}, {503, "unavailable"}, {504, "timeout"}, {409, "conflict"},
+    static const struct {
+        int status;
+        const char *code;
+    } cases[] = {
+        {500, "server_error"},
+        {503, "unavailable"},
+        {504, "timeout"},
+        {409, "conflict"},
     };
     for (size_t i = 0; i < 4; i++) {
         char body[160];
-        snprintf(body, sizeof(body), "{\"fail_requests\":{\"count\":2,\"status\":%d,\"code\":\"%s\"}}",
-                 cases[i].status, cases[i].code);
+        snprintf(body, sizeof(body),
+                 "{\"fail_requests\":{\"count\":2,\"status\":%d,\"code\":\"%s\"}}", cases[i].status,
+                 cases[i].code);
         req("POST", "/_admin/faults", body, &r);
         ck_assert_int_eq(r.status, 200);
         hzt_resp_free(&r);
@@ -502,14 +573,18 @@ START_TEST(test_injected_5xx_conflict_latency_refuse)
     ck_assert_int_eq(r.status, 200);
     json_t *types = json_object_get(r.body, "load_balancer_types");
     ck_assert_uint_eq(json_array_size(types), 1);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_targets")), 75);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_services")), 15);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_targets")),
+                     75);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_services")),
+                     15);
     hzt_resp_free(&r);
     /* Refuse one IP as a target. */
-    req("POST", "/_admin/faults", "{\"latency_ms\":0,\"refuse_ip\":{\"ip\":\"10.0.1.66\",\"code\":\"ip_not_owned\"}}", &r);
+    req("POST", "/_admin/faults",
+        "{\"latency_ms\":0,\"refuse_ip\":{\"ip\":\"10.0.1.66\",\"code\":\"ip_not_owned\"}}", &r);
     hzt_resp_free(&r);
     action_ok(2, "attach_to_network", "{\"network\":7}", "success");
-    expect_error("POST", "/load_balancers/2/actions/add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.66\"}}", 422, "ip_not_owned");
+    expect_error("POST", "/load_balancers/2/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.66\"}}", 422, "ip_not_owned");
     action_ok(2, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.67\"}}", "success");
     req("DELETE", "/_admin/faults", NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -524,23 +599,31 @@ START_TEST(test_admin_log_counts_writers)
     struct hzt_resp r;
     ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers/2", TOK, "robotlb/a", NULL, &r), 0);
     hzt_resp_free(&r);
-    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/2", TOK, "robotlb/a", "{\"labels\":{\"x\":\"1\"}}", &r), 0);
+    ck_assert_int_eq(
+        hzt_req(&F, "PUT", "/load_balancers/2", TOK, "robotlb/a", "{\"labels\":{\"x\":\"1\"}}", &r),
+        0);
     ck_assert_int_eq(r.status, 200);
     hzt_resp_free(&r);
-    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/2", "tok-b", "robotlb/b", "{\"labels\":{\"x\":\"2\"}}", &r), 0);
+    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/2", "tok-b", "robotlb/b",
+                             "{\"labels\":{\"x\":\"2\"}}", &r),
+                     0);
     hzt_resp_free(&r);
     /* Same identity twice, or different balancers, is not an overlap. */
-    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
+    ck_assert_int_eq(
+        hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
     hzt_resp_free(&r);
-    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
+    ck_assert_int_eq(
+        hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
     hzt_resp_free(&r);
     req("GET", "/_admin/writers", NULL, &r);
     json_t *ov = json_object_get(r.body, "overlaps");
     ck_assert_uint_eq(json_array_size(ov), 1);
     json_t *o = json_array_get(ov, 0);
     ck_assert_int_eq(json_integer_value(json_object_get(o, "load_balancer")), 2);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "first"), "identity")), "robotlb/a");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "second"), "identity")), "robotlb/b");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "first"), "identity")),
+                     "robotlb/a");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "second"), "identity")),
+                     "robotlb/b");
     hzt_resp_free(&r);
     req("GET", "/_admin/requests", NULL, &r);
     ck_assert_int_eq(r.status, 200);
@@ -554,7 +637,9 @@ START_TEST(test_admin_log_counts_writers)
     json_t *counts = json_object_get(r.body, "counts");
     ck_assert_int_eq(json_integer_value(json_object_get(counts, "PUT /v1/load_balancers/{id}")), 4);
     ck_assert_int_eq(json_integer_value(json_object_get(counts, "GET /v1/load_balancers/{id}")), 1);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(r.body, "by_identity"), "robotlb/b")), 1);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(r.body, "by_identity"), "robotlb/b")),
+        1);
     hzt_resp_free(&r);
     req("GET", "/_admin/state", NULL, &r);
     ck_assert_uint_eq(json_array_size(json_object_get(r.body, "load_balancers")), 5);
@@ -581,22 +666,30 @@ START_TEST(test_catalogue_and_malformed)
     ck_assert_uint_eq(json_array_size(json_object_get(r.body, "locations")), 6);
     hzt_resp_free(&r);
     req("GET", "/locations?name=hel1", NULL, &r);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(r.body, "locations"), 0), "network_zone")), "eu-central");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(r.body, "locations"), 0), "network_zone")),
+                     "eu-central");
     hzt_resp_free(&r);
     req("GET", "/networks?name=k8s", NULL, &r);
     json_t *n = json_array_get(json_object_get(r.body, "networks"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(n, "id")), 7);
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(n, "subnets"), 1), "type")), "vswitch");
+    ck_assert_str_eq(json_string_value(
+                         json_object_get(json_array_get(json_object_get(n, "subnets"), 1), "type")),
+                     "vswitch");
     hzt_resp_free(&r);
     req("GET", "/networks/7", NULL, &r);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.body, "network"), "ip_range")), "10.0.0.0/16");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(r.body, "network"), "ip_range")),
+        "10.0.0.0/16");
     hzt_resp_free(&r);
     expect_error("GET", "/networks/99", NULL, 404, "not_found");
     expect_error("PATCH", "/load_balancers/1", "{}", 405, "method_not_allowed");
     expect_error("POST", "/load_balancers/1/actions/add_target", "[1,2]", 400, "json_error");
     expect_error("POST", "/load_balancers/1/actions/add_target", "\"x\"", 400, "json_error");
-    expect_error("POST", "/load_balancers/1/actions/add_service", "{\"protocol\":7}", 400, "invalid_input");
-    expect_error("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"random\"}", 400, "invalid_input");
+    expect_error("POST", "/load_balancers/1/actions/add_service", "{\"protocol\":7}", 400,
+                 "invalid_input");
+    expect_error("POST", "/load_balancers/1/actions/change_algorithm", "{\"type\":\"random\"}", 400,
+                 "invalid_input");
     expect_error("GET", "/load_balancers/1/actions/5/x/y/z/w/v", NULL, 404, "not_found");
     expect_error("GET", "/load_balancers?label_selector=%ZZ", NULL, 400, "invalid_input");
     /* SIGINT ends it cleanly too. */
@@ -608,14 +701,29 @@ END_TEST
 START_TEST(test_malformed_bodies_get_api_errors)
 {
     static const char *actions[] = {
-        "add_target", "remove_target", "add_service", "update_service", "delete_service",
-        "attach_to_network", "detach_from_network", "change_algorithm", "change_type",
-        "enable_public_interface", "disable_public_interface", "change_protection",
+        "add_target",
+        "remove_target",
+        "add_service",
+        "update_service",
+        "delete_service",
+        "attach_to_network",
+        "detach_from_network",
+        "change_algorithm",
+        "change_type",
+        "enable_public_interface",
+        "disable_public_interface",
+        "change_protection",
         "change_dns_ptr",
     };
     static const char *bodies[] = {
-        "{}", "null", "[]", "7", "{\"type\":1}", "{\"type\":\"ip\",\"ip\":\"x\"}",
-        "{\"type\":\"ip\",\"ip\":{\"ip\":5}}", "{\"type\":\"label_selector\"}",
+        "{}",
+        "null",
+        "[]",
+        "7",
+        "{\"type\":1}",
+        "{\"type\":\"ip\",\"ip\":\"x\"}",
+        "{\"type\":\"ip\",\"ip\":{\"ip\":5}}",
+        "{\"type\":\"label_selector\"}",
         "{\"type\":\"label_selector\",\"label_selector\":{\"selector\":\"a in (\"}}",
         "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.3\"},\"use_private_ip\":\"yes\"}",
         "{\"protocol\":\"http\",\"listen_port\":81,\"http\":{\"cookie_name\":5}}",
@@ -624,10 +732,17 @@ START_TEST(test_malformed_bodies_get_api_errors)
         "\"health_check\":{\"protocol\":\"http\",\"http\":{\"status_codes\":\"2??\"}}}",
         "{\"protocol\":\"tcp\",\"listen_port\":\"80\",\"destination_port\":1}",
         "{\"protocol\":\"tcp\",\"listen_port\":70000,\"destination_port\":1}",
-        "{\"listen_port\":\"80\"}", "{\"network\":\"7\"}", "{\"network\":-1}",
-        "{\"network\":7,\"ip\":5}", "{\"network\":7,\"ip\":\"10.0.0.300\"}",
-        "{\"load_balancer_type\":{}}", "{\"load_balancer_type\":null}", "{\"delete\":\"yes\"}",
-        "{\"ip\":null}", "{\"ip\":\"1.2.3.4\",\"dns_ptr\":7}", "{\"type\":null}",
+        "{\"listen_port\":\"80\"}",
+        "{\"network\":\"7\"}",
+        "{\"network\":-1}",
+        "{\"network\":7,\"ip\":5}",
+        "{\"network\":7,\"ip\":\"10.0.0.300\"}",
+        "{\"load_balancer_type\":{}}",
+        "{\"load_balancer_type\":null}",
+        "{\"delete\":\"yes\"}",
+        "{\"ip\":null}",
+        "{\"ip\":\"1.2.3.4\",\"dns_ptr\":7}",
+        "{\"type\":null}",
         "{\"type\":\"server\",\"server\":{\"id\":\"1\"}}",
     };
     struct hzt_resp r;
@@ -642,20 +757,23 @@ START_TEST(test_malformed_bodies_get_api_errors)
                           "%s %s -> %ld %s", path, bodies[b], r.status, r.raw);
             if (r.status == 201) {
                 char st[32];
-                long id = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
+                long id = (long)json_integer_value(
+                    json_object_get(json_object_get(r.body, "action"), "id"));
                 ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
             }
             hzt_resp_free(&r);
         }
     }
     static const char *creates[] = {
-        "{\"name\":5}", "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":7}",
+        "{\"name\":5}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":7}",
         "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"targets\":{}}",
         "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"services\":[1]}",
         "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"algorithm\":5}",
         "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"network\":99}",
         "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"network_zone\":\"moon\"}",
-        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"public_interface\":false}",
+        "{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\",\"public_"
+        "interface\":false}",
         "{\"name\":\"x y\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"}",
     };
     for (size_t b = 0; b < sizeof(creates) / sizeof(creates[0]); b++) {
@@ -710,8 +828,10 @@ main(int argc, char **argv)
 {
     /* --valgrind: run every fake under memcheck (see hzt.c); an error or a
      * leak changes its exit status, which each test's teardown checks. */
-    if (argc > 1 && !strcmp(argv[1], "--valgrind"))
+    if (argc > 1 && !strcmp(argv[1], "--valgrind")) {
         setenv("HZT_VALGRIND", "1", 1);
+        setenv("CK_TIMEOUT_MULTIPLIER", "5", 1); /* read by tcase_set_timeout */
+    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     Suite *s = suite_create("hetzner-api");
     TCase *tc = tcase_create("api");

@@ -15,11 +15,13 @@
 static const char *SEED =
     "{\"tokens\":[\"cli-token\"],"
     "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\","
-    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\",\"network_zone\":\"eu-central\"},"
+    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/"
+    "24\",\"network_zone\":\"eu-central\"},"
     "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","
     "\"vswitch_id\":4242}]}],"
     "\"load_balancers\":[{\"id\":3,\"name\":\"old-release\",\"load_balancer_type\":\"lb11\","
-    "\"location\":\"fsn1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.10\"}}]}]}";
+    "\"location\":\"fsn1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1."
+    "10\"}}]}]}";
 
 static struct hzt_fake F;
 static char env_endpoint[300], env_home[600], env_config[700];
@@ -80,8 +82,7 @@ ok_contains(const char *want, ...)
     va_start(ap, want);
     int rc = hcloud_v(&out, ap);
     va_end(ap);
-    ck_assert_msg(rc == 0 && strstr(out, want), "hcloud: rc %d, want '%s' in:\n%s", rc, want,
-                  out);
+    ck_assert_msg(rc == 0 && strstr(out, want), "hcloud: rc %d, want '%s' in:\n%s", rc, want, out);
     free(out);
 }
 
@@ -104,8 +105,8 @@ static void
 list_names(const char *selector, char *buf, size_t len)
 {
     char *out = NULL;
-    int rc = hcloud(&out, "load-balancer", "list", "--selector", selector, "-o", "json",
-                    (char *)NULL);
+    int rc =
+        hcloud(&out, "load-balancer", "list", "--selector", selector, "-o", "json", (char *)NULL);
     ck_assert_msg(rc == 0, "list --selector %s: %s", selector, out);
     /* The CLI prints an empty result as "null" (a nil Go slice). */
     json_t *arr = json_loads(out, JSON_DECODE_ANY, NULL);
@@ -113,7 +114,8 @@ list_names(const char *selector, char *buf, size_t len)
     size_t i;
     json_t *lb;
     buf[0] = '\0';
-    json_array_foreach(arr, i, lb) {
+    json_array_foreach(arr, i, lb)
+    {
         if (i)
             strncat(buf, ",", len - strlen(buf) - 1);
         strncat(buf, json_string_value(json_object_get(lb, "name")), len - strlen(buf) - 1);
@@ -136,8 +138,11 @@ START_TEST(test_robotlb_user_commands)
     free(out);
     json_t *lb = describe("web");
     ck_assert_int_eq(json_integer_value(json_object_get(lb, "id")), 4);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "location"), "name")), "hel1");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "load_balancer_type"), "name")), "lb11");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "location"), "name")),
+                     "hel1");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(lb, "load_balancer_type"), "name")),
+        "lb11");
     json_decref(lb);
 
     /* attach-to-network */
@@ -157,13 +162,15 @@ START_TEST(test_robotlb_user_commands)
                   "cloud subnet IP: rc %d\n%s", rc, out);
     free(out);
     rc = hcloud(&out, "load-balancer", "add-target", "web", "--ip", "192.0.2.10", (char *)NULL);
-    ck_assert_msg(rc != 0 && strstr(out, "cloud_resource_ip_not_allowed"),
-                  "outside IP: rc %d\n%s", rc, out);
+    ck_assert_msg(rc != 0 && strstr(out, "cloud_resource_ip_not_allowed"), "outside IP: rc %d\n%s",
+                  rc, out);
     free(out);
     lb = describe("web");
     json_t *targets = json_object_get(lb, "targets");
     ck_assert_uint_eq(json_array_size(targets), 1);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(json_array_get(targets, 0), "ip"), "ip")), "10.0.1.5");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(json_array_get(targets, 0), "ip"), "ip")),
+        "10.0.1.5");
     json_decref(lb);
 
     /* add-service, update-service */
@@ -176,7 +183,8 @@ START_TEST(test_robotlb_user_commands)
     ck_assert_str_eq(json_string_value(json_object_get(svc, "protocol")), "tcp");
     ck_assert_int_eq(json_integer_value(json_object_get(svc, "listen_port")), 80);
     ck_assert_int_eq(json_integer_value(json_object_get(svc, "destination_port")), 30081);
-    json_t *hs = json_array_get(json_object_get(json_array_get(json_object_get(lb, "targets"), 0), "health_status"), 0);
+    json_t *hs = json_array_get(
+        json_object_get(json_array_get(json_object_get(lb, "targets"), 0), "health_status"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(hs, "listen_port")), 80);
     json_decref(lb);
 
@@ -186,7 +194,9 @@ START_TEST(test_robotlb_user_commands)
     ok_contains("added", "load-balancer", "add-label", "--overwrite", "web",
                 "robotlb/service-uid=" UID_NEW, (char *)NULL);
     lb = describe("web");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "labels"), "robotlb/service-uid")), UID_NEW);
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(lb, "labels"), "robotlb/service-uid")),
+        UID_NEW);
     json_decref(lb);
 
     /* list --selector, both forms from the robotlb documentation */
@@ -205,9 +215,14 @@ START_TEST(test_robotlb_user_commands)
     ok_contains("changed to type lb21", "load-balancer", "change-type", "web", "lb21",
                 (char *)NULL);
     lb = describe("web");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")), "least_connections");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "load_balancer_type"), "name")), "lb21");
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(lb, "load_balancer_type"), "max_targets")), 75);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")),
+                     "least_connections");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(lb, "load_balancer_type"), "name")),
+        "lb21");
+    ck_assert_int_eq(json_integer_value(
+                         json_object_get(json_object_get(lb, "load_balancer_type"), "max_targets")),
+                     75);
     json_decref(lb);
 
     /* network list */
@@ -217,7 +232,9 @@ START_TEST(test_robotlb_user_commands)
     json_t *net = json_array_get(nets, 0);
     ck_assert_str_eq(json_string_value(json_object_get(net, "name")), "k8s");
     ck_assert_str_eq(json_string_value(json_object_get(net, "ip_range")), "10.0.0.0/16");
-    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(json_object_get(net, "subnets"), 1), "type")), "vswitch");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_array_get(json_object_get(net, "subnets"), 1), "type")),
+                     "vswitch");
     json_decref(nets);
     free(out);
     ok_contains("k8s", "network", "list", (char *)NULL);
@@ -235,8 +252,10 @@ START_TEST(test_robotlb_user_commands)
     ck_assert_int_eq(hzt_req(&F, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
     json_t *e = json_array_get(json_object_get(r.body, "requests"), 0);
     ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(e, "identity")), "hcloud-go/"));
-    ck_assert_int_ge(json_integer_value(json_object_get(json_object_get(r.body, "counts"),
-                                                        "POST /v1/load_balancers/{id}/actions/add_target")), 3);
+    ck_assert_int_ge(
+        json_integer_value(json_object_get(json_object_get(r.body, "counts"),
+                                           "POST /v1/load_balancers/{id}/actions/add_target")),
+        3);
     hzt_resp_free(&r);
 }
 END_TEST
@@ -256,8 +275,7 @@ START_TEST(test_cli_sees_api_errors)
                 "--listen-port", "80", "--destination-port", "2", (char *)NULL);
     ck_assert_msg(rc != 0 && strstr(out, "source_port_already_used"), "dup port: %s", out);
     free(out);
-    rc = hcloud(&out, "load-balancer", "enable-protection", "old-release", "delete",
-                (char *)NULL);
+    rc = hcloud(&out, "load-balancer", "enable-protection", "old-release", "delete", (char *)NULL);
     ck_assert_msg(rc == 0, "enable-protection: %s", out);
     free(out);
     rc = hcloud(&out, "load-balancer", "delete", "old-release", (char *)NULL);
@@ -267,7 +285,9 @@ START_TEST(test_cli_sees_api_errors)
     struct hzt_resp r;
     ck_assert_int_eq(hzt_req(&F, "POST", "/_admin/faults", NULL, NULL,
                              "{\"fail_actions\":{\"count\":1,\"code\":\"robot_unavailable\","
-                             "\"message\":\"robot down\"}}", &r), 0);
+                             "\"message\":\"robot down\"}}",
+                             &r),
+                     0);
     hzt_resp_free(&r);
     rc = hcloud(&out, "load-balancer", "change-algorithm", "old-release", "--algorithm-type",
                 "least_connections", (char *)NULL);

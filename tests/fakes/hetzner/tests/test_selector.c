@@ -11,8 +11,8 @@ static json_t *labels;
 static void
 setup(void)
 {
-    labels = json_pack("{s:s, s:s, s:s}", "robotlb/service-uid", "1234-abcd", "env", "prod",
-                       "tier", "web");
+    labels = json_pack("{s:s, s:s, s:s}", "robotlb/service-uid", "1234-abcd", "env", "prod", "tier",
+                       "web");
     ck_assert_ptr_nonnull(labels);
 }
 
@@ -94,8 +94,7 @@ START_TEST(test_conjunction)
 {
     ck_assert_int_eq(match("env=prod,tier=web"), 1);
     ck_assert_int_eq(match("env=prod,tier=db"), 0);
-    ck_assert_int_eq(match("env in (prod,dev),tier notin (db),!missing,robotlb/service-uid"),
-                     1);
+    ck_assert_int_eq(match("env in (prod,dev),tier notin (db),!missing,robotlb/service-uid"), 1);
     ck_assert_int_eq(match("env in (prod,dev),missing"), 0);
 }
 END_TEST
@@ -104,8 +103,8 @@ START_TEST(test_structure)
 {
     struct hz_selector *s = NULL;
     char err[160];
-    ck_assert_int_eq(hz_selector_parse("a=1,b!=2,c,!d,e in (x,y),f notin (z)", &s, err,
-                                       sizeof(err)), 0);
+    ck_assert_int_eq(
+        hz_selector_parse("a=1,b!=2,c,!d,e in (x,y),f notin (z)", &s, err, sizeof(err)), 0);
     ck_assert_uint_eq(s->n_reqs, 6);
     ck_assert_int_eq(s->reqs[0].op, HZ_SEL_EQ);
     ck_assert_str_eq(s->reqs[0].key, "a");

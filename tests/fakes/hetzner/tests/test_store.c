@@ -16,11 +16,13 @@ static char *tmpdir;
 static const char *SEED =
     "{\"tokens\":[\"t1\"],\"max_load_balancers\":4,"
     "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\","
-    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\",\"network_zone\":\"eu-central\"},"
+    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/"
+    "24\",\"network_zone\":\"eu-central\"},"
     "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","
     "\"vswitch_id\":4242}],\"reserved_ips\":[\"10.0.0.2\"]}],"
     "\"load_balancers\":[{\"id\":5,\"name\":\"old\",\"load_balancer_type\":\"lb11\","
-    "\"location\":\"fsn1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.9\"}}]},"
+    "\"location\":\"fsn1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.9\"}"
+    "}]},"
     "{\"name\":\"labelled\",\"load_balancer_type\":2,\"location\":\"hel1\","
     "\"labels\":{\"robotlb/service-uid\":\"u1\"},\"protection\":{\"delete\":true}}]}";
 
@@ -82,8 +84,8 @@ teardown(void)
 static struct hz_lb *
 new_lb(const char *name, const char *type)
 {
-    json_t *body = json_pack("{s:s, s:s, s:s}", "name", name, "load_balancer_type", type,
-                             "location", "hel1");
+    json_t *body =
+        json_pack("{s:s, s:s, s:s}", "name", name, "load_balancer_type", type, "location", "hel1");
     struct hz_lb *lb = hz_lb_build(&R, body);
     json_decref(body);
     ck_assert_msg(lb != NULL, "build failed: %s", err_code());
@@ -124,7 +126,8 @@ START_TEST(test_seed_loaded)
     ck_assert_str_eq(json_string_value(json_object_get(sub, "type")), "vswitch");
     ck_assert_int_eq(json_integer_value(json_object_get(sub, "vswitch_id")), 4242);
     ck_assert_str_eq(json_string_value(json_object_get(sub, "gateway")), "10.0.1.1");
-    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(nj, "load_balancers"), 0)), 5);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(nj, "load_balancers"), 0)),
+                     5);
     json_decref(nj);
 }
 END_TEST
@@ -135,8 +138,10 @@ START_TEST(test_seed_rejects_bad_files)
         "{\"networks\":[{\"name\":\"n\",\"ip_range\":\"nonsense\"}]}",
         "{\"networks\":[{\"name\":\"n\",\"ip_range\":\"10.0.0.0/16\",\"subnets\":"
         "[{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\"}]}]}",
-        "{\"load_balancers\":[{\"name\":\"x\",\"load_balancer_type\":\"lb99\",\"location\":\"hel1\"}]}",
-        "{\"load_balancers\":[{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","
+        "{\"load_balancers\":[{\"name\":\"x\",\"load_balancer_type\":\"lb99\",\"location\":"
+        "\"hel1\"}]}",
+        "{\"load_balancers\":[{\"name\":\"x\",\"load_balancer_type\":\"lb11\",\"location\":"
+        "\"hel1\","
         "\"labels\":{\"bad key\":\"v\"}}]}",
         "{\"tokens\":[\"\"]}",
         "[1,2]",
@@ -259,14 +264,16 @@ check_svc(struct hz_lb *lb, const char *body)
 START_TEST(test_services)
 {
     struct hz_lb *lb = new_lb("s", "lb11");
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}"), 0);
+    ck_assert_int_eq(
+        check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}"), 0);
     json_t *s0 = json_array_get(lb->services, 0);
     json_t *hc = json_object_get(s0, "health_check");
     ck_assert_int_eq(json_integer_value(json_object_get(hc, "port")), 30080);
     ck_assert_int_eq(json_integer_value(json_object_get(hc, "interval")), 15);
     ck_assert_int_eq(json_integer_value(json_object_get(hc, "timeout")), 10);
     ck_assert_int_eq(json_integer_value(json_object_get(hc, "retries")), 3);
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":1}"), -1);
+    ck_assert_int_eq(
+        check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":1}"), -1);
     ck_assert_str_eq(err_code(), "source_port_already_used");
     ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"http\",\"listen_port\":8080}"), 0);
     json_t *s1 = json_array_get(lb->services, 1);
@@ -281,21 +288,29 @@ START_TEST(test_service_limits_and_update)
 {
     struct hz_lb *lb = new_lb("s", "lb11");
     ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\"}"), 0);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(lb->services, 0), "listen_port")), 443);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(lb->services, 0), "destination_port")), 80);
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"udp\",\"listen_port\":53,\"destination_port\":53}"), -1);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_array_get(lb->services, 0), "listen_port")), 443);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_array_get(lb->services, 0), "destination_port")),
+        80);
+    ck_assert_int_eq(
+        check_svc(lb, "{\"protocol\":\"udp\",\"listen_port\":53,\"destination_port\":53}"), -1);
     ck_assert_str_eq(err_code(), "invalid_input");
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":0,\"destination_port\":53}"), -1);
+    ck_assert_int_eq(
+        check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":0,\"destination_port\":53}"), -1);
     ck_assert_str_eq(err_code(), "invalid_input");
     ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":1,\"destination_port\":2,"
-                                   "\"health_check\":{\"protocol\":\"tcp\",\"interval\":1}}"), -1);
+                                   "\"health_check\":{\"protocol\":\"tcp\",\"interval\":1}}"),
+                     -1);
     ck_assert_str_eq(err_code(), "invalid_input");
     for (int p = 1; p <= 4; p++) {
         char b[128];
-        snprintf(b, sizeof(b), "{\"protocol\":\"tcp\",\"listen_port\":%d,\"destination_port\":%d}", p, 30000 + p);
+        snprintf(b, sizeof(b), "{\"protocol\":\"tcp\",\"listen_port\":%d,\"destination_port\":%d}",
+                 p, 30000 + p);
         ck_assert_int_eq(check_svc(lb, b), 0);
     }
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":9,\"destination_port\":9}"), -1);
+    ck_assert_int_eq(
+        check_svc(lb, "{\"protocol\":\"tcp\",\"listen_port\":9,\"destination_port\":9}"), -1);
     ck_assert_str_eq(err_code(), "resource_limit_exceeded");
 
     /* update_service merges over the stored service. */
@@ -324,7 +339,9 @@ START_TEST(test_actions_lock_and_complete)
     json_t *j = hz_action_json(a);
     ck_assert_str_eq(json_string_value(json_object_get(j, "status")), "running");
     ck_assert(json_is_null(json_object_get(j, "finished")));
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(j, "resources"), 0), "id")), lb->id);
+    ck_assert_int_eq(json_integer_value(
+                         json_object_get(json_array_get(json_object_get(j, "resources"), 0), "id")),
+                     lb->id);
     json_decref(j);
     struct hz_action *b = hz_action_start(&F, "change_algorithm", lb->id, "boom", "it broke");
     ck_assert_int_eq(b->id, a->id + 1);
@@ -338,7 +355,8 @@ START_TEST(test_actions_lock_and_complete)
     ck_assert_int_eq(b->status, HZ_ACTION_ERROR);
     ck_assert_int_eq(lb->running_action, 0);
     j = hz_action_json(b);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")), "boom");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+                     "boom");
     ck_assert_int_eq(json_integer_value(json_object_get(j, "progress")), 100);
     json_decref(j);
 }
@@ -372,7 +390,8 @@ START_TEST(test_pagination_bounds)
         ck_assert_uint_eq(to, cases[i].to);
         ck_assert_int_eq(json_integer_value(json_object_get(p, "page")), cases[i].page);
         ck_assert_int_eq(json_integer_value(json_object_get(p, "last_page")), cases[i].last);
-        ck_assert_int_eq(json_integer_value(json_object_get(p, "total_entries")), (int)cases[i].total);
+        ck_assert_int_eq(json_integer_value(json_object_get(p, "total_entries")),
+                         (int)cases[i].total);
         ck_assert_int_eq(json_integer_value(json_object_get(p, "previous_page")), cases[i].prev);
         ck_assert_int_eq(json_integer_value(json_object_get(p, "next_page")), cases[i].next);
         json_decref(meta);

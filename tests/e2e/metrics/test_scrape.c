@@ -1,10 +1,12 @@
 /*
  * Scraping the daemon's /metrics with real clients:
  *   promtool    `promtool check metrics` accepts the exposition, lint included;
+ *   promtool-proxy  the same for a daemon running the proxy role (mod_tcp_proxy
+ *               balancing two upstreams published by a source instance);
  *   prometheus  a real Prometheus on loopback scrapes the daemon every second
  *               and its HTTP API reports up == 1 and prismlb metrics' values;
  *   rss         10,000 keep-alive scrapes leave the daemon's RSS flat (5 %).
- * Usage: test_scrape [promtool|prometheus|rss] (default: all).
+ * Usage: test_scrape [promtool|promtool-proxy|prometheus|rss] (default: all).
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -37,6 +39,34 @@ start_daemon(struct me_daemon *d, int port)
 
 /* ------------------------------------------------------------------ */
 
+/* Scrape url and run `promtool check metrics` on it; aborts with promtool's
+ * complaints. Returns the number of families. */
+static int
+promtool_check(const char *url, const char *dir, const char *name)
+{
+    struct me_resp r;
+    ck_assert_int_eq(me_http("GET", url, NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    char path[4096], cmd[8192];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    ck_assert_int_eq(tu_write_file(path, r.body), 0);
+    snprintf(cmd, sizeof(cmd), "%s check metrics < '%s'", PROMTOOL, path);
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    char *out = NULL;
+    int rc = tu_run(argv, NULL, &out, 30000);
+    ck_assert_msg(rc == 0 && out && out[0] == '\0',
+                  "promtool check metrics: exit %d, output:\n%s\non:\n%s", rc, out ? out : "",
+                  r.body);
+    int families = 0;
+    for (const char *p = r.body; (p = strstr(p, "# TYPE ")) != NULL; p++)
+        families++;
+    printf("promtool check metrics: OK on %zu bytes, %d families (%s)\n", r.len, families,
+           name);
+    free(out);
+    me_resp_free(&r);
+    return families;
+}
+
 START_TEST(promtool_accepts_metrics)
 {
     int port = me_free_port();
@@ -45,30 +75,56 @@ START_TEST(promtool_accepts_metrics)
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
 
-    /* Twice: the first scrape creates nothing the second would not show,
-     * and a second one has moved the counters. */
-    for (int round = 0; round < 2; round++) {
-        struct me_resp r;
+    /* Twice: a second scrape has moved the counters. */
+    ck_assert_int_ge(promtool_check(url, d.dir, "scrape0.txt"), 7);
+    ck_assert_int_ge(promtool_check(url, d.dir, "scrape1.txt"), 7);
+    me_daemon_stop(&d);
+}
+END_TEST
+
+/* The proxy role: a source instance publishes two upstreams (this daemon's
+ * own metrics port, which accepts, and port 1, which refuses), mod_tcp_proxy
+ * balances them, mod_metrics serves its metrics and readiness. */
+START_TEST(promtool_accepts_proxy_role_metrics)
+{
+    int port = me_free_port(), proxy_port = me_free_port();
+    char conf[2048];
+    snprintf(conf, sizeof(conf),
+             "instances = (\n"
+             "  { module = \"lifecycle\"; name = \"apiservers\"; trace_file = \"trace.log\";\n"
+             "    publish = [ \"127.0.0.1:%d\", \"127.0.0.1:1\" ]; },\n"
+             "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [ \"apiservers\" ];\n"
+             "    bind_address = \"127.0.0.1\"; bind_port = %d;\n"
+             "    health_interval = \"2s\"; health_timeout = \"1s\"; },\n"
+             "  { module = \"metrics\"; port = %d; }\n"
+             ");\n",
+             port, proxy_port, port);
+    struct me_daemon d;
+    me_daemon_start(&d, conf, port);
+    char url[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+
+    /* Wait (bounded) until the proxy has judged its upstreams. */
+    struct me_resp r;
+    long long deadline = tu_now_ms() + 15000;
+    for (;;) {
         ck_assert_int_eq(me_http("GET", url, NULL, &r), 0);
-        ck_assert_int_eq(r.status, 200);
-        char path[4096], cmd[8192];
-        snprintf(path, sizeof(path), "%s/scrape%d.txt", d.dir, round);
-        ck_assert_int_eq(tu_write_file(path, r.body), 0);
-        snprintf(cmd, sizeof(cmd), "%s check metrics < '%s'", PROMTOOL, path);
-        char *argv[] = {"/bin/sh", "-c", cmd, NULL};
-        char *out = NULL;
-        int rc = tu_run(argv, NULL, &out, 30000);
-        ck_assert_msg(rc == 0 && out && out[0] == '\0',
-                      "promtool check metrics: exit %d, output:\n%s\non:\n%s", rc,
-                      out ? out : "", r.body);
-        int families = 0;
-        for (const char *p = r.body; (p = strstr(p, "# TYPE ")) != NULL; p++)
-            families++;
-        ck_assert_int_ge(families, 7);
-        printf("promtool check metrics: OK on %zu bytes, %d families\n", r.len, families);
-        free(out);
+        if (strstr(r.body, "proxy=\"kubeprism\",upstream=\"127.0.0.1:1\"") &&
+            strstr(r.body, "upstream=\"127.0.0.1:1\"} 0\n")) {
+            break;
+        }
         me_resp_free(&r);
+        ck_assert_msg(tu_now_ms() < deadline, "no proxy metrics within 15 s");
+        tu_sleep_ms(200);
     }
+    me_resp_free(&r);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/readyz", port);
+    ck_assert_int_eq(me_http("GET", url, NULL, &r), 0);
+    ck_assert_msg(r.status == 200, "/readyz %ld with one healthy upstream:\n%s", r.status, r.body);
+    me_resp_free(&r);
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+    ck_assert_int_ge(promtool_check(url, d.dir, "proxy-role.txt"), 10);
     me_daemon_stop(&d);
 }
 END_TEST
@@ -322,6 +378,10 @@ suite(void)
     TCase *tc = tcase_create("promtool");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, promtool_accepts_metrics);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("promtool-proxy");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, promtool_accepts_proxy_role_metrics);
     suite_add_tcase(s, tc);
     tc = tcase_create("prometheus");
     tcase_set_timeout(tc, 90);

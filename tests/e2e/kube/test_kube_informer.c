@@ -1,0 +1,471 @@
+/*
+ * End-to-end suite of the informer against prismlb-fake-kube, one test per
+ * fault: a dropped watch, 410 as an ERROR event, HTTP 410 on an expired
+ * continue, 500s, added latency, a list of 10,000 objects in chunks, a
+ * quiet period kept alive by bookmarks only. Each checks that afterwards
+ * the informer's cache and the module's view built from its callbacks both
+ * equal the fake's store, and that no spurious callback was delivered
+ * (an add of a known key, an update without a change, a delete of an
+ * unknown key, or an old object that is not the last one reported).
+ */
+#include "kt.h"
+
+#define RES "leases.coordination.k8s.io"
+
+/* What a module would build from the callbacks. */
+struct mirror {
+    json_t *m; /* key -> resourceVersion */
+    int adds, updates, deletes, spurious, synced;
+    int errors, list_failed, watch_failed, watch_error, ended, expired;
+    int last_http;
+    char why[1100];
+};
+
+static void
+spurious(struct mirror *mi, const char *what, const char *key)
+{
+    mi->spurious++;
+    snprintf(mi->why, sizeof(mi->why), "%s %s", what, key);
+}
+
+static void
+m_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    struct mirror *mi = arg;
+    char key[512];
+    (void)inf;
+    ck_assert_int_eq(core_kube_obj_key((json_t *)obj, key, sizeof(key)), 0);
+    if (json_object_get(mi->m, key))
+        spurious(mi, "add of known", key);
+    /* the cache already holds it, as the same (borrowed) object */
+    ck_assert_ptr_eq(core_informer_get(inf, kt_md((json_t *)obj, "namespace"),
+                                       kt_md((json_t *)obj, "name")),
+                     obj);
+    json_object_set_new(mi->m, key, json_string(core_kube_obj_rv((json_t *)obj)));
+    mi->adds++;
+}
+
+static void
+m_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
+{
+    struct mirror *mi = arg;
+    char key[512];
+    (void)inf;
+    ck_assert_int_eq(core_kube_obj_key((json_t *)obj, key, sizeof(key)), 0);
+    const char *had = json_string_value(json_object_get(mi->m, key));
+    const char *orv = core_kube_obj_rv((json_t *)old), *nrv = core_kube_obj_rv((json_t *)obj);
+    if (!had)
+        spurious(mi, "update of unknown", key);
+    else if (strcmp(had, orv) != 0)
+        spurious(mi, "update with a stale old", key);
+    else if (strcmp(orv, nrv) == 0)
+        spurious(mi, "update without change", key);
+    json_object_set_new(mi->m, key, json_string(nrv));
+    mi->updates++;
+}
+
+static void
+m_delete(plb_informer *inf, const plb_obj *old, void *arg)
+{
+    struct mirror *mi = arg;
+    char key[512];
+    (void)inf;
+    ck_assert_int_eq(core_kube_obj_key((json_t *)old, key, sizeof(key)), 0);
+    if (!json_object_get(mi->m, key))
+        spurious(mi, "delete of unknown", key);
+    ck_assert_ptr_null(core_informer_get(inf, kt_md((json_t *)old, "namespace"),
+                                         kt_md((json_t *)old, "name")));
+    json_object_del(mi->m, key);
+    mi->deletes++;
+}
+
+static void
+m_synced(plb_informer *inf, void *arg)
+{
+    struct mirror *mi = arg;
+    ck_assert(core_informer_synced(inf));
+    mi->synced++;
+}
+
+static void
+m_status(plb_informer *inf, const struct plb_informer_status *st, void *arg)
+{
+    struct mirror *mi = arg;
+    (void)inf;
+    mi->errors += st->is_error;
+    mi->last_http = st->http_status;
+    switch (st->event) {
+    case PLB_INFORMER_LIST_FAILED: mi->list_failed++; ck_assert(st->is_error); break;
+    case PLB_INFORMER_WATCH_FAILED: mi->watch_failed++; ck_assert(st->is_error); break;
+    case PLB_INFORMER_WATCH_ERROR: mi->watch_error++; ck_assert(st->is_error); break;
+    case PLB_INFORMER_WATCH_ENDED: mi->ended++; ck_assert(!st->is_error); break;
+    case PLB_INFORMER_EXPIRED: mi->expired++; ck_assert(!st->is_error); break;
+    }
+    ck_assert_int_ge(st->retry_in_ms, 0);
+}
+
+static plb_informer *
+start_informer(struct kt *t, struct mirror *mi, const char *ns, uint32_t page)
+{
+    memset(mi, 0, sizeof(*mi));
+    mi->m = json_object();
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = {"coordination.k8s.io/v1", "leases", ns, NULL, NULL},
+        .page_size = page,
+        .on_add = m_add,
+        .on_update = m_update,
+        .on_delete = m_delete,
+        .on_synced = m_synced,
+        .on_status = m_status,
+        .arg = mi,
+    };
+    int err = 0;
+    plb_informer *inf = core_informer_new(t->k, &o, &err);
+    ck_assert_msg(inf != NULL, "informer_new: %d", err);
+    return inf;
+}
+
+static int
+synced(void *arg)
+{
+    return ((struct mirror *)arg)->synced > 0;
+}
+
+/* The informer's cache as key -> rv (new). */
+static void
+cache_cb(const plb_obj *obj, void *arg)
+{
+    char key[512];
+    ck_assert_int_eq(core_kube_obj_key((json_t *)obj, key, sizeof(key)), 0);
+    json_object_set_new(arg, key, json_string(core_kube_obj_rv((json_t *)obj)));
+}
+
+struct conv {
+    struct kt *t;
+    plb_informer *inf;
+    struct mirror *mi;
+    json_t *store;
+};
+
+static int
+converged(void *arg)
+{
+    struct conv *c = arg;
+    json_t *cache = json_object();
+    core_informer_foreach(c->inf, cache_cb, cache);
+    int ok = json_equal(cache, c->store) && json_equal(c->mi->m, c->store) &&
+             core_informer_count(c->inf) == json_object_size(c->store);
+    json_decref(cache);
+    return ok;
+}
+
+/* Wait until cache and mirror equal the fake's store; no spurious calls. */
+static void
+assert_converged(struct kt *t, plb_informer *inf, struct mirror *mi, const char *cluster)
+{
+    struct conv c = {t, inf, mi, kt_store(t, cluster, RES, "default")};
+    int ok = kt_run_until(t, converged, &c, 20000);
+    if (!ok) {
+        json_t *cache = json_object();
+        core_informer_foreach(inf, cache_cb, cache);
+        char *a = json_dumps(cache, JSON_SORT_KEYS), *b = json_dumps(c.store, JSON_SORT_KEYS);
+        ck_abort_msg("not converged:\ncache %.2000s\nstore %.2000s", a, b);
+    }
+    json_decref(c.store);
+    ck_assert_msg(mi->spurious == 0, "%d spurious callbacks, last: %s", mi->spurious, mi->why);
+}
+
+/* Synchronous writes through the client under test. */
+static void
+put_holder(struct kt *t, const char *ns, const char *name, const char *holder)
+{
+    struct kres r = {0};
+    char patch[256];
+    snprintf(patch, sizeof(patch), "{\"spec\":{\"holderIdentity\":\"%s\"}}", holder);
+    struct plb_kube_ref ref = {"coordination.k8s.io/v1", "leases", ns, name, NULL};
+    kt_wait(t, &r, core_kube_patch(t->k, &ref, PLB_KUBE_MERGE_PATCH, patch, kres_cb, &r, NULL));
+    ck_assert_int_eq(r.status, 200);
+    kres_clear(&r);
+}
+
+static void
+del_lease(struct kt *t, const char *ns, const char *name)
+{
+    struct kres r = {0};
+    struct plb_kube_ref ref = {"coordination.k8s.io/v1", "leases", ns, name, NULL};
+    kt_wait(t, &r, core_kube_delete(t->k, &ref, NULL, NULL, kres_cb, &r, NULL));
+    ck_assert_int_eq(r.status, 200);
+    kres_clear(&r);
+}
+
+/* A batch of changes while the informer may be away: 3 updates, 2 deletes,
+ * 4 adds. Returns the mirror's counters before, for exact deltas. */
+static void
+churn(struct kt *t, const char *prefix)
+{
+    put_holder(t, "default", "l-1", prefix);
+    put_holder(t, "default", "l-2", prefix);
+    put_holder(t, "default", "l-3", prefix);
+    del_lease(t, "default", "l-4");
+    del_lease(t, "default", "l-5");
+    kt_bulk_create(t, t->k, "default", prefix, 4, 10);
+}
+
+START_TEST(list_of_10000_in_chunks)
+{
+    struct kt t;
+    struct mirror mi;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 10000, 16);
+    json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
+    plb_informer *inf = start_informer(&t, &mi, "default", 500);
+    ck_assert(kt_run_until(&t, synced, &mi, 60000));
+    ck_assert_int_eq(mi.adds, 10000);
+    ck_assert_int_eq(core_informer_count(inf), 10000);
+    /* 20 pages: the first without continue, 19 with it, all limited. */
+    ck_assert_int_eq(kt_requests(&t, "GET", "limit=500", NULL), 20);
+    ck_assert_int_eq(kt_requests(&t, "GET", "limit=500", "continue="), 19);
+    ck_assert_int_eq(kt_requests(&t, "GET", "sendInitialEvents", NULL), 0);
+    assert_converged(&t, inf, &mi, "");
+    /* The watch runs from the list's resourceVersion, with bookmarks. */
+    ck_assert_int_eq(kt_requests(&t, "GET", "watch=1", "allowWatchBookmarks=true"), 1);
+    ck_assert_int_eq(mi.errors, 0);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+START_TEST(dropped_watch)
+{
+    struct kt t;
+    struct mirror mi;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 20, 16);
+    plb_informer *inf = start_informer(&t, &mi, "default", 7);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    assert_converged(&t, &*inf, &mi, "");
+    int adds = mi.adds, ups = mi.updates, dels = mi.deletes;
+    json_decref(kt_admin(&t, "POST", "/watches/close?mode=drop", NULL));
+    churn(&t, "dropped");
+    assert_converged(&t, inf, &mi, "");
+    ck_assert_int_eq(mi.adds - adds, 4);
+    ck_assert_int_eq(mi.updates - ups, 3);
+    ck_assert_int_eq(mi.deletes - dels, 2);
+    ck_assert_int_ge(mi.ended, 1);
+    ck_assert_int_eq(mi.errors, 0); /* a dropped stream is no discovery error */
+    ck_assert_int_eq(mi.expired, 0);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+START_TEST(gone_as_error_event_relists_and_delivers_only_differences)
+{
+    struct kt t;
+    struct mirror mi;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 30, 16);
+    plb_informer *inf = start_informer(&t, &mi, "default", 0);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    assert_converged(&t, inf, &mi, "");
+    int adds = mi.adds, ups = mi.updates, dels = mi.deletes;
+    /* The next watch gets HTTP 200 then ERROR 410 Expired. Close the
+     * current one cleanly first, then change things: only the re-list can
+     * bring them. */
+    kt_faults(&t, "{\"watch_gone_next\": 1}");
+    json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
+    json_decref(kt_admin(&t, "POST", "/watches/close?mode=clean", NULL));
+    churn(&t, "gone");
+    assert_converged(&t, inf, &mi, "");
+    ck_assert_int_eq(mi.expired, 1);
+    ck_assert_int_eq(mi.adds - adds, 4); /* exactly the differences */
+    ck_assert_int_eq(mi.updates - ups, 3);
+    ck_assert_int_eq(mi.deletes - dels, 2);
+    ck_assert_int_eq(mi.errors, 0); /* a 410 is no discovery error */
+    ck_assert_int_ge(kt_requests(&t, "GET", "/leases?limit=", NULL), 1);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+START_TEST(http_410_on_expired_continue)
+{
+    struct kt t;
+    struct mirror mi;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 100, 16);
+    /* Slow pages, so the history can be compacted under the listing. */
+    kt_faults(&t, "{\"latency_ms\": 150, \"latency_match\": \"continue=\"}");
+    json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
+    plb_informer *inf = start_informer(&t, &mi, "default", 10);
+    kt_run_ms(&t, 100);
+    put_holder(&t, "default", "l-99", "moved-on"); /* the list's rv is now old */
+    json_decref(kt_admin(&t, "POST", "/compact", NULL));
+    kt_faults(&t, "{\"latency_ms\": 0}");
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    assert_converged(&t, inf, &mi, "");
+    ck_assert_int_eq(mi.expired, 1);
+    ck_assert_int_eq(mi.last_http, 410);
+    ck_assert_int_eq(mi.errors, 0);
+    ck_assert_int_eq(mi.adds, 100); /* each object delivered once */
+    /* The fallback list is whole (no limit), like client-go's pager. */
+    ck_assert_int_ge(kt_requests(&t, "GET", "/leases", NULL) -
+                         kt_requests(&t, "GET", "/leases?limit", NULL) -
+                         kt_requests(&t, "GET", "watch=1", NULL),
+                     1);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+START_TEST(server_errors_500_back_off_and_count)
+{
+    struct kt t;
+    struct mirror mi;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 10, 16);
+    /* Two failed lists: retried after ~1 s and ~2 s. */
+    kt_faults(&t, "{\"fail_count\": 2, \"fail_status\": 500, \"fail_match\": \"/leases?\"}");
+    long long t0 = tu_now_ms();
+    plb_informer *inf = start_informer(&t, &mi, "default", 0);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    long long took = tu_now_ms() - t0;
+    ck_assert_int_eq(mi.list_failed, 2);
+    ck_assert_int_eq(mi.errors, 2);
+    ck_assert_int_ge(took, 3000);     /* 1 s + 2 s */
+    ck_assert_int_le(took, 3750 + 1500); /* + 25 % jitter + slack */
+    assert_converged(&t, inf, &mi, "");
+    /* A failing re-watch counts as an error each time, then recovers. */
+    kt_faults(&t, "{\"fail_count\": 1, \"fail_status\": 500, \"fail_match\": \"watch=1\"}");
+    json_decref(kt_admin(&t, "POST", "/watches/close?mode=clean", NULL));
+    churn(&t, "fivehundred");
+    assert_converged(&t, inf, &mi, "");
+    ck_assert_int_eq(mi.watch_failed, 1);
+    ck_assert_int_eq(mi.errors, 3);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+START_TEST(added_latency)
+{
+    struct kt t;
+    struct mirror mi;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 25, 16);
+    kt_faults(&t, "{\"latency_ms\": 400}");
+    plb_informer *inf = start_informer(&t, &mi, "default", 10);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    churn(&t, "slow");
+    assert_converged(&t, inf, &mi, "");
+    ck_assert_int_eq(mi.errors, 0);
+    ck_assert_int_eq(mi.expired, 0);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+START_TEST(quiet_period_kept_alive_by_bookmarks)
+{
+    struct kt t;
+    struct mirror mi;
+    const char *extra[] = {"--bookmark-interval-ms", "200", NULL};
+    kt_start(&t, extra, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 5, 16);
+    plb_informer *inf = start_informer(&t, &mi, "default", 0);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    int adds = mi.adds, ups = mi.updates;
+    /* Writes elsewhere move the global resourceVersion; the informer's
+     * resource stays quiet, so only bookmarks bring it forward. */
+    kt_bulk_create(&t, t.k, "kube-system", "other", 5, 16);
+    kt_run_ms(&t, 1200);
+    json_t *st = kt_admin(&t, "GET", "/state", NULL);
+    char want[64];
+    snprintf(want, sizeof(want), "resourceVersion=%s&",
+             json_string_value(json_object_get(st, "resourceVersion")));
+    json_decref(st);
+    /* Compact the history: a watch from a pre-bookmark rv would now be
+     * 410. Drop the watch: the re-watch starts from the bookmark's rv and
+     * succeeds, with no re-list. */
+    json_decref(kt_admin(&t, "POST", "/compact", NULL));
+    json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
+    json_decref(kt_admin(&t, "POST", "/watches/close?mode=drop", NULL));
+    kt_run_ms(&t, 2000);
+    ck_assert_int_eq(kt_requests(&t, "GET", "watch=1", want), 1);
+    ck_assert_int_eq(kt_requests(&t, "GET", "/leases?", "limit"), 0);
+    ck_assert_int_eq(mi.expired, 0);
+    ck_assert_int_eq(mi.errors, 0);
+    ck_assert_int_eq(mi.adds, adds); /* nothing happened to the leases in default */
+    ck_assert_int_eq(mi.updates, ups);
+    assert_converged(&t, inf, &mi, "");
+    /* Only namespace default is watched. */
+    ck_assert_int_eq(core_informer_count(inf), 5);
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
+/* Freeing the informer from inside its own callback stops everything. */
+static void
+free_in_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    int *n = arg;
+    (void)obj;
+    if (++*n == 3)
+        core_informer_free(inf);
+}
+
+START_TEST(free_from_callback)
+{
+    struct kt t;
+    int n = 0;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 10, 16);
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = {"coordination.k8s.io/v1", "leases", "default", NULL, NULL},
+        .on_add = free_in_add,
+        .arg = &n,
+    };
+    ck_assert_ptr_nonnull(core_informer_new(t.k, &o, NULL));
+    kt_run_ms(&t, 1500);
+    ck_assert_int_eq(n, 3);
+    kt_stop(&t);
+}
+END_TEST
+
+static Suite *
+informer_suite(void)
+{
+    Suite *s = suite_create("kube_informer");
+    TCase *tc = tcase_create("faults");
+    tcase_set_timeout(tc, 180);
+    tcase_add_test(tc, list_of_10000_in_chunks);
+    tcase_add_test(tc, dropped_watch);
+    tcase_add_test(tc, gone_as_error_event_relists_and_delivers_only_differences);
+    tcase_add_test(tc, http_410_on_expired_continue);
+    tcase_add_test(tc, server_errors_500_back_off_and_count);
+    tcase_add_test(tc, added_latency);
+    tcase_add_test(tc, quiet_period_kept_alive_by_bookmarks);
+    tcase_add_test(tc, free_from_callback);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(informer_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,355 @@
+/*
+ * hz.h: private header of mod_hetzner_lb (not installed, not part of the ABI).
+ *
+ * mod_hetzner_lb turns Kubernetes Services of type LoadBalancer into Hetzner
+ * Cloud load balancers the way robotlb does. It is split by concern:
+ *
+ *   mod_hetzner_lb.c  descriptor, lifecycle, gate hooks, resync timer
+ *   hz_settings.c     settings table, validators, the check hook
+ *   hz_mem.c          the allocator (the host's, or libc in unit tests)
+ *   hz_names.c        balancer names: default, cluster prefix, legacy, cut
+ *   hz_annot.c        robotlb/ annotations: parse, validate, resolve
+ *   hz_model.c        the desired balancer; the actual one parsed from JSON
+ *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
+ *   hz_api.c          the Hetzner API client: pacing, lanes, action waits
+ *
+ * The pure files (names, annot, model, plan) do no I/O and take no host;
+ * they are unit tested directly. Everything runs on the daemon's one event
+ * loop thread.
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <prismlb/module.h>
+
+#define HZ_HIDDEN __attribute__((visibility("hidden")))
+
+/* The ownership label robotlb puts on every balancer it manages. */
+#define HZ_LABEL_UID "robotlb/service-uid"
+/* Hetzner's limit on balancer names, in bytes (names are ASCII in practice). */
+#define HZ_NAME_MAX 128
+/* Services whose balancer refused a target are checked again after this. */
+#define HZ_REFUSED_RETRY_MS 30000
+
+/* ------------------------------------------------------------------ */
+/* Settings (hz_settings.c)                                             */
+
+enum hz_algorithm { HZ_ALG_LEAST_CONNECTIONS = 0, HZ_ALG_ROUND_ROBIN = 1 };
+enum hz_ip_mode { HZ_IPMODE_VIP = 0, HZ_IPMODE_PROXY = 1 };
+
+/* The settings as the daemon stores them (see hz_settings_table). */
+struct hz_config {
+    char *hcloud_token_file;  /* PATH: the token, read on every request */
+    char *hcloud_token;       /* only from ROBOTLB_HCLOUD_TOKEN (SECRET) */
+    char *hcloud_endpoint;    /* base URL ending in /v1 */
+    char *cluster_name;       /* DNS label or NULL */
+    char *default_network;    /* network name or NULL */
+    int dynamic_node_selector;
+    int64_t default_lb_retries;
+    int64_t default_lb_timeout;
+    int64_t default_lb_interval;
+    char *default_lb_location;
+    char *default_balancer_type;
+    int default_lb_algorithm; /* index into the enum values: 0 least-connections,
+                                 1 round-robin, 2 least-connection (alias of 0);
+                                 read it with hz_config_algorithm */
+    int default_lb_proxy_mode_enabled;
+    int default_ip_mode;      /* enum hz_ip_mode */
+    int ipv6_ingress;
+    int64_t resync_interval_ms;
+    int dry_run;
+    char *log_level;          /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
+};
+
+HZ_HIDDEN extern const struct plb_setting hz_settings_table[];
+
+/* The module's check hook (see struct plb_module.check). */
+HZ_HIDDEN int hz_check(const struct plb_host *host, plb_check *chk, const void *config,
+                       void (*report)(plb_check *chk, const char *setting, const char *fmt, ...)
+                           PLB_PRINTF(3, 4));
+
+/* Validators shared with the annotation parser. Each returns NULL when
+ * valid, else a static message. */
+HZ_HIDDEN const char *hz_validate_dns_label(const char *s);
+HZ_HIDDEN const char *hz_validate_log_level(const char *s);
+/* Map a robotlb log level name (case-insensitive: off, error, warn, info,
+ * debug, trace) to the module's threshold; -1 for "off"; -2 if unknown. */
+HZ_HIDDEN int hz_log_level_parse(const char *s);
+/* The default algorithm of c as enum hz_algorithm. */
+HZ_HIDDEN int hz_config_algorithm(const struct hz_config *c);
+
+/* ------------------------------------------------------------------ */
+/* Memory (hz_mem.c)                                                    */
+
+/* Route the module's allocations through host (NULL: libc). Called once in
+ * create, before any other hz_ function allocates. */
+HZ_HIDDEN void hz_mem_use(const struct plb_host *host);
+HZ_HIDDEN void *hz_calloc(size_t n);               /* zeroed; NULL on failure */
+HZ_HIDDEN void *hz_realloc(void *p, size_t n);
+HZ_HIDDEN void hz_free(void *p);                   /* NULL is fine */
+HZ_HIDDEN char *hz_strdup(const char *s);          /* NULL in: NULL out */
+HZ_HIDDEN char *hz_strndup(const char *s, size_t n);
+HZ_HIDDEN char *hz_asprintf(const char *fmt, ...) PLB_PRINTF(1, 2);
+
+/* ------------------------------------------------------------------ */
+/* Names (hz_names.c)                                                   */
+
+/* FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3)
+ * over the bytes of s. */
+HZ_HIDDEN uint64_t hz_fnv1a64(const char *s);
+/* Fit name into Hetzner's 128 characters: a name of at most 128 bytes is
+ * copied; a longer one is cut to its first 111 bytes (fewer if that would
+ * split a UTF-8 sequence), then "-" and the 16 lowercase hex digits of
+ * hz_fnv1a64(whole name). out must hold HZ_NAME_MAX + 1 bytes. */
+HZ_HIDDEN void hz_name_fit(const char *name, char out[HZ_NAME_MAX + 1]);
+/* The name a Service's balancer is created under: the robotlb/balancer
+ * annotation (annot_name, no cluster prefix) when given, else
+ * "<service>.<namespace>", or "<cluster>.<service>.<namespace>" with a
+ * cluster name; then fitted. cluster and annot_name may be NULL or "". */
+HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster,
+                                   const char *service, const char *ns,
+                                   char out[HZ_NAME_MAX + 1]);
+/* The name earlier releases gave the balancer: "<service>", fitted. */
+HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
+
+/* ------------------------------------------------------------------ */
+/* Annotations (hz_annot.c)                                             */
+
+#define HZ_ANN_BALANCER "robotlb/balancer"
+#define HZ_ANN_NETWORK "robotlb/lb-network"
+#define HZ_ANN_PRIVATE_IP "robotlb/lb-private-ip"
+#define HZ_ANN_NODE_SELECTOR "robotlb/node-selector"
+#define HZ_ANN_CHECK_INTERVAL "robotlb/lb-check-interval"
+#define HZ_ANN_TIMEOUT "robotlb/lb-timeout"
+#define HZ_ANN_RETRIES "robotlb/lb-retries"
+#define HZ_ANN_PROXY_MODE "robotlb/lb-proxy-mode"
+#define HZ_ANN_LOCATION "robotlb/lb-location"
+#define HZ_ANN_ALGORITHM "robotlb/lb-algorithm"
+#define HZ_ANN_TYPE "robotlb/balancer-type"
+#define HZ_ANN_IP_MODE "robotlb/ip-mode"
+
+/* Hetzner's health check bounds (seconds / count). */
+#define HZ_HC_INTERVAL_MIN 3
+#define HZ_HC_INTERVAL_MAX 60
+#define HZ_HC_TIMEOUT_MIN 1
+#define HZ_HC_TIMEOUT_MAX 60
+#define HZ_HC_RETRIES_MIN 0
+#define HZ_HC_RETRIES_MAX 5
+
+/* The robotlb/ annotations of one Service; absent ones are NULL or -1. */
+struct hz_annot {
+    char *balancer;      /* robotlb/balancer */
+    char *network;       /* robotlb/lb-network */
+    char *private_ip;    /* robotlb/lb-private-ip (IPv4 literal) */
+    char *node_selector; /* robotlb/node-selector, raw (the core's target
+                            selection parses it) */
+    int check_interval;  /* robotlb/lb-check-interval */
+    int timeout;         /* robotlb/lb-timeout */
+    int retries;         /* robotlb/lb-retries */
+    int proxy_mode;      /* robotlb/lb-proxy-mode: 0, 1 */
+    char *location;      /* robotlb/lb-location */
+    int algorithm;       /* robotlb/lb-algorithm: enum hz_algorithm */
+    char *type;          /* robotlb/balancer-type */
+    int ip_mode;         /* robotlb/ip-mode: enum hz_ip_mode */
+};
+
+/* Looks up one annotation; returns a borrowed value or NULL when absent. */
+typedef const char *(*hz_annot_get_fn)(void *arg, const char *key);
+
+/* Read every robotlb/ annotation through get. On success fills *out (new
+ * strings; release with hz_annot_clear) and returns 0. When any value is
+ * bad returns -EINVAL, leaves *out empty and writes one message naming
+ * every bad annotation and its value into err (for a warning Event; the
+ * caller keeps the last good state). -ENOMEM when out of memory. */
+HZ_HIDDEN int hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err,
+                             size_t errlen);
+HZ_HIDDEN void hz_annot_clear(struct hz_annot *a);
+
+/* The algorithm name Hetzner uses ("least_connections", "round_robin"). */
+HZ_HIDDEN const char *hz_algorithm_api_name(int alg);
+/* Parse Hetzner's algorithm.type; -1 when unknown. */
+HZ_HIDDEN int hz_algorithm_from_api(const char *s);
+
+/* ------------------------------------------------------------------ */
+/* Model (hz_model.c)                                                   */
+
+/* A port of a Service as the reconciler reads it. */
+struct hz_port {
+    const char *protocol; /* "TCP", "UDP", "SCTP"; NULL means TCP */
+    int port;
+    int node_port;        /* 0 when none is allocated */
+};
+
+/* The Service, borrowed for the call. */
+struct hz_svc {
+    const char *uid, *name, *ns;
+    const struct hz_port *ports;
+    size_t nports;
+};
+
+struct hz_svc_port {
+    int listen, dest, proxy;
+};
+
+/* What the Service asks for. */
+struct hz_desired {
+    char name[HZ_NAME_MAX + 1]; /* create name */
+    char *uid;
+    char *type, *location;
+    int algorithm;       /* enum hz_algorithm */
+    char *network;       /* network name, NULL when none */
+    char *private_ip;    /* only with a network */
+    int interval, timeout, retries;
+    int proxy;
+    int ip_mode;         /* enum hz_ip_mode (for the Service status) */
+    struct hz_svc_port *services;
+    size_t nservices;
+    char **targets;      /* target IPs (node InternalIPs), as given */
+    size_t ntargets;
+};
+
+/* Build the desired balancer of svc from the settings, its (good)
+ * annotations and its target IPs (already selected and capped by the
+ * core's target selection; borrowed, copied). One service per TCP port
+ * with a nodePort: listen = port, destination = nodePort, proxy protocol
+ * from the annotation or default; UDP/SCTP ports and ports without a
+ * nodePort are skipped. Returns 0; -ENOENT when no port can be exposed
+ * (err says why, for a warning Event; *out left empty); -ENOMEM. Free
+ * with hz_desired_clear. */
+HZ_HIDDEN int hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a,
+                               const struct hz_svc *svc, const char *const *target_ips,
+                               size_t ntargets, struct hz_desired *out, char *err,
+                               size_t errlen);
+HZ_HIDDEN void hz_desired_clear(struct hz_desired *d);
+
+struct hz_act_service {
+    char *protocol;
+    int listen, dest, proxy;
+    char *hc_protocol;
+    int hc_port, hc_interval, hc_timeout, hc_retries;
+};
+
+struct hz_act_net {
+    int64_t network;
+    char *ip;
+};
+
+/* A balancer as GET /load_balancers returns it. */
+struct hz_actual {
+    int64_t id;
+    char *name;
+    char *uid;           /* robotlb/service-uid label, or NULL */
+    json_t *labels;      /* every label (new reference) */
+    char *type, *location;
+    int algorithm;       /* enum hz_algorithm, -1 when unknown */
+    char *ipv4, *ipv6;   /* public addresses or NULL */
+    struct hz_act_net *nets;
+    size_t nnets;
+    char **ip_targets;   /* targets of type ip */
+    size_t nip_targets;
+    size_t nother_targets; /* targets of other types (server, selector) */
+    struct hz_act_service *services;
+    size_t nservices;
+};
+
+/* Parse one load balancer object (borrowed). 0, -EINVAL when it lacks id
+ * or name, -ENOMEM. Free with hz_actual_clear. */
+HZ_HIDDEN int hz_actual_parse(const json_t *lb, struct hz_actual *out);
+HZ_HIDDEN void hz_actual_clear(struct hz_actual *a);
+/* 1 when the balancer is attached to network id. */
+HZ_HIDDEN int hz_actual_on_network(const struct hz_actual *a, int64_t network);
+
+/* The body of POST /load_balancers for d (new): name, type, location,
+ * algorithm, the ownership label, services with their health checks, and,
+ * when network_id > 0 and no private IP is asked for, the network and the
+ * IP targets (with_targets). A requested private IP needs attach_to_network
+ * after the create, which the plan then issues. NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_create_body(const struct hz_desired *d, int64_t network_id,
+                                 int with_targets);
+
+/* One service of d as the API takes it (new): tcp, listen, destination,
+ * proxyprotocol and a tcp health check on the destination port. NULL on
+ * ENOMEM. */
+HZ_HIDDEN json_t *hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s);
+
+/* ------------------------------------------------------------------ */
+/* Plan (hz_plan.c)                                                     */
+
+enum hz_op_kind {
+    HZ_OP_SET_LABELS = 1,   /* PUT /load_balancers/{id} {labels} */
+    HZ_OP_ATTACH_NETWORK,   /* actions/attach_to_network */
+    HZ_OP_CHANGE_ALGORITHM, /* actions/change_algorithm */
+    HZ_OP_REMOVE_TARGET,    /* actions/remove_target */
+    HZ_OP_DELETE_SERVICE,   /* actions/delete_service */
+    HZ_OP_CHANGE_TYPE,      /* actions/change_type */
+    HZ_OP_ADD_SERVICE,      /* actions/add_service */
+    HZ_OP_UPDATE_SERVICE,   /* actions/update_service */
+    HZ_OP_ADD_TARGET,       /* actions/add_target */
+};
+
+/* One Hetzner write, ready to send. */
+struct hz_op {
+    enum hz_op_kind kind;
+    const char *method;  /* static */
+    char *path;          /* "/load_balancers/7/actions/add_target" */
+    json_t *body;        /* new reference */
+    char *target_ip;     /* ADD/REMOVE_TARGET: the IP */
+};
+
+struct hz_plan {
+    struct hz_op *ops;
+    size_t n;
+};
+
+/* The minimal writes that turn a into d, in an order Hetzner accepts:
+ * labels (adoption), network, algorithm, target removals, service
+ * deletions, type, service additions and updates, target additions.
+ * network_id is the id of d->network (0 when d has none). Returns 0 (an
+ * empty plan when nothing differs), -EPERM when a is labelled for another
+ * Service (never changed), or -ENOMEM. Free with hz_plan_clear. */
+HZ_HIDDEN int hz_plan_build(const struct hz_desired *d, const struct hz_actual *a,
+                            int64_t network_id, struct hz_plan *out);
+HZ_HIDDEN void hz_plan_clear(struct hz_plan *p);
+HZ_HIDDEN const char *hz_op_name(enum hz_op_kind k);
+
+/* Ownership: which balancer a Service uses. */
+enum hz_own_kind {
+    HZ_OWN_MANAGE = 1, /* labelled for this Service: manage it */
+    HZ_OWN_ADOPT,      /* unlabelled and targets its nodes: label, manage */
+    HZ_OWN_CREATE,     /* none: create under create_name */
+    HZ_OWN_WAIT,       /* no target nodes: cannot tell; warn and wait */
+    HZ_OWN_BLOCKED,    /* the name is taken by another's balancer: warn */
+};
+
+struct hz_own_in {
+    const char *uid;
+    const char *name;         /* the create name (annotation or default) */
+    int annotated;            /* name comes from robotlb/balancer */
+    const char *legacy_name;  /* earlier releases' "<service>" */
+    /* Balancers found (borrowed, NULL when none): labelled for uid (the
+     * lowest id when several), and by each name (GET ?name=). */
+    const struct hz_actual *labelled;
+    const struct hz_actual *by_name;
+    const struct hz_actual *by_legacy;
+    const char *const *node_ips; /* the Service's target node IPs */
+    size_t nnode_ips;
+};
+
+struct hz_own_out {
+    enum hz_own_kind kind;
+    const struct hz_actual *lb; /* MANAGE, ADOPT: the balancer (borrowed) */
+    char warning[512];          /* "" or the text of a warning Event */
+};
+
+/* Decide as the spec's ownership and migration paragraphs say; never
+ * chooses a balancer labelled for another Service, never deletes. */
+HZ_HIDDEN void hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out);
+/* 1 when every target of a is an IP and at least one is in ips. */
+HZ_HIDDEN int hz_targets_match_nodes(const struct hz_actual *a, const char *const *ips,
+                                     size_t nips);
+
+#endif

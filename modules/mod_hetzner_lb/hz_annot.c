@@ -1,0 +1,199 @@
+/*
+ * hz_annot.c: the robotlb/ annotations of a Service (the spec's example
+ * Service lists them all), parsed and validated as a whole: one bad value
+ * rejects the set, so the caller keeps the balancer as it was and reports
+ * the message in a warning Event.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hz.h"
+
+const char *
+hz_algorithm_api_name(int alg)
+{
+    return alg == HZ_ALG_ROUND_ROBIN ? "round_robin" : "least_connections";
+}
+
+int
+hz_algorithm_from_api(const char *s)
+{
+    if (!s)
+        return -1;
+    if (strcmp(s, "round_robin") == 0)
+        return HZ_ALG_ROUND_ROBIN;
+    if (strcmp(s, "least_connections") == 0)
+        return HZ_ALG_LEAST_CONNECTIONS;
+    return -1;
+}
+
+void
+hz_annot_clear(struct hz_annot *a)
+{
+    hz_free(a->balancer);
+    hz_free(a->network);
+    hz_free(a->private_ip);
+    hz_free(a->node_selector);
+    hz_free(a->location);
+    hz_free(a->type);
+    memset(a, 0, sizeof(*a));
+    a->check_interval = a->timeout = a->retries = -1;
+    a->proxy_mode = a->algorithm = a->ip_mode = -1;
+}
+
+/* Error text accumulated as "key: why (value "v"); key2: ...". */
+struct errbuf {
+    char *p;
+    size_t len, n;
+    int count;
+};
+
+static void PLB_PRINTF(3, 4) bad(struct errbuf *e, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    if (e->n < e->len) {
+        int w = snprintf(e->p + e->n, e->len - e->n, "%s%s: ", e->count ? "; " : "", key);
+        if (w > 0)
+            e->n += (size_t)w;
+    }
+    if (e->n < e->len) {
+        va_start(ap, fmt);
+        int w = vsnprintf(e->p + e->n, e->len - e->n, fmt, ap);
+        va_end(ap);
+        if (w > 0)
+            e->n += (size_t)w;
+    }
+    if (e->n > e->len)
+        e->n = e->len;
+    e->count++;
+}
+
+/* An integer annotation within [lo, hi]. */
+static void
+get_int(hz_annot_get_fn get, void *arg, const char *key, int lo, int hi, int *out,
+        struct errbuf *e)
+{
+    const char *v = get(arg, key);
+    char *end;
+    if (!v)
+        return;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || errno || !isdigit((unsigned char)v[0])) {
+        bad(e, key, "\"%.64s\" is not a whole number", v);
+        return;
+    }
+    if (n < lo || n > hi) {
+        bad(e, key, "%ld is out of range (%d to %d)", n, lo, hi);
+        return;
+    }
+    *out = (int)n;
+}
+
+/* A string annotation: non-empty, without blanks. */
+static int
+get_word(hz_annot_get_fn get, void *arg, const char *key, char **out, struct errbuf *e)
+{
+    const char *v = get(arg, key);
+    if (!v)
+        return 0;
+    if (!*v) {
+        bad(e, key, "must not be empty");
+        return 0;
+    }
+    for (const char *p = v; *p; p++) {
+        if (isspace((unsigned char)*p) || iscntrl((unsigned char)*p)) {
+            bad(e, key, "\"%.64s\" must not contain blanks", v);
+            return 0;
+        }
+    }
+    if (!(*out = hz_strdup(v)))
+        return -ENOMEM;
+    return 0;
+}
+
+int
+hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, size_t errlen)
+{
+    struct errbuf e = {.p = err, .len = errlen ? errlen - 1 : 0};
+    struct hz_annot a;
+    const char *v;
+    int rc = 0;
+
+    if (errlen)
+        err[0] = '\0';
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+
+    /* Hetzner names are 1 to 128 characters without blanks; a longer name
+     * is cut (hz_name_fit), a blank cannot be sent. */
+    if ((rc = get_word(get, arg, HZ_ANN_BALANCER, &a.balancer, &e)) < 0)
+        goto fail;
+    if ((rc = get_word(get, arg, HZ_ANN_NETWORK, &a.network, &e)) < 0)
+        goto fail;
+    if ((v = get(arg, HZ_ANN_PRIVATE_IP))) {
+        struct in_addr ia;
+        if (inet_pton(AF_INET, v, &ia) != 1)
+            bad(&e, HZ_ANN_PRIVATE_IP, "\"%.64s\" is not an IPv4 address", v);
+        else if (!(a.private_ip = hz_strdup(v)))
+            goto nomem;
+    }
+    if ((v = get(arg, HZ_ANN_NODE_SELECTOR)) && !(a.node_selector = hz_strdup(v)))
+        goto nomem;
+    get_int(get, arg, HZ_ANN_CHECK_INTERVAL, HZ_HC_INTERVAL_MIN, HZ_HC_INTERVAL_MAX,
+            &a.check_interval, &e);
+    get_int(get, arg, HZ_ANN_TIMEOUT, HZ_HC_TIMEOUT_MIN, HZ_HC_TIMEOUT_MAX, &a.timeout, &e);
+    get_int(get, arg, HZ_ANN_RETRIES, HZ_HC_RETRIES_MIN, HZ_HC_RETRIES_MAX, &a.retries, &e);
+    if ((v = get(arg, HZ_ANN_PROXY_MODE))) {
+        /* robotlb reads it as a Rust bool: exactly "true" or "false". */
+        if (strcmp(v, "true") == 0)
+            a.proxy_mode = 1;
+        else if (strcmp(v, "false") == 0)
+            a.proxy_mode = 0;
+        else
+            bad(&e, HZ_ANN_PROXY_MODE, "\"%.64s\" is neither true nor false", v);
+    }
+    if ((rc = get_word(get, arg, HZ_ANN_LOCATION, &a.location, &e)) < 0)
+        goto fail;
+    if ((v = get(arg, HZ_ANN_ALGORITHM))) {
+        if (strcmp(v, "round-robin") == 0)
+            a.algorithm = HZ_ALG_ROUND_ROBIN;
+        else if (strcmp(v, "least-connections") == 0 || strcmp(v, "least-connection") == 0)
+            a.algorithm = HZ_ALG_LEAST_CONNECTIONS;
+        else
+            bad(&e, HZ_ANN_ALGORITHM,
+                "\"%.64s\" is not an algorithm (least-connections, round-robin)", v);
+    }
+    if ((rc = get_word(get, arg, HZ_ANN_TYPE, &a.type, &e)) < 0)
+        goto fail;
+    if ((v = get(arg, HZ_ANN_IP_MODE))) {
+        if (strcmp(v, "VIP") == 0)
+            a.ip_mode = HZ_IPMODE_VIP;
+        else if (strcmp(v, "Proxy") == 0)
+            a.ip_mode = HZ_IPMODE_PROXY;
+        else
+            bad(&e, HZ_ANN_IP_MODE, "\"%.64s\" is neither VIP nor Proxy", v);
+    }
+    if (e.count) {
+        if (errlen)
+            err[e.n] = '\0';
+        hz_annot_clear(&a);
+        *out = a;
+        return -EINVAL;
+    }
+    *out = a;
+    return 0;
+nomem:
+    rc = -ENOMEM;
+fail:
+    hz_annot_clear(&a);
+    *out = a;
+    if (errlen)
+        snprintf(err, errlen, "out of memory");
+    return rc;
+}

@@ -1,0 +1,855 @@
+/*
+ * hz_api.c: the Hetzner Cloud API client (see hz_api.h for the rules).
+ *
+ * A call is in one state at a time:
+ *
+ *   LANE     queued behind an earlier call of its lane
+ *   QUEUED   in the pacer's FIFO, waiting for a slot and for the budget
+ *   FLIGHT   sent; the HTTP client owns the request
+ *   ACTION   answered with a running action; completed by the poller
+ *   RETRY    waiting on its own timer (423 locked, 5xx, 409 conflict,
+ *            transport error of a read), then QUEUED again
+ *
+ * One driver (dispatch) moves QUEUED calls out; every transition back into
+ * the queue arms it with a zero delay, so nothing runs re-entrantly inside
+ * a caller of hz_api_call.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hz_api.h"
+
+#define PER_PAGE 50
+#define MAX_RETRIES 3
+#define MAX_LOCKED_TRIES 60
+#define LOCKED_DELAY_MAX_MS 10000
+#define POLL_FIRST_MS 500
+#define POLL_MAX_MS 5000
+#define ACTION_TIMEOUT_MS (15 * 60 * 1000)
+#define MAX_PAGES 10000
+
+enum call_state { CS_LANE = 1, CS_QUEUED, CS_FLIGHT, CS_ACTION, CS_RETRY };
+
+struct hz_lane {
+    char *key;
+    struct hz_call *head, *tail; /* head is the running call */
+    struct hz_lane *next;
+};
+
+struct hz_call {
+    struct hz_api *api;
+    enum call_state st;
+    struct hz_lane *lane;
+    struct hz_call *lane_next;
+    struct hz_call *q_next;               /* pacer FIFO */
+    struct hz_call *all_prev, *all_next;  /* every live call, oldest first */
+
+    char method[8];
+    char *path;       /* below the endpoint, with the query */
+    char *body;       /* serialized JSON or NULL */
+    size_t body_len;
+    int write;
+
+    hz_result_cb cb;
+    hz_list_cb lcb;
+    void *arg;
+    int is_poll;
+
+    /* lists */
+    char *list_base, *list_key;
+    json_t *items;
+    int page;
+
+    plb_http_req *req;
+    uint64_t seq;
+    int64_t ready_ms;  /* entered the queue */
+    int retries, locked_tries;
+    plb_timer *retry_timer;
+
+    int64_t action_id, action_since_ms;
+    json_t *answer;    /* the answer that started the action */
+    int answer_status;
+};
+
+struct hz_api {
+    const struct plb_host *host;
+    plb_ctx *ctx;
+    const struct hz_logger *log;
+    char *endpoint, *token_file, *token;
+    int dry_run;
+    uint32_t timeout_ms;
+    int max_in_flight;
+
+    struct hz_pace pace;
+    uint64_t seq;
+    int in_flight;
+    struct hz_call *q_head, *q_tail;
+    struct hz_call *all_head, *all_tail;
+    struct hz_lane *lanes;
+    plb_timer *kick_timer, *poll_timer;
+    int poll_in_flight;
+    int64_t poll_ms;
+    int cancelling;
+    struct hz_api_stats st;
+};
+
+static const char *const json_headers[] = {
+    "Content-Type: application/json",
+    "Accept: application/json",
+    "User-Agent: prismlb-mod_hetzner_lb/1.0",
+    NULL,
+};
+
+static int64_t
+now_ms(struct hz_api *api)
+{
+    return api->host->now_ms(api->ctx);
+}
+
+/* ------------------------------------------------------------------ */
+/* Queues                                                              */
+
+static void
+kick(struct hz_api *api)
+{
+    if (!api->host->timer_pending(api->kick_timer))
+        api->host->timer_arm(api->kick_timer, 0, 0, 0);
+}
+
+static void
+enqueue(struct hz_call *c, int front)
+{
+    struct hz_api *api = c->api;
+    c->st = CS_QUEUED;
+    c->ready_ms = now_ms(api);
+    c->q_next = NULL;
+    if (front) {
+        c->q_next = api->q_head;
+        api->q_head = c;
+        if (!api->q_tail)
+            api->q_tail = c;
+    } else {
+        if (api->q_tail)
+            api->q_tail->q_next = c;
+        else
+            api->q_head = c;
+        api->q_tail = c;
+    }
+    kick(api);
+}
+
+static void
+all_unlink(struct hz_call *c)
+{
+    struct hz_api *api = c->api;
+    if (c->all_prev)
+        c->all_prev->all_next = c->all_next;
+    else
+        api->all_head = c->all_next;
+    if (c->all_next)
+        c->all_next->all_prev = c->all_prev;
+    else
+        api->all_tail = c->all_prev;
+    c->all_prev = c->all_next = NULL;
+}
+
+static void
+call_free(struct hz_call *c)
+{
+    if (!c)
+        return;
+    if (c->retry_timer)
+        c->api->host->timer_free(c->retry_timer);
+    hz_free(c->path);
+    hz_free(c->body);
+    hz_free(c->list_base);
+    hz_free(c->list_key);
+    json_decref(c->items);
+    json_decref(c->answer);
+    hz_free(c);
+}
+
+static void
+lane_free(struct hz_api *api, struct hz_lane *l)
+{
+    for (struct hz_lane **pp = &api->lanes; *pp; pp = &(*pp)->next) {
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    }
+    hz_free(l->key);
+    hz_free(l);
+}
+
+static void poll_arm(struct hz_api *api, int64_t ms);
+
+/* Complete c: advance its lane, run its callback, free it. */
+static void
+finish(struct hz_call *c, const struct hz_result *r)
+{
+    struct hz_api *api = c->api;
+    all_unlink(c);
+    if (c->is_poll) { /* a poll that could not be sent */
+        api->poll_in_flight = 0;
+        poll_arm(api, api->poll_ms);
+    }
+    if (c->lane) {
+        struct hz_lane *l = c->lane;
+        l->head = c->lane_next;
+        if (!l->head) {
+            l->tail = NULL;
+            lane_free(api, l);
+        } else {
+            enqueue(l->head, 0);
+        }
+        c->lane = NULL;
+    }
+    if (c->lcb)
+        c->lcb(c->arg, r, r->err || r->status >= 300 ? NULL : c->items);
+    else if (c->cb)
+        c->cb(c->arg, r);
+    call_free(c);
+}
+
+static void
+finish_err(struct hz_call *c, int err, int status, const char *code, const char *msg)
+{
+    struct hz_result r = {.err = err, .status = status, .code = code, .message = msg};
+    finish(c, &r);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                             */
+
+static void on_done(plb_http_req *req, const plb_http_resp *resp, void *arg);
+
+static void
+send_call(struct hz_call *c)
+{
+    struct hz_api *api = c->api;
+    char *url = hz_asprintf("%s%s", api->endpoint, c->path);
+    int err = 0;
+    if (!url) {
+        finish_err(c, -ENOMEM, 0, NULL, "out of memory");
+        return;
+    }
+    struct plb_http_opts o = {
+        .size = sizeof(o),
+        .method = c->method,
+        .url = url,
+        .headers = json_headers,
+        .body = c->body,
+        .body_len = c->body_len,
+        .bearer_token_file = api->token_file,
+        .bearer_token = api->token_file ? NULL : api->token,
+        .timeout_ms = api->timeout_ms,
+        .body_mode = PLB_HTTP_BUFFER,
+        .max_body = 64u << 20,
+        .done = on_done,
+        .arg = c,
+    };
+    c->seq = ++api->seq;
+    c->st = CS_FLIGHT;
+    c->req = api->host->http_request(api->ctx, &o, &err);
+    hz_free(url);
+    if (!c->req) {
+        hz_log(api->log, PLB_LOG_ERROR, "hetzner: %s %s could not start: %s", c->method,
+               c->path, strerror(-err));
+        finish_err(c, err ? err : -EIO, 0, NULL, "the request could not be started");
+        return;
+    }
+    api->in_flight++;
+    api->st.sent++;
+    if (c->write)
+        api->st.writes++;
+    if (c->is_poll)
+        api->st.action_polls++;
+    hz_log(api->log, PLB_LOG_DEBUG, "hetzner: %s %s", c->method, c->path);
+}
+
+static void
+dry_run_finish(struct hz_call *c)
+{
+    struct hz_api *api = c->api;
+    struct hz_result r = {.dry_run = 1};
+    api->st.dry_run++;
+    hz_log(api->log, PLB_LOG_INFO, "hetzner dry run: would %s %s %.*s", c->method, c->path,
+           (int)(c->body_len > 2000 ? 2000 : c->body_len), c->body ? c->body : "");
+    finish(c, &r);
+}
+
+static void
+dispatch(plb_timer *t, void *arg)
+{
+    struct hz_api *api = arg;
+    (void)t;
+    while (api->q_head) {
+        struct hz_call *c = api->q_head;
+        if (c->write && api->dry_run) {
+            api->q_head = c->q_next;
+            if (!api->q_head)
+                api->q_tail = NULL;
+            dry_run_finish(c);
+            continue;
+        }
+        if (api->in_flight >= api->max_in_flight)
+            break;
+        int64_t now = now_ms(api);
+        int64_t d = hz_pace_delay(&api->pace, now, api->in_flight);
+        if (d < 0)
+            break; /* an answer will kick */
+        if (d > 0) {
+            api->host->timer_arm(api->kick_timer, d, 0, 0);
+            break;
+        }
+        api->q_head = c->q_next;
+        if (!api->q_head)
+            api->q_tail = NULL;
+        c->q_next = NULL;
+        api->st.paced_ms += now - c->ready_ms;
+        send_call(c);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Retries and actions                                                  */
+
+static void
+retry_fire(plb_timer *t, void *arg)
+{
+    struct hz_call *c = arg;
+    (void)t;
+    enqueue(c, 0);
+}
+
+static void
+retry_later(struct hz_call *c, int64_t delay_ms)
+{
+    struct hz_api *api = c->api;
+    if (!c->retry_timer && !(c->retry_timer = api->host->timer_new(api->ctx, retry_fire, c))) {
+        finish_err(c, -ENOMEM, 0, NULL, "out of memory");
+        return;
+    }
+    c->st = CS_RETRY;
+    if (api->host->timer_arm(c->retry_timer, delay_ms, 0, 0.2) < 0)
+        finish_err(c, -EIO, 0, NULL, "timer failed");
+}
+
+static void
+poll_arm(struct hz_api *api, int64_t ms)
+{
+    if (!api->host->timer_pending(api->poll_timer))
+        api->host->timer_arm(api->poll_timer, ms, 0, 0);
+}
+
+static void
+poll_fire(plb_timer *t, void *arg)
+{
+    struct hz_api *api = arg;
+    char path[64 + 24 * 50];
+    size_t n = 0, k = 0;
+    (void)t;
+    if (api->poll_in_flight || api->cancelling)
+        return;
+    n = (size_t)snprintf(path, sizeof(path), "/actions?per_page=%d", PER_PAGE);
+    for (struct hz_call *c = api->all_head; c && k < PER_PAGE; c = c->all_next) {
+        if (c->st != CS_ACTION)
+            continue;
+        n += (size_t)snprintf(path + n, sizeof(path) - n, "&id=%" PRId64, c->action_id);
+        k++;
+    }
+    if (k == 0)
+        return;
+    struct hz_call *p = hz_calloc(sizeof(*p));
+    if (!p || !(p->path = hz_strdup(path))) {
+        hz_free(p);
+        poll_arm(api, api->poll_ms);
+        return;
+    }
+    p->api = api;
+    p->is_poll = 1;
+    snprintf(p->method, sizeof(p->method), "GET");
+    p->all_prev = api->all_tail;
+    if (api->all_tail)
+        api->all_tail->all_next = p;
+    else
+        api->all_head = p;
+    api->all_tail = p;
+    api->poll_in_flight = 1;
+    enqueue(p, 1); /* waiting lanes go first */
+}
+
+static struct hz_call *
+find_action(struct hz_api *api, int64_t id)
+{
+    for (struct hz_call *c = api->all_head; c; c = c->all_next)
+        if (c->st == CS_ACTION && c->action_id == id)
+            return c;
+    return NULL;
+}
+
+/* The batched poll answered. */
+static void
+poll_done(struct hz_api *api, int status, json_t *body)
+{
+    size_t i;
+    json_t *a;
+    int ended = 0, waiting = 0;
+    int64_t now = now_ms(api);
+    api->poll_in_flight = 0;
+    if (status == 200) {
+        json_array_foreach(json_object_get(body, "actions"), i, a) {
+            json_t *idv = json_object_get(a, "id");
+            const char *s = json_string_value(json_object_get(a, "status"));
+            struct hz_call *c = json_is_integer(idv) ? find_action(api, json_integer_value(idv))
+                                                     : NULL;
+            if (!c || !s || strcmp(s, "running") == 0)
+                continue;
+            json_t *e = json_object_get(a, "error");
+            struct hz_result r = {
+                .status = c->answer_status,
+                .body = c->answer,
+                .action_id = c->action_id,
+                .action_failed = strcmp(s, "success") != 0,
+                .code = json_string_value(json_object_get(e, "code")),
+                .message = json_string_value(json_object_get(e, "message")),
+            };
+            if (r.action_failed)
+                hz_log(api->log, PLB_LOG_WARN, "hetzner: action %" PRId64 " of %s %s failed: %s",
+                       c->action_id, c->method, c->path, r.message ? r.message : s);
+            ended++;
+            finish(c, &r);
+        }
+    }
+    for (struct hz_call *c = api->all_head, *nx; c; c = nx) {
+        nx = c->all_next;
+        if (c->st != CS_ACTION)
+            continue;
+        if (now - c->action_since_ms > ACTION_TIMEOUT_MS) {
+            finish_err(c, -EIO, 0, "timeout", "the action did not end within 15 minutes");
+            continue;
+        }
+        waiting++;
+    }
+    if (waiting) {
+        api->poll_ms = ended ? POLL_FIRST_MS : api->poll_ms * 3 / 2;
+        if (api->poll_ms > POLL_MAX_MS)
+            api->poll_ms = POLL_MAX_MS;
+        poll_arm(api, api->poll_ms);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Answers                                                             */
+
+static long long
+header_num(const struct plb_host *h, const plb_http_resp *resp, const char *name)
+{
+    const char *v = h->http_resp_header(resp, name);
+    char *end;
+    if (!v)
+        return -1;
+    long long n = strtoll(v, &end, 10);
+    return end == v ? -1 : n;
+}
+
+/* A list page arrived: collect, then fetch the next or finish. */
+static void
+list_page(struct hz_call *c, int status, json_t *body)
+{
+    json_t *items = json_object_get(body, c->list_key);
+    json_t *next = json_object_get(json_object_get(json_object_get(body, "meta"), "pagination"),
+                                   "next_page");
+    if (!json_is_array(items)) {
+        finish_err(c, -EIO, status, NULL, "the answer lacks the list");
+        return;
+    }
+    if (json_array_extend(c->items, items) < 0) {
+        finish_err(c, -ENOMEM, status, NULL, "out of memory");
+        return;
+    }
+    if (json_is_integer(next) && json_integer_value(next) > c->page && c->page < MAX_PAGES) {
+        char *p = hz_asprintf("%s%cper_page=%d&page=%d", c->list_base,
+                              strchr(c->list_base, '?') ? '&' : '?', PER_PAGE,
+                              (int)json_integer_value(next));
+        if (!p) {
+            finish_err(c, -ENOMEM, status, NULL, "out of memory");
+            return;
+        }
+        c->page = (int)json_integer_value(next);
+        hz_free(c->path);
+        c->path = p;
+        c->retries = 0;
+        enqueue(c, 1);
+        return;
+    }
+    struct hz_result r = {.status = status, .body = body};
+    finish(c, &r);
+}
+
+static void
+on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
+{
+    struct hz_call *c = arg;
+    struct hz_api *api = c->api;
+    const struct plb_host *h = api->host;
+    int64_t now = now_ms(api);
+    int status = h->http_resp_status(resp);
+    enum plb_http_error e = h->http_resp_error(resp);
+    json_t *body = NULL;
+    size_t len = 0;
+    const char *raw;
+    (void)req;
+
+    c->req = NULL;
+    api->in_flight--;
+    kick(api);
+
+    long long limit = header_num(h, resp, "RateLimit-Limit");
+    long long remaining = header_num(h, resp, "RateLimit-Remaining");
+    long long reset = header_num(h, resp, "RateLimit-Reset");
+    if (limit > 0) {
+        hz_pace_update(&api->pace, c->seq, now, h->wall_ms(api->ctx), (long)limit,
+                       (long)remaining, reset);
+        api->st.limit = (long)limit;
+        api->st.remaining = (long)remaining;
+    }
+
+    if (e != PLB_HTTP_OK) {
+        const char *why = h->http_resp_error_text(resp);
+        hz_log(api->log, PLB_LOG_WARN, "hetzner: %s %s: %s", c->method, c->path,
+               why ? why : "transport error");
+        if (c->is_poll) {
+            poll_done(api, 0, NULL);
+            all_unlink(c);
+            call_free(c);
+            return;
+        }
+        if (!c->write && c->retries < MAX_RETRIES) {
+            c->retries++;
+            retry_later(c, 1000LL << c->retries);
+            return;
+        }
+        finish_err(c, -EIO, 0, NULL, why ? why : "transport error");
+        return;
+    }
+    raw = h->http_resp_body(resp, &len);
+    if (raw && len)
+        body = json_loadb(raw, len, 0, NULL);
+
+    json_t *err = json_object_get(body, "error");
+    const char *code = json_string_value(json_object_get(err, "code"));
+    const char *msg = json_string_value(json_object_get(err, "message"));
+
+    if (status == 429) {
+        api->st.rate_limited++;
+        hz_pace_on_429(&api->pace, now, h->wall_ms(api->ctx), reset);
+        hz_log(api->log, PLB_LOG_WARN,
+               "hetzner: rate limit reached (%s %s); pausing every request for %" PRId64 " ms",
+               c->method, c->path, api->pace.pause_until_ms - now);
+        json_decref(body);
+        enqueue(c, 1);
+        return;
+    }
+    if (c->is_poll) {
+        poll_done(api, status, body);
+        json_decref(body);
+        all_unlink(c);
+        call_free(c);
+        return;
+    }
+    if (status == 423 && code && strcmp(code, "locked") == 0) {
+        api->st.locked++;
+        if (++c->locked_tries <= MAX_LOCKED_TRIES) {
+            int64_t d = 1000LL << (c->locked_tries > 4 ? 4 : c->locked_tries - 1);
+            if (d > LOCKED_DELAY_MAX_MS)
+                d = LOCKED_DELAY_MAX_MS;
+            hz_log(api->log, PLB_LOG_DEBUG, "hetzner: %s %s locked; retry in %" PRId64 " ms",
+                   c->method, c->path, d);
+            json_decref(body);
+            retry_later(c, d);
+            return;
+        }
+    }
+    if ((status >= 500 || (status == 409 && code && strcmp(code, "conflict") == 0)) &&
+        c->retries < MAX_RETRIES) {
+        c->retries++;
+        json_decref(body);
+        retry_later(c, 1000LL << c->retries);
+        return;
+    }
+    if (status >= 300 || status == 0) {
+        struct hz_result r = {.err = status ? 0 : -EIO, .status = status, .code = code,
+                              .message = msg ? msg : (status ? NULL : "no answer"),
+                              .body = body};
+        if (status >= 300)
+            hz_log(api->log, PLB_LOG_WARN, "hetzner: %s %s: %d %s: %s", c->method, c->path,
+                   status, code ? code : "-", msg ? msg : "-");
+        finish(c, &r);
+        json_decref(body);
+        return;
+    }
+    if (c->lcb) {
+        list_page(c, status, body);
+        json_decref(body);
+        return;
+    }
+    json_t *action = json_object_get(body, "action");
+    const char *ast = json_string_value(json_object_get(action, "status"));
+    json_t *aid = json_object_get(action, "id");
+    if (ast && json_is_integer(aid) && strcmp(ast, "running") == 0) {
+        c->st = CS_ACTION;
+        c->action_id = json_integer_value(aid);
+        c->action_since_ms = now;
+        c->answer = body;
+        c->answer_status = status;
+        api->poll_ms = POLL_FIRST_MS;
+        poll_arm(api, POLL_FIRST_MS);
+        return;
+    }
+    struct hz_result r = {.status = status, .body = body};
+    if (ast && strcmp(ast, "error") == 0) {
+        json_t *ae = json_object_get(action, "error");
+        r.action_failed = 1;
+        r.action_id = json_is_integer(aid) ? json_integer_value(aid) : 0;
+        r.code = json_string_value(json_object_get(ae, "code"));
+        r.message = json_string_value(json_object_get(ae, "message"));
+    }
+    finish(c, &r);
+    json_decref(body);
+}
+
+/* ------------------------------------------------------------------ */
+/* Public                                                              */
+
+int
+hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out)
+{
+    struct hz_api *api;
+    size_t l;
+    *out = NULL;
+    if (!cfg->host || !cfg->endpoint || (!cfg->token_file && !cfg->token))
+        return -EINVAL;
+    if (!(api = hz_calloc(sizeof(*api))))
+        return -ENOMEM;
+    api->host = cfg->host;
+    api->ctx = cfg->ctx;
+    api->log = cfg->log;
+    api->dry_run = cfg->dry_run;
+    api->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 30000;
+    api->max_in_flight = cfg->max_in_flight > 0 ? cfg->max_in_flight : 8;
+    api->poll_ms = POLL_FIRST_MS;
+    api->st.limit = api->st.remaining = -1;
+    hz_pace_init(&api->pace);
+    if (!(api->endpoint = hz_strdup(cfg->endpoint)))
+        goto nomem;
+    l = strlen(api->endpoint);
+    while (l && api->endpoint[l - 1] == '/')
+        api->endpoint[--l] = '\0';
+    if (cfg->token_file && !(api->token_file = hz_strdup(cfg->token_file)))
+        goto nomem;
+    if (!cfg->token_file && !(api->token = hz_strdup(cfg->token)))
+        goto nomem;
+    if (!(api->kick_timer = api->host->timer_new(api->ctx, dispatch, api)) ||
+        !(api->poll_timer = api->host->timer_new(api->ctx, poll_fire, api)))
+        goto nomem;
+    *out = api;
+    return 0;
+nomem:
+    hz_api_free(api);
+    return -ENOMEM;
+}
+
+/* Detach every call (cancelling requests and timers) and hand each to fn. */
+static void
+drain(struct hz_api *api, int notify)
+{
+    struct hz_call *list = api->all_head;
+    api->all_head = api->all_tail = NULL;
+    api->q_head = api->q_tail = NULL;
+    while (api->lanes) {
+        struct hz_lane *l = api->lanes;
+        api->lanes = l->next;
+        hz_free(l->key);
+        hz_free(l);
+    }
+    api->host->timer_cancel(api->kick_timer);
+    api->host->timer_cancel(api->poll_timer);
+    api->poll_in_flight = 0;
+    for (struct hz_call *c = list; c; c = c->all_next) {
+        c->lane = NULL;
+        if (c->req) {
+            api->host->http_cancel(c->req);
+            c->req = NULL;
+            api->in_flight--;
+        }
+        if (c->retry_timer)
+            api->host->timer_cancel(c->retry_timer);
+    }
+    api->cancelling = 1;
+    while (list) {
+        struct hz_call *c = list;
+        list = c->all_next;
+        c->all_prev = c->all_next = NULL;
+        if (notify && !c->is_poll) {
+            struct hz_result r = {.err = -ECANCELED, .message = "cancelled"};
+            if (c->lcb)
+                c->lcb(c->arg, &r, NULL);
+            else if (c->cb)
+                c->cb(c->arg, &r);
+        }
+        call_free(c);
+    }
+    api->cancelling = 0;
+    api->in_flight = 0;
+}
+
+void
+hz_api_cancel_all(struct hz_api *api)
+{
+    if (api)
+        drain(api, 1);
+}
+
+void
+hz_api_free(struct hz_api *api)
+{
+    if (!api)
+        return;
+    if (api->kick_timer && api->poll_timer)
+        drain(api, 0);
+    api->host->timer_free(api->kick_timer);
+    api->host->timer_free(api->poll_timer);
+    hz_free(api->endpoint);
+    hz_free(api->token_file);
+    if (api->token) {
+        memset(api->token, 0, strlen(api->token));
+        hz_free(api->token);
+    }
+    hz_free(api);
+}
+
+static struct hz_call *
+call_new(struct hz_api *api, const char *method, const char *path)
+{
+    struct hz_call *c;
+    if (api->cancelling || strlen(method) >= sizeof(c->method) || path[0] != '/')
+        return NULL;
+    if (!(c = hz_calloc(sizeof(*c))))
+        return NULL;
+    c->api = api;
+    snprintf(c->method, sizeof(c->method), "%s", method);
+    c->write = strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0;
+    if (!(c->path = hz_strdup(path))) {
+        hz_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Link c into the client and its lane (NULL: none), then queue it. */
+static int
+call_start(struct hz_api *api, struct hz_call *c, const char *lane)
+{
+    struct hz_lane *l = NULL;
+    if (lane) {
+        for (l = api->lanes; l && strcmp(l->key, lane) != 0; l = l->next)
+            ;
+        if (!l) {
+            if (!(l = hz_calloc(sizeof(*l))) || !(l->key = hz_strdup(lane))) {
+                hz_free(l);
+                return -ENOMEM;
+            }
+            l->next = api->lanes;
+            api->lanes = l;
+        }
+    }
+    c->all_prev = api->all_tail;
+    if (api->all_tail)
+        api->all_tail->all_next = c;
+    else
+        api->all_head = c;
+    api->all_tail = c;
+    if (l) {
+        c->lane = l;
+        if (l->tail) {
+            l->tail->lane_next = c;
+            l->tail = c;
+            c->st = CS_LANE;
+            return 0;
+        }
+        l->head = l->tail = c;
+    }
+    enqueue(c, 0);
+    return 0;
+}
+
+int
+hz_api_call(struct hz_api *api, const char *lane, const char *method, const char *path,
+            json_t *body, hz_result_cb cb, void *arg)
+{
+    struct hz_call *c = call_new(api, method, path);
+    int rc = -ENOMEM;
+    if (!c) {
+        json_decref(body);
+        return api->cancelling ? -ECANCELED : -ENOMEM;
+    }
+    c->cb = cb;
+    c->arg = arg;
+    if (body) {
+        c->body = json_dumps(body, JSON_COMPACT);
+        json_decref(body);
+        if (!c->body)
+            goto fail;
+        c->body_len = strlen(c->body);
+    }
+    if ((rc = call_start(api, c, lane)) < 0)
+        goto fail;
+    return 0;
+fail:
+    call_free(c);
+    return rc;
+}
+
+int
+hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb, void *arg)
+{
+    char *first = hz_asprintf("%s%cper_page=%d&page=1", path, strchr(path, '?') ? '&' : '?',
+                              PER_PAGE);
+    struct hz_call *c = first ? call_new(api, "GET", first) : NULL;
+    int rc = -ENOMEM;
+    hz_free(first);
+    if (!c)
+        return api->cancelling ? -ECANCELED : -ENOMEM;
+    c->lcb = cb;
+    c->arg = arg;
+    c->page = 1;
+    if (!(c->list_base = hz_strdup(path)) || !(c->list_key = hz_strdup(key)) ||
+        !(c->items = json_array()))
+        goto fail;
+    if ((rc = call_start(api, c, NULL)) < 0)
+        goto fail;
+    return 0;
+fail:
+    call_free(c);
+    return rc;
+}
+
+void
+hz_api_get_stats(const struct hz_api *api, struct hz_api_stats *out)
+{
+    *out = api->st;
+    out->queued = out->waiting_actions = out->lanes = 0;
+    out->in_flight = (size_t)api->in_flight;
+    for (const struct hz_call *c = api->q_head; c; c = c->q_next)
+        out->queued++;
+    for (const struct hz_call *c = api->all_head; c; c = c->all_next)
+        out->waiting_actions += c->st == CS_ACTION;
+    for (const struct hz_lane *l = api->lanes; l; l = l->next)
+        out->lanes++;
+}

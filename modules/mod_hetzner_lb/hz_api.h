@@ -1,0 +1,136 @@
+/*
+ * hz_api.h: the Hetzner Cloud API client of mod_hetzner_lb (private).
+ *
+ * Requests go out on host->http_request (never blocking the loop) with the
+ * bearer token, JSON bodies, and these rules:
+ *
+ *   pacing   every answer's RateLimit-Limit/Remaining/Reset feed hz_pace;
+ *            a request waits in one FIFO until the budget allows it; a 429
+ *            stops everything until RateLimit-Reset, then it is sent again;
+ *   lanes    calls with the same lane key (one per balancer) run one at a
+ *            time: a call whose answer carries a running action completes
+ *            only when the action ended, so the next call on that balancer
+ *            waits for it while other lanes proceed;
+ *   actions  every running action is polled with ONE batched
+ *            GET /actions?id=…&id=… per round (up to 50 ids), whatever the
+ *            number of balancers waiting;
+ *   locked   423 locked is retried after a growing delay (the balancer is
+ *            busy with an action someone else started);
+ *   retries  5xx and 409 conflict are retried up to 3 times;
+ *   lists    hz_api_list follows pagination at 50 per page;
+ *   dry run  a write (anything but GET) is logged and not sent; its result
+ *            says dry_run.
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_API_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_API_H
+
+#include "hz.h"
+
+/* ------------------------------------------------------------------ */
+/* Logging (hz_log.c)                                                   */
+
+struct hz_logger {
+    const struct plb_host *host; /* borrowed */
+    plb_ctx *ctx;
+    int max; /* the module's own threshold (enum plb_log_level), -1: off */
+};
+
+HZ_HIDDEN void hz_log(const struct hz_logger *lg, enum plb_log_level lvl, const char *fmt, ...)
+    PLB_PRINTF(3, 4);
+
+/* ------------------------------------------------------------------ */
+/* Pacing (hz_pace.c, pure)                                             */
+
+struct hz_pace {
+    int known;           /* an answer with the headers was seen */
+    uint64_t seq;        /* dispatch number of the answer the estimate uses */
+    long limit, remaining;
+    int64_t t_ms;        /* monotonic time of that answer */
+    int64_t reset_ms;    /* monotonic time the bucket is full */
+    double rate_per_ms;  /* estimated refill */
+    int64_t pause_until_ms; /* after a 429 */
+    uint64_t rate_429;   /* 429 answers seen */
+};
+
+HZ_HIDDEN void hz_pace_init(struct hz_pace *p);
+/* Feed one answer's headers: seq is the request's dispatch number (answers
+ * older than the one in use are ignored), now_ms monotonic, wall_ms the
+ * wall clock. Missing headers (limit <= 0) change nothing. */
+HZ_HIDDEN void hz_pace_update(struct hz_pace *p, uint64_t seq, int64_t now_ms, int64_t wall_ms,
+                              long limit, long remaining, long long reset_unix);
+/* A 429: nothing goes out until reset_unix (at least 1 s). */
+HZ_HIDDEN void hz_pace_on_429(struct hz_pace *p, int64_t now_ms, int64_t wall_ms,
+                              long long reset_unix);
+/* How long to wait before sending one more request with in_flight requests
+ * unanswered: 0 now, > 0 milliseconds, -1 until an answer arrives. */
+HZ_HIDDEN int64_t hz_pace_delay(const struct hz_pace *p, int64_t now_ms, int in_flight);
+/* The estimated tokens left now (for metrics and tests). */
+HZ_HIDDEN double hz_pace_tokens(const struct hz_pace *p, int64_t now_ms, int in_flight);
+
+/* ------------------------------------------------------------------ */
+/* Client (hz_api.c)                                                    */
+
+struct hz_api;
+
+struct hz_api_cfg {
+    const struct plb_host *host; /* borrowed for the client's life */
+    plb_ctx *ctx;
+    const struct hz_logger *log; /* borrowed for the client's life */
+    const char *endpoint;        /* base URL ("https://api.hetzner.cloud/v1"), copied */
+    const char *token_file;      /* read on every request, copied; or */
+    const char *token;           /* the token itself, copied (never logged) */
+    int dry_run;
+    uint32_t timeout_ms;         /* per request; 0: 30 s */
+    int max_in_flight;           /* 0: 8 */
+};
+
+/* The outcome of one call, borrowed for the callback. */
+struct hz_result {
+    int err;             /* 0; -ECANCELED (cancelled); -EIO (transport or bad
+                            answer, see message); -ENOMEM */
+    int status;          /* HTTP status of the (last) answer, 0 if none */
+    const char *code;    /* error.code of the answer or of the action, or NULL */
+    const char *message; /* its message, or NULL */
+    json_t *body;        /* the parsed answer (NULL for 204, errors, dry run) */
+    int64_t action_id;   /* the action waited for, 0 if none */
+    int action_failed;   /* the action ended in status error */
+    int dry_run;         /* a write that was only logged */
+};
+
+typedef void (*hz_result_cb)(void *arg, const struct hz_result *r);
+/* items: every item of every page (borrowed), NULL when r->err or a status. */
+typedef void (*hz_list_cb)(void *arg, const struct hz_result *r, json_t *items);
+
+/* New client; *out freed with hz_api_free. 0 or -errno. */
+HZ_HIDDEN int hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out);
+/* Cancel everything without calling any callback, then free. NULL is fine. */
+HZ_HIDDEN void hz_api_free(struct hz_api *api);
+
+/* Queue one request: method, path below the endpoint ("/load_balancers/7"),
+ * body (stolen, may be NULL), on lane (NULL: no ordering). cb runs once, on
+ * a later loop iteration, with the outcome (after the action, if the answer
+ * started one). 0 or -errno (cb not called then). */
+HZ_HIDDEN int hz_api_call(struct hz_api *api, const char *lane, const char *method,
+                          const char *path, json_t *body, hz_result_cb cb, void *arg);
+/* GET every page of path (which may carry a query) at 50 per page and hand
+ * the items of `key` ("load_balancers") to cb. 0 or -errno. */
+HZ_HIDDEN int hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb,
+                          void *arg);
+/* Cancel every queued, running and waiting call; each cb runs with
+ * -ECANCELED (calls made from those callbacks are refused). */
+HZ_HIDDEN void hz_api_cancel_all(struct hz_api *api);
+
+struct hz_api_stats {
+    uint64_t sent;         /* requests sent */
+    uint64_t writes;       /* of which writes */
+    uint64_t rate_limited; /* 429 answers */
+    uint64_t locked;       /* 423 locked answers */
+    uint64_t dry_run;      /* writes only logged */
+    uint64_t action_polls; /* GET /actions requests */
+    int64_t paced_ms;      /* total time requests waited for the budget */
+    long limit, remaining; /* last RateLimit headers, -1 when none */
+    size_t queued, in_flight, waiting_actions, lanes;
+};
+HZ_HIDDEN void hz_api_get_stats(const struct hz_api *api, struct hz_api_stats *out);
+
+#endif

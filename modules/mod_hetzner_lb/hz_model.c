@@ -1,0 +1,313 @@
+/*
+ * hz_model.c: the balancer a Service asks for (desired), the balancer
+ * Hetzner has (actual, parsed from the JSON of GET /load_balancers), and the
+ * body that creates one.
+ *
+ * Every port of the Service needs an allocated nodePort: a Hetzner balancer
+ * forwards to a node's IP, so a port is reachable only through its
+ * nodePort. Ports without one are skipped; UDP (and SCTP) is ignored.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hz.h"
+
+void
+hz_desired_clear(struct hz_desired *d)
+{
+    hz_free(d->uid);
+    hz_free(d->type);
+    hz_free(d->location);
+    hz_free(d->network);
+    hz_free(d->private_ip);
+    hz_free(d->services);
+    for (size_t i = 0; i < d->ntargets; i++)
+        hz_free(d->targets[i]);
+    hz_free(d->targets);
+    memset(d, 0, sizeof(*d));
+}
+
+static int
+is_tcp(const char *proto)
+{
+    return !proto || strcasecmp(proto, "TCP") == 0;
+}
+
+int
+hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const struct hz_svc *svc,
+                 const char *const *target_ips, size_t ntargets, struct hz_desired *out,
+                 char *err, size_t errlen)
+{
+    struct hz_desired d;
+    const char *net;
+    size_t skipped_udp = 0, skipped_nonodeport = 0;
+
+    memset(&d, 0, sizeof(d));
+    memset(out, 0, sizeof(*out));
+    if (errlen)
+        err[0] = '\0';
+
+    hz_name_for_service(a->balancer, cfg->cluster_name, svc->name, svc->ns, d.name);
+    if (!(d.uid = hz_strdup(svc->uid ? svc->uid : "")))
+        goto nomem;
+    if (!(d.type = hz_strdup(a->type ? a->type : cfg->default_balancer_type)))
+        goto nomem;
+    if (!(d.location = hz_strdup(a->location ? a->location : cfg->default_lb_location)))
+        goto nomem;
+    d.algorithm = a->algorithm >= 0 ? a->algorithm : hz_config_algorithm(cfg);
+    net = a->network ? a->network : cfg->default_network;
+    if (net && !(d.network = hz_strdup(net)))
+        goto nomem;
+    /* The private IP does nothing without a network. */
+    if (net && a->private_ip && !(d.private_ip = hz_strdup(a->private_ip)))
+        goto nomem;
+    d.interval = a->check_interval >= 0 ? a->check_interval : (int)cfg->default_lb_interval;
+    d.timeout = a->timeout >= 0 ? a->timeout : (int)cfg->default_lb_timeout;
+    d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
+    d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
+    d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
+
+    if (svc->nports && !(d.services = hz_calloc(svc->nports * sizeof(*d.services))))
+        goto nomem;
+    for (size_t i = 0; i < svc->nports; i++) {
+        const struct hz_port *p = &svc->ports[i];
+        int dup = 0;
+        if (!is_tcp(p->protocol)) {
+            skipped_udp++;
+            continue;
+        }
+        if (p->node_port <= 0 || p->node_port > 65535 || p->port <= 0 || p->port > 65535) {
+            skipped_nonodeport++;
+            continue;
+        }
+        for (size_t j = 0; j < d.nservices; j++)
+            dup |= d.services[j].listen == p->port;
+        if (dup)
+            continue;
+        d.services[d.nservices++] = (struct hz_svc_port){p->port, p->node_port, d.proxy};
+    }
+    if (d.nservices == 0) {
+        if (errlen)
+            snprintf(err, errlen,
+                     "no port of the service can be exposed: a Hetzner load balancer reaches "
+                     "a port only through its nodePort (%zu TCP port(s) without a nodePort; "
+                     "allocateLoadBalancerNodePorts: false is not supported; %zu non-TCP "
+                     "port(s) ignored)",
+                     skipped_nonodeport, skipped_udp);
+        hz_desired_clear(&d);
+        return -ENOENT;
+    }
+
+    if (ntargets && !(d.targets = hz_calloc(ntargets * sizeof(*d.targets))))
+        goto nomem;
+    for (size_t i = 0; i < ntargets; i++) {
+        if (!(d.targets[i] = hz_strdup(target_ips[i])))
+            goto nomem;
+        d.ntargets++;
+    }
+    *out = d;
+    return 0;
+nomem:
+    hz_desired_clear(&d);
+    if (errlen)
+        snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+}
+
+/* ------------------------------------------------------------------ */
+
+void
+hz_actual_clear(struct hz_actual *a)
+{
+    hz_free(a->name);
+    hz_free(a->uid);
+    json_decref(a->labels);
+    hz_free(a->type);
+    hz_free(a->location);
+    hz_free(a->ipv4);
+    hz_free(a->ipv6);
+    for (size_t i = 0; i < a->nnets; i++)
+        hz_free(a->nets[i].ip);
+    hz_free(a->nets);
+    for (size_t i = 0; i < a->nip_targets; i++)
+        hz_free(a->ip_targets[i]);
+    hz_free(a->ip_targets);
+    for (size_t i = 0; i < a->nservices; i++) {
+        hz_free(a->services[i].protocol);
+        hz_free(a->services[i].hc_protocol);
+    }
+    hz_free(a->services);
+    memset(a, 0, sizeof(*a));
+}
+
+/* Copy an optional string member; 0 or -ENOMEM. */
+static int
+dup_str(const json_t *v, char **out)
+{
+    const char *s = json_string_value(v);
+    *out = NULL;
+    if (!s)
+        return 0;
+    return (*out = hz_strdup(s)) ? 0 : -ENOMEM;
+}
+
+static int
+int_of(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_integer(v) ? (int)json_integer_value(v) : 0;
+}
+
+int
+hz_actual_parse(const json_t *lb, struct hz_actual *out)
+{
+    struct hz_actual a;
+    json_t *v, *it;
+    size_t i;
+
+    memset(&a, 0, sizeof(a));
+    memset(out, 0, sizeof(*out));
+    a.algorithm = -1;
+    v = json_object_get(lb, "id");
+    if (!json_is_integer(v) || !json_is_string(json_object_get(lb, "name")))
+        return -EINVAL;
+    a.id = json_integer_value(v);
+    if (dup_str(json_object_get(lb, "name"), &a.name) < 0)
+        goto nomem;
+
+    v = json_object_get(lb, "labels");
+    a.labels = json_is_object(v) ? json_deep_copy(v) : json_object();
+    if (!a.labels)
+        goto nomem;
+    if (dup_str(json_object_get(a.labels, HZ_LABEL_UID), &a.uid) < 0)
+        goto nomem;
+    if (dup_str(json_object_get(json_object_get(lb, "load_balancer_type"), "name"), &a.type) < 0)
+        goto nomem;
+    if (dup_str(json_object_get(json_object_get(lb, "location"), "name"), &a.location) < 0)
+        goto nomem;
+    a.algorithm = hz_algorithm_from_api(
+        json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")));
+    v = json_object_get(lb, "public_net");
+    if (dup_str(json_object_get(json_object_get(v, "ipv4"), "ip"), &a.ipv4) < 0 ||
+        dup_str(json_object_get(json_object_get(v, "ipv6"), "ip"), &a.ipv6) < 0)
+        goto nomem;
+
+    v = json_object_get(lb, "private_net");
+    if (json_array_size(v) && !(a.nets = hz_calloc(json_array_size(v) * sizeof(*a.nets))))
+        goto nomem;
+    json_array_foreach(v, i, it) {
+        struct hz_act_net *n = &a.nets[a.nnets];
+        json_t *nid = json_object_get(it, "network");
+        if (!json_is_integer(nid))
+            continue;
+        n->network = json_integer_value(nid);
+        if (dup_str(json_object_get(it, "ip"), &n->ip) < 0)
+            goto nomem;
+        a.nnets++;
+    }
+
+    v = json_object_get(lb, "targets");
+    if (json_array_size(v) &&
+        !(a.ip_targets = hz_calloc(json_array_size(v) * sizeof(*a.ip_targets))))
+        goto nomem;
+    json_array_foreach(v, i, it) {
+        const char *type = json_string_value(json_object_get(it, "type"));
+        const char *ip = json_string_value(json_object_get(json_object_get(it, "ip"), "ip"));
+        if (type && strcmp(type, "ip") == 0 && ip) {
+            if (!(a.ip_targets[a.nip_targets] = hz_strdup(ip)))
+                goto nomem;
+            a.nip_targets++;
+        } else {
+            a.nother_targets++;
+        }
+    }
+
+    v = json_object_get(lb, "services");
+    if (json_array_size(v) && !(a.services = hz_calloc(json_array_size(v) * sizeof(*a.services))))
+        goto nomem;
+    json_array_foreach(v, i, it) {
+        struct hz_act_service *s = &a.services[a.nservices];
+        json_t *hc = json_object_get(it, "health_check");
+        s->listen = int_of(it, "listen_port");
+        s->dest = int_of(it, "destination_port");
+        s->proxy = json_is_true(json_object_get(it, "proxyprotocol"));
+        s->hc_port = int_of(hc, "port");
+        s->hc_interval = int_of(hc, "interval");
+        s->hc_timeout = int_of(hc, "timeout");
+        s->hc_retries = int_of(hc, "retries");
+        a.nservices++;
+        if (dup_str(json_object_get(it, "protocol"), &s->protocol) < 0 ||
+            dup_str(json_object_get(hc, "protocol"), &s->hc_protocol) < 0)
+            goto nomem;
+    }
+    *out = a;
+    return 0;
+nomem:
+    hz_actual_clear(&a);
+    return -ENOMEM;
+}
+
+int
+hz_actual_on_network(const struct hz_actual *a, int64_t network)
+{
+    for (size_t i = 0; i < a->nnets; i++)
+        if (a->nets[i].network == network)
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+json_t *
+hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s)
+{
+    return json_pack("{s:s, s:i, s:i, s:b, s:{s:s, s:i, s:i, s:i, s:i}}", "protocol", "tcp",
+                     "listen_port", s->listen, "destination_port", s->dest, "proxyprotocol",
+                     s->proxy, "health_check", "protocol", "tcp", "port", s->dest, "interval",
+                     d->interval, "timeout", d->timeout, "retries", d->retries);
+}
+
+json_t *
+hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets)
+{
+    json_t *body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name,
+                             "load_balancer_type", d->type, "location", d->location,
+                             "algorithm", "type", hz_algorithm_api_name(d->algorithm), "labels",
+                             HZ_LABEL_UID, d->uid, "public_interface", 1);
+    json_t *services = json_array();
+    if (!body || !services)
+        goto fail;
+    for (size_t i = 0; i < d->nservices; i++) {
+        json_t *s = hz_service_json(d, &d->services[i]);
+        if (!s || json_array_append_new(services, s) < 0)
+            goto fail;
+    }
+    if (json_object_set_new(body, "services", services) < 0) {
+        services = NULL;
+        goto fail;
+    }
+    services = NULL;
+    if (network_id > 0 && !d->private_ip) {
+        if (json_object_set_new(body, "network", json_integer(network_id)) < 0)
+            goto fail;
+        if (with_targets && d->ntargets) {
+            json_t *targets = json_array();
+            if (!targets)
+                goto fail;
+            if (json_object_set_new(body, "targets", targets) < 0)
+                goto fail;
+            for (size_t i = 0; i < d->ntargets; i++) {
+                json_t *t = json_pack("{s:s, s:{s:s}}", "type", "ip", "ip", "ip", d->targets[i]);
+                if (!t || json_array_append_new(targets, t) < 0)
+                    goto fail;
+            }
+        }
+    }
+    return body;
+fail:
+    json_decref(services);
+    json_decref(body);
+    return NULL;
+}

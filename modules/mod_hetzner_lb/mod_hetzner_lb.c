@@ -1,0 +1,269 @@
+/*
+ * mod_hetzner_lb.c: the module descriptor and lifecycle of mod_hetzner_lb.
+ *
+ * create   reads the settings (the daemon parsed and checked them)
+ * start    creates the Hetzner API client and the resync timer
+ * resync   every resync_interval, while the gate is open: ONE paginated
+ *          GET /load_balancers?label_selector=robotlb/service-uid, the
+ *          steady-state check that serves every Service; the result is kept
+ *          as an index by robotlb/service-uid
+ * gate     gate_open starts the write loop at once (an immediate resync);
+ *          gate_close cancels every queued, running and waiting request
+ * stop     cancels timers and requests
+ *
+ * The Service side (informers for Services, Nodes and EndpointSlices,
+ * target selection, status and Events) needs the Kubernetes part of the
+ * module ABI and is not here yet: this module does not reconcile Services.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "hz_api.h"
+
+struct hz_mod {
+    const struct plb_host *host;
+    plb_ctx *ctx;
+    const struct hz_config *cfg;
+    struct hz_logger log;
+    struct hz_api *api;
+    plb_timer *resync;
+    int started;
+    int listing;             /* a resync list is in flight */
+    json_t *by_uid;          /* robotlb/service-uid -> balancer (last resync) */
+    uint64_t resyncs;
+    /* metrics */
+    plb_metric *m_balancers, *m_requests, *m_429, *m_dry, *m_remaining, *m_resyncs;
+    struct hz_api_stats last; /* counters already added */
+};
+
+static const char *const inst_label[] = {"instance", NULL};
+
+static void
+metrics_sync(struct hz_mod *m)
+{
+    struct hz_api_stats s;
+    const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+    if (!m->api)
+        return;
+    hz_api_get_stats(m->api, &s);
+    if (m->m_requests && s.sent > m->last.sent)
+        m->host->metric_add(m->m_requests, iv, (double)(s.sent - m->last.sent));
+    if (m->m_429 && s.rate_limited > m->last.rate_limited)
+        m->host->metric_add(m->m_429, iv, (double)(s.rate_limited - m->last.rate_limited));
+    if (m->m_dry && s.dry_run > m->last.dry_run)
+        m->host->metric_add(m->m_dry, iv, (double)(s.dry_run - m->last.dry_run));
+    if (m->m_remaining && s.remaining >= 0)
+        m->host->metric_set(m->m_remaining, iv, (double)s.remaining);
+    m->last = s;
+}
+
+/* The resync list answered: index the labelled balancers by their UID. */
+static void
+on_list(void *arg, const struct hz_result *r, json_t *items)
+{
+    struct hz_mod *m = arg;
+    const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+    size_t i, dup = 0;
+    json_t *lb, *idx;
+
+    m->listing = 0;
+    if (r->err == -ECANCELED)
+        return;
+    if (!items) {
+        hz_log(&m->log, PLB_LOG_WARN, "resync: listing balancers failed: %d %s: %s", r->status,
+               r->code ? r->code : "-", r->message ? r->message : "-");
+        metrics_sync(m);
+        return;
+    }
+    if (!(idx = json_object())) {
+        hz_log(&m->log, PLB_LOG_ERROR, "resync: out of memory");
+        return;
+    }
+    json_array_foreach(items, i, lb) {
+        const char *uid =
+            json_string_value(json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
+        json_t *prev;
+        if (!uid)
+            continue;
+        /* Several balancers labelled for one Service: the lowest id is the
+         * Service's, the others are reported. */
+        if ((prev = json_object_get(idx, uid))) {
+            dup++;
+            if (json_integer_value(json_object_get(prev, "id")) <
+                json_integer_value(json_object_get(lb, "id")))
+                continue;
+        }
+        if (json_object_set(idx, uid, lb) < 0) {
+            hz_log(&m->log, PLB_LOG_ERROR, "resync: out of memory");
+            json_decref(idx);
+            return;
+        }
+    }
+    json_decref(m->by_uid);
+    m->by_uid = idx;
+    m->resyncs++;
+    if (dup)
+        hz_log(&m->log, PLB_LOG_WARN, "resync: %zu balancer(s) carry a UID another one has", dup);
+    hz_log(&m->log, PLB_LOG_DEBUG, "resync: %zu labelled balancer(s) in %zu item(s)",
+           json_object_size(idx), json_array_size(items));
+    if (m->m_balancers)
+        m->host->metric_set(m->m_balancers, iv, (double)json_object_size(idx));
+    if (m->m_resyncs)
+        m->host->metric_add(m->m_resyncs, iv, 1);
+    metrics_sync(m);
+}
+
+static void
+resync_fire(plb_timer *t, void *arg)
+{
+    struct hz_mod *m = arg;
+    int rc;
+    (void)t;
+    metrics_sync(m);
+    if (!m->host->gate_is_open(m->ctx) || m->listing)
+        return;
+    rc = hz_api_list(m->api, "/load_balancers?label_selector=" HZ_LABEL_UID, "load_balancers",
+                     on_list, m);
+    if (rc < 0) {
+        hz_log(&m->log, PLB_LOG_ERROR, "resync: cannot list balancers: %s", strerror(-rc));
+        return;
+    }
+    m->listing = 1;
+}
+
+static int
+hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    const struct hz_config *cfg = config;
+    struct hz_mod *m;
+    int lvl;
+
+    hz_mem_use(host);
+    if (!(m = hz_calloc(sizeof(*m))))
+        return -ENOMEM;
+    m->host = host;
+    m->ctx = ctx;
+    m->cfg = cfg;
+    m->log.host = host;
+    m->log.ctx = ctx;
+    lvl = cfg->log_level ? hz_log_level_parse(cfg->log_level) : PLB_LOG_DEBUG;
+    m->log.max = lvl == -2 ? PLB_LOG_DEBUG : lvl;
+    *state = m;
+    return 0;
+}
+
+static int
+hz_start(void *state)
+{
+    struct hz_mod *m = state;
+    const struct hz_config *cfg = m->cfg;
+    struct hz_api_cfg ac = {
+        .host = m->host,
+        .ctx = m->ctx,
+        .log = &m->log,
+        .endpoint = cfg->hcloud_endpoint,
+        .token_file = cfg->hcloud_token_file,
+        .token = cfg->hcloud_token,
+        .dry_run = cfg->dry_run,
+    };
+    int rc;
+
+    if ((rc = hz_api_new(&ac, &m->api)) < 0)
+        return rc;
+    m->m_balancers = m->host->metric_new(
+        m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_lb_balancers",
+        "Balancers labelled robotlb/service-uid seen at the last resync", inst_label, NULL, 0);
+    m->m_resyncs = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
+                                       "prismlb_hetzner_lb_resyncs_total",
+                                       "Completed resync lists", inst_label, NULL, 0);
+    m->m_requests = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
+                                        "prismlb_hetzner_api_requests_total",
+                                        "Requests sent to the Hetzner Cloud API", inst_label,
+                                        NULL, 0);
+    m->m_429 = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
+                                   "prismlb_hetzner_api_rate_limited_total",
+                                   "429 answers of the Hetzner Cloud API", inst_label, NULL, 0);
+    m->m_dry = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
+                                   "prismlb_hetzner_dry_run_writes_total",
+                                   "Hetzner writes only logged (dry_run)", inst_label, NULL, 0);
+    m->m_remaining = m->host->metric_new(
+        m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_api_rate_limit_remaining",
+        "RateLimit-Remaining of the last Hetzner answer", inst_label, NULL, 0);
+    if (!(m->resync = m->host->timer_new(m->ctx, resync_fire, m)))
+        return -ENOMEM;
+    /* The first check right away, then every resync_interval (10 % jitter
+     * so that replicas restarted together do not list in step). */
+    if ((rc = m->host->timer_arm(m->resync, 0, cfg->resync_interval_ms, 0.1)) < 0)
+        return rc;
+    m->started = 1;
+    hz_log(&m->log, PLB_LOG_INFO,
+           "hetzner: endpoint %s, resync every %lld s%s; the Kubernetes side (Services, "
+           "Nodes, EndpointSlices) is not available in this build",
+           cfg->hcloud_endpoint, (long long)(cfg->resync_interval_ms / 1000),
+           cfg->dry_run ? ", dry run: no writes" : "");
+    return 0;
+}
+
+static void
+hz_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct hz_mod *m = state;
+    (void)grace_ms;
+    if (m->resync)
+        m->host->timer_cancel(m->resync);
+    metrics_sync(m);
+    hz_api_cancel_all(m->api);
+    m->started = 0;
+    m->host->done(d);
+}
+
+static void
+hz_destroy(void *state)
+{
+    struct hz_mod *m = state;
+    if (!m)
+        return;
+    hz_api_free(m->api);
+    m->host->timer_free(m->resync);
+    json_decref(m->by_uid);
+    hz_free(m);
+}
+
+static void
+hz_gate_open(void *state)
+{
+    struct hz_mod *m = state;
+    if (!m->started)
+        return;
+    hz_log(&m->log, PLB_LOG_INFO, "gate open: writing to Hetzner");
+    /* Act at once: the caches are warm on every replica. */
+    m->host->timer_arm(m->resync, 0, m->cfg->resync_interval_ms, 0.1);
+}
+
+static void
+hz_gate_close(void *state, plb_done *d)
+{
+    struct hz_mod *m = state;
+    hz_log(&m->log, PLB_LOG_INFO, "gate closed: cancelling Hetzner requests");
+    hz_api_cancel_all(m->api);
+    m->listing = 0;
+    m->host->done(d);
+}
+
+PLB_MODULE_EXPORT = {
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .size = sizeof(struct plb_module),
+    .name = "hetzner_lb",
+    .version = "0.1",
+    .description = "Hetzner Cloud load balancers for Services of type LoadBalancer (robotlb)",
+    .settings = hz_settings_table,
+    .config_size = sizeof(struct hz_config),
+    .check = hz_check,
+    .create = hz_create,
+    .start = hz_start,
+    .stop = hz_stop,
+    .destroy = hz_destroy,
+    .gate_open = hz_gate_open,
+    .gate_close = hz_gate_close,
+};

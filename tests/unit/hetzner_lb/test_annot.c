@@ -1,0 +1,219 @@
+/*
+ * The robotlb/ annotations of the spec's example Service
+ * (modules/mod_hetzner_lb/hz_annot.c): each parsed, each validated; a bad
+ * value is one message for a warning Event and leaves nothing parsed, so
+ * the caller keeps the last good state.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "common.h"
+
+/* The example Service of the spec, with a name Hetzner accepts. */
+static const char *const example[] = {
+    "robotlb/balancer", "custom-name",
+    "robotlb/lb-network", "my-net",
+    "robotlb/lb-private-ip", "10.10.10.10",
+    "robotlb/node-selector", "node-role.kubernetes.io/control-plane!=true,beta.kubernetes.io/arch=amd64",
+    "robotlb/lb-check-interval", "5",
+    "robotlb/lb-timeout", "3",
+    "robotlb/lb-retries", "3",
+    "robotlb/lb-proxy-mode", "false",
+    "robotlb/lb-location", "hel1",
+    "robotlb/lb-algorithm", "least-connection",
+    "robotlb/balancer-type", "lb11",
+    "robotlb/ip-mode", "VIP",
+    NULL,
+};
+
+START_TEST(every_annotation_of_the_example_service_is_read)
+{
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)example, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(err, "");
+    ck_assert_str_eq(a.balancer, "custom-name");
+    ck_assert_str_eq(a.network, "my-net");
+    ck_assert_str_eq(a.private_ip, "10.10.10.10");
+    ck_assert_str_eq(a.node_selector, example[7]);
+    ck_assert_int_eq(a.check_interval, 5);
+    ck_assert_int_eq(a.timeout, 3);
+    ck_assert_int_eq(a.retries, 3);
+    ck_assert_int_eq(a.proxy_mode, 0);
+    ck_assert_str_eq(a.location, "hel1");
+    ck_assert_int_eq(a.algorithm, HZ_ALG_LEAST_CONNECTIONS);
+    ck_assert_str_eq(a.type, "lb11");
+    ck_assert_int_eq(a.ip_mode, HZ_IPMODE_VIP);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+START_TEST(absent_annotations_leave_the_defaults_to_the_settings)
+{
+    struct hz_annot a;
+    char err[128];
+    const char *const none[] = {"other/annotation", "x", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)none, &a, err, sizeof(err)), 0);
+    ck_assert_ptr_null(a.balancer);
+    ck_assert_ptr_null(a.network);
+    ck_assert_ptr_null(a.private_ip);
+    ck_assert_ptr_null(a.node_selector);
+    ck_assert_ptr_null(a.location);
+    ck_assert_ptr_null(a.type);
+    ck_assert_int_eq(a.check_interval, -1);
+    ck_assert_int_eq(a.timeout, -1);
+    ck_assert_int_eq(a.retries, -1);
+    ck_assert_int_eq(a.proxy_mode, -1);
+    ck_assert_int_eq(a.algorithm, -1);
+    ck_assert_int_eq(a.ip_mode, -1);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+/* Parse one bad annotation; expect -EINVAL, an empty result, and a message
+ * naming the annotation and its value. */
+static void
+expect_bad(const char *key, const char *value, const char *needle)
+{
+    int loc = strcmp(key, "robotlb/lb-location") == 0;
+    const char *kv[] = {loc ? "robotlb/balancer-type" : "robotlb/lb-location", loc ? "lb21" : "fsn1",
+                        key, value, NULL};
+    struct hz_annot a;
+    char err[512];
+    int rc = hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err));
+    ck_assert_msg(rc == -EINVAL, "%s=%s accepted", key, value);
+    ck_assert_msg(strstr(err, key) != NULL, "message does not name %s: %s", key, err);
+    ck_assert_msg(strstr(err, needle) != NULL, "message lacks \"%s\": %s", needle, err);
+    /* nothing of the bad set is kept, not even the good location */
+    ck_assert_ptr_null(a.location);
+    ck_assert_ptr_null(a.type);
+    ck_assert_int_eq(a.algorithm, -1);
+    hz_annot_clear(&a);
+}
+
+/* "Balancing algorithm. Can be either least-connection, round-robin" */
+START_TEST(lb_algorithm_is_least_connection_or_round_robin)
+{
+    const char *kv[] = {"robotlb/lb-algorithm", "round-robin", NULL};
+    const char *kv2[] = {"robotlb/lb-algorithm", "least-connections", NULL};
+    struct hz_annot a;
+    char err[256];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv2, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.algorithm, HZ_ALG_LEAST_CONNECTIONS);
+    hz_annot_clear(&a);
+    expect_bad("robotlb/lb-algorithm", "random", "\"random\"");
+}
+END_TEST
+
+/* "Type of an IP when added to the status. Can be either VIP or Proxy." */
+START_TEST(ip_mode_is_vip_or_proxy)
+{
+    const char *kv[] = {"robotlb/ip-mode", "Proxy", NULL};
+    struct hz_annot a;
+    char err[256];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.ip_mode, HZ_IPMODE_PROXY);
+    hz_annot_clear(&a);
+    expect_bad("robotlb/ip-mode", "vip", "\"vip\"");
+}
+END_TEST
+
+/* "Whether to use proxy mode for this target." */
+START_TEST(lb_proxy_mode_is_true_or_false)
+{
+    const char *kv[] = {"robotlb/lb-proxy-mode", "true", NULL};
+    struct hz_annot a;
+    char err[256];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.proxy_mode, 1);
+    hz_annot_clear(&a);
+    expect_bad("robotlb/lb-proxy-mode", "yes", "\"yes\"");
+}
+END_TEST
+
+/* "How often to run health probes." "Timeout for a single probe." "How many
+ * failed probes before marking the node as unhealthy." — whole numbers
+ * within Hetzner's bounds. */
+START_TEST(health_check_annotations_are_whole_numbers_within_hetzner_bounds)
+{
+    expect_bad("robotlb/lb-check-interval", "5s", "\"5s\"");
+    expect_bad("robotlb/lb-check-interval", "2", "out of range");
+    expect_bad("robotlb/lb-check-interval", "61", "out of range");
+    expect_bad("robotlb/lb-timeout", "0", "out of range");
+    expect_bad("robotlb/lb-timeout", "-1", "\"-1\"");
+    expect_bad("robotlb/lb-retries", "6", "out of range");
+    expect_bad("robotlb/lb-retries", "three", "\"three\"");
+}
+END_TEST
+
+/* "Requests specific IP address for the load balancer in the private
+ * network." */
+START_TEST(lb_private_ip_is_an_ipv4_address)
+{
+    expect_bad("robotlb/lb-private-ip", "10.10.10", "\"10.10.10\"");
+    expect_bad("robotlb/lb-private-ip", "fd00::1", "\"fd00::1\"");
+}
+END_TEST
+
+/* The example's "custom name" cannot be a Hetzner name (no blanks): the
+ * service gets a warning instead of a failed create. */
+START_TEST(a_balancer_name_with_blanks_is_refused)
+{
+    expect_bad("robotlb/balancer", "custom name", "blanks");
+    expect_bad("robotlb/balancer", "", "empty");
+    expect_bad("robotlb/lb-network", "my net", "blanks");
+    expect_bad("robotlb/lb-location", "", "empty");
+    expect_bad("robotlb/balancer-type", "lb 11", "blanks");
+}
+END_TEST
+
+/* Every bad annotation is named in the one warning. */
+START_TEST(every_bad_annotation_is_named_in_one_message)
+{
+    const char *kv[] = {"robotlb/lb-retries", "9", "robotlb/ip-mode", "X",
+                        "robotlb/lb-algorithm", "fastest", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/lb-retries"));
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/ip-mode"));
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/lb-algorithm"));
+    hz_annot_clear(&a);
+    /* a short buffer is cut, never overrun */
+    char small[16];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, small, sizeof(small)), -EINVAL);
+    ck_assert_uint_le(strlen(small), 15);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("hetzner_lb annotations");
+    TCase *tc = tcase_create("annotations");
+    tcase_add_test(tc, every_annotation_of_the_example_service_is_read);
+    tcase_add_test(tc, absent_annotations_leave_the_defaults_to_the_settings);
+    tcase_add_test(tc, lb_algorithm_is_least_connection_or_round_robin);
+    tcase_add_test(tc, ip_mode_is_vip_or_proxy);
+    tcase_add_test(tc, lb_proxy_mode_is_true_or_false);
+    tcase_add_test(tc, health_check_annotations_are_whole_numbers_within_hetzner_bounds);
+    tcase_add_test(tc, lb_private_ip_is_an_ipv4_address);
+    tcase_add_test(tc, a_balancer_name_with_blanks_is_refused);
+    tcase_add_test(tc, every_bad_annotation_is_named_in_one_message);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,314 @@
+/*
+ * The desired balancer of a Service and the actual one parsed from the API
+ * (modules/mod_hetzner_lb/hz_model.c), after the spec's paragraphs on
+ * ports and on the example Service's options.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "common.h"
+
+static const struct hz_port web_ports[] = {
+    {"TCP", 80, 30080},
+    {"TCP", 443, 30443},
+};
+
+static struct hz_svc
+svc(const struct hz_port *p, size_t n)
+{
+    return (struct hz_svc){.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = n};
+}
+
+static struct hz_annot
+no_annot(void)
+{
+    struct hz_annot a;
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+    return a;
+}
+
+/* The settings' defaults: lb11 in hel1, least-connections, health check
+ * every 15 s with 10 s timeout and 3 retries, no proxy protocol, VIP. */
+START_TEST(without_annotations_the_balancer_takes_the_defaults_of_the_settings)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 2);
+    struct hz_desired d;
+    const char *ips[] = {"10.0.1.10", "10.0.1.11"};
+    char err[256];
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, ips, 2, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.name, "web.shop");
+    ck_assert_str_eq(d.uid, "uid-1");
+    ck_assert_str_eq(d.type, "lb11");
+    ck_assert_str_eq(d.location, "hel1");
+    ck_assert_int_eq(d.algorithm, HZ_ALG_LEAST_CONNECTIONS);
+    ck_assert_ptr_null(d.network);
+    ck_assert_int_eq(d.interval, 15);
+    ck_assert_int_eq(d.timeout, 10);
+    ck_assert_int_eq(d.retries, 3);
+    ck_assert_int_eq(d.proxy, 0);
+    ck_assert_int_eq(d.ip_mode, HZ_IPMODE_VIP);
+    ck_assert_uint_eq(d.ntargets, 2);
+    ck_assert_str_eq(d.targets[1], "10.0.1.11");
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* The annotations of the example Service win over the settings. */
+START_TEST(annotations_override_the_settings)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 2);
+    struct hz_desired d;
+    char err[256];
+    c.cluster_name = (char *)"prod";
+    a.balancer = (char *)"custom-name";
+    a.network = (char *)"my-net";
+    a.private_ip = (char *)"10.10.10.10";
+    a.check_interval = 5;
+    a.timeout = 3;
+    a.retries = 2;
+    a.proxy_mode = 1;
+    a.location = (char *)"fsn1";
+    a.algorithm = HZ_ALG_ROUND_ROBIN;
+    a.type = (char *)"lb21";
+    a.ip_mode = HZ_IPMODE_PROXY;
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.name, "custom-name");
+    ck_assert_str_eq(d.network, "my-net");
+    ck_assert_str_eq(d.private_ip, "10.10.10.10");
+    ck_assert_int_eq(d.interval, 5);
+    ck_assert_int_eq(d.timeout, 3);
+    ck_assert_int_eq(d.retries, 2);
+    ck_assert_int_eq(d.proxy, 1);
+    ck_assert_int_eq(d.services[0].proxy, 1);
+    ck_assert_str_eq(d.location, "fsn1");
+    ck_assert_int_eq(d.algorithm, HZ_ALG_ROUND_ROBIN);
+    ck_assert_str_eq(d.type, "lb21");
+    ck_assert_int_eq(d.ip_mode, HZ_IPMODE_PROXY);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "Default network to use for load balancers. If not set, then only network
+ * from the service annotation will be used"; "This parameter does nothing
+ * in case if network is not specified." */
+START_TEST(default_network_applies_and_a_private_ip_needs_a_network)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 1);
+    struct hz_desired d;
+    char err[256];
+    a.private_ip = (char *)"10.0.0.9";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_ptr_null(d.network);
+    ck_assert_ptr_null(d.private_ip);
+    hz_desired_clear(&d);
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.network, "k8s");
+    ck_assert_str_eq(d.private_ip, "10.0.0.9");
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "port: 80 # This will become the listening port on the LB"; a port is
+ * reachable only through its nodePort: one service per port, listen =
+ * port, destination = nodePort. */
+START_TEST(each_port_becomes_a_service_listening_on_the_port_forwarding_to_its_node_port)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 2);
+    struct hz_desired d;
+    char err[256];
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_uint_eq(d.nservices, 2);
+    ck_assert_int_eq(d.services[0].listen, 80);
+    ck_assert_int_eq(d.services[0].dest, 30080);
+    ck_assert_int_eq(d.services[1].listen, 443);
+    ck_assert_int_eq(d.services[1].dest, 30443);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "ports without one are skipped" */
+START_TEST(ports_without_a_node_port_are_skipped)
+{
+    const struct hz_port p[] = {{"TCP", 80, 0}, {"TCP", 8080, 31000}};
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(p, 2);
+    struct hz_desired d;
+    char err[256];
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_uint_eq(d.nservices, 1);
+    ck_assert_int_eq(d.services[0].listen, 8080);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "Currently only TCP protocol is supported. UDP will be ignored." */
+START_TEST(udp_ports_are_ignored)
+{
+    const struct hz_port p[] = {{"UDP", 53, 30053}, {NULL, 80, 30080}, {"tcp", 81, 30081}};
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(p, 3);
+    struct hz_desired d;
+    char err[256];
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_uint_eq(d.nservices, 2);
+    ck_assert_int_eq(d.services[0].listen, 80);
+    ck_assert_int_eq(d.services[1].listen, 81);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "When no port of a service can be exposed, no balancer is created for
+ * it ... and a warning event on the service reports the problem." */
+START_TEST(when_no_port_can_be_exposed_there_is_no_balancer_and_a_warning)
+{
+    const struct hz_port p[] = {{"TCP", 80, 0}, {"UDP", 53, 30053}};
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(p, 2);
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -ENOENT);
+    ck_assert_ptr_nonnull(strstr(err, "nodePort"));
+    ck_assert_ptr_nonnull(strstr(err, "allocateLoadBalancerNodePorts"));
+    ck_assert_uint_eq(d.nservices, 0);
+    ck_assert_ptr_null(d.uid);
+}
+END_TEST
+
+static const char *lb_json =
+    "{\"id\":42,\"name\":\"web.shop\",\"labels\":{\"robotlb/service-uid\":\"uid-1\",\"team\":\"a\"},"
+    "\"load_balancer_type\":{\"name\":\"lb11\",\"max_targets\":25},"
+    "\"location\":{\"name\":\"hel1\"},\"algorithm\":{\"type\":\"round_robin\"},"
+    "\"public_net\":{\"ipv4\":{\"ip\":\"1.2.3.4\"},\"ipv6\":{\"ip\":\"2001:db8::1\"}},"
+    "\"private_net\":[{\"network\":7,\"ip\":\"10.0.0.5\"}],"
+    "\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.10\"},\"use_private_ip\":false},"
+    "{\"type\":\"label_selector\",\"label_selector\":{\"selector\":\"a=b\"}}],"
+    "\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080,"
+    "\"proxyprotocol\":true,\"health_check\":{\"protocol\":\"tcp\",\"port\":30080,"
+    "\"interval\":15,\"timeout\":10,\"retries\":3}}]}";
+
+/* The balancer as GET /load_balancers returns it. */
+START_TEST(the_actual_balancer_is_read_from_the_api_json)
+{
+    json_t *j = parse_json(lb_json);
+    struct hz_actual a;
+    ck_assert_int_eq(hz_actual_parse(j, &a), 0);
+    ck_assert_int_eq(a.id, 42);
+    ck_assert_str_eq(a.name, "web.shop");
+    ck_assert_str_eq(a.uid, "uid-1");
+    ck_assert_str_eq(json_string_value(json_object_get(a.labels, "team")), "a");
+    ck_assert_str_eq(a.type, "lb11");
+    ck_assert_str_eq(a.location, "hel1");
+    ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
+    ck_assert_str_eq(a.ipv4, "1.2.3.4");
+    ck_assert_str_eq(a.ipv6, "2001:db8::1");
+    ck_assert_uint_eq(a.nnets, 1);
+    ck_assert_int_eq(a.nets[0].network, 7);
+    ck_assert_int_eq(hz_actual_on_network(&a, 7), 1);
+    ck_assert_int_eq(hz_actual_on_network(&a, 8), 0);
+    ck_assert_uint_eq(a.nip_targets, 1);
+    ck_assert_str_eq(a.ip_targets[0], "10.0.1.10");
+    ck_assert_uint_eq(a.nother_targets, 1);
+    ck_assert_uint_eq(a.nservices, 1);
+    ck_assert_int_eq(a.services[0].listen, 80);
+    ck_assert_int_eq(a.services[0].dest, 30080);
+    ck_assert_int_eq(a.services[0].proxy, 1);
+    ck_assert_int_eq(a.services[0].hc_interval, 15);
+    hz_actual_clear(&a);
+    json_decref(j);
+    j = parse_json("{\"name\":\"x\"}");
+    ck_assert_int_eq(hz_actual_parse(j, &a), -EINVAL);
+    json_decref(j);
+}
+END_TEST
+
+/* "robotlb labels every balancer it creates with robotlb/service-uid set to
+ * the UID of the service": the create body carries the label, the type,
+ * location, algorithm, services with health checks and, with a network,
+ * the network and the IP targets. */
+START_TEST(every_balancer_created_is_labelled_with_the_service_uid)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 2);
+    struct hz_desired d;
+    const char *ips[] = {"10.0.1.10"};
+    char err[256];
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, ips, 1, &d, err, sizeof(err)), 0);
+    json_t *b = hz_create_body(&d, 7, 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "name")), "web.shop");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(b, "labels"), HZ_LABEL_UID)), "uid-1");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "load_balancer_type")), "lb11");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "location")), "hel1");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(b, "algorithm"), "type")),
+        "least_connections");
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "network")), 7);
+    json_t *sv = json_array_get(json_object_get(b, "services"), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(sv, "listen_port")), 443);
+    ck_assert_int_eq(json_integer_value(json_object_get(sv, "destination_port")), 30443);
+    ck_assert(json_is_false(json_object_get(sv, "proxyprotocol")));
+    json_t *hc = json_object_get(sv, "health_check");
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "port")), 30443);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "interval")), 15);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "timeout")), 10);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "retries")), 3);
+    json_t *t = json_array_get(json_object_get(b, "targets"), 0);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(t, "ip"), "ip")),
+                     "10.0.1.10");
+    json_decref(b);
+    /* a requested private IP is attached after the create */
+    hz_free(d.private_ip);
+    d.private_ip = hz_strdup("10.0.0.9");
+    b = hz_create_body(&d, 7, 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_ptr_null(json_object_get(b, "network"));
+    ck_assert_ptr_null(json_object_get(b, "targets"));
+    json_decref(b);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("hetzner_lb model");
+    TCase *tc = tcase_create("model");
+    tcase_add_test(tc, without_annotations_the_balancer_takes_the_defaults_of_the_settings);
+    tcase_add_test(tc, annotations_override_the_settings);
+    tcase_add_test(tc, default_network_applies_and_a_private_ip_needs_a_network);
+    tcase_add_test(tc,
+                   each_port_becomes_a_service_listening_on_the_port_forwarding_to_its_node_port);
+    tcase_add_test(tc, ports_without_a_node_port_are_skipped);
+    tcase_add_test(tc, udp_ports_are_ignored);
+    tcase_add_test(tc, when_no_port_can_be_exposed_there_is_no_balancer_and_a_warning);
+    tcase_add_test(tc, the_actual_balancer_is_read_from_the_api_json);
+    tcase_add_test(tc, every_balancer_created_is_labelled_with_the_service_uid);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,608 @@
+/*
+ * The plan (desired vs actual → the minimal Hetzner writes) and the
+ * ownership and adoption rules (modules/mod_hetzner_lb/hz_plan.c), one test
+ * per sentence of the spec's ownership and migration paragraphs.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "common.h"
+
+/* A balancer as the API returns it. targets: JSON array text. */
+static void
+actual(struct hz_actual *a, int id, const char *name, const char *uid, const char *targets,
+       const char *services, const char *extra)
+{
+    char buf[4096];
+    char labels[256];
+    if (uid)
+        snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\",\"team\":\"a\"}", uid);
+    else
+        snprintf(labels, sizeof(labels), "{\"team\":\"a\"}");
+    snprintf(buf, sizeof(buf),
+             "{\"id\":%d,\"name\":\"%s\",\"labels\":%s,"
+             "\"load_balancer_type\":{\"name\":\"lb11\"},\"location\":{\"name\":\"hel1\"},"
+             "\"algorithm\":{\"type\":\"least_connections\"},"
+             "\"private_net\":[{\"network\":7,\"ip\":\"10.0.0.5\"}],"
+             "\"targets\":%s,\"services\":%s%s}",
+             id, name, labels, targets ? targets : "[]", services ? services : "[]",
+             extra ? extra : "");
+    json_t *j = parse_json(buf);
+    ck_assert_int_eq(hz_actual_parse(j, a), 0);
+    json_decref(j);
+}
+
+static const char *svc80 =
+    "[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080,"
+    "\"proxyprotocol\":false,\"health_check\":{\"protocol\":\"tcp\",\"port\":30080,"
+    "\"interval\":15,\"timeout\":10,\"retries\":3}}]";
+
+static const char *
+ipt(const char *a, const char *b)
+{
+    static char buf[512];
+    if (b)
+        snprintf(buf, sizeof(buf),
+                 "[{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}},{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}}]",
+                 a, b);
+    else
+        snprintf(buf, sizeof(buf), "[{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}}]", a);
+    return buf;
+}
+
+/* desired: uid-1, port 80 → 30080, targets as given, on network 7. */
+static void
+desired(struct hz_desired *d, const char *const *ips, size_t n)
+{
+    static const struct hz_port p[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_config c = default_config();
+    struct hz_annot a;
+    char err[256];
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, ips, n, d, err, sizeof(err)), 0);
+}
+
+static size_t
+index_of(const struct hz_plan *p, enum hz_op_kind k)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ops[i].kind == k)
+            return i;
+    ck_abort_msg("no %s in the plan", hz_op_name(k));
+    return 0;
+}
+
+START_TEST(a_balancer_that_matches_needs_no_request)
+{
+    const char *ips[] = {"10.0.1.10", "10.0.1.11"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 2);
+    actual(&a, 5, "web.shop", "uid-1", ipt("10.0.1.11", "10.0.1.10"), svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 0);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* Targets are added and removed by IP, one write each. */
+START_TEST(targets_are_added_and_removed_by_ip)
+{
+    const char *ips[] = {"10.0.1.10", "10.0.1.12"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 2);
+    actual(&a, 5, "web.shop", "uid-1", ipt("10.0.1.10", "10.0.1.11"), svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 2);
+    size_t r = index_of(&p, HZ_OP_REMOVE_TARGET), ad = index_of(&p, HZ_OP_ADD_TARGET);
+    ck_assert_str_eq(p.ops[r].target_ip, "10.0.1.11");
+    ck_assert_str_eq(p.ops[r].path, "/load_balancers/5/actions/remove_target");
+    ck_assert_str_eq(p.ops[ad].target_ip, "10.0.1.12");
+    ck_assert_str_eq(p.ops[ad].method, "POST");
+    ck_assert_str_eq(p.ops[ad].path, "/load_balancers/5/actions/add_target");
+    json_t *ipo = json_object_get(p.ops[ad].body, "ip");
+    ck_assert_str_eq(json_string_value(json_object_get(p.ops[ad].body, "type")), "ip");
+    ck_assert_str_eq(json_string_value(json_object_get(ipo, "ip")), "10.0.1.12");
+    ck_assert_uint_lt(r, ad); /* free a slot before taking one */
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* One service per port: missing ones added, stale ones deleted, changed
+ * ones (nodePort, proxy protocol, health check) updated in place. */
+START_TEST(services_are_added_updated_and_deleted_by_listen_port)
+{
+    static const struct hz_port ports[] = {{"TCP", 80, 30081}, {"TCP", 443, 30443}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 2};
+    struct hz_config c = default_config();
+    struct hz_annot an;
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    char err[128];
+    memset(&an, 0, sizeof(an));
+    hz_annot_clear(&an);
+    ck_assert_int_eq(hz_desired_build(&c, &an, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    actual(&a, 5, "web.shop", "uid-1", NULL,
+           "[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080,"
+           "\"proxyprotocol\":false,\"health_check\":{\"protocol\":\"tcp\",\"port\":30080,"
+           "\"interval\":15,\"timeout\":10,\"retries\":3}},"
+           "{\"protocol\":\"tcp\",\"listen_port\":8080,\"destination_port\":30090,"
+           "\"proxyprotocol\":false,\"health_check\":{\"protocol\":\"tcp\",\"port\":30090,"
+           "\"interval\":15,\"timeout\":10,\"retries\":3}}]",
+           NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 0, &p), 0);
+    ck_assert_uint_eq(p.n, 3);
+    size_t del = index_of(&p, HZ_OP_DELETE_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[del].body, "listen_port")), 8080);
+    size_t up = index_of(&p, HZ_OP_UPDATE_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[up].body, "listen_port")), 80);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[up].body, "destination_port")),
+                     30081);
+    size_t add = index_of(&p, HZ_OP_ADD_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[add].body, "listen_port")), 443);
+    ck_assert_uint_lt(del, add); /* a type's service slots: delete first */
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* Health check settings changed (e.g. robotlb/lb-check-interval): the
+ * service is updated. */
+START_TEST(a_changed_health_check_updates_the_service)
+{
+    const char *ips[] = {"10.0.1.10"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    d.interval = 5;
+    actual(&a, 5, "web.shop", "uid-1", ipt("10.0.1.10", NULL), svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
+    json_t *hc = json_object_get(p.ops[0].body, "health_check");
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "interval")), 5);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* Algorithm and type are changed in place, the type after the removals. */
+START_TEST(algorithm_and_type_are_changed_in_place)
+{
+    const char *ips[] = {"10.0.1.10"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    d.algorithm = HZ_ALG_ROUND_ROBIN;
+    hz_free(d.type);
+    d.type = hz_strdup("lb21");
+    actual(&a, 5, "web.shop", "uid-1", ipt("10.0.1.10", "10.0.1.99"), svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 3);
+    size_t alg = index_of(&p, HZ_OP_CHANGE_ALGORITHM);
+    ck_assert_str_eq(json_string_value(json_object_get(p.ops[alg].body, "type")), "round_robin");
+    size_t ty = index_of(&p, HZ_OP_CHANGE_TYPE);
+    ck_assert_str_eq(json_string_value(json_object_get(p.ops[ty].body, "load_balancer_type")),
+                     "lb21");
+    ck_assert_uint_lt(index_of(&p, HZ_OP_REMOVE_TARGET), ty);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "Hetzner cloud network" and "Requests specific IP address for the load
+ * balancer in the private network": attached first, with the IP. */
+START_TEST(the_balancer_is_attached_to_its_network_with_the_requested_private_ip)
+{
+    const char *ips[] = {"10.0.1.10"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    d.private_ip = hz_strdup("10.0.0.9");
+    actual(&a, 5, "web.shop", "uid-1", NULL, svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 8, &p), 0);
+    ck_assert_uint_eq(p.n, 2);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_ATTACH_NETWORK);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[0].body, "network")), 8);
+    ck_assert_str_eq(json_string_value(json_object_get(p.ops[0].body, "ip")), "10.0.0.9");
+    ck_assert_int_eq(p.ops[1].kind, HZ_OP_ADD_TARGET);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "robotlb adds its label, keeps the name": adoption is one PUT that keeps
+ * the other labels (PUT replaces the whole set) and renames nothing. */
+START_TEST(adoption_adds_the_label_keeps_the_name_and_the_other_labels)
+{
+    const char *ips[] = {"10.0.1.10"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    actual(&a, 3, "web", NULL, ipt("10.0.1.10", NULL), svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_SET_LABELS);
+    ck_assert_str_eq(p.ops[0].method, "PUT");
+    ck_assert_str_eq(p.ops[0].path, "/load_balancers/3");
+    json_t *l = json_object_get(p.ops[0].body, "labels");
+    ck_assert_str_eq(json_string_value(json_object_get(l, HZ_LABEL_UID)), "uid-1");
+    ck_assert_str_eq(json_string_value(json_object_get(l, "team")), "a");
+    ck_assert_ptr_null(json_object_get(p.ops[0].body, "name"));
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "A balancer is never deleted by its name": no plan deletes a balancer,
+ * whatever it has to change. */
+START_TEST(a_plan_never_deletes_a_balancer)
+{
+    const char *ips[] = {"10.0.1.12"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    actual(&a, 9, "web.shop", NULL, ipt("10.0.1.10", "10.0.1.11"), NULL, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_ge(p.n, 4);
+    for (size_t i = 0; i < p.n; i++)
+        ck_assert_str_ne(p.ops[i].method, "DELETE");
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* "... changes or deletes only a balancer labelled for that service" */
+START_TEST(a_balancer_labelled_for_another_service_is_never_changed)
+{
+    const char *ips[] = {"10.0.1.12"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    actual(&a, 9, "web.shop", "other-uid", ipt("10.0.1.10", NULL), NULL, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), -EPERM);
+    ck_assert_uint_eq(p.n, 0);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* ------------------------------------------------------------------ */
+/* Ownership                                                          */
+
+static const char *const nodes[] = {"10.0.1.10", "10.0.1.11"};
+
+static struct hz_own_in
+own_in(void)
+{
+    return (struct hz_own_in){.uid = "uid-new", .name = "web.shop", .legacy_name = "web",
+                              .node_ips = nodes, .nnode_ips = 2};
+}
+
+/* "finds the balancer of a service by that label" and "Balancers that
+ * already carry the robotlb/service-uid label are found by it, so setting
+ * a cluster name later does not rename them." */
+START_TEST(the_balancer_is_found_by_its_label_so_a_cluster_name_set_later_renames_nothing)
+{
+    struct hz_actual lab, other;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&lab, 4, "web.shop", "uid-new", NULL, NULL, NULL);
+    actual(&other, 5, "prod.web.shop", NULL, ipt("10.0.1.10", NULL), NULL, NULL);
+    in.name = "prod.web.shop";
+    in.labelled = &lab;
+    in.by_name = &other;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_MANAGE);
+    ck_assert_ptr_eq(out.lb, &lab);
+    ck_assert_str_eq(out.warning, "");
+    hz_actual_clear(&lab);
+    hz_actual_clear(&other);
+}
+END_TEST
+
+/* "When the name is taken by a balancer labelled for another service ...
+ * robotlb leaves that balancer alone and reports it in a warning event";
+ * "When that balancer has the name the service asks for, the warning names
+ * the old UID." */
+START_TEST(a_name_taken_by_a_balancer_labelled_for_another_service_gives_a_warning_naming_its_uid)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web.shop", "uid-old", ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_name = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_BLOCKED);
+    ck_assert_ptr_null(out.lb);
+    ck_assert_ptr_nonnull(strstr(out.warning, "uid-old"));
+    ck_assert_ptr_nonnull(strstr(out.warning, "web.shop"));
+    ck_assert_ptr_nonnull(strstr(out.warning, "add-label --overwrite"));
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "... or by an unlabelled balancer that does not target the nodes of the
+ * service, robotlb leaves that balancer alone and reports it" */
+START_TEST(a_name_taken_by_an_unlabelled_balancer_not_targeting_the_nodes_gives_a_warning)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web.shop", NULL, ipt("10.0.9.9", NULL), NULL, NULL);
+    in.by_name = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_BLOCKED);
+    ck_assert_ptr_nonnull(strstr(out.warning, "unlabelled"));
+    ck_assert_ptr_nonnull(strstr(out.warning, "robotlb/service-uid=uid-new"));
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "Two services therefore cannot share a balancer through the same
+ * robotlb/balancer annotation: the second one gets the warning." */
+START_TEST(two_services_cannot_share_a_balancer_through_the_same_annotation)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    /* the first service created (or adopted) it and labelled it */
+    actual(&b, 4, "shared", "uid-first", ipt("10.0.1.10", NULL), NULL, NULL);
+    in.name = "shared";
+    in.annotated = 1;
+    in.by_name = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_BLOCKED);
+    ck_assert_ptr_nonnull(strstr(out.warning, "uid-first"));
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "When it has the name of an earlier release, robotlb creates a new
+ * balancer with a new IP instead, without a warning" */
+START_TEST(an_old_balancer_under_the_earlier_release_name_labelled_with_the_old_uid_gives_a_new_balancer_without_warning)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", "uid-old", ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_legacy = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    ck_assert_str_eq(out.warning, "");
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "An unlabelled balancer whose targets are all IPs, at least one of them a
+ * node of the service, is adopted: robotlb adds its label, keeps the name"
+ * — under the earlier release's name first. */
+START_TEST(an_unlabelled_balancer_whose_targets_are_all_ips_one_a_node_of_the_service_is_adopted)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", NULL, ipt("10.0.9.9", "10.0.1.11"), NULL, NULL);
+    in.by_legacy = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_ADOPT);
+    ck_assert_ptr_eq(out.lb, &b);
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "... and it applies to any balancer created later under that name that
+ * matches" — the default name, and the annotated name. */
+START_TEST(adoption_applies_to_a_matching_balancer_under_the_default_or_annotated_name)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web.shop", NULL, ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_name = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_ADOPT);
+    in.annotated = 1;
+    in.name = "web.shop";
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_ADOPT);
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* A balancer with a server or label-selector target is not all IPs. */
+START_TEST(an_unlabelled_balancer_with_a_non_ip_target_is_not_adopted)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", NULL,
+           "[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.10\"}},"
+           "{\"type\":\"label_selector\",\"label_selector\":{\"selector\":\"a\"}}]",
+           NULL, NULL);
+    in.by_legacy = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    ck_assert_int_eq(hz_targets_match_nodes(&b, nodes, 2), 0);
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "A balancer without targets ... does not look like the service's. Under
+ * the old name it is replaced by a new balancer with a new IP and stays in
+ * the project, unlabelled and billed; under an annotated name the service
+ * gets a warning event." */
+START_TEST(a_balancer_without_targets_is_replaced_under_the_old_name_and_warned_under_an_annotated_name)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", NULL, NULL, NULL, NULL);
+    in.by_legacy = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    ck_assert_str_eq(out.warning, "");
+    in.by_legacy = NULL;
+    in.annotated = 1;
+    in.name = "web";
+    in.by_name = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_BLOCKED);
+    ck_assert_str_ne(out.warning, "");
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "Otherwise the balancer is left alone: under the old name robotlb
+ * creates a new balancer with a new IP under <service>.<namespace>, under
+ * an annotated name the service gets a warning event instead." — with an
+ * annotation, the old name is not looked at. */
+START_TEST(with_an_annotation_the_earlier_release_name_is_not_adopted)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", NULL, ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_legacy = &b;
+    in.annotated = 1;
+    in.name = "custom";
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "While a service has no target nodes ... robotlb cannot tell whether an
+ * unlabelled balancer is its own, so it waits and reports that in a
+ * warning event." */
+START_TEST(without_target_nodes_the_service_waits_with_a_warning)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", NULL, ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_legacy = &b;
+    in.nnode_ips = 0;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_WAIT);
+    ck_assert_ptr_nonnull(strstr(out.warning, "\"web\""));
+    /* a reconcile that stops early adopts nothing, and creates nothing */
+    in.by_legacy = NULL;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_WAIT);
+    ck_assert_str_ne(out.warning, "");
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* "Services with the same name in different namespaces used to share one
+ * balancer: one of them keeps it, the others get a new balancer and a new
+ * IP." */
+START_TEST(services_of_one_name_in_two_namespaces_one_keeps_the_old_balancer)
+{
+    struct hz_actual b;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    actual(&b, 4, "web", NULL, ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_legacy = &b;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_ADOPT);
+    hz_actual_clear(&b);
+    /* after the first labelled it, the second sees it labelled for another */
+    actual(&b, 4, "web", "uid-new", ipt("10.0.1.10", NULL), NULL, NULL);
+    in.uid = "uid-other-namespace";
+    in.name = "web.other";
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    ck_assert_str_eq(out.warning, "");
+    hz_actual_clear(&b);
+}
+END_TEST
+
+/* No balancer under any name: create under the service's name. */
+START_TEST(without_any_balancer_one_is_created_under_the_service_name)
+{
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    ck_assert_ptr_null(out.lb);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("hetzner_lb plan");
+    TCase *tc = tcase_create("plan");
+    tcase_add_test(tc, a_balancer_that_matches_needs_no_request);
+    tcase_add_test(tc, targets_are_added_and_removed_by_ip);
+    tcase_add_test(tc, services_are_added_updated_and_deleted_by_listen_port);
+    tcase_add_test(tc, a_changed_health_check_updates_the_service);
+    tcase_add_test(tc, algorithm_and_type_are_changed_in_place);
+    tcase_add_test(tc, the_balancer_is_attached_to_its_network_with_the_requested_private_ip);
+    tcase_add_test(tc, adoption_adds_the_label_keeps_the_name_and_the_other_labels);
+    tcase_add_test(tc, a_plan_never_deletes_a_balancer);
+    tcase_add_test(tc, a_balancer_labelled_for_another_service_is_never_changed);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("ownership");
+    tcase_add_test(tc,
+                   the_balancer_is_found_by_its_label_so_a_cluster_name_set_later_renames_nothing);
+    tcase_add_test(
+        tc,
+        a_name_taken_by_a_balancer_labelled_for_another_service_gives_a_warning_naming_its_uid);
+    tcase_add_test(tc,
+                   a_name_taken_by_an_unlabelled_balancer_not_targeting_the_nodes_gives_a_warning);
+    tcase_add_test(tc, two_services_cannot_share_a_balancer_through_the_same_annotation);
+    tcase_add_test(
+        tc,
+        an_old_balancer_under_the_earlier_release_name_labelled_with_the_old_uid_gives_a_new_balancer_without_warning);
+    tcase_add_test(
+        tc,
+        an_unlabelled_balancer_whose_targets_are_all_ips_one_a_node_of_the_service_is_adopted);
+    tcase_add_test(tc,
+                   adoption_applies_to_a_matching_balancer_under_the_default_or_annotated_name);
+    tcase_add_test(tc, an_unlabelled_balancer_with_a_non_ip_target_is_not_adopted);
+    tcase_add_test(
+        tc,
+        a_balancer_without_targets_is_replaced_under_the_old_name_and_warned_under_an_annotated_name);
+    tcase_add_test(tc, with_an_annotation_the_earlier_release_name_is_not_adopted);
+    tcase_add_test(tc, without_target_nodes_the_service_waits_with_a_warning);
+    tcase_add_test(tc, services_of_one_name_in_two_namespaces_one_keeps_the_old_balancer);
+    tcase_add_test(tc, without_any_balancer_one_is_created_under_the_service_name);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -382,6 +382,13 @@ handle_v1(struct hz_req *r, char *rest)
 }
 
 static void
+free_text(const void *data, size_t len, void *arg)
+{
+    (void)len, (void)arg;
+    free((void *)data);
+}
+
+static void
 send_reply(struct hz_req *r)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
@@ -389,13 +396,17 @@ send_reply(struct hz_req *r)
     int ok = 1;
     if (r->status != 204) {
         char *text = r->resp_raw;
+        r->resp_raw = NULL; /* owned here from now on */
         if (!text && r->resp)
             text = json_dumps(r->resp, JSON_COMPACT | JSON_REAL_PRECISION(10));
         buf = evbuffer_new();
-        ok = buf && text && evbuffer_add(buf, text, strlen(text)) == 0 &&
-             evhttp_add_header(out, "Content-Type", "application/json") == 0;
-        if (text != r->resp_raw)
-            free(text);
+        /* The buffer takes the text without a copy and frees it once sent. */
+        if (buf && text && evbuffer_add_reference(buf, text, strlen(text), free_text, NULL) == 0)
+            text = NULL;
+        else
+            ok = 0;
+        free(text);
+        ok = ok && evhttp_add_header(out, "Content-Type", "application/json") == 0;
     }
     if (ok)
         evhttp_send_reply(r->req, r->status, reason(r->status), buf);

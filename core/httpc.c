@@ -62,6 +62,7 @@ struct plb_http_req {
     struct plb_http_req *qnext;       /* c's start queue */
     enum req_state state;
     int cancelled;
+    int failed; /* the socket callback could not watch its socket */
     int https;
     enum plb_http_error abort_err; /* why a callback stopped the transfer */
     const char *abort_text;
@@ -453,17 +454,25 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* Remove the running requests that were cancelled, or failed, where curl
+ * forbids removal; a failed one reports through done. */
 static void
 sweep_cancelled(struct core_httpc *c)
 {
-    if (!c->sweep)
-        return;
-    c->sweep = 0;
-    plb_http_req *req = c->reqs, *next;
-    for (; req; req = next) {
-        next = req->next;
-        if (req->state == REQ_RUNNING && req->cancelled)
-            req_free(req);
+    while (c->sweep) {
+        c->sweep = 0;
+        for (plb_http_req *req = c->reqs; req; req = req->next) {
+            if (req->state != REQ_RUNNING || !(req->cancelled || req->failed))
+                continue;
+            (void)curl_multi_remove_handle(c->multi, req->easy);
+            req->state = REQ_IN_DONE;
+            if (req->cancelled)
+                req_free(req);
+            else
+                req_complete(req, CURLE_WRITE_ERROR);
+            c->sweep = 1; /* done may have changed the list: scan again */
+            break;
+        }
     }
 }
 
@@ -498,8 +507,14 @@ drive(struct core_httpc *c, curl_socket_t fd, int action)
     c->in_curl++;
     CURLMcode rc = curl_multi_socket_action(c->multi, fd, action, &running);
     c->in_curl--;
-    if (rc != CURLM_OK)
+    if (rc != CURLM_OK && rc != CURLM_BAD_SOCKET) {
+        /* curl re-arms its timer only after a successful call: retry soon,
+         * or every transfer would wait forever. */
+        struct timeval tv = {0, 10000};
         CORE_ERR("http: curl_multi_socket_action: %s", curl_multi_strerror(rc));
+        if (evtimer_add(c->timer, &tv) < 0)
+            event_active(c->timer, EV_TIMEOUT, 1);
+    }
     sweep_cancelled(c);
     check_info(c);
 }
@@ -573,8 +588,18 @@ on_curl_socket(CURL *easy, curl_socket_t s, int what, void *ud, void *sockp)
         goto fail;
     return 0;
 fail:
+    /* Returning -1 would kill the whole multi handle: fail only the
+     * transfer, from the sweep. */
     CORE_ERR("http: cannot watch socket %d", (int)s);
-    return -1;
+    char *priv = NULL;
+    if (curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv) == CURLE_OK && priv) {
+        plb_http_req *req = (plb_http_req *)(void *)priv;
+        (void)req_abort(req, PLB_HTTP_E_LOCAL, "cannot watch the socket (out of memory)");
+        req->failed = 1;
+        c->sweep = 1;
+        event_active(c->kick, 0, 0);
+    }
+    return 0;
 }
 
 /* CURLMOPT_TIMERFUNCTION: (re)arm or stop the one timer. */
@@ -588,7 +613,10 @@ on_curl_timer(CURLM *multi, long timeout_ms, void *ud)
         return 0;
     }
     struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
-    return evtimer_add(c->timer, &tv) < 0 ? -1 : 0;
+    /* -1 would kill the multi handle; fire now instead and curl asks again. */
+    if (evtimer_add(c->timer, &tv) < 0)
+        event_active(c->timer, EV_TIMEOUT, 1);
+    return 0;
 }
 
 /* Start the requests queued before this run; later ones wait for the next. */
@@ -599,6 +627,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
     size_t budget = c->nqueued;
     (void)fd;
     (void)what;
+    sweep_cancelled(c);
     while (budget-- > 0 && c->qhead) {
         plb_http_req *req = c->qhead;
         queue_unlink(c, req);
@@ -720,6 +749,7 @@ setup_routing(plb_http_req *req, const struct plb_http_opts *o)
 {
     CURLU *u = NULL;
     char *host = NULL, *port = NULL, *eport = NULL, *url = NULL, *line = NULL;
+    CURLUcode uc = CURLUE_OK;
     int rc = -EINVAL;
 
     if (o->connect_to && !valid_host_port(o->connect_to))
@@ -735,12 +765,14 @@ setup_routing(plb_http_req *req, const struct plb_http_opts *o)
             return -EINVAL;
         if (!(u = curl_url()))
             return -ENOMEM;
-        if (curl_url_set(u, CURLUPART_URL, o->url, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+        if ((uc = curl_url_set(u, CURLUPART_URL, o->url, 0)) != CURLUE_OK ||
+            (uc = curl_url_get(u, CURLUPART_HOST, &host, 0)) != CURLUE_OK ||
+            (uc = curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT)) != CURLUE_OK)
             goto fail;
-        if (curl_url_get(u, CURLUPART_PORT, &eport, 0) != CURLUE_OK)
-            eport = NULL;
+        uc = curl_url_get(u, CURLUPART_PORT, &eport, 0); /* explicit port or none */
+        if (uc != CURLUE_OK && uc != CURLUE_NO_PORT)
+            goto fail;
+        uc = CURLUE_OK;
         /* The Host header stays the URL's, as with any other client. */
         if (!has_header(o, "Host")) {
             char *h =
@@ -752,8 +784,8 @@ setup_routing(plb_http_req *req, const struct plb_http_opts *o)
             }
             core_free(h);
         }
-        if (curl_url_set(u, CURLUPART_HOST, o->tls_server_name, 0) != CURLUE_OK ||
-            curl_url_get(u, CURLUPART_URL, &url, 0) != CURLUE_OK)
+        if ((uc = curl_url_set(u, CURLUPART_HOST, o->tls_server_name, 0)) != CURLUE_OK ||
+            (uc = curl_url_get(u, CURLUPART_URL, &url, 0)) != CURLUE_OK)
             goto fail;
         line = o->connect_to ? core_asprintf("%s:%s:%s", o->tls_server_name, port, o->connect_to)
                              : core_asprintf("%s:%s:%s:%s", o->tls_server_name, port, host, port);
@@ -774,6 +806,8 @@ setup_routing(plb_http_req *req, const struct plb_http_opts *o)
     req->connect_to = l;
     rc = curl_easy_setopt(req->easy, CURLOPT_CONNECT_TO, l) == CURLE_OK ? 0 : -ENOMEM;
 fail:
+    if (uc == CURLUE_OUT_OF_MEMORY)
+        rc = -ENOMEM;
     core_free(line);
     curl_free(url);
     curl_free(eport);

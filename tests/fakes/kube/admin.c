@@ -248,6 +248,30 @@ fk_admin_handle(struct evhttp_request *req, void *arg)
             goto out;
         }
         reply(req, 200, faults_json(&app->faults));
+    } else if (!strcmp(path, "/bulk") && m == EVHTTP_REQ_POST) {
+        struct evbuffer *in = evhttp_request_get_input_buffer(req);
+        size_t n = evbuffer_get_length(in);
+        char *s = malloc(n + 1);
+        json_t *body, *res;
+        if (!s) {
+            reply_error(req, 500, "out of memory");
+            goto out;
+        }
+        evbuffer_copyout(in, s, n);
+        s[n] = '\0';
+        body = json_loads(s, 0, NULL);
+        free(s);
+        if (!json_is_object(body)) {
+            json_decref(body);
+            reply_error(req, 400, "body must be a JSON object");
+            goto out;
+        }
+        res = fk_admin_bulk(app, body, err, sizeof(err));
+        json_decref(body);
+        if (!res)
+            reply_error(req, 400, err);
+        else
+            reply(req, 200, res);
     } else if (!strcmp(path, "/watches/close") && m == EVHTTP_REQ_POST) {
         const char *mode = evhttp_find_header(&q, "mode");
         size_t n = fk_watch_count();

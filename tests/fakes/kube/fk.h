@@ -80,6 +80,21 @@ char *fk_base64(const void *data, size_t len);
 /* Decode standard base64. New buffer (NUL-terminated) or NULL. */
 char *fk_unbase64(const char *s, size_t *out_len);
 
+/* ---- compact JSON output (jsonout.c) -------------------------------------- */
+
+/* A growable byte buffer; err is set (and further adds ignored) when an
+ * allocation fails. Free p when done. */
+struct fk_buf {
+    char *p;
+    size_t len, cap;
+    int err;
+};
+
+void fk_buf_add(struct fk_buf *b, const char *s, size_t n);
+/* Append v (borrowed) as compact JSON, the same text as
+ * json_dumps(v, JSON_COMPACT). */
+void fk_json_write(struct fk_buf *b, json_t *v);
+
 /* ---- store, resourceVersion, history (store.c) -------------------------- */
 
 enum fk_ev_type { FK_ADDED, FK_MODIFIED, FK_DELETED };
@@ -280,7 +295,31 @@ void fk_unhold(struct fk_app *app, struct fk_held *h);
 /* Abort the TCP connection of a held request (on_close is called). */
 void fk_held_drop(struct fk_app *app, struct fk_held *h);
 
-/* ---- API handlers (api.c, list.c, watch.c, discovery.c) ------------------ */
+/* ---- API handlers (route.c, api.c, delete.c, list.c, watch.c, discovery.c) -- */
+
+/* What a resource path names. ns is "" when none; name NULL for the
+ * collection (all borrowed, valid during the request). */
+struct fk_target {
+    struct fk_cluster *cl;
+    const struct fk_kind *k;
+    const char *ns;
+    const char *name;
+    int status; /* the /status subresource */
+};
+
+/* New Status objects for the common errors. */
+json_t *fk_err_not_found(const struct fk_kind *k, const char *name);
+json_t *fk_err_conflict(const struct fk_kind *k, const char *name, const char *why);
+json_t *fk_err_bad_request(const char *msg);
+/* 1 when the request asks for dryRun=All. */
+int fk_dry_run(struct fk_rq *rq);
+/* The verbs. Each replies and frees rq. */
+void fk_do_create(struct fk_rq *rq, struct fk_target *t);
+void fk_do_get(struct fk_rq *rq, struct fk_target *t);
+void fk_do_update(struct fk_rq *rq, struct fk_target *t);
+void fk_do_patch(struct fk_rq *rq, struct fk_target *t);
+void fk_do_delete(struct fk_rq *rq, struct fk_target *t);
+void fk_do_delete_collection(struct fk_rq *rq, struct fk_target *t);
 
 /* Route and serve one Kubernetes API request (auth already done). */
 void fk_api_dispatch(struct fk_rq *rq);
@@ -299,6 +338,9 @@ void fk_watch_close_all(struct fk_app *app, int drop);
 void fk_watch_shutdown(struct fk_app *app);
 /* Serve discovery and OpenAPI paths; returns 1 if the path was one of them. */
 int fk_discovery_serve(struct fk_rq *rq);
+/* Admin bulk write described by body (borrowed, see README): new result
+ * object, or NULL with err. */
+json_t *fk_admin_bulk(struct fk_app *app, json_t *body, char *err, size_t errlen);
 /* Serve the admin API request. */
 void fk_admin_handle(struct evhttp_request *req, void *arg);
 

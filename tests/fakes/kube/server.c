@@ -102,21 +102,24 @@ fk_reply_json(struct fk_rq *rq, int code, json_t *body)
 {
     struct evbuffer *out = evbuffer_new();
     struct evkeyvalq *h = evhttp_request_get_output_headers(rq->req);
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    struct fk_buf s = {0};
+
+    if (body) {
+        fk_json_write(&s, body);
+        fk_buf_add(&s, "\n", 1);
+    }
 
     log_status(rq, code);
     evhttp_add_header(h, "Content-Type", "application/json");
     evhttp_add_header(h, "Cache-Control", "no-cache, private");
     if (code == 429)
         evhttp_add_header(h, "Retry-After", "1");
-    if (out && s) {
-        evbuffer_add(out, s, strlen(s));
-        evbuffer_add(out, "\n", 1);
-    }
+    if (out && s.p && !s.err)
+        evbuffer_add(out, s.p, s.len);
     evhttp_send_reply(rq->req, code, NULL, out);
     if (out)
         evbuffer_free(out);
-    free(s);
+    free(s.p);
     json_decref(body);
     fk_rq_free(rq);
 }

@@ -68,22 +68,38 @@ watch_free(struct fk_watch *w)
 }
 
 /* Write one event line; cb (may be NULL) runs once the connection's
- * output has drained. 0 or -1. */
+ * output has drained. 0 or -1. A NULL req frees the reused buffer. */
 static int
 send_event_cb(struct evhttp_request *req, const char *type, json_t *obj,
               void (*cb)(struct evhttp_connection *, void *), void *arg)
 {
-    struct evbuffer *b = evbuffer_new();
-    json_t *ev = json_pack("{s:s, s:O}", "type", type, "object", obj);
-    char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+    /* One buffer reused for every event: the loop is single-threaded. */
+    static struct fk_buf out;
+    struct evbuffer *b;
     int r = -1;
 
-    if (b && s && evbuffer_add(b, s, strlen(s)) == 0 && evbuffer_add(b, "\n", 1) == 0) {
+    if (!req) {
+        free(out.p);
+        memset(&out, 0, sizeof(out));
+        return 0;
+    }
+    b = evbuffer_new();
+
+    out.len = 0;
+    out.err = 0;
+    fk_buf_add(&out, "{\"type\":\"", 9);
+    fk_buf_add(&out, type, strlen(type));
+    fk_buf_add(&out, "\",\"object\":", 11);
+    fk_json_write(&out, obj);
+    fk_buf_add(&out, "}\n", 2);
+    if (b && !out.err && evbuffer_add(b, out.p, out.len) == 0) {
         evhttp_send_reply_chunk_with_cb(req, b, cb, arg);
         r = 0;
     }
-    free(s);
-    json_decref(ev);
+    if (out.cap > (1u << 20)) { /* do not keep a huge one around */
+        free(out.p);
+        memset(&out, 0, sizeof(out));
+    }
     if (b)
         evbuffer_free(b);
     return r;
@@ -536,4 +552,5 @@ fk_watch_shutdown(struct fk_app *app)
     (void)app;
     while (watches)
         watch_end(watches);
+    send_event_cb(NULL, NULL, NULL, NULL, NULL); /* frees the event buffer */
 }

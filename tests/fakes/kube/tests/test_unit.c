@@ -345,6 +345,39 @@ START_TEST(history_and_snapshots)
 }
 END_TEST
 
+START_TEST(json_writer_matches_jansson)
+{
+    const char *docs[] = {
+        "{\"a\":\"q\\\"uo\\\\te\\n\\t\\r\\b\\f\\u0001\\u001f/\",\"b\":[1,-2,true,false,null,{}],"
+        "\"c\":{\"d\":[],\"e\":\"\\u00e9\\u4e2d\\ud83d\\ude00\"},\"f\":1.5,\"g\":9007199254740993}",
+        "[]", "{}", "\"x\"", "[0.1,1e300,-0.0]",
+    };
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        json_t *v = json_loads(docs[i], JSON_DECODE_ANY, NULL);
+        struct fk_buf b = {0};
+        char *want;
+        ck_assert_ptr_nonnull(v);
+        fk_json_write(&b, v);
+        fk_buf_add(&b, "", 1);
+        want = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        ck_assert_int_eq(b.err, 0);
+        ck_assert_str_eq(b.p, want);
+        free(want);
+        free(b.p);
+        json_decref(v);
+    }
+    {
+        json_t *v = json_stringn("a\0b", 3);
+        struct fk_buf b = {0};
+        fk_json_write(&b, v);
+        ck_assert_int_eq(b.len, 10);
+        ck_assert(!memcmp(b.p, "\"a\\u0000b\"", 10));
+        free(b.p);
+        json_decref(v);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -360,6 +393,7 @@ main(void)
     tcase_add_test(tc, label_selectors);
     tcase_add_test(tc, field_selectors);
     tcase_add_test(tc, history_and_snapshots);
+    tcase_add_test(tc, json_writer_matches_jansson);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,305 @@
+/*
+ * Several API servers (lost quorum, stop, stop-accepting), every admin
+ * fault, authentication and the request log, and bulk writes with a large
+ * paged list and a watch carrying thousands of events.
+ */
+#include "apihelp.h"
+
+struct fake fk;
+const char *const *extra_args;
+
+START_TEST(several_servers_and_lost_quorum)
+{
+    long code;
+    struct http_res r;
+    json_t *o, *ev;
+    struct watch_stream w;
+
+    ck_assert_int_eq(fk.nservers, 3);
+    ck_assert_int_eq(ws_open(&fk, 1, SVCS "?watch=1", &w), 0);
+    json_decref(create_svc("shared", NULL)); /* through server 0 */
+    ck_assert_int_eq(ws_wait_lines(&w, 1, 5000), 1);
+    ev = ws_event(&w, 0);
+    ck_assert_str_eq(str(ev, "object.metadata.name"), "shared");
+    json_decref(ev);
+    ck_assert_int_eq(fake_api(&fk, 2, "GET", SVCS "/shared", NULL, NULL, 1, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+
+    json_decref(admin("POST", "/servers/1/quorum-lost", NULL));
+    ck_assert_int_eq(fake_api(&fk, 1, "GET", "/readyz", NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 500);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 1, "GET", "/healthz", NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 500);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 1, "GET", "/livez", NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 1, "GET", SVCS, NULL, NULL, 1, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 500);
+    o = res_json(&r);
+    ck_assert_str_eq(str(o, "kind"), "Status");
+    json_decref(o);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", "/readyz", NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+    json_decref(admin("POST", "/servers/1/quorum-ok", NULL));
+    ck_assert_int_eq(fake_api(&fk, 1, "GET", SVCS, NULL, NULL, 1, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+
+    /* Stopping server 1 ends its watch and refuses connections. */
+    json_decref(admin("POST", "/servers/1/stop", NULL));
+    ck_assert(ws_wait_end(&w, 5000));
+    ws_close(&w);
+    ck_assert_int_ne(fake_api(&fk, 1, "GET", "/readyz", NULL, NULL, 0, NULL, 2000, &r), 0);
+    ck_assert_int_eq(r.curl_code, CURLE_COULDNT_CONNECT);
+    http_res_free(&r);
+    o = req("GET", SVCS "/shared", NULL, NULL, &code);
+    ck_assert_int_eq(code, 200);
+    json_decref(o);
+    json_decref(admin("POST", "/servers/1/start", NULL));
+    ck_assert_int_eq(fake_api(&fk, 1, "GET", SVCS "/shared", NULL, NULL, 1, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+
+    /* Not accepting: TCP connects (backlog) but nobody answers. */
+    json_decref(admin("POST", "/servers/2/stop-accepting", NULL));
+    ck_assert_int_ne(fake_api(&fk, 2, "GET", "/readyz", NULL, NULL, 0, NULL, 700, &r), 0);
+    ck_assert_int_eq(r.curl_code, CURLE_OPERATION_TIMEDOUT);
+    http_res_free(&r);
+    json_decref(admin("POST", "/servers/2/accept", NULL));
+    ck_assert_int_eq(fake_api(&fk, 2, "GET", "/readyz", NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+}
+END_TEST
+
+START_TEST(injected_faults)
+{
+    long code;
+    struct http_res r;
+    json_t *o, *ev;
+    struct watch_stream w;
+
+    json_decref(create_svc("a", NULL));
+    json_decref(create_svc("b", NULL));
+    json_decref(create_svc("c", NULL));
+
+    json_decref(admin("POST", "/faults",
+                      "{\"fail_count\":2,\"fail_status\":503,\"fail_match\":\"/services\"}"));
+    o = req("GET", "/api/v1/nodes", NULL, NULL, &code);
+    ck_assert_int_eq(code, 200); /* not matching */
+    json_decref(o);
+    for (int i = 0; i < 2; i++) {
+        o = req("GET", SVCS, NULL, NULL, &code);
+        assert_status(o, code, 503, "ServiceUnavailable");
+        json_decref(o);
+    }
+    o = req("GET", SVCS, NULL, NULL, &code);
+    ck_assert_int_eq(code, 200);
+    json_decref(o);
+
+    json_decref(admin("POST", "/faults", "{\"latency_ms\":400}"));
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", SVCS, NULL, NULL, 1, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_msg(r.seconds >= 0.39, "took %f s", r.seconds);
+    http_res_free(&r);
+    json_decref(admin("DELETE", "/faults", NULL));
+
+    /* Close each watch after 2 events, cleanly then by dropping. */
+    json_decref(admin("POST", "/faults", "{\"watch_close_events\":2}"));
+    ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1", &w), 0);
+    ck_assert(ws_wait_end(&w, 5000));
+    ck_assert_int_eq(w.curl_code, CURLE_OK);
+    ck_assert_int_eq(ws_wait_lines(&w, 9, 0), 2);
+    ws_close(&w);
+    json_decref(admin("POST", "/faults", "{\"watch_close_mode\":\"drop\"}"));
+    ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1", &w), 0);
+    ck_assert(ws_wait_end(&w, 5000));
+    ck_assert_int_ne(w.curl_code, CURLE_OK); /* no terminating chunk */
+    ck_assert_int_eq(ws_wait_lines(&w, 9, 0), 2);
+    ws_close(&w);
+    json_decref(admin("DELETE", "/faults", NULL));
+
+    json_decref(admin("POST", "/faults", "{\"watch_close_ms\":300}"));
+    {
+        long long t0 = tu_now_ms();
+        ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1&resourceVersion=0", &w), 0);
+        ck_assert(ws_wait_end(&w, 5000));
+        ck_assert(tu_now_ms() - t0 >= 290);
+        ck_assert_int_eq(ws_wait_lines(&w, 9, 0), 3);
+        ws_close(&w);
+    }
+    json_decref(admin("DELETE", "/faults", NULL));
+
+    json_decref(admin("POST", "/faults", "{\"watch_gone_next\":1}"));
+    ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1&resourceVersion=8", &w), 0);
+    ck_assert(ws_wait_end(&w, 5000));
+    ck_assert_int_eq(w.res.status, 200);
+    ev = ws_event(&w, 0);
+    ck_assert_str_eq(str(ev, "type"), "ERROR");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(ev, "object"), "code")),
+                     410);
+    json_decref(ev);
+    ws_close(&w);
+
+    /* Admin: close every open watch now. */
+    ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1", &w), 0);
+    ws_wait_lines(&w, 3, 5000);
+    o = admin("POST", "/watches/close?mode=drop", NULL);
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "closing")), 1);
+    json_decref(o);
+    ck_assert(ws_wait_end(&w, 5000));
+    ck_assert_int_ne(w.curl_code, CURLE_OK);
+    ws_close(&w);
+}
+END_TEST
+
+START_TEST(authentication_and_request_log)
+{
+    struct http_res r;
+    json_t *o, *e;
+    size_t i;
+    int found_alice = 0, found_cert = 0;
+
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", SVCS, NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    o = res_json(&r);
+    ck_assert_str_eq(str(o, "reason"), "Unauthorized");
+    json_decref(o);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", SVCS, NULL, NULL, 0, "wrong", 5000, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", SVCS "?limit=1", NULL, NULL, 0, "s3cret", 5000, &r),
+                     0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", SVCS, NULL, NULL, 0, "look", 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "POST", SVCS, JSON, "{}", 0, "look", 5000, &r), 0);
+    ck_assert_int_eq(r.status, 403);
+    o = res_json(&r);
+    ck_assert_str_eq(str(o, "reason"), "Forbidden");
+    json_decref(o);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", "/readyz", NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200); /* health needs no credentials */
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&fk, 0, "GET", "/api/v1/nodes", NULL, NULL, 1, NULL, 5000, &r), 0);
+    http_res_free(&r);
+
+    o = admin("GET", "/requests", NULL);
+    json_array_foreach(json_object_get(o, "items"), i, e) {
+        if (!strcmp(str(e, "user"), "alice") && !strcmp(str(e, "path"), SVCS "?limit=1") &&
+            json_integer_value(json_object_get(e, "status")) == 200 &&
+            !strcmp(str(e, "userAgent"), "fake-kube-test/1") && !strcmp(str(e, "method"), "GET"))
+            found_alice = 1;
+        if (!strcmp(str(e, "user"), "prismlb-test-admin") && !strcmp(str(e, "path"), "/api/v1/nodes"))
+            found_cert = 1;
+    }
+    ck_assert(found_alice && found_cert);
+    json_decref(o);
+    o = admin("DELETE", "/requests", NULL);
+    json_decref(o);
+    o = admin("GET", "/requests", NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(o, "items")), 0);
+    json_decref(o);
+}
+END_TEST
+
+START_TEST(bulk_large_list_and_watch)
+{
+    long code;
+    json_t *o, *l, *ev;
+    struct watch_stream w;
+    char path[1024];
+    int items = 0, modified = 0;
+    long long t0;
+
+    o = admin("POST", "/bulk",
+              "{\"op\":\"create\",\"resource\":\"endpointslices.discovery.k8s.io\",\"count\":"
+              "5000,\"payloadBytes\":1024}");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "done")), 5000);
+    json_decref(o);
+    snprintf(path, sizeof(path), SLICES "?limit=500");
+    for (;;) {
+        const char *cont;
+        l = req("GET", path, NULL, NULL, &code);
+        ck_assert_int_eq(code, 200);
+        items += (int)json_array_size(json_object_get(l, "items"));
+        cont = str(l, "metadata.continue");
+        if (!cont[0]) {
+            snprintf(path, sizeof(path), SLICES "?watch=1&allowWatchBookmarks=true&"
+                     "resourceVersion=%s", str(l, "metadata.resourceVersion"));
+            json_decref(l);
+            break;
+        }
+        {
+            char *esc = curl_easy_escape(NULL, cont, 0);
+            snprintf(path, sizeof(path), SLICES "?limit=500&continue=%s", esc);
+            curl_free(esc);
+        }
+        json_decref(l);
+    }
+    ck_assert_int_eq(items, 5000);
+
+    ck_assert_int_eq(ws_open(&fk, 0, path, &w), 0);
+    ws_wait_lines(&w, 1, 300);
+    t0 = tu_now_ms();
+    o = admin("POST", "/bulk",
+              "{\"op\":\"update\",\"resource\":\"endpointslices\",\"count\":5000,"
+              "\"payloadBytes\":1024}");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "done")), 5000);
+    json_decref(o);
+    ck_assert_int_eq(ws_wait_lines(&w, 5000, 30000), 5000);
+    fprintf(stderr, "bulk: 5000 MODIFIED events of ~1.4 KiB delivered in %lld ms\n",
+            tu_now_ms() - t0);
+    for (int i = 0; (ev = ws_event(&w, i)); i++) {
+        modified += !strcmp(str(ev, "type"), "MODIFIED");
+        json_decref(ev);
+    }
+    ck_assert_int_eq(modified, 5000);
+    ws_close(&w);
+
+    o = admin("GET", "/store?resource=endpointslices.discovery.k8s.io", NULL);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(o, "objects"),
+                                                     "endpointslices.discovery.k8s.io")),
+                     5000);
+    json_decref(o);
+    o = admin("POST", "/bulk",
+              "{\"op\":\"delete\",\"resource\":\"endpointslices\",\"count\":5000}");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "done")), 5000);
+    json_decref(o);
+    l = req("GET", SLICES, NULL, NULL, &code);
+    ck_assert_int_eq(json_array_size(json_object_get(l, "items")), 0);
+    json_decref(l);
+    {
+        struct http_res r;
+        ck_assert_int_eq(fake_admin(&fk, "POST", "/bulk", "{\"op\":\"create\",\"resource\":"
+                                    "\"widgets\",\"count\":1}", &r), 0);
+        ck_assert_int_eq(r.status, 400);
+        http_res_free(&r);
+    }
+}
+END_TEST
+
+int
+main(void)
+{
+    static const char *const none[] = {NULL};
+    static const char *const three[] = {"--servers", "3", NULL};
+    static const char *const tokens[] = {"--token", "s3cret=alice", "--readonly-token",
+                                         "look=bob", NULL};
+    const struct api_case cases[] = {
+        {"servers", three, several_servers_and_lost_quorum},
+        {"faults", none, injected_faults},
+        {"auth", tokens, authentication_and_request_log},
+        {"bulk", none, bulk_large_list_and_watch},
+    };
+    return run_cases(cases, sizeof(cases) / sizeof(cases[0])) ? 1 : 0;
+}

@@ -1,0 +1,155 @@
+/* The test host (see host.h). Built from the core's reactor and HTTP client;
+ * does not include the daemon's core.h, so plb_ctx is this file's own. */
+#include "host.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpc.h"
+#include "reactor.h"
+
+struct plb_ctx {
+    struct event_base *base;
+    struct core_httpc *httpc;
+};
+
+static const char *
+t_name(plb_ctx *ctx)
+{
+    (void)ctx;
+    return "hz-test";
+}
+
+static void
+t_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
+{
+    (void)ctx;
+    if (!getenv("HZ_TEST_LOG") && lvl > PLB_LOG_WARN)
+        return;
+    fprintf(stderr, "[%d] ", (int)lvl);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+static int
+t_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
+{
+    (void)ctx;
+    (void)lvl;
+    return 1;
+}
+
+static int64_t
+t_now(plb_ctx *ctx)
+{
+    (void)ctx;
+    return core_now_ms();
+}
+
+static int64_t
+t_wall(plb_ctx *ctx)
+{
+    (void)ctx;
+    return core_wall_ms();
+}
+
+static plb_timer *
+t_timer_new(plb_ctx *ctx, plb_timer_cb cb, void *arg)
+{
+    return core_timer_new(ctx->base, cb, arg);
+}
+
+static plb_http_req *
+t_http_request(plb_ctx *ctx, const struct plb_http_opts *o, int *err)
+{
+    return core_http_request(ctx->httpc, o, err);
+}
+
+static void *
+t_alloc(size_t n)
+{
+    return calloc(1, n);
+}
+
+int
+th_init(struct th *t)
+{
+    memset(t, 0, sizeof(*t));
+    if (!(t->ctx = calloc(1, sizeof(*t->ctx))))
+        return -1;
+    if (!(t->ctx->base = core_event_base_new()))
+        return -1;
+    if (!(t->ctx->httpc = core_httpc_new(t->ctx->base)))
+        return -1;
+    struct plb_host *h = &t->host;
+    h->size = sizeof(*h);
+    h->abi_major = PLB_ABI_MAJOR;
+    h->abi_minor = PLB_ABI_MINOR;
+    h->instance_name = t_name;
+    h->module_name = t_name;
+    h->logv = t_logv;
+    h->log_enabled = t_log_enabled;
+    h->now_ms = t_now;
+    h->wall_ms = t_wall;
+    h->timer_new = t_timer_new;
+    h->timer_arm = core_timer_arm;
+    h->timer_cancel = core_timer_cancel;
+    h->timer_pending = core_timer_pending;
+    h->timer_free = core_timer_free;
+    h->http_request = t_http_request;
+    h->http_cancel = core_http_cancel;
+    h->http_resp_status = core_http_resp_status;
+    h->http_resp_error = core_http_resp_error;
+    h->http_resp_error_text = core_http_resp_error_text;
+    h->http_resp_body = core_http_resp_body;
+    h->http_resp_header = core_http_resp_header;
+    h->alloc = t_alloc;
+    h->realloc = realloc;
+    h->free = free;
+    h->strdup = strdup;
+    return 0;
+}
+
+void
+th_fini(struct th *t)
+{
+    if (!t->ctx)
+        return;
+    core_httpc_free(t->ctx->httpc);
+    if (t->ctx->base)
+        event_base_free(t->ctx->base);
+    free(t->ctx);
+    t->ctx = NULL;
+}
+
+static void
+stop_loop(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    *(int *)arg = 1;
+}
+
+int
+th_run_until(struct th *t, const int *flag, int timeout_ms)
+{
+    int expired = 0;
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    struct event *ev = evtimer_new(t->ctx->base, stop_loop, &expired);
+    if (!ev)
+        return 0;
+    evtimer_add(ev, &tv);
+    while (!*flag && !expired)
+        event_base_loop(t->ctx->base, EVLOOP_ONCE);
+    event_free(ev);
+    return *flag != 0;
+}
+
+void
+th_run_for(struct th *t, int ms)
+{
+    int never = 0;
+    th_run_until(t, &never, ms);
+}

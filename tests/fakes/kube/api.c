@@ -118,12 +118,12 @@ check_type(json_t *obj, const struct fk_kind *k)
                  "(%s)", kind, k->kind);
         return fk_err_bad_request(msg);
     }
+    if (json_object_get(obj, "metadata") && !json_is_object(json_object_get(obj, "metadata")))
+        return fk_err_bad_request("metadata must be an object");
     if (json_object_set_new(obj, "kind", json_string(k->kind)) < 0 ||
         json_object_set_new(obj, "apiVersion", json_string(av)) < 0 ||
         !fk_json_path_obj(obj, "metadata"))
         return fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL);
-    if (!json_is_object(json_object_get(obj, "metadata")))
-        return fk_err_bad_request("metadata must be an object");
     return NULL;
 }
 
@@ -188,6 +188,12 @@ fk_do_create(struct fk_rq *rq, struct fk_target *t)
         if (json_object_set_new(meta, "name", json_string(buf)) < 0)
             goto oom;
         name = json_string_value(json_object_get(meta, "name"));
+    }
+    if (t->name && (!name || strcmp(name, t->name))) {
+        snprintf(msg, sizeof(msg), "the name of the object (%s) does not match the name on the "
+                 "URL (%s)", name ? name : "", t->name);
+        err = fk_err_bad_request(msg);
+        goto fail;
     }
     if (!name || !name[0]) {
         err = fk_status_invalid(t->k, "", "metadata.name", "FieldValueRequired",
@@ -398,6 +404,10 @@ fk_do_update(struct fk_rq *rq, struct fk_target *t)
     }
     if (!old) {
         json_decref(body);
+        if (!strcmp(t->k->kind, "Event") && !t->status) {
+            fk_do_create(rq, t); /* Events allow create on update */
+            return;
+        }
         fk_reply_status(rq, fk_err_not_found(t->k, t->name));
         return;
     }

@@ -433,6 +433,18 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
     } else if (!initial_events) {
         synthetic = 1; /* "" and "0": the current state as ADDED, then changes */
     }
+    if (from > s->rv) {
+        /* The watch cache would wait ~3 s for this version, then give up. */
+        snprintf(msg, sizeof(msg), "Too large resource version: %" PRIu64 ", current: %" PRIu64,
+                 from, s->rv);
+        err = fk_status_new(504, "Timeout", msg, NULL, NULL,
+                            json_pack("[{s:s, s:s}]", "reason", "ResourceVersionTooLarge",
+                                      "message", "Too large resource version"));
+        if (err)
+            json_object_set_new(json_object_get(err, "details"), "retryAfterSeconds",
+                                json_integer(1));
+        goto fail;
+    }
     if (app->faults.watch_gone_next > 0) {
         app->faults.watch_gone_next--;
         snprintf(msg, sizeof(msg), "too old resource version: %" PRIu64 " (%" PRIu64 ")", from,

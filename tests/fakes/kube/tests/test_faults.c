@@ -288,6 +288,92 @@ START_TEST(bulk_large_list_and_watch)
 }
 END_TEST
 
+START_TEST(malformed_requests_get_status_errors)
+{
+    static const struct {
+        const char *method, *path, *ctype, *body;
+        long want;
+    } bad[] = {
+        {"GET", "/api/v1/namespaces/default/services/a/b/c/d/e/f/g/h/i/j/k/l/m", NULL, NULL, 404},
+        {"GET", "/apis/nope.io/v1/things", NULL, NULL, 404},
+        {"GET", "/api/v1/services/x", NULL, NULL, 404},
+        {"GET", "/api/v1/namespaces/default/nodes", NULL, NULL, 404},
+        {"POST", "/api/v1/namespaces/default/services/x", JSON, "{}", 405},
+        {"DELETE", "/api/v1/namespaces/default/services/x/status", NULL, NULL, 405},
+        {"POST", SVCS, JSON, "[1,2,3]", 400},
+        {"POST", SVCS, JSON, "\"just a string\"", 400},
+        {"POST", SVCS, JSON, "{\"metadata\":[]}", 400},
+        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":\"80\"}}", 422},
+        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":[7]}}", 422},
+        {"POST", SVCS, JSON, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"a\"}}", 400},
+        {"POST", SVCS, JSON, "{\"apiVersion\":\"v2\",\"metadata\":{\"name\":\"a\"}}", 400},
+        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\xff\"}}", 400},
+        {"POST", SVCS, JSON, "", 400},
+        {"POST", SLICES, JSON, "{\"metadata\":{\"name\":\"s\"},\"addressType\":\"IPv4\","
+                               "\"endpoints\":[{\"addresses\":[\"999.1.1.1\"]}]}", 422},
+        {"POST", SLICES, JSON, "{\"metadata\":{\"name\":\"s\"},\"addressType\":\"IPv9\"}", 422},
+        {"PATCH", SVCS "/base", "application/json-patch+json", "[{\"op\":\"add\"}]", 400},
+        {"PATCH", SVCS "/base", "application/json-patch+json",
+         "[{\"op\":\"add\",\"path\":\"/a/b/c/d\",\"value\":1}]", 422},
+        {"PATCH", SVCS "/base", "application/json-patch+json",
+         "[{\"op\":\"replace\",\"path\":\"\",\"value\":1}]", 422},
+        {"PATCH", SVCS "/base", "application/json-patch+json",
+         "[{\"op\":\"add\",\"path\":\"\",\"value\":[1]}]", 400},
+        {"PATCH", SVCS "/base", MERGE, "[1]", 400},
+        {"PATCH", SVCS "/base", MERGE, "{\"metadata\":{\"name\":\"other\"}}", 400},
+        {"PATCH", SVCS "/base", SMP, "{\"spec\":{\"ports\":[{\"name\":\"no-key\"}]}}", 400},
+        {"PATCH", SVCS "/base", SMP, "{\"$patch\":\"delete\"}", 400},
+        {"PATCH", SVCS "/base", NULL, "{}", 415},
+        {"PUT", SVCS "/base", JSON, "{\"metadata\":{}}", 400},
+        {"GET", SVCS "?labelSelector=%ZZ", NULL, NULL, 400},
+        {"GET", SVCS "?limit=-1", NULL, NULL, 400},
+        {"GET", SVCS "?resourceVersion=abc", NULL, NULL, 400},
+        {"GET", SVCS "?resourceVersion=99999999", NULL, NULL, 504},
+        {"GET", SVCS "?watch=1&resourceVersion=99999999", NULL, NULL, 504},
+        {"GET", SVCS "?watch=1&resourceVersion=x1", NULL, NULL, 400},
+        {"GET", SVCS "?watch=1&resourceVersionMatch=Exact", NULL, NULL, 422},
+        {"GET", SVCS "?resourceVersionMatch=Sometimes&resourceVersion=1", NULL, NULL, 422},
+        {"DELETE", SVCS "/base", JSON, "not json", 400},
+    };
+    struct http_res r;
+    json_t *o;
+    char deep[4200];
+    size_t i;
+    long code;
+
+    json_decref(create_svc("base", NULL));
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_int_eq(fake_api(&fk, 0, bad[i].method, bad[i].path, bad[i].ctype, bad[i].body, 1,
+                                  NULL, 5000, &r),
+                         0);
+        o = res_json(&r);
+        ck_assert_msg(r.status == bad[i].want, "%s %s: HTTP %ld, want %ld: %s", bad[i].method,
+                      bad[i].path, r.status, bad[i].want, r.body);
+        ck_assert_msg(!strcmp(str(o, "kind"), "Status") && !strcmp(str(o, "status"), "Failure") &&
+                          json_integer_value(json_object_get(o, "code")) == r.status,
+                      "%s %s: not a Status: %s", bad[i].method, bad[i].path, r.body);
+        json_decref(o);
+        http_res_free(&r);
+    }
+    /* Deeply nested JSON. */
+    for (i = 0; i < 2000; i++)
+        deep[i] = '[';
+    deep[i] = '\0';
+    ck_assert_int_eq(fake_api(&fk, 0, "POST", SVCS, JSON, deep, 1, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 400);
+    http_res_free(&r);
+    /* Still serving, and base is unchanged. */
+    o = req("GET", SVCS "/base", NULL, NULL, &code);
+    ck_assert_int_eq(code, 200);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(
+                                                            json_object_get(o, "spec"), "ports"),
+                                                        0),
+                                        "port")),
+                     80);
+    json_decref(o);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -300,6 +386,7 @@ main(void)
         {"faults", none, injected_faults},
         {"auth", tokens, authentication_and_request_log},
         {"bulk", none, bulk_large_list_and_watch},
+        {"malformed", none, malformed_requests_get_status_errors},
     };
     return run_cases(cases, sizeof(cases) / sizeof(cases[0])) ? 1 : 0;
 }

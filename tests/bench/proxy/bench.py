@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark of TCP proxies on 127.0.0.1 (see ../../../shared
+design BENCH.md): direct (no proxy), prismlb (mod_tcp_proxy), HAProxy
+`mode tcp` and nginx `stream`, interleaved over ROUNDS rounds.
+
+Measures per path: bulk throughput (iperf3), keep-alive request rate and
+p99 latency (wrk -c32 to a local nginx HTTP server), new connections per
+second (wrk with Connection: close), and for the proxies their RSS idle and
+with IDLE_CONNS idle connections. Prints a Markdown table of medians with
+min-max and the ratio to HAProxy.
+
+Environment: PRISMLB_BUILD_ROOT (default ./build), ROUNDS (5), IPERF_SECONDS
+(4), WRK_SECONDS (5), IDLE_CONNS (10000; capped by RLIMIT_NOFILE, since a
+proxy holds two descriptors per connection). Every process is started here
+and stopped by its PID; every wait is bounded.
+"""
+import json
+import os
+import re
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+BUILD = os.path.abspath(os.environ.get("PRISMLB_BUILD_ROOT", os.path.join(SRC, "build")))
+ROUNDS = int(os.environ.get("ROUNDS", "5"))
+IPERF_S = int(os.environ.get("IPERF_SECONDS", "4"))
+WRK_S = int(os.environ.get("WRK_SECONDS", "5"))
+IDLE_WANT = int(os.environ.get("IDLE_CONNS", "10000"))
+
+procs = []  # (name, Popen) started here, stopped by PID
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_port(port, timeout=10.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return True
+        except OSError:
+            time.sleep(0.05)
+    return False
+
+
+def start(name, argv, **kw):
+    log("start %s: %s" % (name, " ".join(argv)))
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=kw.pop("stderr", subprocess.DEVNULL),
+                         start_new_session=True, **kw)
+    procs.append((name, p))
+    return p
+
+
+def stop_all():
+    for name, p in reversed(procs):
+        if p.poll() is None:
+            try:
+                os.kill(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    for name, p in reversed(procs):
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(timeout=5)
+
+
+def rss_kib(pids):
+    total = 0
+    for pid in pids:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def children(pid):
+    """pid and its descendants (nginx master + workers)."""
+    out = [pid]
+    try:
+        kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True,
+                              timeout=5).stdout.split()
+    except subprocess.TimeoutExpired:
+        kids = []
+    for k in kids:
+        out += children(int(k))
+    return out
+
+
+def run(argv, timeout):
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return r.returncode, r.stdout + r.stderr
+
+
+# --------------------------------------------------------------------------
+# Measurements
+
+def iperf(port):
+    rc, out = run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(IPERF_S), "-J"],
+                  IPERF_S + 30)
+    if rc != 0:
+        raise RuntimeError("iperf3 failed: " + out[-400:])
+    return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
+
+
+def wrk(port, close):
+    argv = ["wrk", "-t2", "-c32", "-d%ds" % WRK_S, "--latency", "--timeout", "5s"]
+    if close:
+        argv += ["-H", "Connection: close"]
+    argv.append("http://127.0.0.1:%d/" % port)
+    rc, out = run(argv, WRK_S + 30)
+    if rc != 0:
+        raise RuntimeError("wrk failed: " + out[-400:])
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    m = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+    p99 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
+    errs = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    socket_errs = re.search(r"Socket errors: (.*)", out)
+    if errs or socket_errs:
+        log("  wrk port %d: %s %s" % (port, errs.group(0) if errs else "",
+                                      socket_errs.group(0) if socket_errs else ""))
+    return rps, p99
+
+
+def idle_memory(port, pids, n):
+    base = rss_kib(pids)
+    p = subprocess.Popen([sys.executable, os.path.join(HERE, "idle_conns.py"), str(port), str(n),
+                          "120"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        line = ""
+        end = time.monotonic() + 90
+        while time.monotonic() < end and not line.startswith("ready"):
+            line = p.stdout.readline()
+            if not line:
+                break
+        got = int(line.split()[1]) if line.startswith("ready") else 0
+        time.sleep(2.0)  # let the proxy finish its upstream dials
+        loaded = rss_kib(pids)
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait(timeout=5)
+    time.sleep(1.0)
+    return base, loaded, got
+
+
+# --------------------------------------------------------------------------
+# Set-up
+
+def main():
+    for tool in ("iperf3", "wrk", "haproxy", "nginx", "pgrep"):
+        if not shutil.which(tool):
+            sys.exit("missing %s: run tests/setup.sh bench" % tool)
+    prismlb = os.path.join(BUILD, "core", "prismlb")
+    if not os.access(prismlb, os.X_OK):
+        sys.exit("no %s: build first (PRISMLB_BUILD_ROOT)" % prismlb)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    idle_n = min(IDLE_WANT, (hard - 1000) // 2)
+    if idle_n < IDLE_WANT:
+        log("note: RLIMIT_NOFILE hard limit %d allows %d idle connections per proxy, not %d"
+            % (hard, idle_n, IDLE_WANT))
+    tmp = tempfile.mkdtemp(prefix="prismlb-bench-")
+    try:
+        return bench(tmp, prismlb, idle_n)
+    finally:
+        stop_all()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def bench(tmp, prismlb, idle_n):
+    ports = {k: free_port() for k in ("iperf", "http")}
+    # Backends: iperf3 server and an nginx HTTP server (one worker).
+    start("iperf3-server", ["iperf3", "-s", "-B", "127.0.0.1", "-p", str(ports["iperf"])])
+    with open(os.path.join(tmp, "backend.conf"), "w") as f:
+        f.write("""worker_processes 1;
+worker_rlimit_nofile 20000;
+pid %(tmp)s/backend.pid;
+error_log %(tmp)s/backend.err warn;
+events { worker_connections 19000; }
+http {
+  access_log off;
+  client_body_temp_path %(tmp)s; proxy_temp_path %(tmp)s; fastcgi_temp_path %(tmp)s;
+  uwsgi_temp_path %(tmp)s; scgi_temp_path %(tmp)s;
+  keepalive_requests 1000000;
+  client_header_timeout 300s;
+  server {
+    listen 127.0.0.1:%(port)d backlog=4096;
+    location / { return 200 "hello, world\\n"; }
+  }
+}
+""" % {"tmp": tmp, "port": ports["http"]})
+    start("nginx-backend", ["nginx", "-g", "daemon off;", "-p", tmp, "-c",
+                            os.path.join(tmp, "backend.conf")])
+
+    paths = {"direct": {"iperf": ports["iperf"], "http": ports["http"]}}
+    # prismlb: two tcp_proxy instances, one per backend, each fed by a
+    # static endpoint source (the lifecycle test module's `publish`).
+    pp = {"iperf": free_port(), "http": free_port()}
+    with open(os.path.join(tmp, "prismlb.conf"), "w") as f:
+        f.write("""log_level = "warn";
+instances = (
+  { module = "lifecycle"; name = "iperf-eps"; trace_file = "trace.log";
+    publish = ["127.0.0.1:%d"]; },
+  { module = "lifecycle"; name = "http-eps"; trace_file = "trace.log";
+    publish = ["127.0.0.1:%d"]; },
+  { module = "tcp_proxy"; name = "iperf"; upstreams = ["iperf-eps"];
+    bind_address = "127.0.0.1"; bind_port = %d; },
+  { module = "tcp_proxy"; name = "http"; upstreams = ["http-eps"];
+    bind_address = "127.0.0.1"; bind_port = %d; }
+);
+""" % (ports["iperf"], ports["http"], pp["iperf"], pp["http"]))
+    env = dict(os.environ)
+    env["PRISMLB_MODULE_PATH"] = ":".join([os.path.join(BUILD, "modules", "mod_tcp_proxy"),
+                                           os.path.join(BUILD, "tests", "modules")])
+    pl = start("prismlb", [prismlb, "--config", os.path.join(tmp, "prismlb.conf")], env=env,
+               cwd=tmp, stderr=open(os.path.join(tmp, "prismlb.log"), "w"))
+    paths["prismlb"] = pp
+
+    hp = {"iperf": free_port(), "http": free_port()}
+    with open(os.path.join(tmp, "haproxy.cfg"), "w") as f:
+        # maxconn bounds its descriptors (2 per connection) by the limit.
+        f.write("""global
+  maxconn %d
+defaults
+  mode tcp
+  timeout connect 15s
+  timeout client 1h
+  timeout server 1h
+frontend f_iperf
+  bind 127.0.0.1:%d
+  default_backend b_iperf
+backend b_iperf
+  server s1 127.0.0.1:%d
+frontend f_http
+  bind 127.0.0.1:%d
+  default_backend b_http
+backend b_http
+  server s1 127.0.0.1:%d
+""" % (idle_n + 200, hp["iperf"], ports["iperf"], hp["http"], ports["http"]))
+    hap = start("haproxy", ["haproxy", "-db", "-f", os.path.join(tmp, "haproxy.cfg")])
+    paths["haproxy"] = hp
+
+    npp = {"iperf": free_port(), "http": free_port()}
+    with open(os.path.join(tmp, "stream.conf"), "w") as f:
+        f.write("""load_module /usr/lib/nginx/modules/ngx_stream_module.so;
+worker_processes auto;
+worker_rlimit_nofile 20000;
+pid %(tmp)s/stream.pid;
+error_log %(tmp)s/stream.err warn;
+events { worker_connections 19000; }
+stream {
+  server { listen 127.0.0.1:%(i)d; proxy_pass 127.0.0.1:%(bi)d; }
+  server { listen 127.0.0.1:%(h)d; proxy_pass 127.0.0.1:%(bh)d; }
+}
+""" % {"tmp": tmp, "i": npp["iperf"], "bi": ports["iperf"], "h": npp["http"],
+       "bh": ports["http"]})
+    ngx = start("nginx-stream", ["nginx", "-g", "daemon off;", "-p", tmp, "-c",
+                                 os.path.join(tmp, "stream.conf")])
+    paths["nginx"] = npp
+
+    for name, pr in paths.items():
+        for k, port in pr.items():
+            if not wait_port(port):
+                raise RuntimeError("%s %s port %d not listening" % (name, k, port))
+    time.sleep(1.0)
+    pids = {"prismlb": lambda: [pl.pid], "haproxy": lambda: [hap.pid],
+            "nginx": lambda: children(ngx.pid)}
+
+    order = ["direct", "prismlb", "haproxy", "nginx"]
+    res = {p: {k: [] for k in ("gbps", "rps", "p99", "cps", "rss_idle", "rss_loaded",
+                               "per_conn")} for p in order}
+    for rnd in range(ROUNDS):
+        rot = order[rnd % 4:] + order[:rnd % 4]  # rotate the position of each path
+        log("round %d/%d, order %s" % (rnd + 1, ROUNDS, " ".join(rot)))
+        for p in rot:
+            res[p]["gbps"].append(iperf(paths[p]["iperf"]))
+            log("  %-8s iperf3 %.2f Gbit/s" % (p, res[p]["gbps"][-1]))
+        for p in rot:
+            rps, p99 = wrk(paths[p]["http"], False)
+            res[p]["rps"].append(rps)
+            res[p]["p99"].append(p99)
+            log("  %-8s keep-alive %.0f req/s p99 %.2f ms" % (p, rps, p99))
+        for p in rot:
+            cps, _ = wrk(paths[p]["http"], True)
+            res[p]["cps"].append(cps)
+            log("  %-8s new connections %.0f /s" % (p, cps))
+        for p in rot:
+            if p == "direct":
+                continue
+            base, loaded, got = idle_memory(paths[p]["http"], pids[p](), idle_n)
+            res[p]["rss_idle"].append(base)
+            res[p]["rss_loaded"].append(loaded)
+            res[p]["per_conn"].append((loaded - base) * 1024.0 / max(got, 1))
+            log("  %-8s RSS idle %d KiB, with %d idle connections %d KiB (%.0f B/conn)"
+                % (p, base, got, loaded, res[p]["per_conn"][-1]))
+    report(res, order, idle_n)
+    return 0
+
+
+def fmt(vals, f):
+    if not vals:
+        return "—"
+    return "%s (%s–%s)" % (f(statistics.median(vals)), f(min(vals)), f(max(vals)))
+
+
+def report(res, order, idle_n):
+    med = lambda p, k: statistics.median(res[p][k]) if res[p][k] else float("nan")
+    h = "haproxy"
+    g = lambda v: "%.2f" % v
+    i = lambda v: "%.0f" % v
+    ms = lambda v: "%.2f" % v
+    kib = lambda v: "%.0f" % (v / 1024.0 * 1024.0)
+    print("| path | bulk Gbit/s | ×HAProxy | keep-alive req/s | ×HAProxy | p99 ms | ×HAProxy "
+          "| new conn/s | ×HAProxy | RSS idle KiB | RSS with %d idle KiB | bytes/idle conn |"
+          % idle_n)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for p in order:
+        r = lambda k: "%.2f" % (med(p, k) / med(h, k))
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            p, fmt(res[p]["gbps"], g), r("gbps"), fmt(res[p]["rps"], i), r("rps"),
+            fmt(res[p]["p99"], ms), r("p99"), fmt(res[p]["cps"], i), r("cps"),
+            fmt(res[p]["rss_idle"], kib), fmt(res[p]["rss_loaded"], kib),
+            fmt(res[p]["per_conn"], i)))
+    print()
+    print("Medians of %d interleaved rounds (min–max); iperf3 -t %d, wrk -t2 -c32 -d%ds; "
+          "ratios are medians over HAProxy's (for p99, lower is better)."
+          % (ROUNDS, IPERF_S, WRK_S))
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        stop_all()
+        sys.exit(130)

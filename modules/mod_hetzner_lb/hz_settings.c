@@ -127,7 +127,7 @@ const struct plb_setting hz_settings_table[] = {
      .doc = "Base URL of the Hetzner Cloud API"},
     {.name = "cluster_name", .type = PLB_SET_STRING, .offset = OFF(cluster_name),
      .env = "ROBOTLB_CLUSTER_NAME", .validate = v_cluster_name,
-     .doc = "Put in front of default balancer names (<cluster>.<service>.<namespace>) so "
+     .doc = "Put in front of default balancer names (CLUSTER.SERVICE.NAMESPACE) so "
             "that clusters sharing a Hetzner project do not pick the same ones; a DNS label "
             "of at most 63 characters"},
     {.name = "default_network", .type = PLB_SET_STRING, .offset = OFF(default_network),
@@ -179,7 +179,8 @@ const struct plb_setting hz_settings_table[] = {
     {.name = "log_level", .type = PLB_SET_STRING, .offset = OFF(log_level),
      .env = "ROBOTLB_LOG_LEVEL", .validate = v_log_level,
      .doc = "robotlb's log level (off, error, warn, info, debug, trace): lowers this module's "
-            "verbosity only; the daemon's global log_level still caps it"},
+            "verbosity only; the daemon's global log_level still caps it; unset: the "
+            "daemon's level alone"},
     PLB_SETTINGS_END,
 };
 

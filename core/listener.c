@@ -164,25 +164,40 @@ retry_cb(evutil_socket_t fd, short what, void *p)
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                */
 
-/* A bound, listening, non-blocking socket for ss; the fd, or -errno. */
-static int
-listen_socket(const struct sockaddr_storage *ss, socklen_t len, int backlog)
+int
+core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port, char *name,
+                       size_t name_len)
 {
+    struct sockaddr_storage ss;
+    socklen_t len;
     int one = 1;
-    int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd;
     int rc;
 
+    rc = core_sockaddr_parse(addr, port, &ss, &len);
+    if (rc != 0)
+        return rc;
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -errno;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
         goto fail;
-    if (ss->ss_family == AF_INET6 &&
+    if (ss.ss_family == AF_INET6 &&
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
         goto fail;
-    if (bind(fd, (const struct sockaddr *)ss, len) != 0)
+    if (bind(fd, (const struct sockaddr *)&ss, len) != 0)
         goto fail;
-    if (listen(fd, backlog) != 0)
+    if (listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0)
         goto fail;
+    len = sizeof ss;
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        goto fail;
+    if (bound_port)
+        *bound_port = ss.ss_family == AF_INET6
+                          ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                          : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (name)
+        core_sockaddr_format((struct sockaddr *)&ss, name, name_len);
     return fd;
 fail:
     rc = -errno;
@@ -194,8 +209,6 @@ plb_listener *
 core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog,
                 plb_accept_cb cb, void *arg, int *err)
 {
-    struct sockaddr_storage ss;
-    socklen_t len;
     plb_listener *l = NULL;
     int fd = -1;
     int rc;
@@ -204,9 +217,6 @@ core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog
         rc = -EINVAL;
         goto fail;
     }
-    rc = core_sockaddr_parse(addr, port, &ss, &len);
-    if (rc != 0)
-        goto fail;
     l = core_calloc(1, sizeof *l);
     if (!l) {
         rc = -ENOMEM;
@@ -219,19 +229,11 @@ core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog
         rc = -ENOMEM;
         goto fail;
     }
-    fd = listen_socket(&ss, len, backlog > 0 ? backlog : SOMAXCONN);
+    fd = core_tcp_listen_socket(addr, port, backlog, &l->port, l->name, sizeof l->name);
     if (fd < 0) {
         rc = fd;
         goto fail;
     }
-    len = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
-        rc = -errno;
-        goto fail;
-    }
-    l->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    core_sockaddr_format((struct sockaddr *)&ss, l->name, sizeof l->name);
     /* backlog 0: the socket is already listening. */
     l->lev = evconnlistener_new(base, accept_cb, l,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,

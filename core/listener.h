@@ -49,6 +49,14 @@ void core_listener_pause(plb_listener *l, int paused);
  * callback's and stay open. NULL is fine. Safe from inside l's accept cb. */
 void core_listener_free(plb_listener *l);
 
+/* A bound, listening, non-blocking, close-on-exec TCP socket on addr:port
+ * (as for core_listen_tcp: IP literal, IPV6_V6ONLY, SO_REUSEADDR, port 0 for
+ * ephemeral, backlog <= 0 for SOMAXCONN). The bound port goes to *bound_port
+ * and the formatted local address to name (name_len bytes); both may be
+ * NULL. New fd (caller closes), or -errno (-EINVAL for a bad address). */
+int core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port, char *name,
+                           size_t name_len);
+
 /* Parse an IP literal (IPv4, or IPv6 with or without brackets) and a port in
  * [0, 65535] into *ss and *len (both written, borrowed). Pure. 0 or
  * -EINVAL. */

@@ -1,0 +1,351 @@
+/*
+ * tcp_proxy end to end, health_check = readyz: the daemon probes HTTPS
+ * upstreams (readyz_server.py, certificates from gen_certs.sh) with a
+ * client certificate or a bearer token file re-read on every probe; a
+ * missing credential fails the probe, not the start; an upstream turning
+ * unready loses its connections after drain_timeout while another is ready,
+ * and keeps them when none is.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_e2e.h"
+
+#define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\"; "
+
+static char *pki; /* certificates, tokens, unready marks (owned) */
+
+struct rz {
+    struct tu_proc proc;
+    char id;
+    int port;
+    char ep[32];
+};
+
+static void
+setup(void)
+{
+    pki = tu_mkdtemp();
+    ck_assert_ptr_nonnull(pki);
+    char script[4096];
+    snprintf(script, sizeof(script), "%s", tu_source_path("tests/e2e/tcp_proxy/gen_certs.sh"));
+    char *argv[] = {"sh", script, pki, NULL};
+    char *out = NULL;
+    int rc = tu_run(argv, NULL, &out, 60000);
+    ck_assert_msg(rc == 0, "gen_certs.sh: %s", out);
+    free(out);
+}
+
+static void
+teardown(void)
+{
+    tu_rmrf(pki);
+    free(pki);
+}
+
+static const char *
+pki_path(const char *name)
+{
+    static char slots[4][4200];
+    static int next;
+    char *b = slots[next++ % 4];
+    snprintf(b, 4200, "%s/%s", pki, name);
+    return b;
+}
+
+/* Start an HTTPS readyz server; extra: NULL-terminated options or NULL. */
+static void
+rz_start(struct rz *r, char id, const char *const *extra)
+{
+    char script[4096], port_file[4200], log[4200], ids[2] = {id, 0}, line[64];
+    char *argv[16];
+    int n = 0;
+    memset(r, 0, sizeof(*r));
+    r->id = id;
+    snprintf(script, sizeof(script), "%s",
+             tu_source_path("tests/e2e/tcp_proxy/readyz_server.py"));
+    snprintf(port_file, sizeof(port_file), "%s/%c.port", pki, id);
+    snprintf(log, sizeof(log), "%s/%c.log", pki, id);
+    argv[n++] = "python3";
+    argv[n++] = script;
+    argv[n++] = port_file;
+    argv[n++] = pki;
+    argv[n++] = ids;
+    for (size_t i = 0; extra && extra[i] && n < 15; i++)
+        argv[n++] = (char *)extra[i];
+    argv[n] = NULL;
+    ck_assert_int_eq(tu_spawn(&r->proc, argv, NULL, log), 0);
+    /* The port file holds one line "PORT": wait for it. */
+    long long end = tu_now_ms() + 10000;
+    for (;;) {
+        char *s = tu_read_file(port_file, NULL);
+        if (s && sscanf(s, "%d", &r->port) == 1 && r->port > 0) {
+            free(s);
+            break;
+        }
+        free(s);
+        ck_assert_msg(tu_now_ms() < end, "readyz server %c did not start", id);
+        tu_sleep_ms(20);
+    }
+    snprintf(r->ep, sizeof(r->ep), "127.0.0.1:%d", r->port);
+    (void)line;
+}
+
+static void
+rz_stop(struct rz *r)
+{
+    tu_stop(&r->proc, SIGTERM, 5000);
+}
+
+static void
+rz_unready(const struct rz *r, int unready)
+{
+    char mark[16];
+    snprintf(mark, sizeof(mark), "%c.unready", r->id);
+    if (unready)
+        ck_assert_int_eq(tu_write_file(pki_path(mark), "x"), 0);
+    else
+        unlink(pki_path(mark));
+}
+
+/* Occurrences of needle in the daemon's log. */
+static int
+log_count(struct proxy *p, const char *needle)
+{
+    char *s = proxy_log(p);
+    int n = 0;
+    for (const char *q = s; (q = strstr(q, needle)); q++)
+        n++;
+    free(s);
+    return n;
+}
+
+/* Wait until needle occurs at least `count` times. */
+static int
+wait_count(struct proxy *p, const char *needle, int count, int timeout_ms)
+{
+    long long end = tu_now_ms() + timeout_ms;
+    while (log_count(p, needle) < count) {
+        if (tu_now_ms() >= end)
+            return -1;
+        tu_sleep_ms(20);
+    }
+    return 0;
+}
+
+static void
+readyz_settings(char *buf, size_t len, const char *extra)
+{
+    snprintf(buf, len, FAST "health_check = \"readyz\"; health_check_ca_file = \"%s\"; %s",
+             pki_path("ca.crt"), extra ? extra : "");
+}
+
+static void
+assert_proxy_started(struct proxy *p, const char *settings, const char *const *eps, size_t n)
+{
+    ck_assert_msg(proxy_start(p, settings, eps, n) == 0, "prismlb did not start: %s",
+                  p->dir ? proxy_log(p) : "");
+}
+
+START_TEST(readyz_probes_present_the_client_certificate)
+{
+    struct rz a;
+    const char *req[] = {"--require-cert", NULL};
+    rz_start(&a, 'A', req);
+    const char *eps[] = {a.ep};
+    char settings[16384], ready[64], extra[12000];
+    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
+
+    /* Without a client certificate the handshake fails: never ready. */
+    struct proxy p;
+    readyz_settings(settings, sizeof(settings), NULL);
+    assert_proxy_started(&p, settings, eps, 1);
+    ck_assert_int_eq(proxy_wait_log(&p, "readyz probe of", 5000), 0);
+    tu_sleep_ms(1500);
+    ck_assert_int_eq(log_count(&p, ready), 0);
+    ck_assert_int_eq(proxy_stop(&p), 0);
+
+    /* With the certificate it becomes ready. */
+    snprintf(extra, sizeof(extra),
+             "health_check_cert_file = \"%s\"; health_check_key_file = \"%s\";",
+             pki_path("client.crt"), pki_path("client.key"));
+    readyz_settings(settings, sizeof(settings), extra);
+    assert_proxy_started(&p, settings, eps, 1);
+    ck_assert_msg(proxy_wait_log(&p, ready, 5000) == 0, "%s", proxy_log(&p));
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    rz_stop(&a);
+}
+END_TEST
+
+START_TEST(readyz_probes_reread_a_rotated_token_file)
+{
+    struct rz a;
+    ck_assert_int_eq(tu_write_file(pki_path("accepted"), "t1\n"), 0);
+    ck_assert_int_eq(tu_write_file(pki_path("token"), "t1\n"), 0);
+    const char *tok[] = {"--token-file", pki_path("accepted"), NULL};
+    rz_start(&a, 'A', tok);
+    const char *eps[] = {a.ep};
+    char settings[16384], extra[8192], ready[64], unready[64];
+    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
+    snprintf(unready, sizeof(unready), "upstream %s is not ready", a.ep);
+    snprintf(extra, sizeof(extra), "health_check_token_file = \"%s\";", pki_path("token"));
+    readyz_settings(settings, sizeof(settings), extra);
+
+    struct proxy p;
+    assert_proxy_started(&p, settings, eps, 1);
+    ck_assert_msg(wait_count(&p, ready, 1, 5000) == 0, "%s", proxy_log(&p));
+    /* The server rotates to t2: probes with t1 fail, two make it unready. */
+    ck_assert_int_eq(tu_write_file(pki_path("accepted"), "t2\n"), 0);
+    ck_assert_msg(wait_count(&p, unready, 1, 6000) == 0, "%s", proxy_log(&p));
+    /* The token file is rotated: the next probe reads t2 and passes. */
+    ck_assert_int_eq(tu_write_file(pki_path("token"), "t2\n"), 0);
+    ck_assert_msg(wait_count(&p, ready, 2, 4000) == 0, "%s", proxy_log(&p));
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    rz_stop(&a);
+}
+END_TEST
+
+START_TEST(a_missing_credential_fails_the_probe_not_the_start)
+{
+    struct rz a;
+    ck_assert_int_eq(tu_write_file(pki_path("accepted"), "late\n"), 0);
+    const char *tok[] = {"--token-file", pki_path("accepted"), NULL};
+    rz_start(&a, 'A', tok);
+    const char *eps[] = {a.ep};
+    char settings[16384], extra[8192], ready[64];
+    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
+    unlink(pki_path("token"));
+    snprintf(extra, sizeof(extra), "health_check_token_file = \"%s\";", pki_path("token"));
+    readyz_settings(settings, sizeof(settings), extra);
+
+    struct proxy p;
+    assert_proxy_started(&p, settings, eps, 1);
+    tu_sleep_ms(2500);
+    ck_assert_int_eq(log_count(&p, ready), 0);
+    ck_assert_int_gt(log_count(&p, "readyz probe of"), 0);
+    ck_assert_int_eq(tu_write_file(pki_path("token"), "late\n"), 0);
+    ck_assert_msg(wait_count(&p, ready, 1, 4000) == 0, "%s", proxy_log(&p));
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    rz_stop(&a);
+}
+END_TEST
+
+struct client {
+    struct tu_proc proc;
+    char log[4200];
+};
+
+/* Hold one HTTPS connection through the proxy; returns its upstream id. */
+static char
+client_start(struct client *c, struct proxy *p, int n, int hold_s)
+{
+    char script[4096], port[16], hold[16], line[64];
+    snprintf(script, sizeof(script), "%s",
+             tu_source_path("tests/e2e/tcp_proxy/readyz_client.py"));
+    snprintf(port, sizeof(port), "%d", p->port);
+    snprintf(hold, sizeof(hold), "%d", hold_s);
+    snprintf(c->log, sizeof(c->log), "%s/client%d.log", pki, n);
+    char *argv[] = {"python3", script, port, (char *)pki_path("ca.crt"), hold, NULL};
+    ck_assert_int_eq(tu_spawn(&c->proc, argv, NULL, c->log), 0);
+    ck_assert_msg(tu_wait_line(c->log, "id ", line, sizeof(line), 10000) == 0,
+                  "client got no id through the proxy");
+    return line[0];
+}
+
+START_TEST(an_unready_upstream_loses_its_connections_after_drain_timeout_while_another_is_ready)
+{
+    struct rz s[2];
+    rz_start(&s[0], 'A', NULL);
+    rz_start(&s[1], 'B', NULL);
+    const char *eps[] = {s[0].ep, s[1].ep};
+    char settings[16384];
+    readyz_settings(settings, sizeof(settings), "drain_timeout = \"2s\";");
+    struct proxy p;
+    assert_proxy_started(&p, settings, eps, 2);
+    ck_assert_msg(wait_count(&p, " is ready", 2, 6000) == 0, "%s", proxy_log(&p));
+
+    struct client c;
+    char id = client_start(&c, &p, 0, 20);
+    ck_assert(id == 'A' || id == 'B');
+    struct rz *bad = id == 'A' ? &s[0] : &s[1];
+    char unready[64], buf[64];
+    snprintf(unready, sizeof(unready), "upstream %s is not ready", bad->ep);
+    rz_unready(bad, 1);
+    ck_assert_msg(proxy_wait_log(&p, unready, 6000) == 0, "%s", proxy_log(&p));
+    long long marked = tu_now_ms();
+    /* New connections go to the ready upstream only. */
+    for (int i = 1; i <= 3; i++) {
+        struct client o;
+        ck_assert_int_ne(client_start(&o, &p, i, 1), id);
+        tu_stop(&o.proc, SIGTERM, 3000);
+    }
+    /* The held connection is closed after drain_timeout, not before. */
+    ck_assert_int_eq(tu_wait_line(c.log, "closed ", buf, sizeof(buf), 10000), 0);
+    long long after = atoll(buf) - marked;
+    ck_assert_msg(after >= 1500 && after <= 4000, "closed %lld ms after the upstream was unready",
+                  after);
+    tu_stop(&c.proc, SIGTERM, 3000);
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    rz_stop(&s[0]);
+    rz_stop(&s[1]);
+}
+END_TEST
+
+START_TEST(with_no_upstream_ready_existing_connections_stay)
+{
+    struct rz a;
+    rz_start(&a, 'A', NULL);
+    const char *eps[] = {a.ep};
+    char settings[16384], unready[64], buf[64];
+    readyz_settings(settings, sizeof(settings), "drain_timeout = \"1s\";");
+    struct proxy p;
+    assert_proxy_started(&p, settings, eps, 1);
+    ck_assert_msg(wait_count(&p, " is ready", 1, 6000) == 0, "%s", proxy_log(&p));
+    struct client c;
+    ck_assert_int_eq(client_start(&c, &p, 0, 5), 'A');
+    rz_unready(&a, 1);
+    snprintf(unready, sizeof(unready), "upstream %s is not ready", a.ep);
+    ck_assert_int_eq(proxy_wait_log(&p, unready, 6000), 0);
+    /* Held 5 s in all: well past drain_timeout, still open. */
+    ck_assert_int_eq(tu_wait_line(c.log, "still open", buf, sizeof(buf), 8000), 0);
+    /* And new connections fall back to the TCP-healthy upstream. */
+    struct client o;
+    ck_assert_int_eq(client_start(&o, &p, 1, 1), 'A');
+    tu_stop(&o.proc, SIGTERM, 3000);
+    tu_stop(&c.proc, SIGTERM, 3000);
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    rz_stop(&a);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("tcp_proxy_readyz");
+    TCase *tc = tcase_create("readyz");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 90);
+    tcase_add_test(tc, readyz_probes_present_the_client_certificate);
+    tcase_add_test(tc, readyz_probes_reread_a_rotated_token_file);
+    tcase_add_test(tc, a_missing_credential_fails_the_probe_not_the_start);
+    tcase_add_test(
+        tc, an_unready_upstream_loses_its_connections_after_drain_timeout_while_another_is_ready);
+    tcase_add_test(tc, with_no_upstream_ready_existing_connections_stay);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

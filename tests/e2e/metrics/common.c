@@ -65,10 +65,14 @@ me_daemon_start(struct me_daemon *d, const char *conf_text, int wait_port)
     ck_assert_int_eq(tu_spawn(&d->proc, argv, env, d->log), 0);
     if (wait_port <= 0)
         return;
-    if (tu_wait_port("127.0.0.1", wait_port, 10000) < 0) {
-        char *log = me_daemon_log(d);
-        tu_stop(&d->proc, SIGKILL, 2000);
-        ck_abort_msg("daemon did not listen on port %d within 10 s; log:\n%s", wait_port, log);
+    long long deadline = tu_now_ms() + 10000;
+    while (tu_wait_port("127.0.0.1", wait_port, 50) < 0) {
+        if (tu_exited(&d->proc) || tu_now_ms() >= deadline) {
+            char *log = me_daemon_log(d);
+            tu_stop(&d->proc, SIGKILL, 2000);
+            ck_abort_msg("daemon did not listen on port %d (it %s); log:\n%s", wait_port,
+                         tu_exited(&d->proc) ? "exited" : "timed out after 10 s", log);
+        }
     }
     d->ready_ms = tu_now_ms();
 }

@@ -576,6 +576,9 @@ inst_stop(struct inst *in)
 
 static char reports[2048];
 
+static void report(plb_check *chk, const char *setting_name, const char *fmt, ...)
+    PLB_PRINTF(3, 4);
+
 static void
 report(plb_check *chk, const char *setting_name, const char *fmt, ...)
 {

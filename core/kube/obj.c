@@ -27,6 +27,8 @@ core_obj_get(const plb_obj *o, ...)
 enum plb_obj_type
 core_obj_type(const plb_obj *o)
 {
+    if (!o)
+        return PLB_OBJ_NULL; /* the ABI's accessors accept NULL */
     switch (json_typeof(KJSON(o))) {
     case JSON_OBJECT: return PLB_OBJ_OBJECT;
     case JSON_ARRAY: return PLB_OBJ_ARRAY;

@@ -293,6 +293,15 @@ stream {
     order = ["direct", "prismlb", "haproxy", "nginx"]
     res = {p: {k: [] for k in ("gbps", "rps", "p99", "cps", "rss_idle", "rss_loaded",
                                "per_conn")} for p in order}
+    # Memory first, on fresh processes: allocators keep what they got, so
+    # a second measurement in the same process would see no growth.
+    for p in order[1:]:
+        base, loaded, got = idle_memory(paths[p]["http"], pids[p](), idle_n)
+        res[p]["rss_idle"].append(base)
+        res[p]["rss_loaded"].append(loaded)
+        res[p]["per_conn"].append((loaded - base) * 1024.0 / max(got, 1))
+        log("  %-8s RSS idle %d KiB, with %d idle connections %d KiB (%.0f B/conn)"
+            % (p, base, got, loaded, res[p]["per_conn"][-1]))
     for rnd in range(ROUNDS):
         rot = order[rnd % 4:] + order[:rnd % 4]  # rotate the position of each path
         log("round %d/%d, order %s" % (rnd + 1, ROUNDS, " ".join(rot)))
@@ -308,15 +317,6 @@ stream {
             cps, _ = wrk(paths[p]["http"], True)
             res[p]["cps"].append(cps)
             log("  %-8s new connections %.0f /s" % (p, cps))
-        for p in rot:
-            if p == "direct":
-                continue
-            base, loaded, got = idle_memory(paths[p]["http"], pids[p](), idle_n)
-            res[p]["rss_idle"].append(base)
-            res[p]["rss_loaded"].append(loaded)
-            res[p]["per_conn"].append((loaded - base) * 1024.0 / max(got, 1))
-            log("  %-8s RSS idle %d KiB, with %d idle connections %d KiB (%.0f B/conn)"
-                % (p, base, got, loaded, res[p]["per_conn"][-1]))
     report(res, order, idle_n)
     return 0
 
@@ -347,7 +347,9 @@ def report(res, order, idle_n):
             fmt(res[p]["per_conn"], i)))
     print()
     print("Medians of %d interleaved rounds (min–max); iperf3 -t %d, wrk -t2 -c32 -d%ds; "
-          "ratios are medians over HAProxy's (for p99, lower is better)."
+          "ratios are medians over HAProxy's (for p99, lower is better). Memory: VmRSS "
+          "(all processes of nginx) measured once on fresh processes before the rounds; "
+          "bytes/idle conn = (RSS with the idle connections - RSS idle) / connections."
           % (ROUNDS, IPERF_S, WRK_S))
 
 

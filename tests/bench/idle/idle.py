@@ -12,14 +12,20 @@ HTTP port, the way tests/bench measures everything (see BENCH.md):
              anonymous part (RssAnon: the process's own memory) and PSS
              (/proc/PID/smaps_rollup: shared library pages divided among the
              processes mapping them)
-  --version  for prismlb, the wall time of `prismlb --version` too: loading
-             its shared libraries and initialising them, with no config,
-             module or socket
+  cpu_ms     CPU time the process used from exec until it listened
+             (/proc/PID/schedstat, read right after the first connect): what
+             start-up costs whatever the machine's load, where listen_ms
+             includes waiting for a CPU
+  --version  for prismlb, the wall and CPU time of `prismlb --version` too:
+             loading its shared libraries and initialising them, with no
+             config, module or socket; and `curl --version` (the same
+             libcurl, OpenSSL and their dependencies) for reference
 
 Each process is stopped by its PID. Prints a table of medians and min-max.
 Usage: tests/bench/idle/run.sh [BUILD_DIR] [RUNS]
 """
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -51,6 +57,14 @@ def status_kib(pid, key):
 
 def vmrss_kib(pid):
     return status_kib(pid, "VmRSS")
+
+
+def cpu_ms(pid):
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[0]) / 1e6
+    except (OSError, ValueError, IndexError):
+        return -1.0
 
 
 def pss_kib(pid):
@@ -125,6 +139,17 @@ frontend f
     return ["/usr/sbin/haproxy", "-db", "-f", conf], None, f"http://127.0.0.1:{port}/"
 
 
+def timed(argv):
+    """Wall and CPU milliseconds of running argv to completion."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    wall = (time.monotonic() - t0) * 1000.0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000.0
+    return wall, cpu
+
+
 def one_run(name, make, build):
     tmp = tempfile.mkdtemp(prefix=f"prismlb-bench-{name}-")
     port = free_port()
@@ -134,13 +159,14 @@ def one_run(name, make, build):
     proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         t1 = wait_listen(port, proc)
+        cpu = cpu_ms(proc.pid)
         time.sleep(0.5)
         rss_idle = vmrss_kib(proc.pid)
         with urllib.request.urlopen(url, timeout=5) as r:
             r.read()
         rss_scraped = vmrss_kib(proc.pid)
         return ((t1 - t0) * 1000.0, rss_idle, rss_scraped, status_kib(proc.pid, "RssAnon"),
-                pss_kib(proc.pid))
+                pss_kib(proc.pid), cpu)
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -168,38 +194,45 @@ def main():
         else:
             print(f"# {exe} missing: {name} skipped (tests/setup.sh bench installs it)")
     results = {name: [] for name, _ in subjects}
-    version_ms = []
+    version = []
+    curl_version = []
     exe = os.path.join(build, "core", "prismlb")
     for i in range(runs):  # interleaved: A B C A B C ...
         for name, make in subjects:
             results[name].append(one_run(name.split()[0], make, build))
-        t0 = time.monotonic()
-        subprocess.run([exe, "--version"], stdout=subprocess.DEVNULL, check=True)
-        version_ms.append((time.monotonic() - t0) * 1000.0)
+        version.append(timed([exe, "--version"]))
+        if shutil.which("curl"):
+            curl_version.append(timed(["curl", "--version"]))
     print(f"# idle daemons, {runs} interleaved runs each, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"median (min-max)")
-    print(f"| {'subject':<24} | {'exec to listening':<24} | {'RSS idle':<24} "
+    print(f"| {'subject':<24} | {'exec to listening':<24} | {'CPU until listening':<24} "
+          f"| {'RSS idle':<24} "
           f"| {'RSS after one request':<24} | {'of which RssAnon':<24} | {'PSS':<24} |")
-    print(f"|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|")
+    print(f"|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|{'-' * 26}|")
     for name, _ in subjects:
         r = results[name]
         print(f"| {name:<24} | {fmt([x[0] for x in r], 'ms'):<24} "
+              f"| {fmt([x[5] for x in r], 'ms'):<24} "
               f"| {fmt([x[1] / 1024 for x in r], 'MiB'):<24} "
               f"| {fmt([x[2] / 1024 for x in r], 'MiB'):<24} "
               f"| {fmt([x[3] / 1024 for x in r], 'MiB'):<24} "
               f"| {fmt([x[4] / 1024 for x in r], 'MiB'):<24} |")
-    print(f"| {'prismlb --version':<24} | {fmt(version_ms, 'ms') + ' (exit)':<24} "
-          f"| {'':<24} | {'':<24} | {'':<24} | {'':<24} |")
+    for name, r in (("prismlb --version", version), ("curl --version", curl_version)):
+        if r:
+            print(f"| {name:<24} | {fmt([x[0] for x in r], 'ms') + ' to exit':<24} "
+                  f"| {fmt([x[1] for x in r], 'ms') + ' in all':<24} "
+                  f"| {'':<24} | {'':<24} | {'':<24} | {'':<24} |")
     with open("/proc/loadavg") as f:
         print(f"# load average at the end: {' '.join(f.read().split()[:3])} "
               f"({os.cpu_count()} CPUs)")
     p = results[subjects[0][0]]
     med_ms = statistics.median([x[0] for x in p])
+    med_cpu = statistics.median([x[5] for x in p])
     med_rss = statistics.median([x[2] for x in p]) / 1024
     print(f"# prismlb targets: <= 20 ms to listen ({'met' if med_ms <= 20 else 'MISSED'}: "
-          f"{med_ms:.1f} ms), RSS <= 4 MiB ({'met' if med_rss <= 4 else 'MISSED'}: "
-          f"{med_rss:.2f} MiB)")
+          f"{med_ms:.1f} ms wall, {med_cpu:.1f} ms CPU), RSS <= 4 MiB "
+          f"({'met' if med_rss <= 4 else 'MISSED'}: {med_rss:.2f} MiB)")
 
 
 if __name__ == "__main__":

@@ -207,32 +207,49 @@ START_TEST(test_auth_and_rate_headers)
     ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers", "wrong", NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 401);
     hzt_resp_free(&r);
-    long long now = (long long)time(NULL);
-    long prev = -1;
-    for (int i = 0; i < 3; i++) {
-        req("GET", "/locations", NULL, &r);
-        ck_assert_int_eq(r.status, 200);
-        ck_assert_int_eq(r.rl_limit, 3600);
-        ck_assert(r.rl_remaining >= 0 && r.rl_remaining < 3600);
-        if (prev >= 0)
-            ck_assert_int_eq(r.rl_remaining, prev - 1);
-        prev = r.rl_remaining;
-        /* Reset: when the bucket is full again, at one token per second. */
-        ck_assert(r.rl_reset >= now + (3600 - r.rl_remaining) - 2);
-        ck_assert(r.rl_reset <= now + (3600 - r.rl_remaining) + 2);
-        hzt_resp_free(&r);
-    }
+    /* Defaults: 3600 per token, one back per second, so after the first
+     * request the bucket is full again within a second. */
+    long long t0 = (long long)time(NULL);
+    req("GET", "/locations", NULL, &r);
+    long long t1 = (long long)time(NULL);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(r.rl_limit, 3600);
+    ck_assert_int_eq(r.rl_remaining, 3599);
+    ck_assert(r.rl_reset >= t0 && r.rl_reset <= t1 + 1);
+    hzt_resp_free(&r);
     /* Errors carry the headers too; each token has its own bucket. */
     ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers/999", "tok-b", NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 404);
+    ck_assert_int_eq(r.rl_limit, 3600);
     ck_assert_int_eq(r.rl_remaining, 3599);
     hzt_resp_free(&r);
+
+    /* With a slow refill (one per 100 s) every request shows: Remaining
+     * goes down by one and Reset moves 100 s further out. */
+    static const char *args[] = {"--rate-refill-per-s", "0.01", NULL};
+    stop_fake();
+    start_with(args);
+    long prev = 3600;
+    for (int i = 0; i < 4; i++) {
+        t0 = (long long)time(NULL);
+        req("GET", i % 2 ? "/locations" : "/load_balancers/999", NULL, &r);
+        t1 = (long long)time(NULL);
+        ck_assert(r.status == 200 || r.status == 404);
+        ck_assert_int_eq(r.rl_limit, 3600);
+        ck_assert_int_eq(r.rl_remaining, prev - 1);
+        prev = r.rl_remaining;
+        long long full = (3600 - r.rl_remaining) * 100;
+        ck_assert_msg(r.rl_reset >= t0 + full - 10 && r.rl_reset <= t1 + full + 1,
+                      "reset %lld, now %lld, expected about +%lld", r.rl_reset, t0, full);
+        hzt_resp_free(&r);
+    }
 }
 END_TEST
 
 START_TEST(test_429_and_refill)
 {
-    static const char *args[] = {"--rate-bucket", "3", "--rate-refill-per-s", "2", NULL};
+    /* Bucket of 3, one token back every 4 s. */
+    static const char *args[] = {"--rate-bucket", "3", "--rate-refill-per-s", "0.25", NULL};
     struct hzt_resp r;
     stop_fake();
     start_with(args);
@@ -243,18 +260,30 @@ START_TEST(test_429_and_refill)
         ck_assert_int_eq(r.rl_remaining, 2 - i);
         hzt_resp_free(&r);
     }
+    long long t0 = (long long)time(NULL);
     req("GET", "/load_balancers", NULL, &r);
     ck_assert_int_eq(r.status, 429);
     ck_assert_str_eq(hzt_err(&r), "rate_limit_exceeded");
+    ck_assert_int_eq(r.rl_limit, 3);
     ck_assert_int_eq(r.rl_remaining, 0);
-    ck_assert(r.rl_reset >= (long long)time(NULL) + 1);
+    /* More than two tokens missing at 4 s each: full in 9 to 12 s. */
+    ck_assert_msg(r.rl_reset >= t0 + 8 && r.rl_reset <= (long long)time(NULL) + 13,
+                  "reset %lld now %lld", r.rl_reset, t0);
     hzt_resp_free(&r);
-    /* 2 per second: after 600 ms one request fits again. */
-    tu_sleep_ms(600);
-    req("GET", "/load_balancers", NULL, &r);
-    ck_assert_int_eq(r.status, 200);
-    hzt_resp_free(&r);
-    /* Still limited per token: another token is unaffected. */
+    /* Refused requests take nothing: the bucket refills and one request
+     * passes again within the 4 s a token takes. */
+    long long start = tu_now_ms();
+    for (;;) {
+        req("GET", "/load_balancers", NULL, &r);
+        long st = r.status;
+        hzt_resp_free(&r);
+        if (st == 200)
+            break;
+        ck_assert_int_eq(st, 429);
+        ck_assert_msg(tu_now_ms() - start < 15000, "no recovery after 15 s");
+        tu_sleep_ms(200);
+    }
+    /* Limited per token: another token is unaffected. */
     ck_assert_int_eq(hzt_req(&F, "GET", "/locations", "tok-b", NULL, NULL, &r), 0);
     ck_assert_int_eq(r.status, 200);
     ck_assert_int_eq(r.rl_remaining, 2);
@@ -264,7 +293,7 @@ END_TEST
 
 START_TEST(test_locked_during_action)
 {
-    static const char *args[] = {"--action-duration-ms", "1500", NULL};
+    static const char *args[] = {"--action-duration-ms", "4000", NULL};
     struct hzt_resp r;
     stop_fake();
     start_with(args);
@@ -596,6 +625,10 @@ END_TEST
 
 START_TEST(test_admin_log_counts_writers)
 {
+    /* A wide window so that a slow machine cannot separate the writes. */
+    static const char *args[] = {"--overlap-window-ms", "60000", NULL};
+    stop_fake();
+    start_with(args);
     struct hzt_resp r;
     ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers/2", TOK, "robotlb/a", NULL, &r), 0);
     hzt_resp_free(&r);

@@ -215,7 +215,7 @@ struct kres {
     json_t *obj; /* new reference, or NULL */
 };
 
-static void
+static inline void
 kres_cb(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
 {
     struct kres *k = arg;
@@ -256,7 +256,7 @@ struct kt_bulk {
     int started, done, failed;
 };
 
-static void
+static inline void
 kt_bulk_cb(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
 {
     struct kt_bulk *b = arg;
@@ -306,6 +306,39 @@ kt_bulk_create(struct kt *t, plb_kube *k, const char *ns, const char *prefix, in
     ck_assert(kt_run_until(t, kt_bulk_idle, &b, 120000));
     ck_assert_int_eq(b.failed, 0);
     free(padding);
+}
+
+/* Run the loop until the fake has at least n open watches (the informer's
+ * watch follows its list at once, but reaches the fake a moment later). */
+static inline void
+kt_wait_watches(struct kt *t, int n)
+{
+    long long end = tu_now_ms() + 20000;
+    for (;;) {
+        json_t *st = kt_admin(t, "GET", "/state", NULL);
+        int w = (int)json_integer_value(json_object_get(st, "watches"));
+        json_decref(st);
+        if (w >= n)
+            return;
+        ck_assert_msg(tu_now_ms() < end, "the fake has %d watches, want %d", w, n);
+        kt_run_ms(t, 20);
+    }
+}
+
+/* Create n Leases "<prefix>-<i>" in ns inside the fake (admin /bulk: no
+ * HTTP round trip per object), each with pad bytes of annotation. */
+static inline void
+kt_seed(struct kt *t, const char *ns, const char *prefix, int n, int pad)
+{
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"op\":\"create\",\"resource\":\"leases.coordination.k8s.io\","
+             "\"namespace\":\"%s\",\"namePrefix\":\"%s-\",\"count\":%d,"
+             "\"payloadBytes\":%d}",
+             ns, prefix, n, pad);
+    json_t *r = kt_admin(t, "POST", "/bulk", body);
+    ck_assert_int_eq(json_integer_value(json_object_get(r, "done")), n);
+    json_decref(r);
 }
 
 #endif

@@ -217,7 +217,7 @@ START_TEST(list_of_10000_in_chunks)
     struct kt t;
     struct mirror mi;
     kt_start(&t, NULL, NULL);
-    kt_bulk_create(&t, t.k, "default", "l", 10000, 16);
+    kt_seed(&t, "default", "l", 10000, 16);
     json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
     plb_informer *inf = start_informer(&t, &mi, "default", 500);
     ck_assert(kt_run_until(&t, synced, &mi, 60000));
@@ -228,6 +228,7 @@ START_TEST(list_of_10000_in_chunks)
     ck_assert_int_eq(kt_requests(&t, "GET", "limit=500", "continue="), 19);
     ck_assert_int_eq(kt_requests(&t, "GET", "sendInitialEvents", NULL), 0);
     assert_converged(&t, inf, &mi, "");
+    kt_wait_watches(&t, 1);
     /* The watch runs from the list's resourceVersion, with bookmarks. */
     ck_assert_int_eq(kt_requests(&t, "GET", "watch=1", "allowWatchBookmarks=true"), 1);
     ck_assert_int_eq(mi.errors, 0);
@@ -247,6 +248,7 @@ START_TEST(dropped_watch)
     ck_assert(kt_run_until(&t, synced, &mi, 20000));
     assert_converged(&t, &*inf, &mi, "");
     int adds = mi.adds, ups = mi.updates, dels = mi.deletes;
+    kt_wait_watches(&t, 1);
     json_decref(kt_admin(&t, "POST", "/watches/close?mode=drop", NULL));
     churn(&t, "dropped");
     assert_converged(&t, inf, &mi, "");
@@ -276,6 +278,7 @@ START_TEST(gone_as_error_event_relists_and_delivers_only_differences)
      * current one cleanly first, then change things: only the re-list can
      * bring them. */
     kt_faults(&t, "{\"watch_gone_next\": 1}");
+    kt_wait_watches(&t, 1);
     json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
     json_decref(kt_admin(&t, "POST", "/watches/close?mode=clean", NULL));
     churn(&t, "gone");
@@ -341,6 +344,7 @@ START_TEST(server_errors_500_back_off_and_count)
     ck_assert_int_le(took, 3750 + 1500); /* + 25 % jitter + slack */
     assert_converged(&t, inf, &mi, "");
     /* A failing re-watch counts as an error each time, then recovers. */
+    kt_wait_watches(&t, 1);
     kt_faults(&t, "{\"fail_count\": 1, \"fail_status\": 500, \"fail_match\": \"watch=1\"}");
     json_decref(kt_admin(&t, "POST", "/watches/close?mode=clean", NULL));
     churn(&t, "fivehundred");
@@ -384,6 +388,7 @@ START_TEST(quiet_period_kept_alive_by_bookmarks)
     int adds = mi.adds, ups = mi.updates;
     /* Writes elsewhere move the global resourceVersion; the informer's
      * resource stays quiet, so only bookmarks bring it forward. */
+    kt_wait_watches(&t, 1);
     kt_bulk_create(&t, t.k, "kube-system", "other", 5, 16);
     kt_run_ms(&t, 1200);
     json_t *st = kt_admin(&t, "GET", "/state", NULL);

@@ -69,7 +69,13 @@ core_setting_where(const config_setting_t *s, const char *fallback_file, char *b
     unsigned line = s ? config_setting_source_line(s) : 0;
     if (!file)
         file = fallback_file ? fallback_file : "(config)";
-    snprintf(buf, len, "%s:%u", file, line);
+    /* libconfig names an @include'd file as written; show it relative to
+     * the main file's directory, where it was found. */
+    const char *slash = fallback_file ? strrchr(fallback_file, '/') : NULL;
+    if (file[0] != '/' && slash && strcmp(file, fallback_file) != 0)
+        snprintf(buf, len, "%.*s/%s:%u", (int)(slash - fallback_file), fallback_file, file, line);
+    else
+        snprintf(buf, len, "%s:%u", file, line);
 }
 
 /* ------------------------------------------------------------------ */

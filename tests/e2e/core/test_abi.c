@@ -48,10 +48,10 @@ START_TEST(out_of_tree_module_loads_and_runs)
     free(out);
 
     /* 3. Run it twice under two names; the trace shows the hook order. */
-    char conf[4096], trace[4096], logf[4096], mp[4096];
+    char conf[4096], trace[4096], logfile[4096], mp[4096];
     snprintf(conf, sizeof(conf), "%s/oot.conf", dir);
     snprintf(trace, sizeof(trace), "%s/trace.log", dir);
-    snprintf(logf, sizeof(logf), "%s/daemon.log", dir);
+    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
     snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
     ck_assert_int_eq(
         tu_write_file(conf, "instances = (\n"
@@ -62,7 +62,7 @@ START_TEST(out_of_tree_module_loads_and_runs)
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
     char *env[] = {mp, NULL};
     struct tu_proc p;
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logf), 0);
+    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
     char buf[64];
     ck_assert_int_eq(tu_wait_line(trace, "start beta", buf, sizeof(buf), 10000), 0);
     tu_stop(&p, SIGTERM, 10000);

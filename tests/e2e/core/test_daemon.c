@@ -13,7 +13,7 @@
 #include "testutil.h"
 
 static char *dir;
-static char trace[4096], conf[4096], logf[4096];
+static char trace[4096], conf[4096], logfile[4096];
 static char module_path[4096];
 
 static void
@@ -23,7 +23,7 @@ setup(void)
     ck_assert_ptr_nonnull(dir);
     snprintf(trace, sizeof(trace), "%s/trace.log", dir);
     snprintf(conf, sizeof(conf), "%s/test.conf", dir);
-    snprintf(logf, sizeof(logf), "%s/daemon.log", dir);
+    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
     snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s",
              tu_build_path("tests/modules"));
 }
@@ -41,7 +41,7 @@ start_daemon(struct tu_proc *p, const char *text)
     ck_assert_int_eq(tu_write_file(conf, text), 0);
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
     char *env[] = {module_path, NULL};
-    ck_assert_int_eq(tu_spawn(p, argv, env, logf), 0);
+    ck_assert_int_eq(tu_spawn(p, argv, env, logfile), 0);
 }
 
 /* Wait until the trace holds `line`. */
@@ -51,7 +51,7 @@ wait_trace(const char *line, int timeout_ms)
     char buf[256];
     if (tu_wait_line(trace, line, buf, sizeof(buf), timeout_ms) != 0) {
         char *t = tu_read_file(trace, NULL);
-        char *l = tu_read_file(logf, NULL);
+        char *l = tu_read_file(logfile, NULL);
         ck_abort_msg("no \"%s\" in trace:\n%s\nlog:\n%s", line, t ? t : "", l ? l : "");
     }
 }
@@ -114,7 +114,7 @@ START_TEST(stop_grace_is_bounded)
     ck_assert(tu_wait_exit(&p, 5000));
     ck_assert_int_lt(tu_now_ms() - t0, 3000);
     ck_assert_int_eq(exit_code(&p), 0);
-    char *l = tu_read_file(logf, NULL);
+    char *l = tu_read_file(logfile, NULL);
     ck_assert_ptr_nonnull(strstr(l, "did not stop within the shutdown grace"));
     free(l);
 }
@@ -159,7 +159,7 @@ START_TEST(config_errors_refuse_to_start)
     start_daemon(&p, "instances = ( { module = \"lifecycle\"; trace_file = \"t\"; port = -1; } );\n");
     ck_assert(tu_wait_exit(&p, 10000));
     ck_assert_int_eq(exit_code(&p), 1);
-    char *l = tu_read_file(logf, NULL);
+    char *l = tu_read_file(logfile, NULL);
     ck_assert_ptr_nonnull(strstr(l, "test.conf:1: instances.lifecycle.port: -1 is out of range"));
     ck_assert_ptr_nonnull(strstr(l, "not starting"));
     free(l);
@@ -231,10 +231,10 @@ START_TEST(json_logs_carry_the_instance)
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, "--log-format",
                     "json", NULL};
     char *env[] = {module_path, NULL};
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logf), 0);
+    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
     wait_trace("start j", 10000);
     tu_stop(&p, SIGTERM, 10000);
-    char *l = tu_read_file(logf, NULL);
+    char *l = tu_read_file(logfile, NULL);
     ck_assert_ptr_nonnull(strstr(l, "\"level\":\"info\",\"instance\":\"j\",\"module\":\"lifecycle\""));
     free(l);
 }

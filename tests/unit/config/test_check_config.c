@@ -62,7 +62,7 @@ START_TEST(good_file_prints_ok)
                           "instances = (\n"
                           "  { module = \"lifecycle\"; name = \"one\"; " TRACE " },\n"
                           "  { module = \"lifecycle\"; name = \"two\"; " TRACE
-                          " port = 9000; interval = \"2s\"; tags = \"a,b\"; sources = [\"one\"]; },\n"
+                          " port = 9000; interval = \"2s\"; tags = \"a,b\"; sources = [\"one\"]; }\n"
                           ");\n",
                           &out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
@@ -251,7 +251,7 @@ START_TEST(include_and_relative_paths)
                           &out);
     ck_assert_int_eq(rc, 1);
     /* The error names the included file and its line. */
-    char want[4096];
+    char want[4200];
     snprintf(want, sizeof(want), "%s:3: instances.inc.port: 0 is out of range", inc);
     ck_assert_msg(strstr(out, want) != NULL, "want %s in %s", want, out);
     free(out);

@@ -357,6 +357,10 @@ handle_v1(struct hz_req *r, char *rest)
                        NULL);
         return;
     }
+    if (!r->query_ok) {
+        hz_reply_error(r, 400, "invalid_input", "malformed query string", NULL);
+        return;
+    }
     struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
     size_t len = evbuffer_get_length(in);
     if (len > 0) {
@@ -437,8 +441,6 @@ dispatch(struct hz_fake *f, struct evhttp_request *req)
     r.query_ok = q ? evhttp_parse_query_str(q + 1, &r.query) == 0 : 1;
     if (!r.path) {
         hz_reply_error(&r, 500, "server_error", "out of memory", NULL);
-    } else if (!r.query_ok) {
-        hz_reply_error(&r, 400, "invalid_input", "malformed query string", NULL);
     } else if (!strncmp(r.path, "/_admin/", 8)) {
         hz_admin_handle(&r);
     } else if (!strncmp(r.path, "/v1/", 4) || !strcmp(r.path, "/v1")) {

@@ -82,13 +82,33 @@ collect(char *data, size_t size, size_t nmemb, void *arg)
 {
     struct http_res *res = arg;
     size_t n = size * nmemb;
-    char *b = realloc(res->body, res->len + n + 1);
-    if (!b)
-        return 0;
+    char *b = res->body;
+    if (res->len + n + 1 > res->cap) {
+        size_t cap = res->cap ? res->cap : 4096;
+        while (cap < res->len + n + 1)
+            cap *= 2; /* geometric: large watch bodies stay linear */
+        b = realloc(res->body, cap);
+        if (!b)
+            return 0;
+        res->cap = cap;
+    }
     memcpy(b + res->len, data, n);
+    res->body = b;
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] != '\n')
+            continue;
+        if (res->nlines == res->lines_cap) {
+            size_t cap = res->lines_cap ? res->lines_cap * 2 : 64;
+            size_t *le = realloc(res->line_end, cap * sizeof(*le));
+            if (!le)
+                return 0;
+            res->line_end = le;
+            res->lines_cap = cap;
+        }
+        res->line_end[res->nlines++] = res->len + i;
+    }
     res->len += n;
     b[res->len] = '\0';
-    res->body = b;
     return n;
 }
 
@@ -178,7 +198,11 @@ void
 http_res_free(struct http_res *res)
 {
     free(res->body);
+    free(res->line_end);
     res->body = NULL;
+    res->line_end = NULL;
+    res->nlines = res->lines_cap = 0;
+    res->len = res->cap = 0;
 }
 
 /* See fakeproc.h. */
@@ -216,10 +240,17 @@ ws_pump(struct watch_stream *w, int ms)
 {
     int running = 0, left;
     CURLMsg *msg;
+    size_t before;
     if (w->done)
         return;
-    curl_multi_perform(w->multi, &running);
-    curl_multi_poll(w->multi, NULL, 0, ms, NULL);
+    /* Read what is there (curl takes one buffer per call, and data already
+     * inside TLS does not wake poll), then wait for more. */
+    do {
+        before = w->res.len;
+        curl_multi_perform(w->multi, &running);
+    } while (w->res.len != before && running);
+    if (running)
+        curl_multi_poll(w->multi, NULL, 0, ms, NULL);
     curl_multi_perform(w->multi, &running);
     while ((msg = curl_multi_info_read(w->multi, &left))) {
         if (msg->msg == CURLMSG_DONE) {
@@ -233,10 +264,7 @@ ws_pump(struct watch_stream *w, int ms)
 static int
 count_lines(const struct watch_stream *w)
 {
-    int n = 0;
-    for (size_t i = 0; i < w->res.len; i++)
-        n += w->res.body[i] == '\n';
-    return n;
+    return (int)w->res.nlines;
 }
 
 /* See fakeproc.h. */
@@ -263,14 +291,12 @@ ws_wait_end(struct watch_stream *w, int timeout_ms)
 json_t *
 ws_event(struct watch_stream *w, int i)
 {
-    const char *p = w->res.body, *nl;
-    for (int k = 0; k < i && p; k++) {
-        nl = strchr(p, '\n');
-        p = nl ? nl + 1 : NULL;
-    }
-    if (!p || !(nl = strchr(p, '\n')))
+    size_t start, end;
+    if (i < 0 || (size_t)i >= w->res.nlines)
         return NULL;
-    return json_loadb(p, (size_t)(nl - p), 0, NULL);
+    start = i == 0 ? 0 : w->res.line_end[i - 1] + 1;
+    end = w->res.line_end[i];
+    return json_loadb(w->res.body + start, end - start, 0, NULL);
 }
 
 /* See fakeproc.h. */

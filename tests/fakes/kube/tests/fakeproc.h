@@ -21,9 +21,11 @@ struct fake {
 struct http_res {
     long status;
     char *body; /* new, NUL-terminated (may be empty) */
-    size_t len;
+    size_t len, cap;
     double seconds;
     int curl_code;
+    size_t *line_end; /* offsets of the '\n' of each complete line (new) */
+    size_t nlines, lines_cap;
 };
 
 /* Start the fake with --tls-dir and --state-file in a fresh temp dir plus

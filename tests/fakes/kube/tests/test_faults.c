@@ -256,7 +256,11 @@ START_TEST(bulk_large_list_and_watch)
               "\"payloadBytes\":1024}");
     ck_assert_int_eq(json_integer_value(json_object_get(o, "done")), 5000);
     json_decref(o);
-    ck_assert_int_eq(ws_wait_lines(&w, 5000, 30000), 5000);
+    {
+        int got = ws_wait_lines(&w, 5000, 60000);
+        ck_assert_msg(got == 5000, "%d events; stream done %d curl %d, %zu bytes", got, w.done,
+                      w.curl_code, w.res.len);
+    }
     fprintf(stderr, "bulk: 5000 MODIFIED events of ~1.4 KiB delivered in %lld ms\n",
             tu_now_ms() - t0);
     for (int i = 0; (ev = ws_event(&w, i)); i++) {

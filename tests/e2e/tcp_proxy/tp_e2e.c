@@ -331,7 +331,14 @@ proxy_set_endpoints(struct proxy *p, const char *const *eps, size_t n)
 int
 proxy_start(struct proxy *p, const char *settings, const char *const *eps, size_t n)
 {
-    char text[8192], mp[16384];
+    return proxy_start_with(p, settings, NULL, eps, n);
+}
+
+int
+proxy_start_with(struct proxy *p, const char *settings, const char *instances,
+                 const char *const *eps, size_t n)
+{
+    char text[16384], mp[20480];
     memset(p, 0, sizeof(*p));
     p->dir = tu_mkdtemp();
     if (!p->dir)
@@ -349,16 +356,19 @@ proxy_start(struct proxy *p, const char *settings, const char *const *eps, size_
                  "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"eps\"];\n"
                  "    bind_address = \"127.0.0.1\"; bind_port = %d;\n"
                  "    %s\n"
-                 "  }\n"
+                 "  }%s%s\n"
                  ");\n",
-                 p->eps, p->port, settings ? settings : "");
+                 p->eps, p->port, settings ? settings : "", instances ? ",\n  " : "",
+                 instances ? instances : "");
         if (tu_write_file(p->conf, text) < 0)
             return -1;
         /* tu_build_path returns one static buffer: one call at a time. */
         char m1[4096], m2[4096];
         snprintf(m1, sizeof(m1), "%s", tu_build_path("modules/mod_tcp_proxy"));
         snprintf(m2, sizeof(m2), "%s", tu_build_path("tests/e2e/tcp_proxy"));
-        snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s:%s:%s", m1, m2,
+        char m3[4096];
+        snprintf(m3, sizeof(m3), "%s", tu_build_path("modules/mod_metrics"));
+        snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s:%s:%s:%s", m1, m2, m3,
                  tu_build_path("tests/modules"));
         char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", p->conf, NULL};
         char *env[] = {mp, NULL};
@@ -414,4 +424,62 @@ proxy_stop(struct proxy *p)
         p->dir = NULL;
     }
     return st;
+}
+
+int
+http_get(int port, const char *path, int *status, char **body)
+{
+    char req[512], *buf = NULL;
+    size_t len = 0, cap = 0;
+    int fd = tcp_connect(port, 3000);
+    if (fd < 0)
+        return -1;
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+             path);
+    if (write_full(fd, req, strlen(req)) < 0)
+        goto fail;
+    for (;;) {
+        if (len + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, cap);
+            if (!nb)
+                goto fail;
+            buf = nb;
+        }
+        long k = read_full(fd, buf + len, 4096, 5000);
+        if (k < 0)
+            goto fail;
+        if (k == 0)
+            break;
+        len += (size_t)k;
+    }
+    close(fd);
+    if (!buf)
+        return -1;
+    buf[len] = '\0';
+    if (sscanf(buf, "HTTP/1.%*d %d", status) != 1) {
+        free(buf);
+        return -1;
+    }
+    char *b = strstr(buf, "\r\n\r\n");
+    *body = strdup(b ? b + 4 : "");
+    free(buf);
+    return *body ? 0 : -1;
+fail:
+    close(fd);
+    free(buf);
+    return -1;
+}
+
+int
+metric_value(const char *text, const char *series, double *v)
+{
+    size_t n = strlen(series);
+    for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
+        if (strncmp(line, series, n) == 0 && line[n] == ' ') {
+            *v = strtod(line + n + 1, NULL);
+            return 0;
+        }
+    }
+    return -1;
 }

@@ -66,6 +66,10 @@ const char *srv_ep(const struct srv *s);
  * settings are `settings` (libconfig text inside the instance group) on a
  * free port; wait until it listens. eps as in proxy_set_endpoints. 0/-1. */
 int proxy_start(struct proxy *p, const char *settings, const char *const *eps, size_t n);
+/* The same with extra instance groups (libconfig text, "{ ... }, { ... }")
+ * after the proxy. */
+int proxy_start_with(struct proxy *p, const char *settings, const char *instances,
+                     const char *const *eps, size_t n);
 /* SIGTERM and wait; returns the wait status. Removes the temp dir. */
 int proxy_stop(struct proxy *p);
 /* Wait until the daemon's log contains needle. 0, or -1 on timeout or if
@@ -83,5 +87,11 @@ long read_full(int fd, void *buf, size_t n, int timeout_ms);
 long long wait_eof(int fd, int timeout_ms);
 /* Send all; 0 or -1. */
 int write_full(int fd, const void *buf, size_t n);
+
+/* GET http://127.0.0.1:port/path (Connection: close). 0 with the status
+ * and the body (new), or -1. */
+int http_get(int port, const char *path, int *status, char **body);
+/* The value of one series ("name{labels}") in Prometheus text. 0 or -1. */
+int metric_value(const char *text, const char *series, double *v);
 
 #endif

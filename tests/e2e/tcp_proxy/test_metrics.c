@@ -1,0 +1,244 @@
+/*
+ * tcp_proxy end to end with mod_metrics: the spec's metric table (names
+ * prefixed prismlb_, a `proxy` label) follows upstreams, connections and
+ * dial errors, upstream series go once drained and removed, and the
+ * proxy's readiness contribution drives the daemon's /readyz.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tp_e2e.h"
+
+#define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\"; "
+
+static struct proxy px;
+static int mport;
+
+static void
+start(const char *settings, const char *const *eps, size_t n)
+{
+    char inst[256];
+    mport = free_port();
+    snprintf(inst, sizeof(inst),
+             "{ module = \"metrics\"; name = \"metrics\"; bind_address = \"127.0.0.1\"; "
+             "port = %d; }",
+             mport);
+    ck_assert_msg(proxy_start_with(&px, settings, inst, eps, n) == 0, "prismlb did not start");
+    ck_assert_int_eq(tu_wait_port("127.0.0.1", mport, 5000), 0);
+}
+
+/* Scrape and read one series; -1 when absent. */
+static int
+scrape(const char *series, double *v)
+{
+    int status = 0;
+    char *body = NULL;
+    ck_assert_int_eq(http_get(mport, "/metrics", &status, &body), 0);
+    ck_assert_int_eq(status, 200);
+    int rc = metric_value(body, series, v);
+    free(body);
+    return rc;
+}
+
+/* Wait until series == want (bounded). */
+static void
+wait_metric(const char *series, double want, int timeout_ms)
+{
+    long long end = tu_now_ms() + timeout_ms;
+    double v = -1;
+    for (;;) {
+        if (scrape(series, &v) == 0 && v == want)
+            return;
+        if (tu_now_ms() >= end)
+            ck_abort_msg("%s is %g, not %g", series, v, want);
+        tu_sleep_ms(50);
+    }
+}
+
+static const char *
+series(const char *name, const char *upstream)
+{
+    static char slots[4][256];
+    static int next;
+    char *b = slots[next++ % 4];
+    if (upstream)
+        snprintf(b, 256, "%s{proxy=\"kubeprism\",upstream=\"%s\"}", name, upstream);
+    else
+        snprintf(b, 256, "%s{proxy=\"kubeprism\"}", name);
+    return b;
+}
+
+START_TEST(metrics_follow_upstreams_connections_and_errors)
+{
+    struct srv a, b;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    ck_assert_int_eq(srv_start(&b, SRV_ECHO, 'b'), 0);
+    char ea[32], eb[32];
+    snprintf(ea, sizeof(ea), "%s", srv_ep(&a));
+    snprintf(eb, sizeof(eb), "%s", srv_ep(&b));
+    const char *eps[] = {ea, eb};
+    start(FAST "upstream_selection = \"latency\"; drain_timeout = \"1s\";", eps, 2);
+
+    wait_metric(series("prismlb_upstreams_total", NULL), 2, 3000);
+    wait_metric(series("prismlb_upstreams_active", NULL), 2, 3000);
+    wait_metric(series("prismlb_health_check_status", ea), 1, 3000);
+    wait_metric(series("prismlb_upstream_latency_tier", ea), 0, 3000);
+    wait_metric(series("prismlb_upstream_latency_tier", eb), 0, 3000);
+    double rtt = -1;
+    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", ea), &rtt), 0);
+    ck_assert_msg(rtt > 0 && rtt < 0.5, "rtt %g", rtt);
+    /* Without readyz there is no ready series. */
+    ck_assert_int_eq(scrape(series("prismlb_upstream_ready", ea), &rtt), -1);
+
+    /* A connection through the proxy. */
+    double total0 = -1, total1 = -1;
+    ck_assert_int_eq(scrape(series("prismlb_connections_total", NULL), &total0), 0);
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write_full(fd, "x", 1), 0);
+    char c;
+    ck_assert_int_eq(read_full(fd, &c, 1, 3000), 1);
+    wait_metric(series("prismlb_connections_active", NULL), 1, 3000);
+    ck_assert_int_eq(scrape(series("prismlb_connections_total", NULL), &total1), 0);
+    ck_assert(total1 == total0 + 1);
+    close(fd);
+    wait_metric(series("prismlb_connections_active", NULL), 0, 3000);
+
+    /* b dies: client dials to it fail and are counted; it is excluded. */
+    srv_stop(&b);
+    int failures = 0;
+    for (int i = 0; i < 20 && failures == 0; i++) {
+        fd = tcp_connect(px.port, 3000);
+        ck_assert_int_ge(fd, 0);
+        if (write_full(fd, "x", 1) < 0 || read_full(fd, &c, 1, 3000) != 1)
+            failures++;
+        close(fd);
+    }
+    ck_assert_int_eq(failures, 1);
+    double errs = 0;
+    ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &errs), 0);
+    ck_assert(errs >= 1);
+    wait_metric(series("prismlb_health_check_status", eb), 0, 4000);
+    wait_metric(series("prismlb_upstreams_active", NULL), 1, 1000);
+    wait_metric(series("prismlb_upstreams_total", NULL), 2, 1000);
+
+    /* Removed and drained: its series are deleted. */
+    const char *only_a[] = {ea};
+    proxy_set_endpoints(&px, only_a, 1);
+    wait_metric(series("prismlb_upstreams_total", NULL), 1, 3000);
+    double v;
+    ck_assert_int_eq(scrape(series("prismlb_health_check_status", eb), &v), -1);
+    ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &v), -1);
+    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", eb), &v), -1);
+    ck_assert_int_eq(proxy_stop(&px), 0);
+    srv_stop(&a);
+}
+END_TEST
+
+START_TEST(the_daemons_readyz_follows_the_proxys_upstreams)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    int port = a.port;
+    const char *eps[] = {srv_ep(&a)};
+    start(FAST, eps, 1);
+    int status = 0;
+    char *body = NULL;
+    long long end = tu_now_ms() + 3000;
+    do {
+        free(body);
+        body = NULL;
+        ck_assert_int_eq(http_get(mport, "/readyz", &status, &body), 0);
+    } while (status != 200 && tu_now_ms() < end && (tu_sleep_ms(50), 1));
+    ck_assert_msg(status == 200, "/readyz %d: %s", status, body);
+    free(body);
+    ck_assert_int_eq(http_get(mport, "/healthz", &status, &body), 0);
+    ck_assert_int_eq(status, 200);
+    free(body);
+
+    /* Its only upstream dies: two failed checks, then not ready. */
+    srv_stop(&a);
+    end = tu_now_ms() + 5000;
+    do {
+        ck_assert_int_eq(http_get(mport, "/readyz", &status, &body), 0);
+        if (status == 503)
+            break;
+        free(body);
+        body = NULL;
+        tu_sleep_ms(100);
+    } while (tu_now_ms() < end);
+    ck_assert_int_eq(status, 503);
+    free(body);
+    /* Liveness is unaffected. */
+    ck_assert_int_eq(http_get(mport, "/healthz", &status, &body), 0);
+    ck_assert_int_eq(status, 200);
+    free(body);
+
+    /* Back on the same port: one successful check makes it ready. */
+    ck_assert_int_eq(srv_start_port(&a, SRV_ECHO, 'a', port), 0);
+    end = tu_now_ms() + 4000;
+    do {
+        ck_assert_int_eq(http_get(mport, "/readyz", &status, &body), 0);
+        free(body);
+        if (status == 200)
+            break;
+        tu_sleep_ms(100);
+    } while (tu_now_ms() < end);
+    ck_assert_int_eq(status, 200);
+    ck_assert_int_eq(proxy_stop(&px), 0);
+    srv_stop(&a);
+}
+END_TEST
+
+START_TEST(a_hostname_endpoint_is_resolved_and_its_rtt_includes_resolution)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    char ep[64];
+    snprintf(ep, sizeof(ep), "localhost:%d", a.port);
+    const char *eps[] = {ep};
+    start(FAST "upstream_selection = \"latency\";", eps, 1);
+    wait_metric(series("prismlb_upstream_latency_tier", ep), 0, 4000);
+    double rtt = -1;
+    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", ep), &rtt), 0);
+    ck_assert(rtt > 0);
+    /* The data path dials the resolved address. */
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    char b[4] = {0};
+    ck_assert_int_eq(write_full(fd, "abc", 3), 0);
+    ck_assert_int_eq(read_full(fd, b, 3, 3000), 3);
+    ck_assert_str_eq(b, "abc");
+    close(fd);
+    ck_assert_int_eq(proxy_stop(&px), 0);
+    srv_stop(&a);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("tcp_proxy_metrics");
+    TCase *tc = tcase_create("metrics");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, metrics_follow_upstreams_connections_and_errors);
+    tcase_add_test(tc, the_daemons_readyz_follows_the_proxys_upstreams);
+    tcase_add_test(tc, a_hostname_endpoint_is_resolved_and_its_rtt_includes_resolution);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -586,8 +586,10 @@ pump(struct tp_conn *c, int i)
             continue;
         }
         moved += (size_t)n;
+        if (dr->pipe)
+            continue; /* spliced in: splice it out at the top */
         if (pending(dr)) {
-            want_wr = 1;
+            want_wr = 1; /* copy mode: the send was partial */
             break;
         }
         /* A short copy read drained the socket: wait for the next event

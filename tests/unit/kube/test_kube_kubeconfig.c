@@ -267,6 +267,32 @@ START_TEST(api_paths_and_queries)
 }
 END_TEST
 
+START_TEST(allocation_failures_are_clean)
+{
+    json_t *d = doc();
+    int completed = 0;
+    for (unsigned long nth = 1; nth < 10000 && !completed; nth++) {
+        struct core_kube_config c = {0};
+        char err[256] = "";
+        unsigned long before = core_alloc_count();
+        core_alloc_fail_at(nth, 0);
+        int rc = core_kube_config_from_doc(&c, d, "1234", "/etc/kube", err, sizeof(err));
+        core_alloc_fail_at(0, 0);
+        if (core_alloc_count() - before < nth) {
+            ck_assert_int_eq(rc, 0);
+            ck_assert_str_eq(c.key_file, "/etc/kube/rel/client.key");
+            completed = 1;
+        } else if (rc != 0) {
+            ck_assert_int_eq(rc, -ENOMEM);
+            ck_assert_str_eq(err, "out of memory");
+        }
+        core_kube_config_clear(&c);
+    }
+    ck_assert(completed);
+    json_decref(d);
+}
+END_TEST
+
 static Suite *
 kubeconfig_suite(void)
 {
@@ -280,6 +306,7 @@ kubeconfig_suite(void)
     tcase_add_test(tc, base64);
     tcase_add_test(tc, url_join_keeps_the_prefix_once);
     tcase_add_test(tc, api_paths_and_queries);
+    tcase_add_test(tc, allocation_failures_are_clean);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -287,6 +314,7 @@ kubeconfig_suite(void)
 int
 main(void)
 {
+    json_set_alloc_funcs(core_malloc, core_free); /* jansson through the hook */
     SRunner *sr = srunner_create(kubeconfig_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

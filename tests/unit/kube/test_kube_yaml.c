@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "kube-internal.h"
 
 /* Parse yaml and compare with the JSON text want. */
@@ -215,6 +216,32 @@ START_TEST(binary_garbage_never_crashes)
 }
 END_TEST
 
+START_TEST(allocation_failures_are_clean)
+{
+    /* Fail the Nth allocation (jansson's included) for every N until the
+     * parse needs fewer: each run either fails with an error or succeeds;
+     * nothing crashes, and the sanitizer build sees no leak. */
+    int completed = 0;
+    for (unsigned long nth = 1; nth < 100000 && !completed; nth++) {
+        char err[128] = "";
+        unsigned long before = core_alloc_count();
+        core_alloc_fail_at(nth, 0);
+        json_t *j = core_kube_yaml_parse(kubectl_cfg, strlen(kubectl_cfg), err, sizeof(err));
+        core_alloc_fail_at(0, 0);
+        if (core_alloc_count() - before < nth) {
+            ck_assert_ptr_nonnull(j); /* the failure was never reached */
+            completed = 1;
+        } else {
+            ck_assert(j == NULL || json_is_object(j));
+            if (!j)
+                ck_assert_msg(err[0] != '\0', "no error at allocation %lu", nth);
+        }
+        json_decref(j);
+    }
+    ck_assert(completed);
+}
+END_TEST
+
 static Suite *
 yaml_suite(void)
 {
@@ -228,6 +255,7 @@ yaml_suite(void)
     tcase_add_test(tc, errors_name_the_line);
     tcase_add_test(tc, deep_nesting_is_bounded);
     tcase_add_test(tc, binary_garbage_never_crashes);
+    tcase_add_test(tc, allocation_failures_are_clean);
     suite_add_tcase(s, tc);
     return s;
 }
@@ -235,6 +263,7 @@ yaml_suite(void)
 int
 main(void)
 {
+    json_set_alloc_funcs(core_malloc, core_free); /* jansson through the hook */
     SRunner *sr = srunner_create(yaml_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -1,6 +1,5 @@
 /* HTTP tests of the fake Hetzner API: every error code, pagination, label
- * selectors, rate limit headers, 429 and refill, locks, faults, admin. */
-#include <check.h>
+ * selectors, rate limit headers, 429 and refill, locks, actions. */
 #include <curl/curl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -9,107 +8,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "hzt.h"
-
-#define TOK "tok-a"
-
-static const char *SEED =
-    "{\"tokens\":[\"tok-a\",\"tok-b\"],"
-    "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\","
-    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/"
-    "24\",\"network_zone\":\"eu-central\"},"
-    "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","
-    "\"vswitch_id\":4242}],\"reserved_ips\":[\"10.0.0.2\"]},"
-    "{\"id\":8,\"name\":\"other\",\"ip_range\":\"10.9.0.0/16\",\"labels\":{\"env\":\"dev\"},"
-    "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.9.0.0/24\"}]}],"
-    "\"load_balancers\":["
-    "{\"id\":1,\"name\":\"lb-a\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","
-    "\"labels\":{\"robotlb/service-uid\":\"uid-1\",\"env\":\"prod\",\"tier\":\"web\"}},"
-    "{\"id\":2,\"name\":\"lb-b\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","
-    "\"labels\":{\"robotlb/service-uid\":\"uid-2\",\"env\":\"dev\"}},"
-    "{\"id\":3,\"name\":\"lb-c\",\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\","
-    "\"labels\":{\"env\":\"staging\"}},"
-    "{\"id\":4,\"name\":\"legacy-1\",\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\"},"
-    "{\"id\":5,\"name\":\"legacy-2\",\"load_balancer_type\":\"lb21\",\"location\":\"nbg1\","
-    "\"protection\":{\"delete\":true}}]}";
-
-static struct hzt_fake F;
-
-static void
-start_with(const char *const *args)
-{
-    ck_assert_msg(hzt_start(&F, SEED, args) == 0, "fake did not start (log %s)", F.log);
-}
-
-static void
-stop_fake(void)
-{
-    int st = hzt_stop(&F);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fake exit status %d", st);
-}
-
-static void
-setup(void)
-{
-    static const char *args[] = {"--action-duration-ms", "30", NULL};
-    start_with(args);
-}
-
-/* Request that must succeed at the transport level. */
-static void
-req(const char *method, const char *path, const char *body, struct hzt_resp *r)
-{
-    ck_assert_int_eq(hzt_req(&F, method, path, TOK, NULL, body, r), 0);
-}
-
-/* Expect an API error with status and code. */
-static void
-expect_error(const char *method, const char *path, const char *body, long status, const char *code)
-{
-    struct hzt_resp r;
-    req(method, path, body, &r);
-    ck_assert_msg(r.status == status && !strcmp(hzt_err(&r), code),
-                  "%s %s: want %ld %s, got %ld %s", method, path, status, code, r.status,
-                  r.raw ? r.raw : "");
-    ck_assert_str_eq(r.content_type, "application/json");
-    json_t *e = json_object_get(r.body, "error");
-    ck_assert(json_is_string(json_object_get(e, "message")));
-    ck_assert(json_is_object(json_object_get(e, "details")));
-    hzt_resp_free(&r);
-}
-
-/* POST an action, expect 201, wait until it finished; returns action id. */
-static long
-action_ok(long lb, const char *name, const char *body, const char *want_status)
-{
-    char path[128], st[32];
-    struct hzt_resp r;
-    snprintf(path, sizeof(path), "/load_balancers/%ld/actions/%s", lb, name);
-    req("POST", path, body, &r);
-    ck_assert_msg(r.status == 201, "%s: %ld %s", path, r.status, r.raw);
-    json_t *a = json_object_get(r.body, "action");
-    ck_assert_str_eq(json_string_value(json_object_get(a, "status")), "running");
-    long id = (long)json_integer_value(json_object_get(a, "id"));
-    hzt_resp_free(&r);
-    ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
-    ck_assert_str_eq(st, want_status);
-    return id;
-}
-
-/* Names of the balancers in a list response, joined by ','. */
-static void
-names(const struct hzt_resp *r, char *buf, size_t len)
-{
-    size_t i;
-    json_t *lb;
-    buf[0] = '\0';
-    json_array_foreach(json_object_get(r->body, "load_balancers"), i, lb)
-    {
-        if (i)
-            strncat(buf, ",", len - strlen(buf) - 1);
-        strncat(buf, json_string_value(json_object_get(lb, "name")), len - strlen(buf) - 1);
-    }
-}
+#include "api_common.h"
 
 static void
 list_selector(const char *selector, const char *expect)
@@ -563,135 +462,6 @@ START_TEST(test_actions_endpoints_and_failure_injection)
 }
 END_TEST
 
-START_TEST(test_injected_5xx_conflict_latency_refuse)
-{
-    struct hzt_resp r;
-    static const struct {
-        int status;
-        const char *code;
-    } cases[] = {
-        {500, "server_error"},
-        {503, "unavailable"},
-        {504, "timeout"},
-        {409, "conflict"},
-    };
-    for (size_t i = 0; i < 4; i++) {
-        char body[160];
-        snprintf(body, sizeof(body),
-                 "{\"fail_requests\":{\"count\":2,\"status\":%d,\"code\":\"%s\"}}", cases[i].status,
-                 cases[i].code);
-        req("POST", "/_admin/faults", body, &r);
-        ck_assert_int_eq(r.status, 200);
-        hzt_resp_free(&r);
-        expect_error("GET", "/load_balancers", NULL, cases[i].status, cases[i].code);
-        expect_error("GET", "/locations", NULL, cases[i].status, cases[i].code);
-        req("GET", "/load_balancers", NULL, &r);
-        ck_assert_int_eq(r.status, 200);
-        hzt_resp_free(&r);
-    }
-    /* Default codes follow the status. */
-    req("POST", "/_admin/faults", "{\"fail_requests\":{\"count\":1,\"status\":503}}", &r);
-    hzt_resp_free(&r);
-    expect_error("GET", "/load_balancers", NULL, 503, "unavailable");
-    /* Latency. */
-    req("POST", "/_admin/faults", "{\"latency_ms\":300}", &r);
-    hzt_resp_free(&r);
-    long long t0 = tu_now_ms();
-    req("GET", "/load_balancer_types?name=lb21", NULL, &r);
-    ck_assert(tu_now_ms() - t0 >= 280);
-    ck_assert_int_eq(r.status, 200);
-    json_t *types = json_object_get(r.body, "load_balancer_types");
-    ck_assert_uint_eq(json_array_size(types), 1);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_targets")),
-                     75);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(types, 0), "max_services")),
-                     15);
-    hzt_resp_free(&r);
-    /* Refuse one IP as a target. */
-    req("POST", "/_admin/faults",
-        "{\"latency_ms\":0,\"refuse_ip\":{\"ip\":\"10.0.1.66\",\"code\":\"ip_not_owned\"}}", &r);
-    hzt_resp_free(&r);
-    action_ok(2, "attach_to_network", "{\"network\":7}", "success");
-    expect_error("POST", "/load_balancers/2/actions/add_target",
-                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.66\"}}", 422, "ip_not_owned");
-    action_ok(2, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.67\"}}", "success");
-    req("DELETE", "/_admin/faults", NULL, &r);
-    ck_assert_int_eq(r.status, 200);
-    hzt_resp_free(&r);
-    action_ok(2, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.66\"}}", "success");
-    expect_error("POST", "/_admin/faults", "{\"refuse_ip\":\"not an ip\"}", 400, "invalid_input");
-}
-END_TEST
-
-START_TEST(test_admin_log_counts_writers)
-{
-    /* A wide window so that a slow machine cannot separate the writes. */
-    static const char *args[] = {"--overlap-window-ms", "60000", NULL};
-    stop_fake();
-    start_with(args);
-    struct hzt_resp r;
-    ck_assert_int_eq(hzt_req(&F, "GET", "/load_balancers/2", TOK, "robotlb/a", NULL, &r), 0);
-    hzt_resp_free(&r);
-    ck_assert_int_eq(
-        hzt_req(&F, "PUT", "/load_balancers/2", TOK, "robotlb/a", "{\"labels\":{\"x\":\"1\"}}", &r),
-        0);
-    ck_assert_int_eq(r.status, 200);
-    hzt_resp_free(&r);
-    ck_assert_int_eq(hzt_req(&F, "PUT", "/load_balancers/2", "tok-b", "robotlb/b",
-                             "{\"labels\":{\"x\":\"2\"}}", &r),
-                     0);
-    hzt_resp_free(&r);
-    /* Same identity twice, or different balancers, is not an overlap. */
-    ck_assert_int_eq(
-        hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
-    hzt_resp_free(&r);
-    ck_assert_int_eq(
-        hzt_req(&F, "PUT", "/load_balancers/3", TOK, "robotlb/a", "{\"labels\":{}}", &r), 0);
-    hzt_resp_free(&r);
-    req("GET", "/_admin/writers", NULL, &r);
-    json_t *ov = json_object_get(r.body, "overlaps");
-    ck_assert_uint_eq(json_array_size(ov), 1);
-    json_t *o = json_array_get(ov, 0);
-    ck_assert_int_eq(json_integer_value(json_object_get(o, "load_balancer")), 2);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "first"), "identity")),
-                     "robotlb/a");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "second"), "identity")),
-                     "robotlb/b");
-    hzt_resp_free(&r);
-    req("GET", "/_admin/requests", NULL, &r);
-    ck_assert_int_eq(r.status, 200);
-    json_t *reqs = json_object_get(r.body, "requests");
-    ck_assert_uint_eq(json_array_size(reqs), 5);
-    json_t *e0 = json_array_get(reqs, 0);
-    ck_assert_str_eq(json_string_value(json_object_get(e0, "method")), "GET");
-    ck_assert_str_eq(json_string_value(json_object_get(e0, "path")), "/v1/load_balancers/2");
-    ck_assert_int_eq(json_integer_value(json_object_get(e0, "status")), 200);
-    ck_assert_str_eq(json_string_value(json_object_get(e0, "identity")), "robotlb/a");
-    json_t *counts = json_object_get(r.body, "counts");
-    ck_assert_int_eq(json_integer_value(json_object_get(counts, "PUT /v1/load_balancers/{id}")), 4);
-    ck_assert_int_eq(json_integer_value(json_object_get(counts, "GET /v1/load_balancers/{id}")), 1);
-    ck_assert_int_eq(
-        json_integer_value(json_object_get(json_object_get(r.body, "by_identity"), "robotlb/b")),
-        1);
-    hzt_resp_free(&r);
-    req("GET", "/_admin/state", NULL, &r);
-    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "load_balancers")), 5);
-    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "networks")), 2);
-    hzt_resp_free(&r);
-    req("POST", "/_admin/reset", NULL, &r);
-    ck_assert_int_eq(r.status, 200);
-    hzt_resp_free(&r);
-    req("GET", "/_admin/requests", NULL, &r);
-    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "requests")), 0);
-    ck_assert_uint_eq(json_object_size(json_object_get(r.body, "counts")), 0);
-    hzt_resp_free(&r);
-    req("GET", "/_admin/writers", NULL, &r);
-    ck_assert_uint_eq(json_array_size(json_object_get(r.body, "overlaps")), 0);
-    hzt_resp_free(&r);
-    expect_error("GET", "/_admin/nothing", NULL, 404, "not_found");
-}
-END_TEST
-
 START_TEST(test_catalogue_and_malformed)
 {
     struct hzt_resp r;
@@ -823,71 +593,15 @@ START_TEST(test_malformed_bodies_get_api_errors)
 }
 END_TEST
 
-/* Run the fake with args to completion; returns its exit code, output in
- * *out (new). */
-static int
-run_fake(char **out, const char *a1, const char *a2, const char *a3)
-{
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud"));
-    char *argv[] = {exe, (char *)a1, (char *)a2, (char *)a3, NULL};
-    return tu_run(argv, NULL, out, 10000);
-}
-
-START_TEST(test_command_line_errors)
-{
-    char *out = NULL;
-    char path[512];
-    snprintf(path, sizeof(path), "%s/bad-seed.json", F.dir);
-    ck_assert_int_eq(tu_write_file(path, "{\"load_balancers\":[{\"name\":\"a\"}]}"), 0);
-    ck_assert_int_eq(run_fake(&out, "--seed", path, NULL), 1);
-    ck_assert_msg(strstr(out, "invalid_input") != NULL, "%s", out);
-    free(out);
-    ck_assert_int_eq(run_fake(&out, "--bogus", NULL, NULL), 2);
-    ck_assert_ptr_nonnull(strstr(out, "usage"));
-    free(out);
-    ck_assert_int_eq(run_fake(&out, "--rate-bucket", "0", NULL), 2);
-    free(out);
-    ck_assert_int_eq(run_fake(&out, "--listen", "nonsense", NULL), 1);
-    free(out);
-    ck_assert_int_eq(run_fake(&out, "--help", NULL, NULL), 0);
-    ck_assert_ptr_nonnull(strstr(out, "--overlap-window-ms"));
-    free(out);
-}
-END_TEST
-
 int
 main(int argc, char **argv)
 {
-    /* --valgrind: run every fake under memcheck (see hzt.c); an error or a
-     * leak changes its exit status, which each test's teardown checks. */
-    if (argc > 1 && !strcmp(argv[1], "--valgrind")) {
-        setenv("HZT_VALGRIND", "1", 1);
-        setenv("CK_TIMEOUT_MULTIPLIER", "5", 1); /* read by tcase_set_timeout */
-    }
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-    Suite *s = suite_create("hetzner-api");
-    TCase *tc = tcase_create("api");
-    tcase_add_checked_fixture(tc, setup, stop_fake);
-    tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, test_selectors_each_form);
-    tcase_add_test(tc, test_pagination_three_pages);
-    tcase_add_test(tc, test_auth_and_rate_headers);
-    tcase_add_test(tc, test_429_and_refill);
-    tcase_add_test(tc, test_locked_during_action);
-    tcase_add_test(tc, test_create_and_resource_errors);
-    tcase_add_test(tc, test_project_limit);
-    tcase_add_test(tc, test_actions_endpoints_and_failure_injection);
-    tcase_add_test(tc, test_injected_5xx_conflict_latency_refuse);
-    tcase_add_test(tc, test_admin_log_counts_writers);
-    tcase_add_test(tc, test_catalogue_and_malformed);
-    tcase_add_test(tc, test_malformed_bodies_get_api_errors);
-    tcase_add_test(tc, test_command_line_errors);
-    suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    const TTest *const tests[] = {
+        test_selectors_each_form,     test_pagination_three_pages,
+        test_auth_and_rate_headers,   test_429_and_refill,
+        test_locked_during_action,    test_create_and_resource_errors,
+        test_project_limit,           test_actions_endpoints_and_failure_injection,
+        test_catalogue_and_malformed, test_malformed_bodies_get_api_errors,
+    };
+    return api_run(argc, argv, "hetzner-api", tests, sizeof(tests) / sizeof(tests[0]));
 }

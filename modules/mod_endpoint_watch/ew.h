@@ -1,0 +1,123 @@
+/*
+ * ew.h: private to mod_endpoint_watch. The instance, its configuration and
+ * the functions each file offers the others.
+ *
+ *   config.c             settings table, validators, the cross-setting check
+ *   slices.c             EndpointSlices -> "host:port" list (no I/O)
+ *   kube.c               the Kubernetes provider: client, informer, status
+ *   mod_endpoint_watch.c descriptor, lifecycle, static provider, metrics,
+ *                        provider health
+ *
+ * Two providers publish under the instance (host->endpoints_publish): the
+ * static one ("static", the configured endpoints, once at start) and the
+ * Kubernetes one ("kubernetes", the ready endpoints of the EndpointSlices of
+ * one Service, recomputed from every cached slice on each change). The core
+ * merges them with every other source a sink follows.
+ */
+#ifndef EW_H
+#define EW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <prismlb/module.h>
+
+#define EW_PROVIDER_STATIC "static"
+#define EW_PROVIDER_KUBE "kubernetes"
+
+/* ------------------------------------------------------------------------ */
+/* Configuration (config.c)                                                 */
+
+struct ew_config {
+    struct plb_strv endpoints;
+    int enable_discovery;
+    char *kubeconfig;
+    char *server;
+    char *tls_server_name;
+    char *service_account_dir;
+    char *ns;
+    char *service_name;
+    char *port_name;
+};
+
+extern const struct plb_setting ew_settings[];
+int ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
+                    void (*report)(plb_check *, const char *, const char *, ...));
+
+/* Is s a "host:port" endpoint: host an IP address ("[v6]" for IPv6) or an
+ * RFC 1123 hostname, port a number in 1-65535? NULL if so, else a static
+ * message saying what is wrong (without the entry). */
+const char *ew_endpoint_problem(const char *s);
+/* RFC 1123 hostname (dot-separated labels). 1 or 0. */
+int ew_rfc1123_hostname(const char *s);
+/* IPv4 or IPv6 literal without brackets. 1 or 0. */
+int ew_ip_literal(const char *s);
+
+/* ------------------------------------------------------------------------ */
+/* EndpointSlices (slices.c)                                                */
+
+/* What a recomputation found. */
+struct ew_list {
+    char **v; /* n "host:port" strings, sorted, unique (new) */
+    size_t n;
+    size_t slices;    /* slices seen */
+    size_t not_ready; /* endpoints excluded: conditions.ready false */
+    size_t no_port;   /* slices without a port named port_name */
+    size_t invalid;   /* addresses that are no IP or hostname */
+};
+
+/* Recompute the list from every slice cached in inf (borrowed) using the
+ * host's object accessors: for each slice, the port named port_name; for
+ * each endpoint not explicitly not ready, each address as "addr:port"
+ * ("[addr]:port" for IPv6). 0 or -ENOMEM; *out is filled either way (free
+ * with ew_list_clear). */
+int ew_slices_list(const struct plb_host *h, const plb_informer *inf, const char *port_name,
+                   struct ew_list *out);
+void ew_list_clear(const struct plb_host *h, struct ew_list *l);
+
+/* ------------------------------------------------------------------------ */
+/* The instance                                                             */
+
+struct ew {
+    const struct plb_host *host;
+    plb_ctx *ctx;
+    const struct ew_config *cfg;
+    const char *name;
+    plb_metric *updates, *errors;
+    plb_timer *beat;      /* liveness heartbeat of the discovery pipeline */
+    plb_timer *recompute; /* coalesces informer callbacks into one publish */
+    plb_kube *kube;
+    plb_informer *inf;
+    char *selector; /* "kubernetes.io/service-name=<service_name>" */
+    char *last;     /* the kubernetes list last published, joined */
+    int static_failed;
+    int kube_enabled; /* the Kubernetes provider runs */
+    int kube_failed;
+    int stopping;
+};
+
+/* Logging tagged with the instance. */
+void ew_log(struct ew *ew, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+#define EW_LOG(ew, lvl, ...)                                                                       \
+    do {                                                                                           \
+        if ((ew)->host->log_enabled((ew)->ctx, (lvl)))                                             \
+            ew_log((ew), (lvl), __VA_ARGS__);                                                      \
+    } while (0)
+
+/* Count one update or error of provider (mod_endpoint_watch.c). */
+void ew_count_update(struct ew *ew, const char *provider);
+void ew_count_error(struct ew *ew, const char *provider);
+/* Mark a provider failed or recovered, and re-evaluate the instance's
+ * health: unhealthy only while every running provider has failed. */
+void ew_provider_failed(struct ew *ew, const char *provider, int failed);
+
+/* The Kubernetes provider (kube.c). Start: decide the client configuration
+ * (explicit kubeconfig, in-cluster, $KUBECONFIG, or none: static only with
+ * one log line), create the client and the informer. 0, or -ENOMEM (other
+ * failures are provider failures: counted, logged, not fatal). */
+int ew_kube_start(struct ew *ew);
+/* Stop: cancel the watch and every call, free client and informer. Safe
+ * when never started; no callback runs afterwards. */
+void ew_kube_stop(struct ew *ew);
+
+#endif

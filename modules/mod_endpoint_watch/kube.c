@@ -1,0 +1,288 @@
+/*
+ * kube: the Kubernetes provider of endpoint_watch.
+ *
+ * It lists the EndpointSlices of one Service (label selector
+ * kubernetes.io/service-name=<service_name> in <namespace>) and watches
+ * them through the core's informer, which keeps every slice cached and
+ * implements the spec's reconnect rules (exponential backoff from 1 s to
+ * 30 s with up to 25 % jitter, immediate re-watch after a clean watch of
+ * >= 30 s, re-list on 410 Gone). Every add, update or delete schedules one
+ * recomputation of the full list from all cached slices (callbacks of one
+ * loop turn, such as the differences a re-list reports, are coalesced), and
+ * the result is published as provider "kubernetes", even when empty: the
+ * core keeps a sink's endpoints rather than emptying them, and the static
+ * provider's set stays in the union anyway.
+ *
+ * Client configuration, in order: the `kubeconfig` setting; the service
+ * account when KUBERNETES_SERVICE_HOST is set; the first file of
+ * $KUBECONFIG; else none, and the instance runs with its static endpoints
+ * only after one log line. `server` overrides the URL (the local proxy),
+ * with `tls_server_name` (default kubernetes.default.svc).
+ *
+ * Metrics (spec meanings): an update is a published list; an error is a
+ * provider failure (no client), a failed list or re-list, a failed watch
+ * call or a watch ERROR event (the informer's is_error). A watch stream
+ * ending, cleanly or dropped, and 410 Gone are not errors.
+ *
+ * Provider health: failed on an error; recovered when the API server shows
+ * it works again (a list or change delivered, a watch that had been open
+ * ended, a 410 answer).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ew.h"
+
+#define DEFAULT_TLS_NAME "kubernetes.default.svc"
+
+static void
+schedule(struct ew *ew)
+{
+    if (ew->stopping || ew->host->timer_pending(ew->recompute))
+        return;
+    int rc = ew->host->timer_arm(ew->recompute, 0, 0, 0);
+    if (rc < 0)
+        EW_LOG(ew, PLB_LOG_ERROR, "cannot schedule the endpoint recomputation: error %d", rc);
+}
+
+/* Joined list for logs and change detection (new or NULL). */
+static char *
+join(const struct plb_host *h, const struct ew_list *l)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < l->n; i++)
+        len += strlen(l->v[i]) + 1;
+    char *s = h->alloc(len);
+    if (!s)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        size_t k = strlen(l->v[i]);
+        if (i)
+            s[o++] = ',';
+        memcpy(s + o, l->v[i], k);
+        o += k;
+    }
+    s[o] = '\0';
+    return s;
+}
+
+static void
+on_recompute(plb_timer *t, void *arg)
+{
+    struct ew *ew = arg;
+    const struct plb_host *h = ew->host;
+    struct ew_list l;
+    (void)t;
+
+    if (ew->stopping || !ew->inf)
+        return;
+    int rc = ew_slices_list(h, ew->inf, ew->cfg->port_name, &l);
+    if (rc < 0) {
+        EW_LOG(ew, PLB_LOG_ERROR, "out of memory computing the endpoints: retrying");
+        ew_list_clear(h, &l);
+        if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
+            EW_LOG(ew, PLB_LOG_ERROR, "cannot re-arm the recomputation");
+        return;
+    }
+    rc = h->endpoints_publish(ew->ctx, EW_PROVIDER_KUBE, (const char *const *)l.v, l.n);
+    if (rc < 0) {
+        EW_LOG(ew, PLB_LOG_ERROR, "cannot publish %zu endpoint(s): error %d; retrying", l.n, rc);
+        ew_list_clear(h, &l);
+        if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
+            EW_LOG(ew, PLB_LOG_ERROR, "cannot re-arm the recomputation");
+        return;
+    }
+    ew_count_update(ew, EW_PROVIDER_KUBE);
+    ew_provider_failed(ew, EW_PROVIDER_KUBE, 0);
+    char *joined = join(h, &l);
+    int changed = !joined || !ew->last || strcmp(joined, ew->last) != 0;
+    if (l.no_port && changed)
+        EW_LOG(ew, PLB_LOG_WARN, "%zu EndpointSlice(s) of %s/%s have no TCP port named \"%s\"",
+               l.no_port, ew->cfg->ns, ew->cfg->service_name, ew->cfg->port_name);
+    if (l.invalid && changed)
+        EW_LOG(ew, PLB_LOG_WARN, "ignored %zu address(es) that are no IP address or hostname",
+               l.invalid);
+    if (l.n == 0 && changed)
+        EW_LOG(ew, PLB_LOG_WARN,
+               "no ready endpoint in %zu EndpointSlice(s) of %s/%s (%zu not ready): published "
+               "an empty kubernetes list; the static endpoints remain",
+               l.slices, ew->cfg->ns, ew->cfg->service_name, l.not_ready);
+    else if (changed)
+        EW_LOG(ew, PLB_LOG_INFO, "kubernetes endpoints: %s (%zu slice(s), %zu not ready)",
+               joined ? joined : "?", l.slices, l.not_ready);
+    else
+        EW_LOG(ew, PLB_LOG_DEBUG, "kubernetes endpoints unchanged: %zu", l.n);
+    h->free(ew->last);
+    ew->last = joined;
+    ew_list_clear(h, &l);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Informer callbacks                                                        */
+
+static void
+on_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    (void)inf;
+    (void)obj;
+    schedule(arg);
+}
+
+static void
+on_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
+{
+    (void)inf;
+    (void)old;
+    (void)obj;
+    schedule(arg);
+}
+
+static void
+on_delete(plb_informer *inf, const plb_obj *old, void *arg)
+{
+    (void)inf;
+    (void)old;
+    schedule(arg);
+}
+
+static void
+on_synced(plb_informer *inf, void *arg)
+{
+    struct ew *ew = arg;
+    EW_LOG(ew, PLB_LOG_INFO, "listed %zu EndpointSlice(s) of %s/%s", ew->host->informer_count(inf),
+           ew->cfg->ns, ew->cfg->service_name);
+    schedule(ew); /* also publishes an empty first list */
+}
+
+static void
+on_status(plb_informer *inf, const struct plb_informer_status *st, void *arg)
+{
+    struct ew *ew = arg;
+    (void)inf;
+    if (st->is_error) {
+        ew_count_error(ew, EW_PROVIDER_KUBE);
+        ew_provider_failed(ew, EW_PROVIDER_KUBE, 1);
+        EW_LOG(ew, PLB_LOG_WARN, "EndpointSlice discovery: %s; retrying in %lld ms", st->message,
+               (long long)st->retry_in_ms);
+        return;
+    }
+    /* The API server answered: a watch had been open, or a 410. */
+    ew_provider_failed(ew, EW_PROVIDER_KUBE, 0);
+    if (st->event == PLB_INFORMER_EXPIRED)
+        EW_LOG(ew, PLB_LOG_INFO, "EndpointSlice watch expired (%s): re-listing", st->message);
+    else
+        EW_LOG(ew, PLB_LOG_DEBUG, "EndpointSlice %s; next watch in %lld ms", st->message,
+               (long long)st->retry_in_ms);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start and stop                                                           */
+
+/* A provider failure at start: counted, logged once, not retried (the
+ * configuration will not change while the daemon runs). */
+static void
+start_failed(struct ew *ew, const char *what, const char *why)
+{
+    ew_count_error(ew, EW_PROVIDER_KUBE);
+    ew_provider_failed(ew, EW_PROVIDER_KUBE, 1);
+    EW_LOG(ew, PLB_LOG_ERROR,
+           "EndpointSlice discovery disabled: %s: %s; using the static "
+           "endpoints only",
+           what, why);
+}
+
+int
+ew_kube_start(struct ew *ew)
+{
+    const struct plb_host *h = ew->host;
+    const struct ew_config *c = ew->cfg;
+    struct plb_kube_opts o = {.size = sizeof(o)};
+    char path[4096], err[512] = "";
+    const char *source;
+
+    if (c->kubeconfig && *c->kubeconfig) {
+        o.kubeconfig = c->kubeconfig;
+        source = "kubeconfig";
+    } else if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
+        snprintf(path, sizeof(path), "%s/token", c->service_account_dir);
+        if (access(path, R_OK) != 0) {
+            EW_LOG(ew, PLB_LOG_WARN,
+                   "no service account token at %s: EndpointSlice discovery off, static "
+                   "endpoints only",
+                   path);
+            return 0;
+        }
+        o.in_cluster = 1;
+        o.sa_dir = c->service_account_dir;
+        source = "service account";
+    } else if (getenv("KUBECONFIG") && *getenv("KUBECONFIG")) {
+        const char *env = getenv("KUBECONFIG");
+        size_t n = strcspn(env, ":");
+        snprintf(path, sizeof(path), "%.*s", (int)n, env);
+        o.kubeconfig = path;
+        source = "$KUBECONFIG";
+    } else {
+        EW_LOG(ew, PLB_LOG_INFO,
+               "not in a cluster (no service account, no kubeconfig): EndpointSlice discovery "
+               "off, static endpoints only");
+        return 0;
+    }
+    o.server = c->server;
+    o.tls_server_name = c->tls_server_name;
+    if (!o.tls_server_name && c->server && strncmp(c->server, "https://", 8) == 0)
+        o.tls_server_name = DEFAULT_TLS_NAME;
+
+    ew->kube_enabled = 1;
+    ew->recompute = h->timer_new(ew->ctx, on_recompute, ew);
+    if (!ew->recompute)
+        return -ENOMEM;
+    ew->kube = h->kube_new(ew->ctx, &o, err, sizeof(err));
+    if (!ew->kube) {
+        start_failed(ew, source, err[0] ? err : "cannot create the client");
+        return 0;
+    }
+    size_t sl = strlen("kubernetes.io/service-name=") + strlen(c->service_name) + 1;
+    ew->selector = h->alloc(sl);
+    if (!ew->selector)
+        return -ENOMEM;
+    snprintf(ew->selector, sl, "kubernetes.io/service-name=%s", c->service_name);
+    struct plb_informer_opts io = {
+        .size = sizeof(io),
+        .ref = {.api_version = "discovery.k8s.io/v1", .resource = "endpointslices", .ns = c->ns},
+        .label_selector = ew->selector,
+        .on_add = on_add,
+        .on_update = on_update,
+        .on_delete = on_delete,
+        .on_synced = on_synced,
+        .on_status = on_status,
+        .arg = ew,
+    };
+    int rc = 0;
+    ew->inf = h->informer_new(ew->kube, &io, &rc);
+    if (!ew->inf) {
+        if (rc == -ENOMEM)
+            return rc;
+        start_failed(ew, "informer", "bad informer options");
+        return 0;
+    }
+    EW_LOG(ew, PLB_LOG_INFO, "watching EndpointSlices %s in %s at %s (%s%s%s)", ew->selector, c->ns,
+           h->kube_server(ew->kube), source, o.tls_server_name ? ", TLS name " : "",
+           o.tls_server_name ? o.tls_server_name : "");
+    return 0;
+}
+
+void
+ew_kube_stop(struct ew *ew)
+{
+    const struct plb_host *h = ew->host;
+    if (ew->recompute)
+        h->timer_cancel(ew->recompute);
+    h->informer_free(ew->inf);
+    ew->inf = NULL;
+    h->kube_free(ew->kube);
+    ew->kube = NULL;
+}

@@ -1,0 +1,244 @@
+/*
+ * mod_endpoint_watch: two-level discovery of the API servers.
+ *
+ * The static provider publishes the configured `endpoints` at start, with
+ * no cluster access (the spec's bootstrap level); the Kubernetes provider
+ * (kube.c) adds the ready endpoints of the `kubernetes` Service's
+ * EndpointSlices at run time. Both publish under this instance; the core
+ * merges them (and any other source a sink follows) into a sorted,
+ * de-duplicated union and never hands a sink an empty set once it had
+ * endpoints. This file holds the descriptor, the lifecycle hooks, the
+ * static provider, the metrics and the provider health.
+ *
+ * Health: liveness check "discovery", beaten every second while at least
+ * one running provider works. Provider failures are isolated: the
+ * Kubernetes provider failing leaves the static one publishing; only when
+ * every provider failed does the heartbeat stop, so /healthz of mod_metrics
+ * fails after its liveness threshold ("the merged provider only returns an
+ * error if all sub-providers fail").
+ *
+ * Metrics: prismlb_discovery_updates_total{source,provider} and
+ * prismlb_discovery_errors_total{source,provider}; `source` is the instance
+ * name (as mod_tcp_proxy labels its series with `proxy`).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "ew.h"
+
+#define BEAT_MS 1000
+
+static const char LIVE_CHECK[] = "discovery";
+static const char *const labels[] = {"source", "provider", NULL};
+
+void
+ew_log(struct ew *ew, enum plb_log_level lvl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ew->host->logv(ew->ctx, lvl, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metrics and provider health                                              */
+
+static void
+count(struct ew *ew, plb_metric *m, const char *provider, double v)
+{
+    static int logged;
+    const char *lv[] = {ew->name, provider};
+    int rc = m ? ew->host->metric_add(m, lv, v) : -EINVAL;
+    if (rc < 0 && !logged) {
+        logged = 1;
+        EW_LOG(ew, PLB_LOG_WARN, "discovery metric not updated: error %d (logged once)", rc);
+    }
+}
+
+void
+ew_count_update(struct ew *ew, const char *provider)
+{
+    count(ew, ew->updates, provider, 1);
+}
+
+void
+ew_count_error(struct ew *ew, const char *provider)
+{
+    count(ew, ew->errors, provider, 1);
+}
+
+static int
+all_failed(const struct ew *ew)
+{
+    return ew->static_failed && (!ew->kube_enabled || ew->kube_failed);
+}
+
+void
+ew_provider_failed(struct ew *ew, const char *provider, int failed)
+{
+    int before = all_failed(ew);
+    int *flag = strcmp(provider, EW_PROVIDER_STATIC) == 0 ? &ew->static_failed : &ew->kube_failed;
+    if (*flag == failed)
+        return;
+    *flag = failed;
+    ew->host->endpoints_failed(ew->ctx, provider, failed);
+    int after = all_failed(ew);
+    if (after && !before)
+        EW_LOG(ew, PLB_LOG_ERROR, "every endpoint provider failed: liveness check \"%s\" stops",
+               LIVE_CHECK);
+    else if (before && !after) {
+        EW_LOG(ew, PLB_LOG_INFO, "provider %s recovered", provider);
+        ew->host->health_beat(ew->ctx, LIVE_CHECK);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The static provider                                                      */
+
+static void
+publish_static(struct ew *ew)
+{
+    const struct plb_strv *e = &ew->cfg->endpoints;
+    int rc =
+        ew->host->endpoints_publish(ew->ctx, EW_PROVIDER_STATIC, (const char *const *)e->v, e->n);
+    if (rc < 0) {
+        ew_count_error(ew, EW_PROVIDER_STATIC);
+        ew_provider_failed(ew, EW_PROVIDER_STATIC, 1);
+        EW_LOG(ew, PLB_LOG_ERROR, "cannot publish the static endpoints: error %d; retrying", rc);
+        return;
+    }
+    ew_count_update(ew, EW_PROVIDER_STATIC);
+    ew_provider_failed(ew, EW_PROVIDER_STATIC, 0);
+    EW_LOG(ew, PLB_LOG_INFO, "static endpoints: %zu published", e->n);
+}
+
+static void
+on_beat(plb_timer *t, void *arg)
+{
+    struct ew *ew = arg;
+    (void)t;
+    if (ew->static_failed)
+        publish_static(ew); /* only after a failed publish (out of memory) */
+    if (!all_failed(ew))
+        ew->host->health_beat(ew->ctx, LIVE_CHECK);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                */
+
+static int
+ew_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    struct ew *ew = host->alloc(sizeof(*ew));
+    if (!ew)
+        return -ENOMEM;
+    ew->host = host;
+    ew->ctx = ctx;
+    ew->cfg = config;
+    ew->name = host->instance_name(ctx);
+    ew->beat = host->timer_new(ctx, on_beat, ew);
+    if (!ew->beat) {
+        host->free(ew);
+        return -ENOMEM;
+    }
+    *state = ew;
+    return 0;
+}
+
+/* Register the families and make each series of this instance exist at 0,
+ * so a scrape shows them before the first update or error. */
+static int
+metrics_init(struct ew *ew)
+{
+    const struct plb_host *h = ew->host;
+    ew->updates =
+        h->metric_new(ew->ctx, PLB_METRIC_COUNTER, "prismlb_discovery_updates_total",
+                      "Endpoint list updates received (static, kubernetes)", labels, NULL, 0);
+    ew->errors = h->metric_new(
+        ew->ctx, PLB_METRIC_COUNTER, "prismlb_discovery_errors_total",
+        "Discovery errors: provider failures, failed Watch calls, watch error events and failed "
+        "re-lists. A watch stream ending is not counted, including on a dropped connection, and "
+        "neither is 410 Gone expiry",
+        labels, NULL, 0);
+    if (!ew->updates || !ew->errors)
+        return -ENOMEM;
+    const char *ls[] = {ew->name, EW_PROVIDER_STATIC};
+    const char *lk[] = {ew->name, EW_PROVIDER_KUBE};
+    int rc = h->metric_add(ew->updates, ls, 0);
+    if (rc == 0)
+        rc = h->metric_add(ew->errors, ls, 0);
+    if (rc == 0 && ew->cfg->enable_discovery)
+        rc = h->metric_add(ew->updates, lk, 0);
+    if (rc == 0 && ew->cfg->enable_discovery)
+        rc = h->metric_add(ew->errors, lk, 0);
+    return rc;
+}
+
+static int
+ew_start(void *state)
+{
+    struct ew *ew = state;
+    const struct plb_host *h = ew->host;
+    int rc;
+
+    if ((rc = metrics_init(ew)) < 0) {
+        EW_LOG(ew, PLB_LOG_ERROR, "cannot register metrics: error %d", rc);
+        return rc;
+    }
+    if ((rc = h->health_register(ew->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
+        return rc;
+    h->health_beat(ew->ctx, LIVE_CHECK);
+    if ((rc = h->timer_arm(ew->beat, BEAT_MS, BEAT_MS, 0)) < 0)
+        return rc;
+    publish_static(ew);
+    if (!ew->cfg->enable_discovery) {
+        EW_LOG(ew, PLB_LOG_INFO, "EndpointSlice discovery disabled (enable_discovery = false)");
+        return 0;
+    }
+    return ew_kube_start(ew);
+}
+
+static void
+ew_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct ew *ew = state;
+    (void)grace_ms;
+    ew->stopping = 1;
+    ew->host->timer_cancel(ew->beat);
+    ew_kube_stop(ew);
+    EW_LOG(ew, PLB_LOG_INFO, "stopped");
+    ew->host->done(d);
+}
+
+static void
+ew_destroy(void *state)
+{
+    struct ew *ew = state;
+    const struct plb_host *h = ew->host;
+    ew->stopping = 1;
+    ew_kube_stop(ew);
+    h->timer_free(ew->beat);
+    h->timer_free(ew->recompute);
+    h->free(ew->selector);
+    h->free(ew->last);
+    h->free(ew);
+}
+
+PLB_MODULE_EXPORT = {
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .size = sizeof(struct plb_module),
+    .name = "endpoint_watch",
+    .version = "1.0",
+    .description = "API server endpoints: a static bootstrap list plus the EndpointSlices of "
+                   "the kubernetes Service, watched",
+    .settings = ew_settings,
+    .config_size = sizeof(struct ew_config),
+    .provides = PLB_ROLE_ENDPOINTS,
+    .check = ew_config_check,
+    .create = ew_create,
+    .start = ew_start,
+    .stop = ew_stop,
+    .destroy = ew_destroy,
+};

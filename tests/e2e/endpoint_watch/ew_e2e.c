@@ -1,0 +1,474 @@
+/*
+ * ew_e2e: see ew_e2e.h.
+ */
+#include "ew_e2e.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int
+ewt_init(struct ewt *t)
+{
+    memset(t, 0, sizeof(*t));
+    t->dir = tu_mkdtemp();
+    if (!t->dir)
+        return -1;
+    snprintf(t->fakedir, sizeof(t->fakedir), "%s/fake", t->dir);
+    snprintf(t->conf, sizeof(t->conf), "%s/prismlb.conf", t->dir);
+    snprintf(t->log, sizeof(t->log), "%s/prismlb.log", t->dir);
+    snprintf(t->trace, sizeof(t->trace), "%s/trace", t->dir);
+    snprintf(t->kubeconfig, sizeof(t->kubeconfig), "%s/kubeconfig", t->dir);
+    return mkdir(t->fakedir, 0700);
+}
+
+void
+ewt_fini(struct ewt *t)
+{
+    if (t->daemon_up)
+        ewt_daemon_stop(t, 5000, NULL);
+    if (t->fake_up)
+        ewt_fake_stop(t);
+    if (t->dir) {
+        tu_rmrf(t->dir);
+        free(t->dir);
+        t->dir = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The fake API server                                                      */
+
+int
+ewt_fake_start(struct ewt *t, const char *const *extra)
+{
+    char *argv[64], state[4300], line[256], exe[4096];
+    int n = 0;
+
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/kube/prismlb-fake-kube"));
+    snprintf(state, sizeof(state), "%s/state", t->fakedir);
+    unlink(state);
+    memset(&t->f, 0, sizeof(t->f));
+    t->f.dir = t->fakedir;
+    snprintf(t->f.log, sizeof(t->f.log), "%s/fake.log", t->fakedir);
+    argv[n++] = exe;
+    argv[n++] = "--tls-dir";
+    argv[n++] = t->fakedir;
+    argv[n++] = "--state-file";
+    argv[n++] = state;
+    for (size_t i = 0; extra && extra[i] && n < 62; i++)
+        argv[n++] = (char *)extra[i];
+    argv[n] = NULL;
+    if (tu_spawn(&t->f.proc, argv, NULL, t->f.log) < 0)
+        return -1;
+    t->fake_up = 1;
+    if (tu_wait_line(state, "ready", line, sizeof(line), 15000) < 0)
+        return -1;
+    FILE *sf = fopen(state, "r");
+    if (!sf)
+        return -1;
+    while (fgets(line, sizeof(line), sf)) {
+        int idx;
+        char url[128];
+        if (sscanf(line, "server %d %127s", &idx, url) == 2 && idx >= 0 && idx < 8) {
+            snprintf(t->f.server[idx], sizeof(t->f.server[idx]), "%s", url);
+            if (idx + 1 > t->f.nservers)
+                t->f.nservers = idx + 1;
+        } else if (sscanf(line, "admin %127s", url) == 1) {
+            snprintf(t->f.admin, sizeof(t->f.admin), "%s", url);
+        }
+    }
+    fclose(sf);
+    return t->f.nservers > 0 && t->f.admin[0] ? 0 : -1;
+}
+
+int
+ewt_fake_stop(struct ewt *t)
+{
+    int st = tu_stop(&t->f.proc, SIGTERM, 10000);
+    t->fake_up = 0;
+    return st;
+}
+
+void
+ewt_write_kubeconfig(struct ewt *t, const char *url)
+{
+    char buf[16384];
+    snprintf(buf, sizeof(buf),
+             "apiVersion: v1\n"
+             "kind: Config\n"
+             "clusters:\n"
+             "- cluster:\n"
+             "    certificate-authority: %s/ca.crt\n"
+             "    server: %s\n"
+             "  name: fake\n"
+             "contexts:\n"
+             "- context:\n"
+             "    cluster: fake\n"
+             "    user: me\n"
+             "  name: fake\n"
+             "current-context: fake\n"
+             "users:\n"
+             "- name: me\n"
+             "  user:\n"
+             "    client-certificate: %s/client.crt\n"
+             "    client-key: %s/client.key\n",
+             t->fakedir, url ? url : t->f.server[0], t->fakedir, t->fakedir);
+    if (tu_write_file(t->kubeconfig, buf) < 0)
+        fprintf(stderr, "cannot write %s\n", t->kubeconfig);
+}
+
+int
+ewt_admin(struct ewt *t, const char *method, const char *path, const char *body)
+{
+    struct http_res r;
+    if (fake_admin(&t->f, method, path, body, &r) < 0)
+        return -1;
+    int st = (int)r.status;
+    http_res_free(&r);
+    return st;
+}
+
+int
+ewt_requests(struct ewt *t, const char *method, const char *frag, const char *frag2, double *times,
+             int max)
+{
+    struct http_res r;
+    if (fake_admin(&t->f, "GET", "/requests", NULL, &r) < 0)
+        return -1;
+    json_t *d = res_json(&r);
+    http_res_free(&r);
+    if (!d)
+        return -1;
+    json_t *items = json_object_get(d, "items"), *e;
+    size_t i;
+    int n = 0;
+    json_array_foreach(items, i, e)
+    {
+        const char *m = json_string_value(json_object_get(e, "method"));
+        const char *p = json_string_value(json_object_get(e, "path"));
+        if (!m || !p || strcmp(m, method) != 0 || (frag && !strstr(p, frag)) ||
+            (frag2 && !strstr(p, frag2)))
+            continue;
+        if (times && n < max)
+            times[n] = json_real_value(json_object_get(e, "time"));
+        n++;
+    }
+    json_decref(d);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* EndpointSlices                                                           */
+
+int
+ewt_slice_put(struct ewt *t, const char *ns, const char *service, const char *name,
+              const char *spec, const char *ports)
+{
+    json_t *eps = json_array(), *pa = json_array();
+    int v6 = 0, rc = -1;
+    char *copy = strdup(spec ? spec : ""), *save = NULL;
+    for (char *a = strtok_r(copy, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        size_t l = strlen(a);
+        char mark = l ? a[l - 1] : 0;
+        if (mark == '!' || mark == '?' || mark == '~')
+            a[l - 1] = '\0';
+        if (strchr(a, ':'))
+            v6 = 1;
+        json_t *ep = json_pack("{s:[s]}", "addresses", a);
+        if (mark == '!')
+            json_object_set_new(ep, "conditions", json_pack("{s:b}", "ready", 0));
+        else if (mark == '~')
+            json_object_set_new(ep, "conditions", json_pack("{s:b,s:b}", "ready", 1, "serving", 0));
+        else if (mark != '?')
+            json_object_set_new(ep, "conditions", json_pack("{s:b}", "ready", 1));
+        json_array_append_new(eps, ep);
+    }
+    free(copy);
+    copy = strdup(ports ? ports : "");
+    for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(p, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        json_array_append_new(
+            pa, json_pack("{s:s,s:i,s:s}", "name", p, "port", atoi(eq + 1), "protocol", "TCP"));
+    }
+    free(copy);
+    json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:s, s:o, s:o}", "apiVersion",
+                          "discovery.k8s.io/v1", "kind", "EndpointSlice", "metadata", "name", name,
+                          "namespace", ns, "labels", "kubernetes.io/service-name", service,
+                          "addressType", v6 ? "IPv6" : "IPv4", "endpoints", eps, "ports", pa);
+    char *body = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char path[1024];
+    struct http_res r;
+    snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices/%s", ns,
+             name);
+    if (fake_api(&t->f, 0, "PUT", path, "application/json", body, 1, NULL, 10000, &r) == 0) {
+        if (r.status == 200 || r.status == 201) {
+            rc = 0;
+        } else if (r.status == 404) {
+            http_res_free(&r);
+            snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices",
+                     ns);
+            if (fake_api(&t->f, 0, "POST", path, "application/json", body, 1, NULL, 10000, &r) ==
+                    0 &&
+                r.status == 201)
+                rc = 0;
+        }
+        if (rc)
+            fprintf(stderr, "slice %s: status %ld %s\n", name, r.status, r.body);
+        http_res_free(&r);
+    }
+    free(body);
+    return rc;
+}
+
+int
+ewt_slice_delete(struct ewt *t, const char *ns, const char *name)
+{
+    char path[1024];
+    struct http_res r;
+    snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices/%s", ns,
+             name);
+    if (fake_api(&t->f, 0, "DELETE", path, NULL, NULL, 1, NULL, 10000, &r) < 0)
+        return -1;
+    int ok = r.status == 200;
+    http_res_free(&r);
+    return ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The daemon                                                               */
+
+int
+ewt_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t l = sizeof(a);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0)
+        return -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &l) < 0) {
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+int
+ewt_daemon_start(struct ewt *t, const char *ew_settings, const char *extra, char *const *env_extra)
+{
+    char text[16384], mp[16800], m1[4096], m2[4096], m3[4096], m4[4096];
+    char *env[32];
+    int ne = 0;
+
+    snprintf(m1, sizeof(m1), "%s", tu_build_path("modules/mod_endpoint_watch"));
+    snprintf(m2, sizeof(m2), "%s", tu_build_path("modules/mod_metrics"));
+    snprintf(m3, sizeof(m3), "%s", tu_build_path("modules/mod_tcp_proxy"));
+    snprintf(m4, sizeof(m4), "%s", tu_build_path("tests/modules"));
+    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s:%s:%s:%s", m1, m2, m3, m4);
+    env[ne++] = mp;
+    for (size_t i = 0; env_extra && env_extra[i] && ne < 30; i++)
+        env[ne++] = env_extra[i];
+    env[ne] = NULL;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        t->metrics_port = ewt_free_port();
+        snprintf(text, sizeof(text),
+                 "log_level = \"debug\";\n"
+                 "instances = (\n"
+                 "  { module = \"endpoint_watch\"; name = \"ew\";\n"
+                 "    %s\n"
+                 "  },\n"
+                 "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"%s\";\n"
+                 "    sources = [\"ew\"]; },\n"
+                 "  %s\n"
+                 "  { module = \"metrics\"; name = \"metrics\"; bind_address = \"127.0.0.1\";\n"
+                 "    port = %d; }\n"
+                 ");\n",
+                 ew_settings ? ew_settings : "", t->trace, extra ? extra : "", t->metrics_port);
+        if (tu_write_file(t->conf, text) < 0)
+            return -1;
+        char exe[4096];
+        snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+        char *argv[] = {exe, "--config", t->conf, NULL};
+        if (tu_spawn(&t->daemon, argv, env, t->log) < 0)
+            return -1;
+        t->daemon_up = 1;
+        if (tu_wait_port("127.0.0.1", t->metrics_port, 10000) == 0 &&
+            ewt_metric(t, "prismlb_discovery_updates_total", "static") >= 0)
+            return 0;
+        ewt_daemon_stop(t, 2000, NULL); /* port taken meanwhile? retry */
+    }
+    return -1;
+}
+
+int
+ewt_daemon_stop(struct ewt *t, int timeout_ms, long long *elapsed_ms)
+{
+    long long t0 = tu_now_ms();
+    int st = tu_stop(&t->daemon, SIGTERM, timeout_ms);
+    if (elapsed_ms)
+        *elapsed_ms = tu_now_ms() - t0;
+    t->daemon_up = 0;
+    return st;
+}
+
+char *
+ewt_log(struct ewt *t)
+{
+    char *s = tu_read_file(t->log, NULL);
+    return s ? s : strdup("");
+}
+
+int
+ewt_log_count(struct ewt *t, const char *needle)
+{
+    char *s = ewt_log(t);
+    int n = 0;
+    for (char *p = s; p && (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    free(s);
+    return n;
+}
+
+int
+ewt_wait_log(struct ewt *t, const char *needle, int timeout_ms)
+{
+    long long end = tu_now_ms() + timeout_ms;
+    for (;;) {
+        if (ewt_log_count(t, needle) > 0)
+            return 0;
+        if (tu_now_ms() >= end || tu_exited(&t->daemon))
+            return -1;
+        tu_sleep_ms(10);
+    }
+}
+
+int
+ewt_sets(struct ewt *t, char ***lines)
+{
+    char *s = tu_read_file(t->trace, NULL);
+    int n = 0, cap = 0;
+    char **v = NULL;
+    *lines = NULL;
+    if (!s)
+        return 0;
+    for (char *save = NULL, *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        if (strncmp(l, "endpoints", 9) != 0)
+            continue;
+        char *val = l + 9;
+        if (*val == '=')
+            val++;
+        char *sp = strrchr(val, ' ');
+        if (sp)
+            *sp = '\0';
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = realloc(v, (size_t)cap * sizeof(*v));
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = strdup(val);
+    }
+    free(s);
+    *lines = v;
+    return n;
+}
+
+void
+ewt_lines_free(char **lines, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+}
+
+int
+ewt_wait_set(struct ewt *t, const char *want, int timeout_ms)
+{
+    long long end = tu_now_ms() + timeout_ms;
+    for (;;) {
+        char **v;
+        int n = ewt_sets(t, &v);
+        int ok = n > 0 && strcmp(v[n - 1], want) == 0;
+        if (ok || tu_now_ms() >= end) {
+            if (!ok) {
+                fprintf(stderr, "waiting for set \"%s\"; the sink saw:\n", want);
+                for (int i = 0; i < n; i++)
+                    fprintf(stderr, "  %s\n", v[i]);
+                char *log = ewt_log(t);
+                size_t l = strlen(log);
+                fprintf(stderr, "daemon log (end):\n%s\n", log + (l > 6000 ? l - 6000 : 0));
+                free(log);
+            }
+            ewt_lines_free(v, n);
+            return ok ? 0 : -1;
+        }
+        ewt_lines_free(v, n);
+        tu_sleep_ms(5);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metrics                                                                  */
+
+struct buf {
+    char *p;
+    size_t n;
+};
+
+static size_t
+collect(char *d, size_t sz, size_t nm, void *arg)
+{
+    struct buf *b = arg;
+    size_t k = sz * nm;
+    char *p = realloc(b->p, b->n + k + 1);
+    if (!p)
+        return 0;
+    memcpy(p + b->n, d, k);
+    b->n += k;
+    p[b->n] = '\0';
+    b->p = p;
+    return k;
+}
+
+double
+ewt_metric(struct ewt *t, const char *family, const char *provider)
+{
+    char url[256], want[512];
+    struct buf b = {NULL, 0};
+    double v = -1;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return -1;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", t->metrics_port);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (curl_easy_perform(c) == CURLE_OK && b.p) {
+        snprintf(want, sizeof(want), "%s{source=\"ew\",provider=\"%s\"} ", family, provider);
+        char *p = strstr(b.p, want);
+        if (p)
+            v = strtod(p + strlen(want), NULL);
+    }
+    curl_easy_cleanup(c);
+    free(b.p);
+    return v;
+}

@@ -1,0 +1,360 @@
+/*
+ * endpoint_watch under faults, sentence by sentence from the spec's
+ * reconnect rules ("Two-level endpoint discovery", "Endpoint discovery")
+ * and the meaning of prismlb_discovery_errors_total ("provider failures,
+ * failed Watch calls, watch error events and failed re-lists. A watch
+ * stream ending is not counted, including on a dropped connection, and
+ * neither is 410 Gone expiry").
+ *
+ * The faults come from the fake API server's admin API; times come from
+ * its request log (wall clock at arrival) and from the daemon's log. The
+ * rules themselves are the core informer's (core/kube/backoff.c) and have
+ * fake-clock unit tests in tests/unit/kube/test_kube_backoff.c (the 30 s
+ * cap and the reset after a long watch, which would take minutes here).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "ew_e2e.h"
+
+static struct ewt T;
+static char settings[4400];
+
+#define NS "default"
+#define SVC "kubernetes"
+#define HTTPS "https=6443"
+#define STATIC "10.0.0.1:6443"
+
+static void
+setup_with(const char *const *fake_args)
+{
+    ck_assert_int_eq(ewt_init(&T), 0);
+    ck_assert_int_eq(ewt_fake_start(&T, fake_args), 0);
+    ewt_write_kubeconfig(&T, NULL);
+    snprintf(settings, sizeof(settings), "endpoints = [\"%s\"]; kubeconfig = \"%s\";", STATIC,
+             T.kubeconfig);
+}
+
+static void
+setup(void)
+{
+    setup_with(NULL);
+}
+
+static void
+setup_bookmarks(void)
+{
+    const char *args[] = {"--bookmark-interval-ms", "100", NULL};
+    setup_with(args);
+}
+
+static void
+teardown(void)
+{
+    ewt_fini(&T);
+}
+
+static double
+errors(void)
+{
+    return ewt_metric(&T, "prismlb_discovery_errors_total", "kubernetes");
+}
+
+static double
+updates(void)
+{
+    return ewt_metric(&T, "prismlb_discovery_updates_total", "kubernetes");
+}
+
+static void
+faults(const char *json)
+{
+    ck_assert_int_eq(ewt_admin(&T, "POST", "/faults", json), 200);
+}
+
+/* Wait until the fake has seen n requests of the kind; their times. */
+static int
+wait_requests(const char *frag2, int n, double *times, int max, int timeout_ms)
+{
+    long long end = tu_now_ms() + timeout_ms;
+    int got;
+    while ((got = ewt_requests(&T, "GET", "endpointslices?", frag2, times, max)) < n &&
+           tu_now_ms() < end)
+        tu_sleep_ms(20);
+    return got;
+}
+
+/* Start with one slice listing 10.0.1.1 and wait for the set. */
+static void
+start_with_slice(void)
+{
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.1", HTTPS), 0);
+    ck_assert_int_eq(ewt_daemon_start(&T, settings, NULL, NULL), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.1:6443", 5000), 0);
+    ck_assert_int_eq(wait_requests("watch=1", 1, NULL, 0, 3000), 1);
+}
+
+/* "On 410 Gone (etcd compaction), performs a full re-list to rebuild the
+ * endpoint cache." — changes made while the watch was down and whose
+ * history is gone arrive through the re-list; 410 is not an error. "After
+ * a successful re-list ... Otherwise it waits for the backoff." */
+START_TEST(gone_410_relists_to_rebuild_the_cache)
+{
+    start_with_slice();
+    faults("{\"watch_gone_next\": 1}");
+    ck_assert_int_eq(ewt_admin(&T, "POST", "/watches/close?mode=clean", NULL), 200);
+    /* While no watch is open: slice replaced by another. */
+    ck_assert_int_eq(ewt_slice_delete(&T, NS, "kubernetes"), 0);
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes-2", "10.0.2.1", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.2.1:6443", 5000), 0);
+    double lists[4], watches[4];
+    ck_assert_int_eq(wait_requests("limit=", 2, lists, 4, 1000), 2);
+    ck_assert_int_eq(wait_requests("watch=1", 3, watches, 4, 5000), 3);
+    /* The re-list came right after the 410 watch (at once)... */
+    ck_assert_msg(lists[1] - watches[1] >= 0 && lists[1] - watches[1] < 0.5,
+                  "re-list %.3f s after the 410", lists[1] - watches[1]);
+    /* ...and the next watch waited for the backoff: 2 s (the short clean
+     * close before took the 1 s step), plus up to 25 % jitter. */
+    double gap = watches[2] - lists[1];
+    ck_assert_msg(gap >= 1.95 && gap <= 2.5 + 0.3, "watch %.3f s after the re-list", gap);
+    ck_assert(errors() == 0);
+    ck_assert_int_eq(ewt_wait_log(&T, "re-listing", 100), 0);
+}
+END_TEST
+
+/* "failed re-lists" are errors, and a failed re-list keeps the cache: the
+ * sink keeps its set, nothing is published until a list succeeds. */
+START_TEST(failed_relist_is_an_error_and_keeps_the_cache)
+{
+    start_with_slice();
+    double u0 = updates();
+    faults("{\"watch_gone_next\": 1, \"fail_count\": 1, \"fail_status\": 500, "
+           "\"fail_match\": \"limit=\"}");
+    ck_assert_int_eq(ewt_admin(&T, "POST", "/watches/close?mode=clean", NULL), 200);
+    ck_assert_int_eq(ewt_wait_log(&T, "status 500", 5000), 0);
+    ck_assert(errors() == 1);
+    ck_assert(updates() == u0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.1:6443", 10), 0);
+    /* The re-list is retried after the backoff; later changes arrive. */
+    ck_assert_int_eq(wait_requests("limit=", 3, NULL, 0, 5000), 3);
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.2", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.2:6443", 8000), 0);
+    ck_assert(errors() == 1);
+}
+END_TEST
+
+/* "Reconnects with exponential backoff on Watch errors: the delay starts at
+ * 1s and doubles up to 30s, and each delay gets up to 25% random jitter on
+ * top." — and failed Watch calls (non-410) are counted. */
+START_TEST(watch_errors_back_off_from_1s_doubling_with_jitter_and_count)
+{
+    faults("{\"fail_count\": 3, \"fail_status\": 500, \"fail_match\": \"watch=1\"}");
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.1", HTTPS), 0);
+    ck_assert_int_eq(ewt_daemon_start(&T, settings, NULL, NULL), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.1:6443", 5000), 0);
+    double w[8];
+    ck_assert_int_eq(wait_requests("watch=1", 4, w, 8, 15000), 4);
+    double lo[] = {1.0, 2.0, 4.0}, hi[] = {1.25, 2.5, 5.0};
+    for (int i = 0; i < 3; i++) {
+        double gap = w[i + 1] - w[i];
+        ck_assert_msg(gap >= lo[i] - 0.05 && gap <= hi[i] + 0.3,
+                      "retry %d came %.3f s after the failure (want %.2f-%.2f s)", i + 1, gap,
+                      lo[i], hi[i]);
+    }
+    ck_assert(errors() == 3);
+    ck_assert_int_eq(ewt_log_count(&T, "watch status 500"), 3);
+    /* The fourth watch is open: changes arrive. */
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.2", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.2:6443", 2000), 0);
+    ck_assert(errors() == 3);
+}
+END_TEST
+
+/* A failed list at startup ("provider failures") is an error, retried after
+ * the backoff. */
+START_TEST(failed_initial_list_counts_and_is_retried)
+{
+    faults("{\"fail_count\": 1, \"fail_status\": 503, \"fail_match\": \"limit=\"}");
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.1", HTTPS), 0);
+    ck_assert_int_eq(ewt_daemon_start(&T, settings, NULL, NULL), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, STATIC, 3000), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.1:6443", 5000), 0);
+    double l[4];
+    ck_assert_int_eq(wait_requests("limit=", 2, l, 4, 100), 2);
+    ck_assert_msg(l[1] - l[0] >= 0.95 && l[1] - l[0] <= 1.25 + 0.3, "list retried after %.3f s",
+                  l[1] - l[0]);
+    ck_assert(errors() == 1);
+}
+END_TEST
+
+/* "A watch stream ending is not counted, including on a dropped
+ * connection": clean ends and dropped connections re-open the watch and
+ * count nothing. */
+START_TEST(stream_end_and_dropped_connection_are_not_errors)
+{
+    start_with_slice();
+    ck_assert_int_eq(ewt_admin(&T, "POST", "/watches/close?mode=clean", NULL), 200);
+    ck_assert_int_eq(wait_requests("watch=1", 2, NULL, 0, 5000), 2);
+    ck_assert_int_eq(ewt_admin(&T, "POST", "/watches/close?mode=drop", NULL), 200);
+    ck_assert_int_eq(wait_requests("watch=1", 3, NULL, 0, 8000), 3);
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.3", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.3:6443", 2000), 0);
+    ck_assert(errors() == 0);
+    /* No re-list was needed: the watches resumed from the resourceVersion. */
+    ck_assert_int_eq(ewt_requests(&T, "GET", "endpointslices?", "limit=", NULL, 0), 1);
+}
+END_TEST
+
+/* "A stream that stayed open for at least 30 seconds and then closed
+ * without an error is re-opened immediately." and "After a successful
+ * re-list it starts the next watch at once if ... [the 410] hit the
+ * re-watch right after such a watch closed without an error". */
+START_TEST(long_clean_watch_reopens_at_once_and_410_after_it_rewatches_at_once)
+{
+    faults("{\"watch_close_ms\": 30300, \"watch_close_mode\": \"clean\"}");
+    start_with_slice();
+    faults("{\"watch_gone_next\": 1}");
+    double w[4], l[4];
+    ck_assert_int_eq(wait_requests("watch=1", 3, w, 4, 40000), 3);
+    ck_assert_int_eq(wait_requests("limit=", 2, l, 4, 100), 2);
+    double reopen = w[1] - w[0];
+    ck_assert_msg(reopen >= 30.2 && reopen < 30.3 + 0.5, "re-watch %.3f s after the watch opened",
+                  reopen);
+    ck_assert_msg(l[1] - w[1] >= 0 && l[1] - w[1] < 0.5, "re-list %.3f s after the 410",
+                  l[1] - w[1]);
+    ck_assert_msg(w[2] - l[1] >= 0 && w[2] - l[1] < 0.5, "watch %.3f s after the re-list",
+                  w[2] - l[1]);
+    ck_assert(errors() == 0);
+}
+END_TEST
+
+/* A quiet watch kept alive by bookmarks: no reconnect, no re-list, no
+ * error for seconds without changes, and the next change arrives at once. */
+START_TEST(quiet_watch_kept_alive_by_bookmarks)
+{
+    start_with_slice();
+    tu_sleep_ms(3000);
+    ck_assert_int_eq(ewt_requests(&T, "GET", "endpointslices?", "watch=1", NULL, 0), 1);
+    ck_assert_int_eq(
+        ewt_requests(&T, "GET", "endpointslices?", "allowWatchBookmarks=true", NULL, 0), 1);
+    long long t0 = tu_now_ms();
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.1.4", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.4:6443", 1000), 0);
+    ck_assert_msg(tu_now_ms() - t0 < 1000, "change after %lld ms", tu_now_ms() - t0);
+    ck_assert_int_eq(ewt_requests(&T, "GET", "endpointslices?", "limit=", NULL, 0), 1);
+    ck_assert(errors() == 0);
+}
+END_TEST
+
+/* Cancellation during a watch: SIGTERM stops endpoint discovery and the
+ * daemon exits promptly and cleanly; the fake sees the watch go. */
+START_TEST(sigterm_during_a_watch_exits_promptly)
+{
+    start_with_slice();
+    long long ms = 0;
+    int st = ewt_daemon_stop(&T, 5000, &ms);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wait status %d", st);
+    ck_assert_msg(ms < 1000, "stopped after %lld ms", ms);
+    char *log = ewt_log(&T);
+    ck_assert_ptr_nonnull(strstr(log, "instance=ew module=endpoint_watch msg=stopped"));
+    free(log);
+    long long end = tu_now_ms() + 3000;
+    int open = 1;
+    while (open && tu_now_ms() < end) {
+        struct http_res r;
+        ck_assert_int_eq(fake_admin(&T.f, "GET", "/state", NULL, &r), 0);
+        open = strstr(r.body, "\"watches\":0") == NULL && strstr(r.body, "\"watches\": 0") == NULL;
+        http_res_free(&r);
+        if (open)
+            tu_sleep_ms(20);
+    }
+    ck_assert_msg(!open, "the fake still counts an open watch");
+}
+END_TEST
+
+/* "Provider failures are isolated: if the Kubernetes provider fails, the
+ * static provider continues operating independently." — an unreachable API
+ * server: failures counted at the backoff's pace (no error loop), the sink
+ * keeps the static set, /healthz stays ok. Then the API server appears and
+ * discovery picks it up. */
+START_TEST(unreachable_api_server_is_isolated_then_picked_up)
+{
+    char port[16];
+    const char *url = T.f.server[0];
+    snprintf(port, sizeof(port), "%s", strrchr(url, ':') + 1);
+    ck_assert_int_eq(ewt_fake_stop(&T), 0);
+    ck_assert_int_eq(ewt_daemon_start(&T, settings, NULL, NULL), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, STATIC, 3000), 0);
+    tu_sleep_ms(3200);
+    double e = errors();
+    ck_assert_msg(e >= 2 && e <= 3, "%g errors in 3.2 s", e);
+    ck_assert_int_eq(ewt_log_count(&T, "EndpointSlice discovery: list endpointslices"), (int)e);
+    char probe[64];
+    snprintf(probe, sizeof(probe), "%d", T.metrics_port);
+    char *argv[] = {"curl", "-sf", "-o", "/dev/null", "--max-time", "5", NULL, NULL};
+    char hz[128];
+    snprintf(hz, sizeof(hz), "http://127.0.0.1:%d/healthz", T.metrics_port);
+    argv[6] = hz;
+    ck_assert_int_eq(tu_run(argv, NULL, NULL, 10000), 0);
+    /* The API server appears on the configured address. */
+    const char *args[] = {"--port", port, NULL};
+    ck_assert_int_eq(ewt_fake_start(&T, args), 0);
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.3.1", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.3.1:6443", 12000), 0);
+}
+END_TEST
+
+/* A kubeconfig that cannot be used is one provider failure: counted once,
+ * one log line, static endpoints only, no retry loop. */
+START_TEST(unusable_kubeconfig_is_one_failure)
+{
+    char s[8192];
+    char bad[4200];
+    snprintf(bad, sizeof(bad), "%s/bad-kubeconfig", T.dir);
+    ck_assert_int_eq(tu_write_file(bad, "apiVersion: v1\nkind: Config\nclusters: [\n"), 0);
+    snprintf(s, sizeof(s), "endpoints = [\"%s\"]; kubeconfig = \"%s\";", STATIC, bad);
+    ck_assert_int_eq(ewt_daemon_start(&T, s, NULL, NULL), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, STATIC, 3000), 0);
+    tu_sleep_ms(2500);
+    ck_assert(errors() == 1);
+    ck_assert_int_eq(ewt_log_count(&T, "EndpointSlice discovery disabled"), 1);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("endpoint_watch_faults");
+    TCase *tc = tcase_create("faults");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 90);
+    tcase_add_test(tc, gone_410_relists_to_rebuild_the_cache);
+    tcase_add_test(tc, failed_relist_is_an_error_and_keeps_the_cache);
+    tcase_add_test(tc, watch_errors_back_off_from_1s_doubling_with_jitter_and_count);
+    tcase_add_test(tc, failed_initial_list_counts_and_is_retried);
+    tcase_add_test(tc, stream_end_and_dropped_connection_are_not_errors);
+    tcase_add_test(tc, long_clean_watch_reopens_at_once_and_410_after_it_rewatches_at_once);
+    tcase_add_test(tc, sigterm_during_a_watch_exits_promptly);
+    tcase_add_test(tc, unreachable_api_server_is_isolated_then_picked_up);
+    tcase_add_test(tc, unusable_kubeconfig_is_one_failure);
+    suite_add_tcase(s, tc);
+    TCase *bm = tcase_create("bookmarks");
+    tcase_add_checked_fixture(bm, setup_bookmarks, teardown);
+    tcase_set_timeout(bm, 60);
+    tcase_add_test(bm, quiet_watch_kept_alive_by_bookmarks);
+    suite_add_tcase(s, bm);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

@@ -83,49 +83,85 @@ valid_server_name(const void *value)
 #define OFF(f) PLB_OFFSET(struct tp_config, f)
 
 const struct plb_setting tp_settings[] = {
-    {.name = "bind_address", .type = PLB_SET_STRING, .offset = OFF(bind_address),
-     .def = "127.0.0.1", .flags = PLB_SET_NONEMPTY, .validate = valid_bind_address,
+    {.name = "bind_address",
+     .type = PLB_SET_STRING,
+     .offset = OFF(bind_address),
+     .def = "127.0.0.1",
+     .flags = PLB_SET_NONEMPTY,
+     .validate = valid_bind_address,
      .doc = "Address of the TCP load balancer listener: an IP address or RFC 1123 hostname"},
-    {.name = "bind_port", .type = PLB_SET_INT, .offset = OFF(bind_port), .def = "7445",
-     .min = 1, .max = 65535, .doc = "Port of the TCP load balancer listener"},
-    {.name = "upstreams", .type = PLB_SET_INSTANCES, .offset = OFF(upstreams),
-     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .role = PLB_ROLE_ENDPOINTS,
+    {.name = "bind_port",
+     .type = PLB_SET_INT,
+     .offset = OFF(bind_port),
+     .def = "7445",
+     .min = 1,
+     .max = 65535,
+     .doc = "Port of the TCP load balancer listener"},
+    {.name = "upstreams",
+     .type = PLB_SET_INSTANCES,
+     .offset = OFF(upstreams),
+     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY,
+     .role = PLB_ROLE_ENDPOINTS,
      .doc = "Endpoint source instances (static list, endpoint_watch) whose merged, "
             "de-duplicated host:port set is load balanced"},
-    {.name = "health_interval", .type = PLB_SET_DURATION, .offset = OFF(health_interval_ms),
-     .def = "20s", .min = 1000, .doc = "Interval between upstream health checks"},
-    {.name = "health_timeout", .type = PLB_SET_DURATION, .offset = OFF(health_timeout_ms),
-     .def = "15s", .min = 1000,
+    {.name = "health_interval",
+     .type = PLB_SET_DURATION,
+     .offset = OFF(health_interval_ms),
+     .def = "20s",
+     .min = 1000,
+     .doc = "Interval between upstream health checks"},
+    {.name = "health_timeout",
+     .type = PLB_SET_DURATION,
+     .offset = OFF(health_timeout_ms),
+     .def = "15s",
+     .min = 1000,
      .doc = "Timeout of each health check (connect and readyz probe together) and of each "
             "client dial; must be less than health_interval"},
-    {.name = "drain_timeout", .type = PLB_SET_DURATION, .offset = OFF(drain_timeout_ms),
-     .def = "30s", .validate = not_negative,
+    {.name = "drain_timeout",
+     .type = PLB_SET_DURATION,
+     .offset = OFF(drain_timeout_ms),
+     .def = "30s",
+     .validate = not_negative,
      .doc = "Grace period for connections to removed endpoints, and with readyz to unready "
             "ones while another upstream is ready, before force close (0 closes "
             "immediately); must not be negative"},
-    {.name = "upstream_selection", .type = PLB_SET_ENUM, .offset = OFF(upstream_selection),
-     .def = "random", .enum_values = selections,
+    {.name = "upstream_selection",
+     .type = PLB_SET_ENUM,
+     .offset = OFF(upstream_selection),
+     .def = "random",
+     .enum_values = selections,
      .doc = "How new connections pick an upstream: random (uniform among pickable "
             "upstreams) or latency (prefer the lowest-latency tier)"},
-    {.name = "health_check", .type = PLB_SET_ENUM, .offset = OFF(health_check), .def = "tcp",
+    {.name = "health_check",
+     .type = PLB_SET_ENUM,
+     .offset = OFF(health_check),
+     .def = "tcp",
      .enum_values = checks,
      .doc = "Upstream health check: tcp (connect only) or readyz (connect, then prefer "
             "upstreams answering 200 on GET /readyz); readyz requires health_check_ca_file"},
-    {.name = "health_check_ca_file", .type = PLB_SET_PATH, .offset = OFF(health_check_ca_file),
+    {.name = "health_check_ca_file",
+     .type = PLB_SET_PATH,
+     .offset = OFF(health_check_ca_file),
      .doc = "CA bundle that verifies the upstream serving certificates; required with readyz"},
-    {.name = "health_check_cert_file", .type = PLB_SET_PATH,
+    {.name = "health_check_cert_file",
+     .type = PLB_SET_PATH,
      .offset = OFF(health_check_cert_file),
      .doc = "Client certificate for the readyz probe, re-read on every probe; set together "
             "with health_check_key_file"},
-    {.name = "health_check_key_file", .type = PLB_SET_PATH,
+    {.name = "health_check_key_file",
+     .type = PLB_SET_PATH,
      .offset = OFF(health_check_key_file),
      .doc = "Client key for the readyz probe; may be the same file as the certificate"},
-    {.name = "health_check_token_file", .type = PLB_SET_PATH,
+    {.name = "health_check_token_file",
+     .type = PLB_SET_PATH,
      .offset = OFF(health_check_token_file),
      .doc = "Bearer token file for the readyz probe, re-read on every probe"},
-    {.name = "health_check_server_name", .type = PLB_SET_STRING,
-     .offset = OFF(health_check_server_name), .def = "kubernetes.default.svc",
-     .flags = PLB_SET_NONEMPTY, .validate = valid_server_name,
+    {.name = "health_check_server_name",
+     .type = PLB_SET_STRING,
+     .offset = OFF(health_check_server_name),
+     .def = "kubernetes.default.svc",
+     .flags = PLB_SET_NONEMPTY,
+     .validate = valid_server_name,
      .doc = "Name the upstream serving certificates are verified against (and sent as SNI); "
             "must not be empty"},
     PLB_SETTINGS_END,
@@ -155,12 +191,13 @@ tp_config_check(const struct plb_host *host, plb_check *chk, const void *config,
         n++;
     }
     if (set_path(c->health_check_cert_file) != set_path(c->health_check_key_file)) {
-        const char *missing =
-            set_path(c->health_check_cert_file) ? "health_check_key_file" : "health_check_cert_file";
-        const char *given =
-            set_path(c->health_check_cert_file) ? "health_check_cert_file" : "health_check_key_file";
-        report(chk, given, "health_check_cert_file and health_check_key_file must be set "
-                           "together (%s is missing)",
+        const char *missing = set_path(c->health_check_cert_file) ? "health_check_key_file"
+                                                                  : "health_check_cert_file";
+        const char *given = set_path(c->health_check_cert_file) ? "health_check_cert_file"
+                                                                : "health_check_key_file";
+        report(chk, given,
+               "health_check_cert_file and health_check_key_file must be set "
+               "together (%s is missing)",
                missing);
         n++;
     }

@@ -31,18 +31,18 @@
 #include "tp.h"
 
 #ifndef COPY_BUF
-#define COPY_BUF 16384            /* shared copy buffer; a full read means bulk */
+#define COPY_BUF 16384 /* shared copy buffer; a full read means bulk */
 #endif
 /* One splice moves at most a default pipe's 64 KiB: measured faster than
  * 256 KiB or 1 MiB pipes on loopback (the pages stay cache-hot). */
 #ifndef SPLICE_LEN
-#define SPLICE_LEN 65536          /* bytes asked of one splice into a pipe */
+#define SPLICE_LEN 65536 /* bytes asked of one splice into a pipe */
 #endif
 #ifndef PIPE_SIZE
-#define PIPE_SIZE 0               /* pipe capacity to request; 0: the default */
+#define PIPE_SIZE 0 /* pipe capacity to request; 0: the default */
 #endif
-#define SMALL_READ 4096           /* a splice this small returns to copy mode */
-#define PUMP_BUDGET (4u << 20)    /* bytes per direction per event: fairness */
+#define SMALL_READ 4096        /* a splice this small returns to copy mode */
+#define PUMP_BUDGET (4u << 20) /* bytes per direction per event: fairness */
 #define SPARE_PIPES 64
 
 enum tp_conn_state {
@@ -105,8 +105,7 @@ static void conn_drive(struct tp_conn *c, enum tp_conn_event ev);
 void
 tp_sockopts(int fd)
 {
-    int one = 1, idle = TP_KEEPALIVE_IDLE_S, intvl = TP_KEEPALIVE_INTVL_S,
-        cnt = TP_KEEPALIVE_CNT;
+    int one = 1, idle = TP_KEEPALIVE_IDLE_S, intvl = TP_KEEPALIVE_INTVL_S, cnt = TP_KEEPALIVE_CNT;
     unsigned int ut = TP_USER_TIMEOUT_MS;
     /* Best effort: a socket without them still works. */
     (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
@@ -435,8 +434,8 @@ static int
 flush(struct tp *tp, struct tp_dir *dr, int dst)
 {
     while (dr->pipe && dr->len) {
-        ssize_t n = splice(dr->pipe->rd, NULL, dst, NULL, dr->len,
-                           SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        ssize_t n =
+            splice(dr->pipe->rd, NULL, dst, NULL, dr->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
         if (n > 0) {
             dr->len -= (uint32_t)n;
             continue;

@@ -83,8 +83,8 @@ probe_start(struct tp_upd *d)
     char url[320];
     int err = 0;
 
-    int64_t budget = tp_probe_budget_ms(c->health_timeout_ms, d->check_started_ms,
-                                        tp->host->now_ms(tp->ctx));
+    int64_t budget =
+        tp_probe_budget_ms(c->health_timeout_ms, d->check_started_ms, tp->host->now_ms(tp->ctx));
     if (budget <= 0) {
         tp_pool_probe_result(tp->pool, d->up, 0);
         return;
@@ -128,8 +128,8 @@ check_done(struct tp_upd *d, int ok)
     if (tp_pool_check_result(tp->pool, d->up, ok, ms))
         probe_start(d);
     if (was != (int)d->up->healthy)
-        TP_LOG(tp, d->up->healthy ? PLB_LOG_INFO : PLB_LOG_WARN, "upstream %s is %s",
-               d->up->addr, d->up->healthy ? "healthy" : "unhealthy");
+        TP_LOG(tp, d->up->healthy ? PLB_LOG_INFO : PLB_LOG_WARN, "upstream %s is %s", d->up->addr,
+               d->up->healthy ? "healthy" : "unhealthy");
     tp_after_event(tp);
 }
 
@@ -188,8 +188,7 @@ on_resolved(void *arg, int ok, const struct sockaddr *sa, socklen_t salen)
     struct tp_upd *d = arg;
     d->check_res = NULL;
     if (!ok) {
-        TP_LOG(d->tp, PLB_LOG_WARN, "health check of %s: cannot resolve %s", d->up->addr,
-               d->host);
+        TP_LOG(d->tp, PLB_LOG_WARN, "health check of %s: cannot resolve %s", d->up->addr, d->host);
         check_done(d, 0);
         return;
     }

@@ -34,10 +34,9 @@ tp_metrics_init(struct tp *tp)
     struct tp_metrics *m = &tp->m;
     plb_ctx *x = tp->ctx;
 
-    m->upstreams_active =
-        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams_active",
-                      "Upstreams eligible for new connections (healthy, not draining)", l_proxy,
-                      NULL, 0);
+    m->upstreams_active = h->metric_new(
+        x, PLB_METRIC_GAUGE, "prismlb_upstreams_active",
+        "Upstreams eligible for new connections (healthy, not draining)", l_proxy, NULL, 0);
     m->upstreams_total =
         h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams_total",
                       "Total known upstreams, including unhealthy and draining", l_proxy, NULL, 0);

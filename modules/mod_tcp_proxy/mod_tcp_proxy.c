@@ -247,11 +247,11 @@ static int
 listen_on(struct tp *tp, const char *ip)
 {
     int err = 0;
-    tp->listener = tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG,
-                                        tp_on_accept, tp, &err);
+    tp->listener =
+        tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, tp_on_accept, tp, &err);
     if (!tp->listener) {
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot listen on %s:%lld: %s", ip,
-               (long long)tp->cfg->bind_port, strerror(-err));
+        TP_LOG(tp, PLB_LOG_ERROR, "cannot listen on %s:%lld: %s", ip, (long long)tp->cfg->bind_port,
+               strerror(-err));
         return err ? err : -EINVAL;
     }
     TP_LOG(tp, PLB_LOG_INFO, "listening on %s:%d", ip, tp->host->listener_port(tp->listener));
@@ -288,8 +288,8 @@ bind_resolve(struct tp *tp)
 {
     if (tp->stopping)
         return;
-    tp->bind_res = tp_resolve_start(tp, tp->cfg->bind_address, (int)tp->cfg->bind_port,
-                                    on_bind_resolved, tp);
+    tp->bind_res =
+        tp_resolve_start(tp, tp->cfg->bind_address, (int)tp->cfg->bind_port, on_bind_resolved, tp);
     if (!tp->bind_res)
         on_bind_resolved(tp, 0, NULL, 0);
 }
@@ -312,9 +312,11 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
         tp->rng = (uint64_t)host->wall_ms(ctx) ^ ((uint64_t)getpid() << 32);
     if (!tp->rng)
         tp->rng = 0x9e3779b97f4a7c15ull;
-    struct tp_pool_env env = {
-        .now_ms = env_now, .random = env_random, .alloc = host->alloc, .free = host->free,
-        .arg = tp};
+    struct tp_pool_env env = {.now_ms = env_now,
+                              .random = env_random,
+                              .alloc = host->alloc,
+                              .free = host->free,
+                              .arg = tp};
     tp->pool = tp_pool_new(&env, &pool_ops, tp, (enum tp_selection)tp->cfg->upstream_selection,
                            (enum tp_check_kind)tp->cfg->health_check, tp->cfg->drain_timeout_ms);
     tp->tick = host->timer_new(ctx, on_tick, tp);

@@ -60,8 +60,7 @@ struct tp_pool *
 tp_pool_new(const struct tp_pool_env *env, const struct tp_pool_ops *ops, void *ops_arg,
             enum tp_selection sel, enum tp_check_kind check, int64_t drain_timeout_ms)
 {
-    if (!env || !env->alloc || !env->free || !env->now_ms || !env->random ||
-        drain_timeout_ms < 0)
+    if (!env || !env->alloc || !env->free || !env->now_ms || !env->random || drain_timeout_ms < 0)
         return NULL;
     struct tp_pool *p = env->alloc(sizeof(*p));
     if (!p)
@@ -388,8 +387,8 @@ tp_pool_rebuild_tiers(struct tp_pool *p)
                 continue;
             /* Within the limit, or a member of this group that has not yet
              * exceeded the limit by a further 25 %. */
-            int in = u->avg_ms <= limit ||
-                     (u->gid == gid && u->avg_ms <= limit * TP_TIER_HYSTERESIS);
+            int in =
+                u->avg_ms <= limit || (u->gid == gid && u->avg_ms <= limit * TP_TIER_HYSTERESIS);
             if (!in)
                 continue;
             mark[i] = 1;
@@ -442,8 +441,7 @@ tp_pool_pick(struct tp_pool *p, const struct tp_up *exclude)
         int best = -1;
         for (size_t i = 0; i < p->n; i++) {
             struct tp_up *u = p->ups[i];
-            if (candidate(u, &c) && u->has_sample && u->tier >= 0 &&
-                (best < 0 || u->tier < best))
+            if (candidate(u, &c) && u->has_sample && u->tier >= 0 && (best < 0 || u->tier < best))
                 best = u->tier;
         }
         c.tier = best; /* -1 when only unsampled candidates exist */

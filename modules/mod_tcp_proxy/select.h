@@ -20,12 +20,12 @@
 #include <stdint.h>
 
 /* Rule constants, named after the spec's sentences. */
-#define TP_FAIL_THRESHOLD 2    /* consecutive failures that exclude / unready */
-#define TP_EWMA_ALPHA 0.25     /* weight of a new (capped) sample */
+#define TP_FAIL_THRESHOLD 2 /* consecutive failures that exclude / unready */
+#define TP_EWMA_ALPHA 0.25  /* weight of a new (capped) sample */
 #define TP_SAMPLE_CAP_FACTOR 4.0
 #define TP_SAMPLE_CAP_FLOOR_MS 2.0
 #define TP_SAMPLE_REPLACE_FRACTION 0.25
-#define TP_TIER_SLACK_MS 2.0   /* limit = max(best + 2 ms, 2 × best) */
+#define TP_TIER_SLACK_MS 2.0 /* limit = max(best + 2 ms, 2 × best) */
 #define TP_TIER_FACTOR 2.0
 #define TP_TIER_HYSTERESIS 1.25 /* leave a tier only above 1.25 × limit */
 
@@ -34,24 +34,24 @@ enum tp_check_kind { TP_CHECK_TCP = 0, TP_CHECK_READYZ = 1 };
 
 /* One upstream. Fields are read by the owner; only select.c writes them. */
 struct tp_up {
-    char *addr;          /* "host:port"; owned by the pool */
-    unsigned healthy : 1;      /* health state after the failure threshold */
-    unsigned draining : 1;     /* removed from the endpoint list, draining */
-    unsigned ready : 1;        /* readyz state after the failure threshold */
-    unsigned ready_known : 1;  /* at least one probe finished */
-    unsigned probe_pending : 1;/* not ready until the next probe (new/reset) */
-    unsigned has_sample : 1;   /* avg_ms is valid */
-    unsigned closing : 1;      /* readiness-driven close armed */
-    unsigned health_known : 1; /* at least one check or dial finished */
-    uint8_t fail_streak;       /* consecutive TCP failures (checks + dials) */
-    uint8_t ready_fail_streak; /* consecutive failed probes */
-    int tier;                  /* latency tier, -1 without a sample */
-    unsigned gid;              /* identity of its tier group (0: none) */
-    double avg_ms;             /* smoothed connect time */
-    int64_t drain_deadline;    /* monotonic ms; valid while draining */
-    int64_t close_deadline;    /* monotonic ms; valid while closing */
-    uint32_t nconns;           /* connections currently on this upstream */
-    void *data;                /* the owner's per-upstream state */
+    char *addr;                 /* "host:port"; owned by the pool */
+    unsigned healthy : 1;       /* health state after the failure threshold */
+    unsigned draining : 1;      /* removed from the endpoint list, draining */
+    unsigned ready : 1;         /* readyz state after the failure threshold */
+    unsigned ready_known : 1;   /* at least one probe finished */
+    unsigned probe_pending : 1; /* not ready until the next probe (new/reset) */
+    unsigned has_sample : 1;    /* avg_ms is valid */
+    unsigned closing : 1;       /* readiness-driven close armed */
+    unsigned health_known : 1;  /* at least one check or dial finished */
+    uint8_t fail_streak;        /* consecutive TCP failures (checks + dials) */
+    uint8_t ready_fail_streak;  /* consecutive failed probes */
+    int tier;                   /* latency tier, -1 without a sample */
+    unsigned gid;               /* identity of its tier group (0: none) */
+    double avg_ms;              /* smoothed connect time */
+    int64_t drain_deadline;     /* monotonic ms; valid while draining */
+    int64_t close_deadline;     /* monotonic ms; valid while closing */
+    uint32_t nconns;            /* connections currently on this upstream */
+    void *data;                 /* the owner's per-upstream state */
 };
 
 struct tp_pool;
@@ -74,11 +74,11 @@ struct tp_pool_ops {
 };
 
 struct tp_pool_env {
-    int64_t (*now_ms)(void *arg);  /* monotonic clock */
-    double (*random)(void *arg);   /* uniform in [0, 1) */
-    void *(*alloc)(size_t n);      /* zeroed */
+    int64_t (*now_ms)(void *arg); /* monotonic clock */
+    double (*random)(void *arg);  /* uniform in [0, 1) */
+    void *(*alloc)(size_t n);     /* zeroed */
     void (*free)(void *p);
-    void *arg;                     /* passed to now_ms and random */
+    void *arg; /* passed to now_ms and random */
 };
 
 /* New pool; NULL on allocation failure. env and ops are copied; ops_arg is

@@ -101,8 +101,8 @@ struct tp_upd {
 /* The instance                                                             */
 
 struct tp_metrics {
-    plb_metric *upstreams_active, *upstreams_total, *connections_active,
-        *connections_total, *connection_errors, *rtt, *tier, *ready, *health;
+    plb_metric *upstreams_active, *upstreams_total, *connections_active, *connections_total,
+        *connection_errors, *rtt, *tier, *ready, *health;
 };
 
 struct tp_pipe {
@@ -117,8 +117,8 @@ struct tp {
     const char *name;
     struct tp_pool *pool;
     plb_listener *listener;
-    plb_timer *tick;  /* the pool's next deadline */
-    plb_timer *beat;  /* liveness heartbeat */
+    plb_timer *tick;     /* the pool's next deadline */
+    plb_timer *beat;     /* liveness heartbeat */
     plb_timer *relisten; /* retries a bind_address that needs resolving */
     struct tp_resolve *bind_res;
     struct tp_resolve *resolves; /* every running resolution */
@@ -126,13 +126,13 @@ struct tp {
     struct tp_pipe *pipes;       /* spare empty pipes */
     unsigned npipes;
     struct tp_metrics m;
-    uint64_t nconns;  /* connections passing through now */
-    uint64_t rng;     /* xorshift64* state for picks */
-    int in_event;     /* inside a pool update or tick: defer ticks */
-    int again;        /* a deferred tick is owed */
+    uint64_t nconns; /* connections passing through now */
+    uint64_t rng;    /* xorshift64* state for picks */
+    int in_event;    /* inside a pool update or tick: defer ticks */
+    int again;       /* a deferred tick is owed */
     int stopping;
-    int ready_state;  /* last value given to health_set, -1 none */
-    int no_splice;    /* splice(2) unavailable: buffered copy only */
+    int ready_state; /* last value given to health_set, -1 none */
+    int no_splice;   /* splice(2) unavailable: buffered copy only */
 };
 
 /* Logging tagged with the instance. */

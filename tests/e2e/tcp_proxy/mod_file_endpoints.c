@@ -25,10 +25,16 @@ struct fe {
 };
 
 static const struct plb_setting fe_settings[] = {
-    {.name = "file", .type = PLB_SET_PATH, .offset = offsetof(struct fe_config, file),
-     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .doc = "File with one host:port per line"},
-    {.name = "interval", .type = PLB_SET_DURATION,
-     .offset = offsetof(struct fe_config, interval_ms), .def = "50ms", .min = 10,
+    {.name = "file",
+     .type = PLB_SET_PATH,
+     .offset = offsetof(struct fe_config, file),
+     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY,
+     .doc = "File with one host:port per line"},
+    {.name = "interval",
+     .type = PLB_SET_DURATION,
+     .offset = offsetof(struct fe_config, interval_ms),
+     .def = "50ms",
+     .min = 10,
      .doc = "How often the file is re-read"},
     PLB_SETTINGS_END,
 };

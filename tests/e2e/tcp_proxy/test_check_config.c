@@ -132,8 +132,7 @@ END_TEST
 
 START_TEST(health_interval_must_be_at_least_1s)
 {
-    rejected(UP "health_interval = \"900ms\";", "health_interval",
-             "900ms is below the minimum 1s");
+    rejected(UP "health_interval = \"900ms\";", "health_interval", "900ms is below the minimum 1s");
 }
 END_TEST
 

@@ -74,8 +74,9 @@ stop_all(void)
 static int
 run_kubectl(const char *a1, const char *a2, const char *a3, char **out)
 {
-    char *argv[] = {kubectl, "--kubeconfig", kubeconfig, "--cache-dir", cachedir,
-                    "--request-timeout", "10s", (char *)a1, (char *)a2, (char *)a3, NULL};
+    char *argv[] = {kubectl,    "--kubeconfig",      kubeconfig, "--cache-dir",
+                    cachedir,   "--request-timeout", "10s",      (char *)a1,
+                    (char *)a2, (char *)a3,          NULL};
     return tu_run(argv, NULL, out, 30000);
 }
 
@@ -125,7 +126,8 @@ watch_servers(int *n)
     ck_assert_ptr_nonnull(j);
     size_t i;
     json_t *it;
-    json_array_foreach(json_object_get(j, "items"), i, it) {
+    json_array_foreach(json_object_get(j, "items"), i, it)
+    {
         const char *path = json_string_value(json_object_get(it, "path"));
         json_int_t srv = json_integer_value(json_object_get(it, "server"));
         if (path && strstr(path, "/api/v1/namespaces") && strstr(path, "watch=true")) {
@@ -172,8 +174,7 @@ START_TEST(a_server_losing_readiness_loses_its_watch_which_resumes_on_another)
     ck_assert_msg(tu_wait_line(wlog, "watch-ended", line, sizeof(line), 9000) == 0,
                   "the watch on the unready server was not closed");
     long long closed = tu_now_ms() - lost;
-    ck_assert_msg(closed >= 2000 && closed <= 8000, "closed %lld ms after quorum was lost",
-                  closed);
+    ck_assert_msg(closed >= 2000 && closed <= 8000, "closed %lld ms after quorum was lost", closed);
     end = tu_now_ms() + 10000;
     unsigned now;
     while (((now = watch_servers(&n)), n < 2) && tu_now_ms() < end)
@@ -190,8 +191,7 @@ START_TEST(a_server_losing_readiness_loses_its_watch_which_resumes_on_another)
                      0);
     ck_assert_int_eq(r.status, 201);
     http_res_free(&r);
-    ck_assert_int_eq(tu_wait_line(wlog, "namespace/after-failover", line, sizeof(line), 10000),
-                     0);
+    ck_assert_int_eq(tu_wait_line(wlog, "namespace/after-failover", line, sizeof(line), 10000), 0);
     kill(-w.pid, SIGTERM); /* the loop and its kubectl: our own process group */
     tu_stop(&w, SIGTERM, 5000);
     stop_all();

@@ -66,8 +66,7 @@ rz_start(struct rz *r, char id, const char *const *extra)
     int n = 0;
     memset(r, 0, sizeof(*r));
     r->id = id;
-    snprintf(script, sizeof(script), "%s",
-             tu_source_path("tests/e2e/tcp_proxy/readyz_server.py"));
+    snprintf(script, sizeof(script), "%s", tu_source_path("tests/e2e/tcp_proxy/readyz_server.py"));
     snprintf(port_file, sizeof(port_file), "%s/%c.port", pki, id);
     snprintf(log, sizeof(log), "%s/%c.log", pki, id);
     argv[n++] = "python3";
@@ -244,8 +243,7 @@ static char
 client_start(struct client *c, struct proxy *p, int n, int hold_s)
 {
     char script[4096], port[16], hold[16], line[64];
-    snprintf(script, sizeof(script), "%s",
-             tu_source_path("tests/e2e/tcp_proxy/readyz_client.py"));
+    snprintf(script, sizeof(script), "%s", tu_source_path("tests/e2e/tcp_proxy/readyz_client.py"));
     snprintf(port, sizeof(port), "%d", p->port);
     snprintf(hold, sizeof(hold), "%d", hold_s);
     snprintf(c->log, sizeof(c->log), "%s/client%d.log", pki, n);

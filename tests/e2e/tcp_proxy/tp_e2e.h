@@ -49,9 +49,9 @@ int free_port(void);
 
 struct proxy {
     struct tu_proc proc;
-    char *dir;        /* private temp dir (owned) */
-    char conf[4096];  /* config path */
-    char eps[4096];   /* endpoint file read by file_endpoints */
+    char *dir;       /* private temp dir (owned) */
+    char conf[4096]; /* config path */
+    char eps[4096];  /* endpoint file read by file_endpoints */
     char log[4096];
     int port;
     long long started_ms; /* when the port answered */

@@ -7,6 +7,7 @@
  * streak and draining rules of "Load balancer" and "Graceful draining".
  */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -881,6 +882,46 @@ START_TEST(pick_excludes_the_upstream_being_retried)
 }
 END_TEST
 
+/* Allocation failures: the Nth allocation fails; nothing crashes or leaks
+ * (the sanitizer build checks the leaks) and what was built stays usable. */
+static int fail_at, alloc_count;
+
+static void *
+failing_alloc(size_t n)
+{
+    if (++alloc_count == fail_at)
+        return NULL;
+    return calloc(1, n);
+}
+
+START_TEST(allocation_failures_are_errors_not_crashes)
+{
+    for (fail_at = 1; fail_at < 40; fail_at++) {
+        const struct tp_pool_env env = {
+            .now_ms = f_now, .random = f_random, .alloc = failing_alloc, .free = free};
+        alloc_count = 0;
+        memset(&rec, 0, sizeof(rec));
+        struct tp_pool *p = tp_pool_new(&env, &ops, NULL, TP_SEL_LATENCY, TP_CHECK_READYZ, 0);
+        if (!p)
+            continue;
+        cur_pool = p;
+        const char *v[] = {"a:1", "b:1", "c:1", "d:1", "e:1", "f:1", "g:1", "h:1", "i:1"};
+        int rc = tp_pool_update(p, v, 9);
+        ck_assert(rc == 0 || rc == -ENOMEM);
+        ck_assert_int_eq((size_t)rec.added, tp_pool_count(p));
+        if (rc == 0)
+            ck_assert_uint_eq(tp_pool_count(p), 9);
+        for (size_t i = 0; i < tp_pool_count(p); i++)
+            tp_pool_check_result(p, tp_pool_at(p, i), 1, 1.0 + (double)i);
+        ck_assert(tp_pool_count(p) == 0 || tp_pool_pick(p, NULL) != NULL);
+        tp_pool_update(p, v, 1);
+        tp_pool_tick(p);
+        ck_assert_uint_le(tp_pool_count(p), 1);
+        tp_pool_free(p);
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -895,21 +936,25 @@ suite(void)
     tcase_add_test(h, a_timeout_of_0_closes_connections_to_removed_endpoints_immediately);
     tcase_add_test(h, the_readiness_of_the_proxy_is_an_upstream_healthy_and_not_draining);
     tcase_add_test(h, pick_excludes_the_upstream_being_retried);
+    tcase_add_test(h, allocation_failures_are_errors_not_crashes);
     suite_add_tcase(s, h);
 
     TCase *l = tcase_create("latency_aware_selection");
     tcase_add_test(l, lat_every_successful_health_check_feeds_the_ewma_failed_checks_do_not);
     tcase_add_test(l, lat_each_sample_is_capped_at_four_times_the_average_but_never_below_2ms);
     tcase_add_test(l, lat_a_sample_below_a_quarter_of_the_average_replaces_it);
+    tcase_add_test(
+        l, lat_tiers_by_latency_alone_healthy_or_not_tier0_within_max_best_plus_2ms_2x_best);
     tcase_add_test(l,
-                   lat_tiers_by_latency_alone_healthy_or_not_tier0_within_max_best_plus_2ms_2x_best);
-    tcase_add_test(l, lat_an_upstream_leaves_its_tier_only_above_the_limit_plus_a_further_25_percent);
+                   lat_an_upstream_leaves_its_tier_only_above_the_limit_plus_a_further_25_percent);
     tcase_add_test(l, lat_membership_follows_the_group_not_the_tier_number);
-    tcase_add_test(l, lat_picks_are_random_among_the_lowest_tier_with_a_pickable_one_plus_unsampled);
+    tcase_add_test(l,
+                   lat_picks_are_random_among_the_lowest_tier_with_a_pickable_one_plus_unsampled);
     tcase_add_test(l, lat_with_readyz_only_ready_upstreams_count_while_any_is_ready);
     tcase_add_test(l, lat_unhealthy_and_draining_upstreams_keep_their_tier);
     tcase_add_test(l, lat_a_removed_upstream_leaves_the_tiers_once_its_drain_completes);
-    tcase_add_test(l, lat_a_new_unreachable_upstream_keeps_an_equal_share_of_its_tier_until_excluded);
+    tcase_add_test(l,
+                   lat_a_new_unreachable_upstream_keeps_an_equal_share_of_its_tier_until_excluded);
     tcase_add_test(l, lat_every_upstream_within_2ms_of_the_best_is_in_tier0_like_random);
     tcase_add_test(l, lat_only_health_checks_feed_the_average);
     tcase_add_test(l, lat_a_change_of_tier_does_not_move_existing_connections);
@@ -922,11 +967,12 @@ suite(void)
     tcase_add_test(r, rdy_two_consecutive_failures_mark_not_ready_and_one_success_restores);
     tcase_add_test(r, rdy_a_new_or_reconnected_upstream_is_not_ready_until_its_next_probe_passes);
     tcase_add_test(r, rdy_new_connections_go_to_ready_upstreams_only);
-    tcase_add_test(r,
-                   rdy_with_no_healthy_upstream_ready_selection_falls_back_to_every_tcp_healthy_one);
+    tcase_add_test(
+        r, rdy_with_no_healthy_upstream_ready_selection_falls_back_to_every_tcp_healthy_one);
     tcase_add_test(r, rdy_readiness_filters_before_latency_tiers);
     tcase_add_test(
-        r, rdy_an_unready_upstream_loses_its_connections_after_drain_timeout_while_another_is_ready);
+        r,
+        rdy_an_unready_upstream_loses_its_connections_after_drain_timeout_while_another_is_ready);
     tcase_add_test(r, rdy_the_closing_is_called_off_when_it_turns_ready_or_no_other_is_ready);
     tcase_add_test(r, rdy_with_no_upstream_ready_or_a_first_probe_pending_connections_stay);
     tcase_add_test(r, rdy_the_readyz_endpoint_of_the_proxy_itself_is_unaffected);

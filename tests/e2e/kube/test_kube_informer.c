@@ -418,6 +418,108 @@ START_TEST(quiet_period_kept_alive_by_bookmarks)
 }
 END_TEST
 
+static void
+create_slice(struct kt *t, const char *name, const char *svc)
+{
+    struct kres r = {0};
+    char body[600];
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\","
+             "\"metadata\":{\"name\":\"%s\",\"labels\":{\"kubernetes.io/service-name\":"
+             "\"%s\"}},\"addressType\":\"IPv4\",\"endpoints\":[{\"addresses\":"
+             "[\"10.0.0.1\"],\"conditions\":{\"ready\":true}}],\"ports\":[{\"name\":"
+             "\"https\",\"port\":6443,\"protocol\":\"TCP\"}]}",
+             name, svc);
+    struct plb_kube_ref ref = {"discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL};
+    kt_wait(t, &r, core_kube_create(t->k, &ref, body, kres_cb, &r, NULL));
+    ck_assert_msg(r.status == 201, "%d %s", r.status, r.message);
+    kres_clear(&r);
+}
+
+static int
+count_is(void *arg)
+{
+    struct mirror *mi = arg;
+    return (int)json_object_size(mi->m) == mi->synced; /* synced holds the wanted size */
+}
+
+START_TEST(label_and_field_selectors)
+{
+    /* As mod_endpoint_watch watches the API servers: EndpointSlices of the
+     * kubernetes Service. An object that stops matching arrives as a
+     * delete, one that starts matching as an add. */
+    struct kt t;
+    struct mirror mi = {0};
+    kt_start(&t, NULL, NULL);
+    create_slice(&t, "kubernetes", "kubernetes");
+    create_slice(&t, "kubernetes-x", "kubernetes");
+    create_slice(&t, "web-abc", "web");
+    mi.m = json_object();
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = {"discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL},
+        .label_selector = "kubernetes.io/service-name=kubernetes",
+        .on_add = m_add,
+        .on_update = m_update,
+        .on_delete = m_delete,
+        .on_status = m_status,
+        .arg = &mi,
+    };
+    plb_informer *inf = core_informer_new(t.k, &o, NULL);
+    ck_assert_ptr_nonnull(inf);
+    mi.synced = 2;
+    ck_assert(kt_run_until(&t, count_is, &mi, 20000));
+    ck_assert_ptr_nonnull(core_informer_get(inf, "default", "kubernetes-x"));
+    ck_assert_ptr_null(core_informer_get(inf, "default", "web-abc"));
+    kt_wait_watches(&t, 1);
+    /* kubernetes-x leaves the selection, web-abc enters it. */
+    struct kres r = {0};
+    struct plb_kube_ref x = {"discovery.k8s.io/v1", "endpointslices", "default", "kubernetes-x",
+                             NULL};
+    kt_wait(&t, &r, core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
+                                    "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
+                                    "\"other\"}}}",
+                                    kres_cb, &r, NULL));
+    ck_assert_int_eq(r.status, 200);
+    kres_clear(&r);
+    x.name = "web-abc";
+    kt_wait(&t, &r, core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
+                                    "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
+                                    "\"kubernetes\"}}}",
+                                    kres_cb, &r, NULL));
+    ck_assert_int_eq(r.status, 200);
+    kres_clear(&r);
+    long long end = tu_now_ms() + 10000;
+    while ((mi.deletes < 1 || mi.adds < 3) && tu_now_ms() < end)
+        kt_run_ms(&t, 20);
+    ck_assert_int_eq(mi.deletes, 1);
+    ck_assert_int_eq(mi.adds, 3);
+    ck_assert_ptr_null(core_informer_get(inf, "default", "kubernetes-x"));
+    ck_assert_ptr_nonnull(core_informer_get(inf, "default", "web-abc"));
+    ck_assert_int_eq(mi.spurious, 0);
+    ck_assert_int_eq(kt_requests(&t, "GET", "labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes",
+                                 "watch=1"),
+                     1);
+    core_informer_free(inf);
+    json_decref(mi.m);
+
+    /* A field selector on the name. */
+    memset(&mi, 0, sizeof(mi));
+    mi.m = json_object();
+    o.label_selector = NULL;
+    o.field_selector = "metadata.name=kubernetes";
+    inf = core_informer_new(t.k, &o, NULL);
+    mi.synced = 1;
+    ck_assert(kt_run_until(&t, count_is, &mi, 20000));
+    kt_run_ms(&t, 300);
+    ck_assert_uint_eq(core_informer_count(inf), 1);
+    ck_assert_ptr_nonnull(core_informer_get(inf, "default", "kubernetes"));
+    core_informer_free(inf);
+    json_decref(mi.m);
+    kt_stop(&t);
+}
+END_TEST
+
 /* Freeing the informer from inside its own callback stops everything. */
 static void
 free_in_add(plb_informer *inf, const plb_obj *obj, void *arg)
@@ -460,6 +562,7 @@ informer_suite(void)
     tcase_add_test(tc, server_errors_500_back_off_and_count);
     tcase_add_test(tc, added_latency);
     tcase_add_test(tc, quiet_period_kept_alive_by_bookmarks);
+    tcase_add_test(tc, label_and_field_selectors);
     tcase_add_test(tc, free_from_callback);
     suite_add_tcase(s, tc);
     return s;

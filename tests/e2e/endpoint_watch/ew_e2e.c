@@ -214,15 +214,15 @@ ewt_slice_put(struct ewt *t, const char *ns, const char *service, const char *na
     struct http_res r;
     snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices/%s", ns,
              name);
-    if (fake_api(&t->f, 0, "PUT", path, "application/json", body, 1, NULL, 10000, &r) == 0) {
+    if (fake_api(&t->f, t->api, "PUT", path, "application/json", body, 1, NULL, 10000, &r) == 0) {
         if (r.status == 200 || r.status == 201) {
             rc = 0;
         } else if (r.status == 404) {
             http_res_free(&r);
             snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices",
                      ns);
-            if (fake_api(&t->f, 0, "POST", path, "application/json", body, 1, NULL, 10000, &r) ==
-                    0 &&
+            if (fake_api(&t->f, t->api, "POST", path, "application/json", body, 1, NULL, 10000,
+                         &r) == 0 &&
                 r.status == 201)
                 rc = 0;
         }
@@ -241,7 +241,7 @@ ewt_slice_delete(struct ewt *t, const char *ns, const char *name)
     struct http_res r;
     snprintf(path, sizeof(path), "/apis/discovery.k8s.io/v1/namespaces/%s/endpointslices/%s", ns,
              name);
-    if (fake_api(&t->f, 0, "DELETE", path, NULL, NULL, 1, NULL, 10000, &r) < 0)
+    if (fake_api(&t->f, t->api, "DELETE", path, NULL, NULL, 1, NULL, 10000, &r) < 0)
         return -1;
     int ok = r.status == 200;
     http_res_free(&r);

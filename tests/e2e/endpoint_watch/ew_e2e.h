@@ -27,6 +27,7 @@ struct ewt {
     int daemon_up;
     char conf[4100], log[4100], trace[4100], kubeconfig[4100];
     int metrics_port;
+    int api; /* the fake's server the test's own writes use */
 };
 
 /* Make the private directory. 0 or -1. */
@@ -75,7 +76,7 @@ int ewt_wait_set(struct ewt *t, const char *want, int timeout_ms);
  * Returns the value, or -1 when absent or unreachable. */
 double ewt_metric(struct ewt *t, const char *family, const char *provider);
 
-/* EndpointSlice writes at the fake (server 0, client certificate).
+/* EndpointSlice writes at the fake (server t->api, client certificate).
  * spec: comma-separated addresses, each optionally suffixed with '!'
  * (conditions.ready false), '?' (no conditions at all) or '~' (ready
  * true but serving false); ports: "name=port,name=port" ("https=6443").

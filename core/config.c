@@ -44,6 +44,9 @@ struct plb_check {
     int count;
 };
 
+static void check_report(plb_check *chk, const char *setting, const char *fmt, ...)
+    PLB_PRINTF(3, 4);
+
 static void
 check_report(plb_check *chk, const char *setting, const char *fmt, ...)
 {

@@ -29,6 +29,9 @@ h_module_name(plb_ctx *ctx)
     return ctx->cm->mod->name;
 }
 
+static void h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
+    PLB_PRINTF(3, 0);
+
 static void
 h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
 {

@@ -32,7 +32,7 @@ int core_log_format_parse(const char *s, enum core_log_format *out);
 
 /* Write a record. instance and module may be NULL. */
 void core_logv(enum plb_log_level lvl, const char *instance, const char *module,
-               const char *fmt, va_list ap);
+               const char *fmt, va_list ap) PLB_PRINTF(4, 0);
 void core_log(enum plb_log_level lvl, const char *instance, const char *module,
               const char *fmt, ...) PLB_PRINTF(4, 5);
 /* A record with fields: kv is a NULL-terminated list of const char * key,

@@ -37,7 +37,7 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     argv[n++] = portfile;
     if (seed_json) {
         if (tu_write_file(seed, seed_json) < 0)
-            return -1;
+            goto fail;
         argv[n++] = "--seed";
         argv[n++] = seed;
     }
@@ -48,16 +48,30 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     snprintf(exe, sizeof(exe), "%s", argv[exe_at]);
     argv[exe_at] = exe;
     if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
-        return -1;
-    if (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 90000) < 0)
-        return -1;
+        goto fail;
+    /* Wait for the "listening" line, giving up early if the fake exits. */
+    long long deadline = tu_now_ms() + 90000;
+    while (tu_wait_line(f->log, "listening ", f->url, sizeof(f->url), 100) < 0) {
+        if (tu_exited(&f->proc) || tu_now_ms() > deadline)
+            goto fail;
+    }
     char *pf = tu_read_file(portfile, NULL);
     int same = pf && strncmp(pf, f->url, strlen(f->url)) == 0;
     free(pf);
     if (!same)
-        return -1;
+        goto fail;
     snprintf(f->base, sizeof(f->base), "%.*s", (int)(strlen(f->url) - 3), f->url);
     return 0;
+fail:
+    /* Show why, then leave nothing behind: stop by PID, remove the dir. */
+    if (f->dir) {
+        char *log = tu_read_file(f->log, NULL);
+        fprintf(stderr, "fake did not start; its output:\n%s\n", log ? log : "(none)");
+        free(log);
+    }
+    hzt_stop(f);
+    f->proc.pid = 0;
+    return -1;
 }
 
 int

@@ -2,11 +2,50 @@
 #include "hzt.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+/* Like tu_spawn, but the child also gets SIGTERM when the test process
+ * dies (PR_SET_PDEATHSIG): a test that fails or times out in Check's fork
+ * mode skips its teardown, and the fake must not outlive it. */
+static int
+spawn_tied(struct tu_proc *p, char *const argv[], const char *log_path)
+{
+    memset(p, 0, sizeof(*p));
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (pid == 0) {
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+            _exit(126);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        int nul = open("/dev/null", O_RDONLY);
+        if (nul >= 0)
+            dup2(nul, 0);
+        setpgid(0, 0);
+        execvp(argv[0], argv);
+        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fd);
+    p->pid = pid;
+    return 0;
+}
 
 int
 hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
@@ -47,7 +86,7 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     char exe[4096];
     snprintf(exe, sizeof(exe), "%s", argv[exe_at]);
     argv[exe_at] = exe;
-    if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
+    if (spawn_tied(&f->proc, argv, f->log) < 0)
         goto fail;
     /* Wait for the "listening" line, giving up early if the fake exits. */
     long long deadline = tu_now_ms() + 90000;

@@ -63,6 +63,8 @@ struct hz_config {
     int64_t resync_interval_ms;
     int dry_run;
     char *log_level;          /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
+    char *kubeconfig;         /* PATH or NULL (in-cluster, $KUBECONFIG) */
+    char *kube_context;
 };
 
 HZ_HIDDEN extern const struct plb_setting hz_settings_table[];

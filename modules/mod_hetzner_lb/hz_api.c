@@ -120,6 +120,14 @@ kick(struct hz_api *api)
         api->host->timer_arm(api->kick_timer, 0, 0, 0);
 }
 
+/* An answer changed the budget estimate: decide again now, even if the
+ * dispatcher is waiting out a delay computed from the older estimate. */
+static void
+kick_now(struct hz_api *api)
+{
+    api->host->timer_arm(api->kick_timer, 0, 0, 0);
+}
+
 static void
 enqueue(struct hz_call *c, int front)
 {
@@ -508,7 +516,7 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
 
     c->req = NULL;
     api->in_flight--;
-    kick(api);
+    kick_now(api);
 
     long long limit = header_num(h, resp, "RateLimit-Limit");
     long long remaining = header_num(h, resp, "RateLimit-Remaining");

@@ -181,6 +181,11 @@ const struct plb_setting hz_settings_table[] = {
      .doc = "robotlb's log level (off, error, warn, info, debug, trace): lowers this module's "
             "verbosity only; the daemon's global log_level still caps it; unset: the "
             "daemon's level alone"},
+    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = OFF(kubeconfig),
+     .doc = "kubeconfig file; unset: the in-cluster service account when "
+            "KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config"},
+    {.name = "kube_context", .type = PLB_SET_STRING, .offset = OFF(kube_context),
+     .validate = v_nonblank, .doc = "kubeconfig context; unset: its current-context"},
     PLB_SETTINGS_END,
 };
 

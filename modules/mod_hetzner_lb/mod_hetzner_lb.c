@@ -11,14 +11,18 @@
  *          gate_close cancels every queued, running and waiting request
  * stop     cancels timers and requests
  *
- * The Service side (informers for Services, Nodes and EndpointSlices,
- * target selection, status and Events) needs the Kubernetes part of the
- * module ABI and is not here yet: this module does not reconcile Services.
+ * kube     (hz_kube.c) informers for Services, Nodes and EndpointSlices on
+ *          every replica; the Service sync that needs no target nodes
+ *          (annotations, status from the labelled balancer, deleting the
+ *          balancer of a Service that stops being ours, finalizer removal)
+ *
+ * Creating, adopting and changing balancers needs the core's target-node
+ * selection through the module ABI, which is not there yet.
  */
 #include <errno.h>
 #include <string.h>
 
-#include "hz_api.h"
+#include "hz_kube.h"
 
 struct hz_mod {
     const struct plb_host *host;
@@ -29,7 +33,9 @@ struct hz_mod {
     plb_timer *resync;
     int started;
     int listing;             /* a resync list is in flight */
-    json_t *by_uid;          /* robotlb/service-uid -> balancer (last resync) */
+    struct hz_kside ks;      /* the Kubernetes side; ks.by_uid is the index
+                                robotlb/service-uid -> balancer of the last
+                                resync */
     uint64_t resyncs;
     /* metrics */
     plb_metric *m_balancers, *m_requests, *m_429, *m_dry, *m_remaining, *m_resyncs;
@@ -99,8 +105,8 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
             return;
         }
     }
-    json_decref(m->by_uid);
-    m->by_uid = idx;
+    json_decref(m->ks.by_uid);
+    m->ks.by_uid = idx;
     m->resyncs++;
     if (dup)
         hz_log(&m->log, PLB_LOG_WARN, "resync: %zu balancer(s) carry a UID another one has", dup);
@@ -111,6 +117,7 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     if (m->m_resyncs)
         m->host->metric_add(m->m_resyncs, iv, 1);
     metrics_sync(m);
+    hz_kube_sync_soon(&m->ks);
 }
 
 static void
@@ -191,14 +198,19 @@ hz_start(void *state)
         "RateLimit-Remaining of the last Hetzner answer", inst_label, NULL, 0);
     if (!(m->resync = m->host->timer_new(m->ctx, resync_fire, m)))
         return -ENOMEM;
+    m->ks.host = m->host;
+    m->ks.ctx = m->ctx;
+    m->ks.cfg = cfg;
+    m->ks.log = &m->log;
+    m->ks.api = m->api;
+    if ((rc = hz_kube_start(&m->ks)) < 0)
+        return rc;
     /* The first check right away, then every resync_interval (10 % jitter
      * so that replicas restarted together do not list in step). */
     if ((rc = m->host->timer_arm(m->resync, 0, cfg->resync_interval_ms, 0.1)) < 0)
         return rc;
     m->started = 1;
-    hz_log(&m->log, PLB_LOG_INFO,
-           "hetzner: endpoint %s, resync every %lld s%s; the Kubernetes side (Services, "
-           "Nodes, EndpointSlices) is not available in this build",
+    hz_log(&m->log, PLB_LOG_INFO, "hetzner: endpoint %s, resync every %lld s%s",
            cfg->hcloud_endpoint, (long long)(cfg->resync_interval_ms / 1000),
            cfg->dry_run ? ", dry run: no writes" : "");
     return 0;
@@ -212,6 +224,7 @@ hz_stop(void *state, int64_t grace_ms, plb_done *d)
     if (m->resync)
         m->host->timer_cancel(m->resync);
     metrics_sync(m);
+    hz_kube_stop(&m->ks);
     hz_api_cancel_all(m->api);
     m->started = 0;
     m->host->done(d);
@@ -223,9 +236,9 @@ hz_destroy(void *state)
     struct hz_mod *m = state;
     if (!m)
         return;
+    hz_kube_free(&m->ks);
     hz_api_free(m->api);
     m->host->timer_free(m->resync);
-    json_decref(m->by_uid);
     hz_free(m);
 }
 
@@ -238,6 +251,7 @@ hz_gate_open(void *state)
     hz_log(&m->log, PLB_LOG_INFO, "gate open: writing to Hetzner");
     /* Act at once: the caches are warm on every replica. */
     m->host->timer_arm(m->resync, 0, m->cfg->resync_interval_ms, 0.1);
+    hz_kube_sync_soon(&m->ks);
 }
 
 static void
@@ -246,6 +260,7 @@ hz_gate_close(void *state, plb_done *d)
     struct hz_mod *m = state;
     hz_log(&m->log, PLB_LOG_INFO, "gate closed: cancelling Hetzner requests");
     hz_api_cancel_all(m->api);
+    hz_kube_cancel_writes(&m->ks);
     m->listing = 0;
     m->host->done(d);
 }

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
+#include "fakeproc.h"
 #include "hzt.h"
 
 static char *dir;
@@ -164,58 +166,337 @@ START_TEST(readme_settings_current)
 }
 END_TEST
 
-/* The running module: one paginated label-selector list per resync
- * (ROBOTLB_RESYNC_INTERVAL=1 s here), nothing but GETs in dry run, and a
- * clean stop on SIGTERM. */
-START_TEST(the_daemon_lists_labelled_balancers_once_per_resync_and_dry_run_writes_nothing)
-{
-    struct hzt_fake fake;
-    struct hzt_resp r;
+/* ------------------------------------------------------------------ */
+/* The daemon with both fakes                                          */
+
+struct env2 {
+    struct fake kube;
+    struct hzt_fake hz;
     struct tu_proc d;
-    char conf[4096], path[600], log[600], exe[4096];
-    ck_assert_int_eq(hzt_start(&fake, "{\"tokens\":[\"tok-a\"]}", NULL), 0);
+    char log[600];
+};
+
+static void
+kube_req(struct env2 *e, const char *method, const char *path, const char *ctype,
+         const char *body, int want, json_t **out)
+{
+    struct http_res r;
+    ck_assert_int_eq(fake_api(&e->kube, 0, method, path, ctype, body, 1, NULL, 10000, &r), 0);
+    ck_assert_msg(r.status == want, "%s %s: %ld %s", method, path, r.status, r.body);
+    if (out)
+        *out = res_json(&r);
+    http_res_free(&r);
+}
+
+static char *
+create_service(struct env2 *e, const char *name, const char *type, const char *extra_meta,
+               const char *extra_spec)
+{
+    char body[2048];
+    json_t *o;
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"default\"%s},\"spec\":{\"type\":\"%s\",\"selector\":{\"app\":"
+             "\"%s\"},\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]%s}}",
+             name, extra_meta ? extra_meta : "", type, name, extra_spec ? extra_spec : "");
+    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
+             &o);
+    const char *uid = json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
+    ck_assert_ptr_nonnull(uid);
+    char *r = strdup(uid);
+    json_decref(o);
+    return r;
+}
+
+/* Create a balancer in the fake Hetzner API; labels JSON text or NULL.
+ * Returns its id. */
+static long
+create_lb(struct env2 *e, const char *name, const char *labels)
+{
+    char body[1024];
+    struct hzt_resp r;
+    snprintf(body, sizeof(body),
+             "{\"name\":\"%s\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"%s%s}", name,
+             labels ? ",\"labels\":" : "", labels ? labels : "");
+    ck_assert_int_eq(hzt_req(&e->hz, "POST", "/load_balancers", "tok-a", "seed", body, &r), 0);
+    ck_assert_int_eq(r.status, 201);
+    long id = (long)json_integer_value(
+        json_object_get(json_object_get(r.body, "load_balancer"), "id"));
+    hzt_resp_free(&r);
+    return id;
+}
+
+static int
+lb_exists(struct env2 *e, long id)
+{
+    char path[64];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/load_balancers/%ld", id);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, "tok-a", "check", NULL, &r), 0);
+    int st = (int)r.status;
+    hzt_resp_free(&r);
+    ck_assert(st == 200 || st == 404);
+    return st == 200;
+}
+
+static void
+env_start(struct env2 *e, int dry_run)
+{
+    char conf[8192], path[600], kc[4300], exe[4096], kubeconfig[8192];
+    memset(e, 0, sizeof(*e));
+    ck_assert_int_eq(fake_start(&e->kube, NULL), 0);
+    ck_assert_int_eq(hzt_start(&e->hz, "{\"tokens\":[\"tok-a\"]}", NULL), 0);
+    snprintf(kc, sizeof(kc), "%s/kubeconfig", e->kube.dir);
+    snprintf(kubeconfig, sizeof(kubeconfig),
+             "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
+             "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
+             "contexts:\n- context:\n    cluster: fake\n    user: me\n  name: fake\n"
+             "current-context: fake\nusers:\n- name: me\n  user:\n"
+             "    client-certificate: client.crt\n    client-key: client.key\n",
+             e->kube.server[0]);
+    ck_assert_int_eq(tu_write_file(kc, kubeconfig), 0);
     snprintf(conf, sizeof(conf),
              "instances = ( { module = \"hetzner_lb\"; name = \"hz\";\n"
-             "  hcloud_endpoint = \"%s\"; dry_run = true; } );\n",
-             fake.url);
+             "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\"; dry_run = %s; } );\n",
+             e->hz.url, kc, dry_run ? "true" : "false");
     snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
-    snprintf(log, sizeof(log), "%s/prismlb.log", dir);
+    snprintf(e->log, sizeof(e->log), "%s/prismlb.log", dir);
     ck_assert_int_eq(tu_write_file(path, conf), 0);
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
     char *argv[] = {exe, "--config", path, "--log-level", "debug", NULL};
     char *env[] = {(char *)module_path_env(), "ROBOTLB_HCLOUD_TOKEN=tok-a",
                    "ROBOTLB_RESYNC_INTERVAL=1", NULL};
-    ck_assert_int_eq(tu_spawn(&d, argv, env, log), 0);
+    ck_assert_int_eq(tu_spawn(&e->d, argv, env, e->log), 0);
+}
+
+static void
+env_stop(struct env2 *e)
+{
+    int st = tu_stop(&e->d, SIGTERM, 10000);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+    char *text = tu_read_file(e->log, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "tok-a") == NULL, "the token was logged");
+    free(text);
+    ck_assert_int_eq(hzt_stop(&e->hz), 0);
+    ck_assert_int_eq(fake_stop(&e->kube), 0);
+}
+
+static long
+count_lists(struct env2 *e)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_integer_value(
+        json_object_get(json_object_get(r.body, "counts"), "GET /v1/load_balancers"));
+    hzt_resp_free(&r);
+    return n;
+}
+
+/* The running module: one paginated label-selector list per resync
+ * (ROBOTLB_RESYNC_INTERVAL=1 s here), nothing but GETs in dry run (though
+ * a Service here stopped being a LoadBalancer, whose balancer would be
+ * deleted), and a clean stop on SIGTERM. */
+START_TEST(the_daemon_lists_labelled_balancers_once_per_resync_and_dry_run_writes_nothing)
+{
+    struct env2 e;
+    struct hzt_resp r;
+    char labels[256];
+    env_start(&e, 1);
+    char *uid = create_service(&e, "was-lb", "ClusterIP", NULL, NULL);
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", uid);
+    long id = create_lb(&e, "was-lb.default", labels);
+    ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/reset", NULL, NULL, NULL, &r), 0);
+    hzt_resp_free(&r);
     long long dl = tu_now_ms() + 15000;
-    long lists = 0;
-    while (tu_now_ms() < dl && lists < 3) {
+    while (tu_now_ms() < dl && count_lists(&e) < 3) {
         tu_sleep_ms(200);
-        ck_assert_msg(!tu_exited(&d), "the daemon exited");
-        ck_assert_int_eq(hzt_req(&fake, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
-        lists = (long)json_integer_value(
-            json_object_get(json_object_get(r.body, "counts"), "GET /v1/load_balancers"));
-        hzt_resp_free(&r);
+        ck_assert_msg(!tu_exited(&e.d), "the daemon exited");
     }
-    ck_assert_msg(lists >= 3, "only %ld lists in 15 s", lists);
-    ck_assert_int_eq(hzt_req(&fake, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    ck_assert_msg(count_lists(&e) >= 3, "fewer than 3 lists in 15 s");
+    tu_sleep_ms(500);
+    ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
     size_t i;
-    json_t *e;
-    json_array_foreach(json_object_get(r.body, "requests"), i, e) {
-        const char *p = json_string_value(json_object_get(e, "path"));
-        ck_assert_str_eq(json_string_value(json_object_get(e, "method")), "GET");
-        ck_assert_int_eq(json_integer_value(json_object_get(e, "status")), 200);
+    json_t *x;
+    json_array_foreach(json_object_get(r.body, "requests"), i, x) {
+        const char *p = json_string_value(json_object_get(x, "path"));
+        ck_assert_str_eq(json_string_value(json_object_get(x, "method")), "GET");
+        ck_assert_int_eq(json_integer_value(json_object_get(x, "status")), 200);
         ck_assert_msg(strstr(p, "label_selector=robotlb/service-uid") &&
                           strstr(p, "per_page=50"),
                       "unexpected request %s", p);
     }
     hzt_resp_free(&r);
-    int st = tu_stop(&d, SIGTERM, 10000);
-    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
-    char *text = tu_read_file(log, NULL);
-    ck_assert_ptr_nonnull(text);
-    ck_assert_ptr_null(strstr(text, "tok-a"));
+    ck_assert(lb_exists(&e, id));
+    char *text = tu_read_file(e.log, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "hetzner dry run: would DELETE /load_balancers/"));
     free(text);
-    ck_assert_int_eq(hzt_stop(&fake), 0);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+static int
+ingress_ip(struct env2 *e, const char *name, char *ip, size_t len, char *mode, size_t mlen,
+           size_t *n)
+{
+    char path[256];
+    json_t *o;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
+    kube_req(e, "GET", path, NULL, NULL, 200, &o);
+    json_t *ing = json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"),
+                                  "ingress");
+    const char *v = json_string_value(json_object_get(json_array_get(ing, 0), "ip"));
+    const char *m = json_string_value(json_object_get(json_array_get(ing, 0), "ipMode"));
+    *n = json_array_size(ing);
+    snprintf(ip, len, "%s", v ? v : "");
+    snprintf(mode, mlen, "%s", m ? m : "");
+    json_decref(o);
+    return v != NULL;
+}
+
+static int
+has_event(struct env2 *e, const char *reason, const char *needle)
+{
+    json_t *o;
+    size_t i;
+    json_t *ev;
+    int found = 0;
+    kube_req(e, "GET", "/api/v1/namespaces/default/events", NULL, NULL, 200, &o);
+    json_array_foreach(json_object_get(o, "items"), i, ev) {
+        const char *r = json_string_value(json_object_get(ev, "reason"));
+        const char *m = json_string_value(json_object_get(ev, "message"));
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        if (r && m && t && !strcmp(r, reason) && !strcmp(t, "Warning") && strstr(m, needle))
+            found = 1;
+    }
+    json_decref(o);
+    return found;
+}
+
+static int
+has_finalizer(struct env2 *e, const char *name)
+{
+    char path[256];
+    json_t *o;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
+    kube_req(e, "GET", path, NULL, NULL, 200, &o);
+    json_t *f = json_object_get(json_object_get(o, "metadata"), "finalizers");
+    int found = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(f, i, v) found |= !strcmp(json_string_value(v), "robotlb/finalizer");
+    json_decref(o);
+    return found;
+}
+
+/* The daemon's log to stderr (for failures). */
+static void
+dump_log(struct env2 *e)
+{
+    char *text = tu_read_file(e->log, NULL);
+    fprintf(stderr, "---- daemon log ----\n%s\n----\n", text ? text : "(none)");
+    free(text);
+}
+
+#define WAIT_FOR(cond, ms, what)                                                                \
+    do {                                                                                        \
+        long long dl_ = tu_now_ms() + (ms);                                                     \
+        while (!(cond) && tu_now_ms() < dl_) {                                                  \
+            if (tu_exited(&e.d))                                                                \
+                dump_log(&e);                                                                   \
+            ck_assert_msg(!tu_exited(&e.d), "the daemon exited");                               \
+            tu_sleep_ms(200);                                                                   \
+        }                                                                                       \
+        if (!(cond))                                                                            \
+            dump_log(&e);                                                                       \
+        ck_assert_msg((cond), "timed out waiting for %s", what);                                \
+    } while (0)
+
+/* The Service side that needs no target nodes, as a user sees it:
+ *  - "finds the balancer of a service by that label": the Service's status
+ *    gets the labelled balancer's IPv4 with ipMode VIP (the default);
+ *  - a bad robotlb/ annotation is a warning Event naming it;
+ *  - "A Service that stops being one (type change, other class, deletion)
+ *    gets its labelled balancer deleted";
+ *  - "A balancer is never deleted by its name": an unlabelled balancer
+ *    under the Service's earlier-release name, and a balancer labelled
+ *    for a UID no Service has, stay;
+ *  - the robotlb/finalizer of earlier releases is removed on the first
+ *    start. */
+START_TEST(service_status_events_deletion_and_finalizers)
+{
+    struct env2 e;
+    char labels[256], ip[64], mode[16];
+    size_t n;
+    env_start(&e, 0);
+    char *web = create_service(&e, "web", "LoadBalancer", NULL, NULL);
+    char *bad = create_service(&e, "bad", "LoadBalancer",
+                               ",\"annotations\":{\"robotlb/lb-retries\":\"9\"}", NULL);
+    char *gone = create_service(&e, "gone", "LoadBalancer", NULL, NULL);
+    char *other = create_service(&e, "other", "LoadBalancer", NULL,
+                                 ",\"loadBalancerClass\":\"example.com/other\"");
+    char *old = create_service(&e, "old", "ClusterIP",
+                               ",\"finalizers\":[\"robotlb/finalizer\",\"example.com/keep\"]",
+                               NULL);
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\",\"team\":\"a\"}", web);
+    long lb_web = create_lb(&e, "web.default", labels);
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", gone);
+    long lb_gone = create_lb(&e, "gone.default", labels);
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", other);
+    long lb_other = create_lb(&e, "other.default", labels);
+    long lb_foreign = create_lb(&e, "foreign", "{\"robotlb/service-uid\":\"no-such-uid\"}");
+    long lb_legacy = create_lb(&e, "web", NULL);
+
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e.hz, "GET", "/load_balancers/1", "tok-a", NULL, NULL, &r), 0);
+    hzt_resp_free(&r);
+    char want_ip[64];
+    {
+        char path[64];
+        snprintf(path, sizeof(path), "/load_balancers/%ld", lb_web);
+        ck_assert_int_eq(hzt_req(&e.hz, "GET", path, "tok-a", NULL, NULL, &r), 0);
+        snprintf(want_ip, sizeof(want_ip), "%s",
+                 json_string_value(json_object_get(
+                     json_object_get(json_object_get(json_object_get(r.body, "load_balancer"),
+                                                     "public_net"),
+                                     "ipv4"),
+                     "ip")));
+        hzt_resp_free(&r);
+    }
+
+    WAIT_FOR(ingress_ip(&e, "web", ip, sizeof(ip), mode, sizeof(mode), &n), 20000,
+             "web's status");
+    ck_assert_str_eq(ip, want_ip);
+    ck_assert_str_eq(mode, "VIP");
+    ck_assert_uint_eq(n, 1); /* ipv6_ingress is off */
+    WAIT_FOR(has_event(&e, "InvalidAnnotation", "robotlb/lb-retries"), 20000,
+             "the warning Event");
+    WAIT_FOR(!lb_exists(&e, lb_other), 20000, "the other-class Service's balancer to go");
+    WAIT_FOR(!has_finalizer(&e, "old"), 20000, "the finalizer's removal");
+
+    /* type change and deletion */
+    kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/web",
+             "application/merge-patch+json", "{\"spec\":{\"type\":\"ClusterIP\"}}", 200, NULL);
+    kube_req(&e, "DELETE", "/api/v1/namespaces/default/services/gone", NULL, NULL, 200, NULL);
+    WAIT_FOR(!lb_exists(&e, lb_web), 20000, "web's balancer to go after the type change");
+    WAIT_FOR(!lb_exists(&e, lb_gone), 20000, "gone's balancer to go after the deletion");
+    tu_sleep_ms(1500); /* another resync or two */
+    ck_assert(lb_exists(&e, lb_foreign));
+    ck_assert(lb_exists(&e, lb_legacy));
+    /* the other finalizer stays */
+    json_t *o;
+    kube_req(&e, "GET", "/api/v1/namespaces/default/services/old", NULL, NULL, 200, &o);
+    json_t *f = json_object_get(json_object_get(o, "metadata"), "finalizers");
+    ck_assert_uint_eq(json_array_size(f), 1);
+    ck_assert_str_eq(json_string_value(json_array_get(f, 0)), "example.com/keep");
+    json_decref(o);
+    free(web);
+    free(bad);
+    free(gone);
+    free(other);
+    free(old);
+    env_stop(&e);
 }
 END_TEST
 
@@ -232,6 +513,7 @@ suite(void)
     tcase_add_test(tc, readme_settings_current);
     tcase_add_test(tc,
                    the_daemon_lists_labelled_balancers_once_per_resync_and_dry_run_writes_nothing);
+    tcase_add_test(tc, service_status_events_deletion_and_finalizers);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,633 @@
+/*
+ * hz_kube.c: the Kubernetes side of mod_hetzner_lb — informers for
+ * Services, Nodes and EndpointSlices on every replica (so a new leader acts
+ * at once), and the per-Service sync that needs no target nodes:
+ *
+ *   - which Services: type LoadBalancer with loadBalancerClass unset or
+ *     "robotlb";
+ *   - robotlb/ annotations validated; a bad value is a warning Event and the
+ *     last good set stays;
+ *   - status: a Service whose balancer carries its robotlb/service-uid label
+ *     gets status.loadBalancer.ingress with the balancer's IPv4 (and IPv6
+ *     with ipv6_ingress) and the ipMode of robotlb/ip-mode or default_ip_mode;
+ *   - a Service that stops being one (type change, other class, deletion)
+ *     gets its labelled balancer deleted — never a balancer by its name;
+ *   - the robotlb/finalizer of earlier releases is removed.
+ *
+ * Every write (Hetzner, status, Events, finalizers) happens only while the
+ * gate is open. Creating, adopting and changing balancers needs the
+ * Service's target nodes, which the core's target selection computes; it is
+ * not offered through the module ABI yet, so this file does not do it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hz_kube.h"
+
+#define FINALIZER "robotlb/finalizer"
+#define SYNC_DELAY_MS 200
+
+/* One Service we track (by namespace/name). */
+struct hz_svc_state {
+    char *key;        /* "ns/name" */
+    char *uid;
+    struct hz_annot good; /* last good annotations */
+    int have_good;
+    char *last_bad;   /* the last annotation problem reported */
+    struct hz_svc_state *next;
+};
+
+/* A Kubernetes write in flight (cancelled when the gate closes). */
+struct kop {
+    struct hz_kside *ks;
+    plb_kube_op *op;
+    struct kop *prev, *next;
+};
+
+/* A Hetzner delete in flight. */
+struct del {
+    struct hz_kside *ks;
+    char *uid;
+    int64_t id;
+};
+
+static const char *
+s_str(const struct hz_kside *ks, const plb_obj *o, const char *a, const char *b, const char *c)
+{
+    const struct plb_host *h = ks->host;
+    return h->obj_str(c ? h->obj_get(o, a, b, c, NULL) : h->obj_get(o, a, b, NULL));
+}
+
+/* ------------------------------------------------------------------ */
+/* State                                                               */
+
+static struct hz_svc_state *
+state_get(struct hz_kside *ks, const char *key, int create)
+{
+    struct hz_svc_state *s;
+    for (s = ks->svcs; s; s = s->next)
+        if (strcmp(s->key, key) == 0)
+            return s;
+    if (!create)
+        return NULL;
+    if (!(s = hz_calloc(sizeof(*s))) || !(s->key = hz_strdup(key))) {
+        hz_free(s);
+        return NULL;
+    }
+    hz_annot_clear(&s->good);
+    s->next = ks->svcs;
+    ks->svcs = s;
+    return s;
+}
+
+static void
+state_free(struct hz_svc_state *s)
+{
+    hz_free(s->key);
+    hz_free(s->uid);
+    hz_annot_clear(&s->good);
+    hz_free(s->last_bad);
+    hz_free(s);
+}
+
+static void
+state_drop(struct hz_kside *ks, const char *key)
+{
+    for (struct hz_svc_state **pp = &ks->svcs; *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->key, key) == 0) {
+            struct hz_svc_state *s = *pp;
+            *pp = s->next;
+            state_free(s);
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Kubernetes writes                                                   */
+
+static void
+kop_unlink(struct kop *k)
+{
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        k->ks->kops = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+}
+
+static void
+kop_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
+{
+    struct kop *k = arg;
+    (void)op;
+    if (r->status < 200 || r->status >= 300)
+        hz_log(k->ks->log, PLB_LOG_WARN, "kubernetes write failed: %d %s", r->status,
+               r->message ? r->message : "");
+    kop_unlink(k);
+    hz_free(k);
+}
+
+/* Track a started op (or report why it did not start). */
+static struct kop *
+kop_new(struct hz_kside *ks)
+{
+    struct kop *k = hz_calloc(sizeof(*k));
+    if (k)
+        k->ks = ks;
+    return k;
+}
+
+static void
+kop_started(struct hz_kside *ks, struct kop *k, plb_kube_op *op, int err, const char *what)
+{
+    if (!op) {
+        hz_log(ks->log, PLB_LOG_ERROR, "%s: cannot start: %s", what, strerror(-err));
+        hz_free(k);
+        return;
+    }
+    k->op = op;
+    k->next = ks->kops;
+    if (ks->kops)
+        ks->kops->prev = k;
+    ks->kops = k;
+}
+
+static void
+warn_event(struct hz_kside *ks, const plb_obj *svc, const char *reason, const char *msg)
+{
+    struct plb_kube_event ev = {.size = sizeof(ev), .involved = svc, .kind = "Service",
+                                .api_version = "v1", .type = "Warning", .reason = reason,
+                                .message = msg};
+    struct kop *k = kop_new(ks);
+    int err = 0;
+    if (!k)
+        return;
+    hz_log(ks->log, PLB_LOG_WARN, "%s/%s: %s: %s", s_str(ks, svc, "metadata", "namespace", NULL),
+           s_str(ks, svc, "metadata", "name", NULL), reason, msg);
+    kop_started(ks, k, ks->host->kube_event(ks->kube, &ev, kop_done, k, &err), err, "event");
+}
+
+/* The mutate callback of the finalizer removal; arg is its struct kop
+ * (kube_modify hands the same arg to mutate and done). */
+static int
+drop_finalizer(plb_obj *obj, void *arg)
+{
+    struct hz_kside *ks = ((struct kop *)arg)->ks;
+    const struct plb_host *h = ks->host;
+    const plb_obj *fins = h->obj_get(obj, "metadata", "finalizers", NULL);
+    size_t n = h->obj_len(fins);
+    char *text = NULL, *p;
+    size_t cap = 16, len = 0;
+    int found = 0;
+    if (!(text = hz_calloc(cap)))
+        return -1;
+    text[len++] = '[';
+    for (size_t i = 0; i < n; i++) {
+        const char *f = h->obj_str(h->obj_at(fins, i));
+        if (!f)
+            continue;
+        if (strcmp(f, FINALIZER) == 0) {
+            found = 1;
+            continue;
+        }
+        size_t need = len + strlen(f) * 6 + 8;
+        if (need > cap) {
+            if (!(p = hz_realloc(text, need * 2))) {
+                hz_free(text);
+                return -1;
+            }
+            text = p;
+            cap = need * 2;
+        }
+        plb_obj *s = h->obj_new_str(f);
+        char *q = s ? h->obj_dump(s) : NULL;
+        h->obj_unref(s);
+        if (!q) {
+            hz_free(text);
+            return -1;
+        }
+        len += (size_t)snprintf(text + len, cap - len, "%s%s", len > 1 ? "," : "", q);
+        h->free(q);
+    }
+    text[len++] = ']';
+    text[len] = '\0';
+    if (!found) {
+        hz_free(text);
+        return 1;
+    }
+    plb_obj *arr = h->obj_parse(text, len);
+    hz_free(text);
+    if (!arr)
+        return -1;
+    return h->obj_set(obj, arr, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
+}
+
+static void
+remove_finalizer(struct hz_kside *ks, const char *ns, const char *name)
+{
+    struct plb_kube_ref ref = {.api_version = "v1", .resource = "services", .ns = ns,
+                               .name = name};
+    struct kop *k = kop_new(ks);
+    int err = 0;
+    if (!k)
+        return;
+    hz_log(ks->log, PLB_LOG_INFO, "%s/%s: removing the %s finalizer of earlier releases", ns,
+           name, FINALIZER);
+    kop_started(ks, k,
+                ks->host->kube_modify(ks->kube, &ref, drop_finalizer, 0, kop_done, k, &err), err,
+                "finalizer removal");
+}
+
+/* Patch status.loadBalancer.ingress to ingress (JSON array text). */
+static void
+patch_status(struct hz_kside *ks, const char *ns, const char *name, const char *ingress)
+{
+    struct plb_kube_ref ref = {.api_version = "v1", .resource = "services", .ns = ns,
+                               .name = name, .subresource = "status"};
+    char *patch = hz_asprintf("{\"status\":{\"loadBalancer\":{\"ingress\":%s}}}", ingress);
+    struct kop *k = patch ? kop_new(ks) : NULL;
+    int err = 0;
+    if (!k) {
+        hz_free(patch);
+        return;
+    }
+    kop_started(ks, k,
+                ks->host->kube_patch(ks->kube, &ref, PLB_KUBE_MERGE_PATCH, patch, kop_done, k,
+                                     &err),
+                err, "status patch");
+    hz_free(patch);
+}
+
+/* ------------------------------------------------------------------ */
+/* Hetzner deletes                                                     */
+
+static void
+del_done(void *arg, const struct hz_result *r)
+{
+    struct del *d = arg;
+    struct hz_kside *ks = d->ks;
+    if (r->err == -ECANCELED) {
+        /* gate closed: the next leader decides again */
+    } else if (r->dry_run || (r->status >= 200 && r->status < 300) || r->status == 404) {
+        hz_log(ks->log, PLB_LOG_INFO, "deleted balancer %" PRId64 " of service %s%s", d->id,
+               d->uid, r->dry_run ? " (dry run)" : "");
+        if (!r->dry_run && ks->by_uid)
+            json_object_del(ks->by_uid, d->uid);
+    } else {
+        hz_log(ks->log, PLB_LOG_WARN, "deleting balancer %" PRId64 " of service %s: %d %s: %s",
+               d->id, d->uid, r->status, r->code ? r->code : "-", r->message ? r->message : "-");
+    }
+    if (ks->deleting)
+        json_object_del(ks->deleting, d->uid);
+    hz_free(d->uid);
+    hz_free(d);
+}
+
+/* Delete the balancer labelled for uid, if the last resync saw one. */
+static void
+delete_labelled(struct hz_kside *ks, const char *uid)
+{
+    json_t *lb = ks->by_uid ? json_object_get(ks->by_uid, uid) : NULL;
+    const char *label = json_string_value(
+        json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
+    struct del *d;
+    char path[64];
+    int rc;
+    /* Only a balancer that carries this Service's label, once. */
+    if (!lb || !label || strcmp(label, uid) != 0)
+        return;
+    if (!ks->deleting && !(ks->deleting = json_object()))
+        return;
+    if (json_object_get(ks->deleting, uid) ||
+        json_object_set_new(ks->deleting, uid, json_true()) < 0)
+        return;
+    if (!(d = hz_calloc(sizeof(*d))) || !(d->uid = hz_strdup(uid))) {
+        hz_free(d);
+        return;
+    }
+    d->ks = ks;
+    d->id = json_integer_value(json_object_get(lb, "id"));
+    snprintf(path, sizeof(path), "/load_balancers/%" PRId64, d->id);
+    hz_log(ks->log, PLB_LOG_INFO, "service %s is no longer a LoadBalancer of ours: deleting "
+           "its balancer %" PRId64 " \"%s\"", uid, d->id,
+           json_string_value(json_object_get(lb, "name")));
+    rc = hz_api_call(ks->api, uid, "DELETE", path, NULL, del_done, d);
+    if (rc < 0) {
+        json_object_del(ks->deleting, uid);
+        hz_free(d->uid);
+        hz_free(d);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Sync                                                                */
+
+static const char *
+annot_get(void *arg, const char *key)
+{
+    struct hz_kside *ks = ((void **)arg)[0];
+    const plb_obj *svc = ((void **)arg)[1];
+    return ks->host->obj_str(ks->host->obj_get(svc, "metadata", "annotations", key, NULL));
+}
+
+static int
+has_finalizer(const struct hz_kside *ks, const plb_obj *svc)
+{
+    const plb_obj *f = ks->host->obj_get(svc, "metadata", "finalizers", NULL);
+    for (size_t i = 0; i < ks->host->obj_len(f); i++) {
+        const char *s = ks->host->obj_str(ks->host->obj_at(f, i));
+        if (s && strcmp(s, FINALIZER) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int
+hz_kube_is_ours(const struct plb_host *h, const plb_obj *svc)
+{
+    const char *type = h->obj_str(h->obj_get(svc, "spec", "type", NULL));
+    const char *cls = h->obj_str(h->obj_get(svc, "spec", "loadBalancerClass", NULL));
+    return type && strcmp(type, "LoadBalancer") == 0 && (!cls || strcmp(cls, "robotlb") == 0);
+}
+
+/* Status ingress of lb for st's Service (new) or NULL. */
+static json_t *
+ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb)
+{
+    json_t *pn = json_object_get(lb, "public_net");
+    const char *v4 = json_string_value(json_object_get(json_object_get(pn, "ipv4"), "ip"));
+    const char *v6 = json_string_value(json_object_get(json_object_get(pn, "ipv6"), "ip"));
+    int mode = st->have_good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
+    const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
+    json_t *arr = json_array();
+    if (!arr)
+        return NULL;
+    if ((v4 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v4, "ipMode", ms)) < 0) ||
+        (v6 && ks->cfg->ipv6_ingress &&
+         json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
+        json_array_size(arr) == 0) {
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* The current status.loadBalancer.ingress of svc (new) or NULL. */
+static json_t *
+current_ingress(const struct hz_kside *ks, const plb_obj *svc)
+{
+    const plb_obj *ing = ks->host->obj_get(svc, "status", "loadBalancer", "ingress", NULL);
+    char *t = ing ? ks->host->obj_dump(ing) : NULL;
+    json_t *r = t ? json_loads(t, 0, NULL) : NULL;
+    if (t)
+        ks->host->free(t);
+    return r;
+}
+
+static void
+sync_one(struct hz_kside *ks, const plb_obj *svc)
+{
+    const struct plb_host *h = ks->host;
+    const char *ns = s_str(ks, svc, "metadata", "namespace", NULL);
+    const char *name = s_str(ks, svc, "metadata", "name", NULL);
+    const char *uid = s_str(ks, svc, "metadata", "uid", NULL);
+    char key[512], err[1024];
+    struct hz_svc_state *st;
+    struct hz_annot a;
+    void *ga[2] = {ks, (void *)svc};
+
+    if (!ns || !name || !uid)
+        return;
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    if (has_finalizer(ks, svc))
+        remove_finalizer(ks, ns, name);
+    if (!hz_kube_is_ours(h, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
+        delete_labelled(ks, uid);
+        state_drop(ks, key);
+        return;
+    }
+    if (!(st = state_get(ks, key, 1)))
+        return;
+    if (!st->uid || strcmp(st->uid, uid) != 0) {
+        /* new, or recreated under the same name: another Service to robotlb */
+        hz_annot_clear(&st->good);
+        st->have_good = 0;
+        hz_free(st->uid);
+        if (!(st->uid = hz_strdup(uid)))
+            return;
+    }
+    int rc = hz_annot_parse(annot_get, ga, &a, err, sizeof(err));
+    if (rc == 0) {
+        hz_annot_clear(&st->good);
+        st->good = a;
+        st->have_good = 1;
+        hz_free(st->last_bad);
+        st->last_bad = NULL;
+    } else if (rc == -EINVAL) {
+        if (!st->last_bad || strcmp(st->last_bad, err) != 0) {
+            warn_event(ks, svc, "InvalidAnnotation", err);
+            hz_free(st->last_bad);
+            st->last_bad = hz_strdup(err);
+        }
+    }
+    json_t *lb = ks->by_uid ? json_object_get(ks->by_uid, uid) : NULL;
+    if (lb) {
+        json_t *want = ingress_of(ks, st, lb);
+        json_t *have = current_ingress(ks, svc);
+        if (want && !json_equal(want, have)) {
+            char *text = json_dumps(want, JSON_COMPACT);
+            if (text) {
+                hz_log(ks->log, PLB_LOG_INFO, "%s/%s: status ingress %s", ns, name, text);
+                patch_status(ks, ns, name, text);
+                free(text); /* jansson's allocator */
+            }
+        }
+        json_decref(want);
+        json_decref(have);
+    }
+}
+
+static void
+sync_cb(const plb_obj *obj, void *arg)
+{
+    sync_one(arg, obj);
+}
+
+static void
+sync_fire(plb_timer *t, void *arg)
+{
+    struct hz_kside *ks = arg;
+    (void)t;
+    if (!ks->host->gate_is_open(ks->ctx) || !ks->svc_inf ||
+        !ks->host->informer_synced(ks->svc_inf))
+        return;
+    /* Services the cache no longer has, but that we saw: deleted (once the
+     * first resync told which balancers are labelled). */
+    for (size_t i = 0; ks->by_uid && i < ks->ndeleted; i++) {
+        delete_labelled(ks, ks->deleted[i]);
+        hz_free(ks->deleted[i]);
+    }
+    if (ks->by_uid)
+        ks->ndeleted = 0;
+    ks->host->informer_foreach(ks->svc_inf, sync_cb, ks);
+}
+
+void
+hz_kube_sync_soon(struct hz_kside *ks)
+{
+    if (ks->sync_timer && !ks->host->timer_pending(ks->sync_timer))
+        ks->host->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Informers                                                           */
+
+static void
+on_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    (void)inf;
+    (void)obj;
+    hz_kube_sync_soon(arg);
+}
+
+static void
+on_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
+{
+    (void)inf;
+    (void)old;
+    (void)obj;
+    hz_kube_sync_soon(arg);
+}
+
+static void
+on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
+{
+    struct hz_kside *ks = arg;
+    const char *uid = s_str(ks, old, "metadata", "uid", NULL);
+    char **nd;
+    char key[512];
+    (void)inf;
+    snprintf(key, sizeof(key), "%s/%s", s_str(ks, old, "metadata", "namespace", NULL),
+             s_str(ks, old, "metadata", "name", NULL));
+    state_drop(ks, key);
+    if (uid && hz_kube_is_ours(ks->host, old) &&
+        (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
+        ks->deleted = nd;
+        if ((nd[ks->ndeleted] = hz_strdup(uid)))
+            ks->ndeleted++;
+    }
+    hz_kube_sync_soon(ks);
+}
+
+static void
+on_delete(plb_informer *inf, const plb_obj *old, void *arg)
+{
+    (void)inf;
+    (void)old;
+    hz_kube_sync_soon(arg);
+}
+
+static void
+on_synced(plb_informer *inf, void *arg)
+{
+    (void)inf;
+    hz_kube_sync_soon(arg);
+}
+
+static plb_informer *
+informer(struct hz_kside *ks, const char *api_version, const char *resource,
+         void (*del)(plb_informer *, const plb_obj *, void *))
+{
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = {.api_version = api_version, .resource = resource},
+        .on_add = on_add,
+        .on_update = on_update,
+        .on_delete = del,
+        .on_synced = on_synced,
+        .arg = ks,
+    };
+    int err = 0;
+    plb_informer *inf = ks->host->informer_new(ks->kube, &o, &err);
+    if (!inf)
+        hz_log(ks->log, PLB_LOG_ERROR, "informer for %s: %s", resource, strerror(-err));
+    return inf;
+}
+
+int
+hz_kube_start(struct hz_kside *ks)
+{
+    const struct plb_host *h = ks->host;
+    struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = ks->cfg->kubeconfig,
+                              .context = ks->cfg->kube_context};
+    char err[512];
+    if (!PLB_HOST_HAS(h, obj_new_int)) {
+        hz_log(ks->log, PLB_LOG_WARN, "the daemon offers no Kubernetes client: no Services");
+        return 0;
+    }
+    if (!(ks->kube = h->kube_new(ks->ctx, &o, err, sizeof(err)))) {
+        hz_log(ks->log, PLB_LOG_ERROR, "kubernetes: %s", err);
+        return -EINVAL;
+    }
+    if (!(ks->sync_timer = h->timer_new(ks->ctx, sync_fire, ks)))
+        return -ENOMEM;
+    if (!(ks->svc_inf = informer(ks, "v1", "services", on_svc_delete)) ||
+        !(ks->node_inf = informer(ks, "v1", "nodes", on_delete)) ||
+        !(ks->slice_inf = informer(ks, "discovery.k8s.io/v1", "endpointslices", on_delete)))
+        return -EIO;
+    return 0;
+}
+
+void
+hz_kube_cancel_writes(struct hz_kside *ks)
+{
+    while (ks->kops) {
+        struct kop *k = ks->kops;
+        kop_unlink(k);
+        ks->host->kube_cancel(k->op);
+        hz_free(k);
+    }
+}
+
+void
+hz_kube_stop(struct hz_kside *ks)
+{
+    hz_kube_cancel_writes(ks);
+    if (ks->sync_timer)
+        ks->host->timer_cancel(ks->sync_timer);
+    ks->host->informer_free(ks->svc_inf);
+    ks->host->informer_free(ks->node_inf);
+    ks->host->informer_free(ks->slice_inf);
+    ks->svc_inf = ks->node_inf = ks->slice_inf = NULL;
+}
+
+void
+hz_kube_free(struct hz_kside *ks)
+{
+    if (!ks->host)
+        return;
+    hz_kube_stop(ks);
+    if (ks->kube)
+        ks->host->kube_free(ks->kube);
+    ks->kube = NULL;
+    ks->host->timer_free(ks->sync_timer);
+    ks->sync_timer = NULL;
+    while (ks->svcs) {
+        struct hz_svc_state *s = ks->svcs;
+        ks->svcs = s->next;
+        state_free(s);
+    }
+    for (size_t i = 0; i < ks->ndeleted; i++)
+        hz_free(ks->deleted[i]);
+    hz_free(ks->deleted);
+    ks->deleted = NULL;
+    ks->ndeleted = 0;
+    json_decref(ks->deleting);
+    ks->deleting = NULL;
+    json_decref(ks->by_uid);
+    ks->by_uid = NULL;
+}

@@ -1,0 +1,44 @@
+/*
+ * hz_kube.h: the Kubernetes side of mod_hetzner_lb (private; see hz_kube.c).
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_KUBE_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_KUBE_H
+
+#include "hz_api.h"
+
+struct hz_svc_state;
+struct kop;
+
+struct hz_kside {
+    const struct plb_host *host; /* borrowed */
+    plb_ctx *ctx;
+    const struct hz_config *cfg; /* borrowed */
+    const struct hz_logger *log; /* borrowed */
+    struct hz_api *api;          /* borrowed: the module's client */
+    json_t *by_uid;              /* the last resync's index (owned) */
+    json_t *deleting;            /* UIDs whose balancer delete is in flight */
+    plb_kube *kube;
+    plb_informer *svc_inf, *node_inf, *slice_inf;
+    plb_timer *sync_timer;
+    struct hz_svc_state *svcs;
+    struct kop *kops;            /* writes in flight */
+    char **deleted;              /* UIDs of deleted Services not yet handled */
+    size_t ndeleted;
+};
+
+/* Create the client and the three informers (fields host, ctx, cfg, log,
+ * api set by the caller). 0 or -errno. */
+HZ_HIDDEN int hz_kube_start(struct hz_kside *ks);
+/* Sync every Service shortly (after a resync, on gate open). */
+HZ_HIDDEN void hz_kube_sync_soon(struct hz_kside *ks);
+/* Cancel the Kubernetes writes in flight (gate closed). */
+HZ_HIDDEN void hz_kube_cancel_writes(struct hz_kside *ks);
+/* Stop informers and timers (stop). */
+HZ_HIDDEN void hz_kube_stop(struct hz_kside *ks);
+/* Free everything (destroy). */
+HZ_HIDDEN void hz_kube_free(struct hz_kside *ks);
+/* 1 when svc is a Service of ours: type LoadBalancer, loadBalancerClass
+ * unset or "robotlb". */
+HZ_HIDDEN int hz_kube_is_ours(const struct plb_host *h, const plb_obj *svc);
+
+#endif

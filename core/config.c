@@ -19,7 +19,7 @@ static const char *const log_formats[] = {"logfmt", "json", NULL};
 
 const struct plb_setting core_settings_table[] = {
     {.name = "modules_dir", .type = PLB_SET_PATH,
-     .offset = offsetof(struct core_config, modules_dir), .env = "PRISMLB_MODULES_DIR",
+     .offset = offsetof(struct core_config, modules_dir),
      .doc = "Directory of module files (colon-separated list allowed); default: "
             "$PRISMLB_MODULE_PATH, else the installed module directory"},
     {.name = "log_level", .type = PLB_SET_ENUM,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@ struct opts {
     int bookmark_ms;
     size_t reqlog_max;
     int verbose;
+    int detached;
 };
 
 static void
@@ -47,7 +49,10 @@ usage(FILE *f)
             "  --history N              watch history length (default 10000)\n"
             "  --bookmark-interval-ms N BOOKMARK period for watches asking (default 60000)\n"
             "  --request-log-max N      request log entries kept (default 100000)\n"
-            "  --verbose                log every request to stderr\n",
+            "  --verbose                log every request to stderr\n"
+            "  --detached               keep running when the parent process exits\n"
+            "                           (by default the fake exits with its parent, so a\n"
+            "                           test killed on timeout leaves no fake behind)\n",
             FK_MAX_SERVERS);
 }
 
@@ -109,6 +114,7 @@ main(int argc, char **argv)
         {"bookmark-interval-ms", required_argument, NULL, 'b'},
         {"request-log-max", required_argument, NULL, 'l'},
         {"verbose", no_argument, NULL, 'v'},
+        {"detached", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -143,6 +149,7 @@ main(int argc, char **argv)
         case 'b': o.bookmark_ms = atoi(optarg); break;
         case 'l': o.reqlog_max = (size_t)strtoul(optarg, NULL, 10); break;
         case 'v': o.verbose = 1; break;
+        case 'D': o.detached = 1; break;
         case 'h': usage(stdout); json_decref(app.tokens); return 0;
         default: usage(stderr); json_decref(app.tokens); return 2;
         }
@@ -155,6 +162,15 @@ main(int argc, char **argv)
     }
     srand((unsigned)time(NULL) ^ (unsigned)getpid());
     signal(SIGPIPE, SIG_IGN);
+    if (!o.detached) {
+        pid_t parent = getppid();
+        /* SIGTERM when the parent dies: the normal clean shutdown path. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) {
+            fprintf(stderr, "fake-kube: parent already gone\n");
+            json_decref(app.tokens);
+            return 1;
+        }
+    }
 
     if (o.tls_dir) {
         struct stat st;

@@ -12,6 +12,13 @@
 int
 fake_start(struct fake *f, const char *const *extra)
 {
+    return fake_start_wrapped(f, NULL, extra);
+}
+
+/* See fakeproc.h. */
+int
+fake_start_wrapped(struct fake *f, const char *const *wrapper, const char *const *extra)
+{
     char *argv[64];
     char state[4200], tls[4200], line[256];
     const char *exe = tu_build_path("tests/fakes/kube/prismlb-fake-kube");
@@ -27,6 +34,8 @@ fake_start(struct fake *f, const char *const *extra)
     snprintf(state, sizeof(state), "%s/state", f->dir);
     snprintf(tls, sizeof(tls), "%s", f->dir);
     snprintf(f->log, sizeof(f->log), "%s/fake.log", f->dir);
+    for (size_t i = 0; wrapper && wrapper[i] && n < 20; i++)
+        argv[n++] = (char *)wrapper[i];
     argv[n++] = exe_copy;
     argv[n++] = "--tls-dir";
     argv[n++] = tls;
@@ -37,7 +46,7 @@ fake_start(struct fake *f, const char *const *extra)
     argv[n] = NULL;
     if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
         return -1;
-    if (tu_wait_line(state, "ready", line, sizeof(line), 10000) < 0)
+    if (tu_wait_line(state, "ready", line, sizeof(line), wrapper ? 60000 : 10000) < 0)
         return -1;
     sf = fopen(state, "r");
     if (!sf)

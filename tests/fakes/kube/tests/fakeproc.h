@@ -32,6 +32,9 @@ struct http_res {
  * extra args (NULL-terminated, may be NULL); wait (bounded) until it is
  * ready. 0 or -1. */
 int fake_start(struct fake *f, const char *const *extra);
+/* The same, running the fake under a wrapper command (e.g. valgrind and
+ * its options, NULL-terminated), waiting up to 60 s for it to be ready. */
+int fake_start_wrapped(struct fake *f, const char *const *wrapper, const char *const *extra);
 /* SIGTERM, wait; returns the wait status (0 = clean exit 0). Removes the
  * temp dir. */
 int fake_stop(struct fake *f);

@@ -3,6 +3,8 @@
  * fault, authentication and the request log, and bulk writes with a large
  * paged list and a watch carrying thousands of events.
  */
+#include <signal.h>
+
 #include "apihelp.h"
 
 struct fake fk;
@@ -378,6 +380,145 @@ START_TEST(malformed_requests_get_status_errors)
 }
 END_TEST
 
+/* Start another fake (tracked by PID) with argv, wait for its state file. */
+static void
+spawn_extra(struct tu_proc *p, char **argv, const char *state)
+{
+    char line[64];
+    ck_assert_int_eq(tu_spawn(p, argv, NULL, NULL), 0);
+    ck_assert_msg(tu_wait_line(state, "ready", line, sizeof(line), 10000) == 0, "no ready");
+}
+
+static void
+server_url(const char *state, char *url, size_t len)
+{
+    char buf[200];
+    ck_assert_int_eq(tu_wait_line(state, "server 0 ", buf, sizeof(buf), 1000), 0);
+    snprintf(url, len, "%s", buf);
+}
+
+START_TEST(tls_material_from_flags_and_plain_http)
+{
+    struct tu_proc p;
+    char exe[4200], cert[4300], key[4300], ca[4300], state[4300], url[128], u[512];
+    char *argv[16];
+    struct http_res r;
+    struct fake other;
+
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/kube/prismlb-fake-kube"));
+    snprintf(cert, sizeof(cert), "%s/server.crt", fk.dir);
+    snprintf(key, sizeof(key), "%s/server.key", fk.dir);
+    snprintf(ca, sizeof(ca), "%s/ca.crt", fk.dir);
+    snprintf(state, sizeof(state), "%s/state-flags", fk.dir);
+    argv[0] = exe;
+    argv[1] = "--tls-cert";
+    argv[2] = cert;
+    argv[3] = "--tls-key";
+    argv[4] = key;
+    argv[5] = "--client-ca";
+    argv[6] = ca;
+    argv[7] = "--state-file";
+    argv[8] = state;
+    argv[9] = NULL;
+    spawn_extra(&p, argv, state);
+    server_url(state, url, sizeof(url));
+    /* Reuse fk's client material against the second server. */
+    other = fk;
+    snprintf(other.server[0], sizeof(other.server[0]), "%s", url);
+    ck_assert_int_eq(fake_api(&other, 0, "GET", "/api/v1/namespaces/default", NULL, NULL, 1, NULL,
+                              5000, &r),
+                     0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+    ck_assert_int_eq(tu_stop(&p, SIGTERM, 10000), 0);
+
+    /* Plain HTTP with a token. */
+    snprintf(state, sizeof(state), "%s/state-plain", fk.dir);
+    argv[1] = "--token";
+    argv[2] = "plain-token";
+    argv[3] = "--state-file";
+    argv[4] = state;
+    argv[5] = NULL;
+    spawn_extra(&p, argv, state);
+    server_url(state, url, sizeof(url));
+    ck_assert(!strncmp(url, "http://127.0.0.1:", 17));
+    snprintf(other.server[0], sizeof(other.server[0]), "%s", url);
+    snprintf(u, sizeof(u), "%s", url);
+    ck_assert_int_eq(fake_api(&other, 0, "GET", SVCS, NULL, NULL, 0, "plain-token", 5000, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&other, 0, "GET", SVCS, NULL, NULL, 0, NULL, 5000, &r), 0);
+    ck_assert_int_eq(r.status, 401);
+    http_res_free(&r);
+    ck_assert_int_eq(tu_stop(&p, SIGTERM, 10000), 0);
+}
+END_TEST
+
+START_TEST(valgrind_clean_shutdown)
+{
+    static const char *const vg_args[] = {"valgrind", "--leak-check=full",
+                                          "--errors-for-leak-kinds=definite,indirect",
+                                          "--error-exitcode=9", NULL, NULL};
+    static const char *const extra[] = {"--servers", "2", "--bookmark-interval-ms", "100", NULL};
+    const char *wrapper[8];
+    char logopt[4400], logpath[4300], *log;
+    struct fake v;
+    struct watch_stream w1, w2;
+    struct http_res r;
+    char *vdir = tu_mkdtemp();
+    int st;
+
+    ck_assert_ptr_nonnull(vdir);
+    snprintf(logpath, sizeof(logpath), "%s/vg.log", vdir);
+    snprintf(logopt, sizeof(logopt), "--log-file=%s", logpath);
+    for (int i = 0; vg_args[i]; i++)
+        wrapper[i] = vg_args[i];
+    wrapper[4] = logopt;
+    wrapper[5] = NULL;
+    ck_assert_int_eq(fake_start_wrapped(&v, wrapper, extra), 0);
+    ck_assert_int_eq(fake_api(&v, 0, "POST", SVCS, JSON,
+                              "{\"metadata\":{\"name\":\"a\",\"finalizers\":[\"x/y\"]},"
+                              "\"spec\":{\"type\":\"LoadBalancer\",\"ports\":[{\"port\":1}]}}",
+                              1, NULL, 20000, &r),
+                     0);
+    ck_assert_int_eq(r.status, 201);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&v, 0, "DELETE", SVCS "/a", NULL, NULL, 1, NULL, 20000, &r), 0);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&v, 0, "PATCH", SVCS "/a", SMP, "{\"spec\":{\"ports\":[{\"port\":1,"
+                              "\"targetPort\":2}]}}", 1, NULL, 20000, &r), 0);
+    http_res_free(&r);
+    ck_assert_int_eq(fake_api(&v, 0, "GET", SVCS "?limit=1&labelSelector=a%20notin%20(b)", NULL,
+                              NULL, 1, NULL, 20000, &r), 0);
+    http_res_free(&r);
+    /* Open watches on both servers, a held (delayed) request, then stop. */
+    ck_assert_int_eq(ws_open(&v, 0, SVCS "?watch=1&allowWatchBookmarks=1", &w1), 0);
+    ck_assert_int_eq(ws_open(&v, 1, SVCS "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+                                        "&resourceVersionMatch=NotOlderThan", &w2), 0);
+    ws_wait_lines(&w1, 2, 20000);
+    ws_wait_lines(&w2, 2, 20000);
+    ck_assert_int_eq(fake_admin(&v, "POST", "/faults", "{\"latency_ms\":60000}", &r), 0);
+    http_res_free(&r);
+    fake_api(&v, 0, "GET", SVCS, NULL, NULL, 1, NULL, 1500, &r); /* times out, held */
+    http_res_free(&r);
+    ck_assert_int_eq(fake_admin(&v, "POST", "/servers/1/stop", NULL, &r), 0);
+    http_res_free(&r);
+    st = tu_stop(&v.proc, SIGTERM, 60000);
+    v.proc.pid = 0;
+    ws_close(&w1);
+    ws_close(&w2);
+    log = tu_read_file(logpath, NULL);
+    ck_assert_msg(st == 0, "fake under valgrind exited with status %d:\n%s", st, log ? log : "");
+    ck_assert_msg(log && strstr(log, "ERROR SUMMARY: 0 errors"), "%s", log ? log : "no log");
+    ck_assert_msg(strstr(log, "All heap blocks were freed") || !strstr(log, "definitely lost"),
+                  "%s", log);
+    free(log);
+    fake_stop(&v);
+    tu_rmrf(vdir);
+    free(vdir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -391,6 +532,8 @@ main(void)
         {"auth", tokens, authentication_and_request_log},
         {"bulk", none, bulk_large_list_and_watch},
         {"malformed", none, malformed_requests_get_status_errors},
+        {"material", none, tls_material_from_flags_and_plain_http},
+        {"valgrind", none, valgrind_clean_shutdown},
     };
     return run_cases(cases, sizeof(cases) / sizeof(cases[0])) ? 1 : 0;
 }

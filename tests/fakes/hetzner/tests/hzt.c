@@ -47,6 +47,18 @@ spawn_tied(struct tu_proc *p, char *const argv[], const char *log_path)
     return 0;
 }
 
+/* A private directory with a prefix of its own (new). A run once lost the
+ * fake's prismlb-test-* directory between creation and start-up, most
+ * likely to a cleanup by another session sharing /tmp. */
+static char *
+private_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s/hzfake-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return mkdtemp(buf) ? strdup(buf) : NULL;
+}
+
 int
 hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
 {
@@ -54,7 +66,7 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     char *argv[32];
     int n = 0;
     memset(f, 0, sizeof(*f));
-    if (!(f->dir = tu_mkdtemp()))
+    if (!(f->dir = private_dir()))
         return -1;
     snprintf(portfile, sizeof(portfile), "%s/port", f->dir);
     snprintf(seed, sizeof(seed), "%s/seed.json", f->dir);

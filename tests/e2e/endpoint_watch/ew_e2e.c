@@ -31,11 +31,36 @@ ewt_init(struct ewt *t)
     return mkdir(t->fakedir, 0700);
 }
 
-void
+const char *
+ewt_sanitizer_report(struct ewt *t)
+{
+    static const char *const needles[] = {"runtime error:", "AddressSanitizer", "LeakSanitizer",
+                                          NULL};
+    for (int i = 0; needles[i]; i++) {
+        if (ewt_log_count(t, needles[i]) > 0)
+            return needles[i];
+    }
+    return NULL;
+}
+
+int
 ewt_fini(struct ewt *t)
 {
-    if (t->daemon_up)
-        ewt_daemon_stop(t, 5000, NULL);
+    int rc = 0;
+    if (t->daemon_up) {
+        int st = ewt_daemon_stop(t, 5000, NULL);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            fprintf(stderr, "the daemon did not exit cleanly on SIGTERM: wait status %d\n", st);
+            rc = -1;
+        }
+    }
+    const char *san = t->dir ? ewt_sanitizer_report(t) : NULL;
+    if (san) {
+        char *log = ewt_log(t);
+        fprintf(stderr, "sanitizer report (%s) in the daemon's log:\n%s\n", san, log);
+        free(log);
+        rc = -1;
+    }
     if (t->fake_up)
         ewt_fake_stop(t);
     if (t->dir) {
@@ -43,6 +68,7 @@ ewt_fini(struct ewt *t)
         free(t->dir);
         t->dir = NULL;
     }
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -32,8 +32,13 @@ struct ewt {
 
 /* Make the private directory. 0 or -1. */
 int ewt_init(struct ewt *t);
-/* Stop whatever still runs (daemon, fake) and remove the directory. */
-void ewt_fini(struct ewt *t);
+/* Stop whatever still runs (daemon, fake) and remove the directory.
+ * Returns 0 when the daemon (if it still ran) exited with status 0 on
+ * SIGTERM and its log has no sanitizer report, else -1 (printed). */
+int ewt_fini(struct ewt *t);
+/* The log's sanitizer report ("runtime error:", "AddressSanitizer",
+ * "LeakSanitizer"), or NULL. Borrowed from a static needle list. */
+const char *ewt_sanitizer_report(struct ewt *t);
 
 /* Start prismlb-fake-kube with TLS material in fakedir (generated on the
  * first start, reused afterwards) plus extra args (NULL-terminated, may be

@@ -37,7 +37,7 @@ setup(void)
 static void
 teardown(void)
 {
-    ewt_fini(&T);
+    ck_assert_msg(ewt_fini(&T) == 0, "the daemon did not end cleanly (see above)");
 }
 
 static void

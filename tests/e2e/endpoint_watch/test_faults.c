@@ -54,7 +54,7 @@ setup_bookmarks(void)
 static void
 teardown(void)
 {
-    ewt_fini(&T);
+    ck_assert_msg(ewt_fini(&T) == 0, "the daemon did not end cleanly (see above)");
 }
 
 static double

@@ -196,9 +196,10 @@ setup(void)
 static void
 teardown(void)
 {
-    ewt_fini(&T);
+    int rc = ewt_fini(&T);
     for (int i = 0; i < 4; i++)
         apisrv_stop(&S[i]);
+    ck_assert_msg(rc == 0, "the daemon did not end cleanly (see above)");
 }
 
 /* The daemon with ew (static: servers 1-3) and a tcp_proxy on a free port. */

@@ -400,11 +400,14 @@ dial_failed(struct tp_conn *c, const char *why)
     TP_LOG(tp, PLB_LOG_WARN, "dial to upstream %s failed: %s", d->up->addr, why);
     tp_pool_dial_result(tp->pool, d->up, 0);
     tp_metrics_conn_error(tp, d);
-    conn_close(c);
-    if (was != (int)d->up->healthy)
+    int changed = was != (int)d->up->healthy;
+    conn_close(c); /* d may be gone after this (a drain completed) */
+    if (changed)
         tp_after_event(tp);
 }
 
+/* The dial succeeded: start forwarding. -1 when c must be closed. The pool
+ * event comes last: it may close c (the caller touches c no more). */
 static int
 established(struct tp_conn *c)
 {
@@ -417,12 +420,12 @@ established(struct tp_conn *c)
     tp->nconns++;
     tp_pool_dial_result(tp->pool, c->d->up, 1);
     tp_metrics_conn(tp, 1, 1);
-    if (was != (int)c->d->up->healthy)
-        tp_after_event(tp);
     if (watch(c, W_CRD, 1) < 0 || watch(c, W_URD, 1) < 0) {
         TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a new connection (out of memory)");
         return -1;
     }
+    if (was != (int)c->d->up->healthy)
+        tp_after_event(tp);
     return 0;
 }
 

@@ -163,6 +163,10 @@ tp_after_event(struct tp *tp)
 {
     int64_t next;
 
+    /* Stopping: everything closes; nothing is removed under the loops of
+     * stop and destroy. */
+    if (tp->stopping)
+        return;
     if (tp->in_event) {
         tp->again = 1;
         return;

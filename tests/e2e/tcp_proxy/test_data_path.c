@@ -400,6 +400,36 @@ START_TEST(shutdown_force_closes_connections_promptly)
 }
 END_TEST
 
+START_TEST(shutdown_while_an_upstream_drains_closes_its_connections_too)
+{
+    struct srv s[2];
+    ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
+    ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
+    const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
+    start_proxy(FAST "drain_timeout = \"30s\";", eps, 2);
+    /* Connections on both, at least one on B, which then drains. */
+    int fd[16], n = 0, on_b = 0;
+    while (n < 16 && (on_b == 0 || n < 4)) {
+        on_b += srv_index(hello(&fd[n])) == 1;
+        n++;
+    }
+    ck_assert_int_gt(on_b, 0);
+    const char *keep[] = {srv_ep(&s[0])};
+    proxy_set_endpoints(&px, keep, 1);
+    ck_assert_int_eq(proxy_wait_log(&px, "removed: draining", 3000), 0);
+    kill(px.proc.pid, SIGTERM);
+    for (int i = 0; i < n; i++) {
+        ck_assert_int_ge(wait_eof(fd[i], 5000), 0);
+        close(fd[i]);
+    }
+    ck_assert(tu_wait_exit(&px.proc, 5000));
+    ck_assert_int_eq(px.proc.status, 0);
+    stop_proxy();
+    srv_stop(&s[0]);
+    srv_stop(&s[1]);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -415,6 +445,7 @@ suite(void)
     tcase_add_test(tc, a_dial_whose_upstream_starts_draining_is_retried_on_another);
     tcase_add_test(tc, a_blackholed_upstream_does_not_delay_the_probes_of_others);
     tcase_add_test(tc, shutdown_force_closes_connections_promptly);
+    tcase_add_test(tc, shutdown_while_an_upstream_drains_closes_its_connections_too);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,655 @@
+/*
+ * mod_leader: Lease-based leader election that gates write loops, as
+ * client-go's leaderelection with a LeaseLock does (rules in le.h).
+ *
+ * The instance is a gate (PLB_ROLE_GATE): instances configured with
+ * `gate = "<this instance>"` start their write loop when this replica wins
+ * the Lease and stop it the moment it is lost; their watches and caches
+ * keep running on every replica. After a loss the election goes on: a new
+ * term starts once every gated instance completed its stop.
+ *
+ * This file is the driver of the pure machine (le_machine.c): one timer,
+ * one Kubernetes client with at most one call in flight, the gate, the
+ * metrics
+ *
+ *   prismlb_leader_is_leader{lease}                    1 while leading
+ *   prismlb_leader_transitions_total{lease}            holder changes seen
+ *   prismlb_leader_last_renew_timestamp_seconds{lease} last successful write
+ *
+ * a log line on every change of holder, and an Event on the Lease when this
+ * replica becomes or stops being the leader (reason LeaderElection, as
+ * client-go's LeaseLock records them).
+ *
+ * Built against <prismlb/module.h> only.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <prismlb/module.h>
+
+#include "ld.h"
+
+struct ld {
+    const struct plb_host *host; /* borrowed for the instance's life */
+    plb_ctx *ctx;
+    const struct ld_config *cfg; /* borrowed, the daemon's */
+    char identity[LD_IDENTITY_MAX];
+    char *ns;          /* the Lease's namespace (new) */
+    char *lease_label; /* "namespace/name" (new) */
+    struct le m;
+    plb_kube *kube;
+    plb_kube_op *op;  /* the call in flight, or NULL */
+    int op_is_get;    /* it is a GET (else a write) */
+    plb_obj *last;    /* the last Lease object received (a reference) */
+    plb_timer *timer; /* the machine's wake-up */
+    plb_metric *m_leader, *m_transitions, *m_renew;
+    plb_done *stop_done;
+    uint64_t rng;
+};
+
+static void ld_log(struct ld *ld, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+
+static void
+ld_log(struct ld *ld, enum plb_log_level lvl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    ld->host->logv(ld->ctx, lvl, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lease objects <-> records                                            */
+
+static void
+copy_str(char *dst, size_t len, const char *src)
+{
+    snprintf(dst, len, "%s", src ? src : "");
+}
+
+/* The record in a Lease object. 0, or -1 when a field does not fit. */
+static int
+record_from_obj(const struct plb_host *h, const plb_obj *obj, struct le_record *r)
+{
+    const plb_obj *spec = h->obj_get(obj, "spec", NULL);
+    const char *holder = h->obj_str(h->obj_get(spec, "holderIdentity", NULL));
+    const char *acq = h->obj_str(h->obj_get(spec, "acquireTime", NULL));
+    const char *ren = h->obj_str(h->obj_get(spec, "renewTime", NULL));
+    const char *strategy = h->obj_str(h->obj_get(spec, "strategy", NULL));
+    const char *pref = h->obj_str(h->obj_get(spec, "preferredHolder", NULL));
+
+    memset(r, 0, sizeof(*r));
+    if ((holder && strlen(holder) >= sizeof(r->holder)) ||
+        (acq && strlen(acq) >= sizeof(r->acquire_time)) ||
+        (ren && strlen(ren) >= sizeof(r->renew_time)) ||
+        (strategy && strlen(strategy) >= sizeof(r->strategy)) ||
+        (pref && strlen(pref) >= sizeof(r->preferred)))
+        return -1;
+    copy_str(r->holder, sizeof(r->holder), holder);
+    copy_str(r->acquire_time, sizeof(r->acquire_time), acq);
+    copy_str(r->renew_time, sizeof(r->renew_time), ren);
+    copy_str(r->strategy, sizeof(r->strategy), strategy);
+    copy_str(r->preferred, sizeof(r->preferred), pref);
+    r->duration_s = h->obj_int(h->obj_get(spec, "leaseDurationSeconds", NULL), 0);
+    r->transitions = h->obj_int(h->obj_get(spec, "leaseTransitions", NULL), 0);
+    return 0;
+}
+
+/* Set a string member (steals nothing; 0 or -errno). */
+static int
+set_str(const struct plb_host *h, plb_obj *o, const char *key, const char *value)
+{
+    plb_obj *v = h->obj_new_str(value);
+    if (!v)
+        return -ENOMEM;
+    return h->obj_set(o, v, key, NULL);
+}
+
+static int
+set_int(const struct plb_host *h, plb_obj *o, const char *key, int64_t value)
+{
+    plb_obj *v = h->obj_new_int(value);
+    if (!v)
+        return -ENOMEM;
+    return h->obj_set(o, v, key, NULL);
+}
+
+/* A new LeaseSpec object for r, as LeaderElectionRecordToLeaseSpec builds
+ * it: every field written, times only when set. NULL on no memory. */
+static plb_obj *
+spec_from_record(const struct plb_host *h, const struct le_record *r)
+{
+    plb_obj *spec = h->obj_parse("{}", 2);
+    if (!spec)
+        return NULL;
+    if (set_str(h, spec, "holderIdentity", r->holder) < 0 ||
+        set_int(h, spec, "leaseDurationSeconds", r->duration_s) < 0 ||
+        (r->acquire_time[0] && set_str(h, spec, "acquireTime", r->acquire_time) < 0) ||
+        (r->renew_time[0] && set_str(h, spec, "renewTime", r->renew_time) < 0) ||
+        set_int(h, spec, "leaseTransitions", r->transitions) < 0 ||
+        (r->strategy[0] && set_str(h, spec, "strategy", r->strategy) < 0) ||
+        (r->preferred[0] && set_str(h, spec, "preferredHolder", r->preferred) < 0)) {
+        h->obj_unref(spec);
+        return NULL;
+    }
+    return spec;
+}
+
+/* ------------------------------------------------------------------ */
+/* Kubernetes calls                                                     */
+
+static struct plb_kube_ref
+lease_ref(const struct ld *ld, int with_name)
+{
+    struct plb_kube_ref ref = {
+        .api_version = "coordination.k8s.io/v1",
+        .resource = "leases",
+        .ns = ld->ns,
+        .name = with_name ? ld->cfg->lease_name : NULL,
+    };
+    return ref;
+}
+
+/* A call completed: keep the object, translate, hand to the machine. */
+static void
+on_kube_done(plb_kube_op *op, const struct plb_kube_result *res, void *arg)
+{
+    struct ld *ld = arg;
+    const struct plb_host *h = ld->host;
+    struct le_record rec;
+    int ok2xx = res->status >= 200 && res->status < 300;
+    int is_get = ld->op_is_get;
+    (void)op;
+
+    ld->op = NULL;
+    struct le_result r = {
+        .status = res->status,
+        .message = res->message && *res->message ? res->message : NULL,
+    };
+    if (res->error != PLB_HTTP_OK)
+        r.status = 0;
+    if (r.status && ok2xx && h->obj_type(res->obj) == PLB_OBJ_OBJECT) {
+        if (record_from_obj(h, res->obj, &rec) == 0) {
+            r.rec = &rec;
+            r.rv = h->obj_str(h->obj_get(res->obj, "metadata", "resourceVersion", NULL));
+            plb_obj *keep = h->obj_ref(res->obj);
+            if (keep) {
+                h->obj_unref(ld->last);
+                ld->last = keep;
+            } else {
+                r.rec = NULL; /* cannot keep it for the next write: fail */
+                r.message = "out of memory";
+            }
+        } else {
+            r.message = "the Lease has a field too long to handle";
+        }
+    }
+    if (is_get)
+        le_get_done(&ld->m, &r);
+    else
+        le_write_done(&ld->m, &r);
+}
+
+static int
+op_get(void *arg)
+{
+    struct ld *ld = arg;
+    struct plb_kube_ref ref = lease_ref(ld, 1);
+    int err = 0;
+    ld->op = ld->host->kube_get(ld->kube, &ref, on_kube_done, ld, &err);
+    ld->op_is_get = 1;
+    return ld->op ? 0 : (err ? err : -ENOMEM);
+}
+
+static int
+send_write(struct ld *ld, plb_obj *obj, int create)
+{
+    const struct plb_host *h = ld->host;
+    struct plb_kube_ref ref = lease_ref(ld, !create);
+    int err = 0;
+    char *body = h->obj_dump(obj);
+    if (!body)
+        return -ENOMEM;
+    if (create)
+        ld->op = h->kube_create(ld->kube, &ref, body, on_kube_done, ld, &err);
+    else
+        ld->op = h->kube_update(ld->kube, &ref, body, on_kube_done, ld, &err);
+    ld->op_is_get = 0;
+    h->free(body);
+    return ld->op ? 0 : (err ? err : -ENOMEM);
+}
+
+static int
+op_create(void *arg, const struct le_record *r)
+{
+    struct ld *ld = arg;
+    const struct plb_host *h = ld->host;
+    int rc = -ENOMEM;
+    plb_obj *obj = h->obj_parse("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\"}",
+                                strlen("{\"apiVersion\":\"coordination.k8s.io/v1\","
+                                       "\"kind\":\"Lease\"}"));
+    plb_obj *name = h->obj_new_str(ld->cfg->lease_name);
+    plb_obj *ns = h->obj_new_str(ld->ns);
+    plb_obj *spec = spec_from_record(h, r);
+    if (!obj || !name || !ns || !spec) {
+        h->obj_unref(name);
+        h->obj_unref(ns);
+        h->obj_unref(spec);
+        goto out;
+    }
+    if (h->obj_set(obj, name, "metadata", "name", NULL) < 0 ||
+        h->obj_set(obj, ns, "metadata", "namespace", NULL) < 0 ||
+        h->obj_set(obj, spec, "spec", NULL) < 0)
+        goto out;
+    rc = send_write(ld, obj, 1);
+out:
+    h->obj_unref(obj);
+    return rc;
+}
+
+/* PUT the last object received with spec r and resourceVersion rv. */
+static int
+op_update(void *arg, const struct le_record *r, const char *rv)
+{
+    struct ld *ld = arg;
+    const struct plb_host *h = ld->host;
+    int rc = -ENOMEM;
+    if (!ld->last)
+        return -EINVAL;
+    plb_obj *obj = h->obj_copy(ld->last);
+    plb_obj *spec = spec_from_record(h, r);
+    if (!obj || !spec) {
+        h->obj_unref(spec);
+        goto out;
+    }
+    if (h->obj_set(obj, spec, "spec", NULL) < 0)
+        goto out;
+    plb_obj *v = h->obj_new_str(rv);
+    if (!v || h->obj_set(obj, v, "metadata", "resourceVersion", NULL) < 0)
+        goto out;
+    rc = send_write(ld, obj, 0);
+out:
+    h->obj_unref(obj);
+    return rc;
+}
+
+static void
+op_cancel(void *arg)
+{
+    struct ld *ld = arg;
+    if (ld->op) {
+        ld->host->kube_cancel(ld->op);
+        ld->op = NULL;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Clock, random, timer, gate                                           */
+
+static int64_t
+op_now(void *arg)
+{
+    struct ld *ld = arg;
+    return ld->host->now_ms(ld->ctx);
+}
+
+static int64_t
+op_wall(void *arg)
+{
+    struct ld *ld = arg;
+    return ld->host->wall_ms(ld->ctx);
+}
+
+/* xorshift64*: uniform in [0, 1). */
+static double
+op_random(void *arg)
+{
+    struct ld *ld = arg;
+    uint64_t x = ld->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    ld->rng = x;
+    return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
+static void
+op_wake_at(void *arg, int64_t at)
+{
+    struct ld *ld = arg;
+    if (!ld->timer)
+        return;
+    if (at < 0) {
+        ld->host->timer_cancel(ld->timer);
+        return;
+    }
+    int64_t delay = at - ld->host->now_ms(ld->ctx);
+    int rc = ld->host->timer_arm(ld->timer, delay > 0 ? delay : 0, 0, 0);
+    if (rc < 0)
+        ld_log(ld, PLB_LOG_ERROR, "cannot arm the election timer: %s", strerror(-rc));
+}
+
+static void
+on_timer(plb_timer *t, void *arg)
+{
+    struct ld *ld = arg;
+    (void)t;
+    le_tick(&ld->m);
+}
+
+static void
+on_gate_closed(void *arg)
+{
+    struct ld *ld = arg;
+    le_gate_closed(&ld->m);
+}
+
+static int
+op_gate(void *arg, int open)
+{
+    struct ld *ld = arg;
+    int rc = ld->host->gate_set(ld->ctx, open, open ? NULL : on_gate_closed, ld);
+    if (rc < 0)
+        ld_log(ld, PLB_LOG_ERROR, "cannot %s the gate: %s", open ? "open" : "close",
+               strerror(-rc));
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reports: metrics, log lines, Events                                  */
+
+static void
+record_event(struct ld *ld, const char *what)
+{
+    const struct plb_host *h = ld->host;
+    char msg[LD_IDENTITY_MAX + 32];
+    int err = 0;
+    if (!ld->last || !ld->kube)
+        return;
+    snprintf(msg, sizeof(msg), "%s %s", ld->identity, what);
+    struct plb_kube_event ev = {
+        .size = sizeof(ev),
+        .involved = ld->last,
+        .kind = "Lease",
+        .api_version = "coordination.k8s.io/v1",
+        .type = "Normal",
+        .reason = "LeaderElection",
+        .message = msg,
+    };
+    if (!h->kube_event(ld->kube, &ev, NULL, NULL, &err))
+        ld_log(ld, PLB_LOG_WARN, "cannot record the Event \"%s\": %s", msg, strerror(-err));
+}
+
+static void
+op_leading(void *arg, int is_leader)
+{
+    struct ld *ld = arg;
+    const char *labels[] = {ld->lease_label, NULL};
+    if (ld->m_leader)
+        ld->host->metric_set(ld->m_leader, labels, is_leader ? 1 : 0);
+    ld_log(ld, PLB_LOG_INFO, "%s leading Lease %s (term %llu)",
+           is_leader ? "started" : "stopped", ld->lease_label, (unsigned long long)ld->m.term);
+    record_event(ld, is_leader ? "became leader" : "stopped leading");
+}
+
+static void
+op_holder(void *arg, const char *old_holder, const char *new_holder)
+{
+    struct ld *ld = arg;
+    const char *labels[] = {ld->lease_label, NULL};
+    if (ld->m_transitions)
+        ld->host->metric_add(ld->m_transitions, labels, 1);
+    ld->host->log_kv(ld->ctx, PLB_LOG_INFO, "leader changed", "lease", ld->lease_label, "from",
+                     *old_holder ? old_holder : "(none)", "to",
+                     *new_holder ? new_holder : "(none)", "self", ld->identity, NULL);
+}
+
+static void
+op_renewed(void *arg, int64_t wall_ms)
+{
+    struct ld *ld = arg;
+    const char *labels[] = {ld->lease_label, NULL};
+    if (ld->m_renew)
+        ld->host->metric_set(ld->m_renew, labels, (double)wall_ms / 1000.0);
+}
+
+static void
+op_note(void *arg, enum le_note what, const char *detail)
+{
+    struct ld *ld = arg;
+    const char *d = detail && *detail ? detail : "";
+    switch (what) {
+    case LE_NOTE_ATTEMPT_FAILED:
+        ld_log(ld, PLB_LOG_WARN, "Lease %s: attempt failed: %s", ld->lease_label, d);
+        break;
+    case LE_NOTE_HELD:
+        if (ld->host->log_enabled(ld->ctx, PLB_LOG_DEBUG))
+            ld_log(ld, PLB_LOG_DEBUG, "Lease %s is held by %s and has not yet expired",
+                   ld->lease_label, d);
+        break;
+    case LE_NOTE_CREATED:
+        ld_log(ld, PLB_LOG_INFO, "created Lease %s", ld->lease_label);
+        break;
+    case LE_NOTE_NS_MISSING:
+        ld_log(ld, PLB_LOG_ERROR,
+               "cannot create Lease %s: namespace \"%s\" does not exist (%s); create it or set "
+               "lease_namespace",
+               ld->lease_label, ld->ns, d);
+        break;
+    case LE_NOTE_CONFLICT:
+        ld_log(ld, PLB_LOG_INFO, "Lease %s: another replica wrote first (409 Conflict)",
+               ld->lease_label);
+        break;
+    case LE_NOTE_LOST_DEADLINE:
+        ld_log(ld, PLB_LOG_WARN, "lost Lease %s: no renew succeeded within renew_deadline",
+               ld->lease_label);
+        break;
+    case LE_NOTE_LOST_HOLDER:
+        ld_log(ld, PLB_LOG_WARN, "lost Lease %s: it names holder \"%s\"", ld->lease_label, d);
+        break;
+    case LE_NOTE_LOST_CONFLICT:
+        ld_log(ld, PLB_LOG_WARN, "lost Lease %s: the renew got 409 Conflict (%s)",
+               ld->lease_label, d);
+        break;
+    case LE_NOTE_RELEASED:
+        ld_log(ld, PLB_LOG_INFO, "released Lease %s", ld->lease_label);
+        break;
+    case LE_NOTE_RELEASE_FAILED:
+        ld_log(ld, PLB_LOG_WARN, "could not release Lease %s: %s", ld->lease_label, d);
+        break;
+    case LE_NOTE_RELEASE_SKIPPED:
+        ld_log(ld, PLB_LOG_WARN,
+               "not releasing Lease %s: the gated instances did not stop within the shutdown "
+               "grace",
+               ld->lease_label);
+        break;
+    }
+}
+
+static void
+op_stopped(void *arg)
+{
+    struct ld *ld = arg;
+    plb_done *d = ld->stop_done;
+    ld->stop_done = NULL;
+    if (d)
+        ld->host->done(d);
+}
+
+static const struct le_ops ld_ops = {
+    .now_ms = op_now,
+    .wall_ms = op_wall,
+    .random = op_random,
+    .get = op_get,
+    .create = op_create,
+    .update = op_update,
+    .cancel = op_cancel,
+    .wake_at = op_wake_at,
+    .gate = op_gate,
+    .leading = op_leading,
+    .holder = op_holder,
+    .renewed = op_renewed,
+    .note = op_note,
+    .stopped = op_stopped,
+};
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle                                                            */
+
+static int
+ld_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    const struct ld_config *cfg = config;
+    struct ld *ld = host->alloc(sizeof(*ld));
+    if (!ld)
+        return -ENOMEM;
+    ld->host = host;
+    ld->ctx = ctx;
+    ld->cfg = cfg;
+    if (cfg->identity) {
+        copy_str(ld->identity, sizeof(ld->identity), cfg->identity);
+    } else {
+        char hn[256] = "";
+        if (gethostname(hn, sizeof(hn) - 1) < 0 || !hn[0])
+            snprintf(hn, sizeof(hn), "localhost");
+        snprintf(ld->identity, sizeof(ld->identity), "%.200s_%ld", hn, (long)getpid());
+    }
+    ld->rng = (uint64_t)host->wall_ms(ctx) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
+    if (!ld->rng)
+        ld->rng = 1;
+    *state = ld;
+    return 0;
+}
+
+/* The client as the settings say: kubeconfig, else the service account
+ * when KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG, else
+ * ~/.kube/config (the core resolves the last three). */
+static int
+start_client(struct ld *ld)
+{
+    const struct plb_host *h = ld->host;
+    const struct ld_config *c = ld->cfg;
+    char err[512] = "";
+    struct plb_kube_opts o = {
+        .size = sizeof(o),
+        .kubeconfig = c->kubeconfig,
+        .context = c->kube_context,
+        .in_cluster = c->in_cluster,
+        .sa_dir = c->service_account_dir,
+        .server = c->server,
+        .tls_server_name = c->tls_server_name,
+        /* A request outliving renew_deadline is of no use to the election
+         * (kube-controller-manager gives its lock client this timeout). */
+        .timeout_ms = (uint32_t)c->renew_deadline_ms,
+    };
+    ld->kube = h->kube_new(ld->ctx, &o, err, sizeof(err));
+    if (!ld->kube) {
+        ld_log(ld, PLB_LOG_ERROR, "cannot create the Kubernetes client: %s",
+               err[0] ? err : "unknown error");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static int
+ld_start(void *state)
+{
+    struct ld *ld = state;
+    const struct plb_host *h = ld->host;
+    const struct ld_config *c = ld->cfg;
+    static const char *const label_names[] = {"lease", NULL};
+    int rc = start_client(ld);
+    if (rc < 0)
+        return rc;
+    const char *ns = c->lease_namespace ? c->lease_namespace : h->kube_namespace(ld->kube);
+    size_t ll = strlen(ns) + strlen(c->lease_name) + 2;
+    ld->ns = h->strdup(ns);
+    ld->lease_label = h->alloc(ll);
+    ld->timer = h->timer_new(ld->ctx, on_timer, ld);
+    if (!ld->ns || !ld->lease_label || !ld->timer)
+        return -ENOMEM;
+    snprintf(ld->lease_label, ll, "%s/%s", ns, c->lease_name);
+
+    ld->m_leader = h->metric_new(ld->ctx, PLB_METRIC_GAUGE, "prismlb_leader_is_leader",
+                                 "1 while this replica holds the Lease and its gate is open",
+                                 label_names, NULL, 0);
+    ld->m_transitions =
+        h->metric_new(ld->ctx, PLB_METRIC_COUNTER, "prismlb_leader_transitions_total",
+                      "Changes of the Lease's holder this replica observed", label_names, NULL,
+                      0);
+    ld->m_renew = h->metric_new(ld->ctx, PLB_METRIC_GAUGE,
+                                "prismlb_leader_last_renew_timestamp_seconds",
+                                "Wall-clock time of this replica's last successful acquire or "
+                                "renew of the Lease",
+                                label_names, NULL, 0);
+    if (!ld->m_leader || !ld->m_transitions || !ld->m_renew)
+        return -ENOMEM;
+    const char *labels[] = {ld->lease_label, NULL};
+    if ((rc = h->metric_set(ld->m_leader, labels, 0)) < 0 ||
+        (rc = h->metric_add(ld->m_transitions, labels, 0)) < 0 ||
+        (rc = h->metric_set(ld->m_renew, labels, 0)) < 0)
+        return rc;
+
+    struct le_params p = {
+        .identity = ld->identity,
+        .lease_duration_ms = c->lease_duration_ms,
+        .renew_deadline_ms = c->renew_deadline_ms,
+        .retry_period_ms = c->retry_period_ms,
+        .release_on_cancel = c->release_on_cancel,
+    };
+    le_init(&ld->m, &p, &ld_ops, ld);
+    ld->host->log_kv(ld->ctx, PLB_LOG_INFO, "campaigning", "lease", ld->lease_label, "server",
+                     h->kube_server(ld->kube), "identity", ld->identity, NULL);
+    le_start(&ld->m);
+    return 0;
+}
+
+static void
+ld_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct ld *ld = state;
+    ld->stop_done = d;
+    if (ld->m.state == LE_INIT) {
+        op_stopped(ld);
+        return;
+    }
+    le_stop(&ld->m, grace_ms);
+}
+
+static void
+ld_destroy(void *state)
+{
+    struct ld *ld = state;
+    if (!ld)
+        return;
+    const struct plb_host *h = ld->host;
+    le_abandon(&ld->m);
+    h->timer_free(ld->timer);
+    h->kube_free(ld->kube); /* cancels the call in flight */
+    ld->op = NULL;
+    h->obj_unref(ld->last);
+    h->free(ld->ns);
+    h->free(ld->lease_label);
+    h->free(ld);
+}
+
+PLB_MODULE_EXPORT = {
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .size = sizeof(struct plb_module),
+    .name = "leader",
+    .version = "0.1.0",
+    .description = "Lease-based leader election (as client-go's) gating write loops",
+    .settings = ld_settings,
+    .config_size = sizeof(struct ld_config),
+    .provides = PLB_ROLE_GATE,
+    .check = ld_check,
+    .create = ld_create,
+    .start = ld_start,
+    .stop = ld_stop,
+    .destroy = ld_destroy,
+};

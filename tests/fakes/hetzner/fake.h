@@ -48,6 +48,7 @@ struct hz_config {
     double rate_refill;    /* tokens per second */
     int max_lbs;           /* project limit on balancers; <0 = unlimited */
     int overlap_ms;        /* concurrent-writer window */
+    int detached;          /* keep running when the parent process exits */
 };
 
 /* ---- static catalogue (store.c) ------------------------------------ */

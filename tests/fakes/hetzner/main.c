@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,7 +25,8 @@ usage(FILE *out)
                  "  --rate-bucket N             requests per token bucket (default 3600)\n"
                  "  --rate-refill-per-s R       bucket refill per second (default 1)\n"
                  "  --max-load-balancers N      project limit on balancers (default none)\n"
-                 "  --overlap-window-ms N       concurrent-writer window (default 2000)\n");
+                 "  --overlap-window-ms N       concurrent-writer window (default 2000)\n"
+                 "  --detached                  keep running when the parent process exits\n");
 }
 
 static int
@@ -51,6 +53,7 @@ parse_args(int argc, char **argv, struct hz_config *c)
         {"rate-refill-per-s", required_argument, NULL, 'r'},
         {"max-load-balancers", required_argument, NULL, 'm'},
         {"overlap-window-ms", required_argument, NULL, 'o'},
+        {"detached", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -66,6 +69,9 @@ parse_args(int argc, char **argv, struct hz_config *c)
             break;
         case 's':
             c->seed = optarg;
+            break;
+        case 'D':
+            c->detached = 1;
             break;
         case 'h':
             usage(stdout);
@@ -180,8 +186,15 @@ main(int argc, char **argv)
     f.cfg.rate_refill = 1;
     f.cfg.max_lbs = -1;
     f.cfg.overlap_ms = 2000;
+    pid_t parent = getppid();
     if (parse_args(argc, argv, &f.cfg) < 0)
         return 2;
+    /* A test that dies without stopping its fake must not leave it running:
+     * SIGTERM when the parent exits (checked once in case it already has). */
+    if (!f.cfg.detached && (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)) {
+        fprintf(stderr, "parent process gone or prctl failed; exiting\n");
+        return 1;
+    }
     signal(SIGPIPE, SIG_IGN);
     f.max_lbs = f.cfg.max_lbs;
     f.next_lb_id = 1;

@@ -170,6 +170,68 @@ START_TEST(test_command_line_errors)
 }
 END_TEST
 
+/* 1 while pid runs: /proc entry present and not a zombie. */
+static int
+running(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    char *st = tu_read_file(path, NULL);
+    if (!st)
+        return 0;
+    const char *rp = strrchr(st, ')');
+    int alive = rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+    free(st);
+    return alive;
+}
+
+START_TEST(test_exits_with_parent_unless_detached)
+{
+    char script[4096], path[600];
+    const char *exe = tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud");
+    /* A shell starts two fakes, waits until both listen, and exits. */
+    snprintf(script, sizeof(script),
+             "cd '%s' || exit 1;"
+             " '%s' --listen 127.0.0.1:0 --port-file tied >/dev/null 2>&1 & echo $! > tied.pid;"
+             " '%s' --detached --listen 127.0.0.1:0 --port-file free >/dev/null 2>&1 &"
+             " echo $! > free.pid;"
+             " n=0; while [ ! -s tied ] || [ ! -s free ]; do"
+             " n=$((n + 1)); [ $n -gt 400 ] && exit 1; sleep 0.05; done",
+             F.dir, exe, exe);
+    char *argv[] = {"sh", "-c", script, NULL};
+    char *out = NULL;
+    int rc = tu_run(argv, NULL, &out, 30000);
+    free(out);
+    snprintf(path, sizeof(path), "%s/tied.pid", F.dir);
+    char *t = tu_read_file(path, NULL);
+    snprintf(path, sizeof(path), "%s/free.pid", F.dir);
+    char *d = tu_read_file(path, NULL);
+    pid_t tied = t ? (pid_t)atoi(t) : 0, detached = d ? (pid_t)atoi(d) : 0;
+    free(t);
+    free(d);
+    if (rc != 0 && detached > 0)
+        kill(detached, SIGTERM); /* the shell failed: stop what it started */
+    ck_assert_int_eq(rc, 0);
+    ck_assert(tied > 0 && detached > 0);
+    long long deadline = tu_now_ms() + 10000;
+    while (running(tied) && tu_now_ms() < deadline)
+        tu_sleep_ms(20);
+    int tied_gone = !running(tied);
+    int detached_alive = running(detached);
+    /* Stop the detached one by PID whatever the outcome. */
+    if (detached_alive)
+        kill(detached, SIGTERM);
+    if (!tied_gone)
+        kill(tied, SIGTERM);
+    ck_assert_msg(tied_gone, "fake kept running after its parent exited");
+    ck_assert_msg(detached_alive, "--detached fake exited with its parent");
+    deadline = tu_now_ms() + 10000;
+    while (running(detached) && tu_now_ms() < deadline)
+        tu_sleep_ms(20);
+    ck_assert(!running(detached));
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -177,6 +239,7 @@ main(int argc, char **argv)
         test_injected_5xx_conflict_latency_refuse,
         test_admin_log_counts_writers,
         test_command_line_errors,
+        test_exits_with_parent_unless_detached,
     };
     return api_run(argc, argv, "hetzner-admin", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -6,12 +6,13 @@ design BENCH.md): direct (no proxy), prismlb (mod_tcp_proxy), HAProxy
 Measures per path: bulk throughput (iperf3), keep-alive request rate and
 p99 latency (wrk -c32 to a local nginx HTTP server), new connections per
 second (wrk with Connection: close), and for the proxies their RSS idle and
-with IDLE_CONNS idle connections. Prints a Markdown table of medians with
+with IDLE_CONNS idle connections (once, on fresh processes). Prints a Markdown table of medians with
 min-max and the ratio to HAProxy.
 
 Environment: PRISMLB_BUILD_ROOT (default ./build), ROUNDS (5), IPERF_SECONDS
 (4), WRK_SECONDS (5), IDLE_CONNS (10000; capped by RLIMIT_NOFILE, since a
-proxy holds two descriptors per connection). Every process is started here
+proxy holds two descriptors per connection), HAPROXY_NBTHREAD (HAProxy's
+default when unset). Every process is started here
 and stopped by its PID; every wait is bounded.
 """
 import json
@@ -34,6 +35,9 @@ ROUNDS = int(os.environ.get("ROUNDS", "5"))
 IPERF_S = int(os.environ.get("IPERF_SECONDS", "4"))
 WRK_S = int(os.environ.get("WRK_SECONDS", "5"))
 IDLE_WANT = int(os.environ.get("IDLE_CONNS", "10000"))
+# HAProxy's threads: its default (one per CPU) unless set; 1 compares the
+# per-thread efficiency with single-threaded prismlb.
+HAPROXY_NBTHREAD = os.environ.get("HAPROXY_NBTHREAD", "")
 
 procs = []  # (name, Popen) started here, stopped by PID
 
@@ -245,6 +249,7 @@ instances = (
         # maxconn bounds its descriptors (2 per connection) by the limit.
         f.write("""global
   maxconn %d
+%s
 defaults
   mode tcp
   timeout connect 15s
@@ -260,7 +265,7 @@ frontend f_http
   default_backend b_http
 backend b_http
   server s1 127.0.0.1:%d
-""" % (idle_n + 200, hp["iperf"], ports["iperf"], hp["http"], ports["http"]))
+""" % (idle_n + 200, ("  nbthread %s" % HAPROXY_NBTHREAD) if HAPROXY_NBTHREAD else "", hp["iperf"], ports["iperf"], hp["http"], ports["http"]))
     hap = start("haproxy", ["haproxy", "-db", "-f", os.path.join(tmp, "haproxy.cfg")])
     paths["haproxy"] = hp
 

@@ -206,8 +206,7 @@ ew_stop(void *state, int64_t grace_ms, plb_done *d)
     (void)grace_ms;
     ew->stopping = 1;
     ew->host->timer_cancel(ew->beat);
-    ew_kube_stop(ew);
-    EW_LOG(ew, PLB_LOG_INFO, "stopped");
+    ew_kube_stop(ew); /* cancels the watch and every call: nothing to wait for */
     ew->host->done(d);
 }
 

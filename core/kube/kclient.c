@@ -162,16 +162,30 @@ core_kube_op_free(plb_kube_op *op)
 void
 core_kube_free(plb_kube *k)
 {
-    if (!k)
+    if (!k || k->dying)
         return;
     core_kube_informers_free(k);
+    plb_kube_op *keep = NULL;
     while (k->ops) {
         plb_kube_op *op = k->ops;
+        if (op->in_done) {
+            /* Its done callback is running (and called us): it is freed
+             * when that returns. */
+            k->ops = op->next;
+            op->prev = op->next = NULL;
+            keep = op;
+            continue;
+        }
         if (op->req)
             core_http_cancel(op->req);
         core_kube_op_free(op);
     }
+    k->ops = keep;
     k->evq = k->evq_tail = NULL;
+    if (k->depth > 0) {
+        k->dying = 1;
+        return;
+    }
     core_kube_events_fini(k);
     core_kube_config_clear(&k->cfg);
     core_free(k->ua_header);
@@ -284,9 +298,18 @@ core_kube_op_finish(plb_kube_op *op, int status, enum plb_http_error error, cons
             k->evq_tail = NULL;
     }
     op->in_done = 1;
+    k->depth++;
     if (op->done)
         op->done(op, &r, op->arg);
+    k->depth--;
     core_kube_op_free(op);
+    if (k->dying) {
+        if (k->depth == 0) {
+            k->dying = 0;
+            core_kube_free(k);
+        }
+        return;
+    }
     if (was_event)
         core_kube_events_run(k);
 }

@@ -258,6 +258,8 @@ struct plb_kube {
     struct plb_kube_op *evq, *evq_tail; /* Event writes, head running */
     json_t *ev_cur, *ev_old;          /* aggregation cache, two generations */
     struct plb_informer *informers;
+    int depth;              /* done callbacks on the stack */
+    int dying;              /* kube_free ran inside one: free when it returns */
 };
 
 /* Start an HTTP request to path (joined to the server) with the client's

@@ -601,7 +601,9 @@ struct plb_host {
      * message in err (errlen bytes; err may be NULL). */
     plb_kube *(*kube_new)(plb_ctx *ctx, const struct plb_kube_opts *o, char *err, size_t errlen);
     /* Cancel every call in flight (their done callbacks are not called),
-     * free the client's informers and the client. NULL is fine. */
+     * free the client's informers and the client. NULL is fine. May be
+     * called from a done callback of the client's own calls or from an
+     * informer's callback. */
     void (*kube_free)(plb_kube *k);
     /* The server URL in use, and the default namespace (the context's or
      * the service account's, else "default"). Borrowed for k's life. */

@@ -549,6 +549,41 @@ START_TEST(free_from_callback)
 }
 END_TEST
 
+/* Freeing the whole client from inside an informer callback. */
+static plb_kube *client_to_free;
+
+static void
+free_kube_in_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    int *n = arg;
+    (void)inf;
+    (void)obj;
+    if (++*n == 2)
+        core_kube_free(client_to_free);
+}
+
+START_TEST(free_client_from_informer_callback)
+{
+    struct kt t;
+    int n = 0;
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "l", 10, 16);
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = {"coordination.k8s.io/v1", "leases", "default", NULL, NULL},
+        .on_add = free_kube_in_add,
+        .arg = &n,
+    };
+    client_to_free = t.k;
+    ck_assert_ptr_nonnull(core_informer_new(t.k, &o, NULL));
+    ck_assert_ptr_nonnull(core_informer_new(t.k, &o, NULL)); /* a second one, freed too */
+    kt_run_ms(&t, 1500);
+    ck_assert_int_eq(n, 2);
+    t.k = NULL;
+    kt_stop(&t);
+}
+END_TEST
+
 static Suite *
 informer_suite(void)
 {
@@ -564,6 +599,7 @@ informer_suite(void)
     tcase_add_test(tc, quiet_period_kept_alive_by_bookmarks);
     tcase_add_test(tc, label_and_field_selectors);
     tcase_add_test(tc, free_from_callback);
+    tcase_add_test(tc, free_client_from_informer_callback);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -455,6 +455,46 @@ START_TEST(cancel_and_free_with_calls_in_flight)
 }
 END_TEST
 
+struct freer {
+    plb_kube *k;
+    int calls;
+};
+
+static void
+free_client_in_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
+{
+    struct freer *f = arg;
+    (void)op;
+    ck_assert_int_eq(r->status, 200);
+    f->calls++;
+    core_kube_free(f->k); /* the other call in flight is cancelled */
+    core_kube_cancel(op); /* a no-op from inside its own done */
+}
+
+static int
+freer_called(void *arg)
+{
+    return ((struct freer *)arg)->calls > 0;
+}
+
+START_TEST(free_client_from_done_callback)
+{
+    struct kt t;
+    kt_start(&t, NULL, NULL);
+    struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = t.kubeconfig};
+    struct freer f = {kt_client(&t, &o), 0};
+    struct plb_kube_ref ns = {"v1", "namespaces", NULL, "default", NULL};
+    ck_assert_ptr_nonnull(core_kube_get(f.k, &ns, free_client_in_done, &f, NULL));
+    kt_faults(&t, "{\"latency_ms\": 300, \"latency_match\": \"slow\"}");
+    struct plb_kube_ref slow = {"v1", "namespaces", NULL, "slow", NULL};
+    ck_assert_ptr_nonnull(core_kube_get(f.k, &slow, never, NULL, NULL));
+    ck_assert(kt_run_until(&t, freer_called, &f, 10000));
+    kt_run_ms(&t, 600);
+    ck_assert_int_eq(f.calls, 1);
+    kt_stop(&t);
+}
+END_TEST
+
 static Suite *
 writes_suite(void)
 {
@@ -469,6 +509,7 @@ writes_suite(void)
     tcase_add_test(tc, delete_with_preconditions);
     tcase_add_test(tc, events_aggregate_like_client_go);
     tcase_add_test(tc, cancel_and_free_with_calls_in_flight);
+    tcase_add_test(tc, free_client_from_done_callback);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -263,6 +263,11 @@ out:
         event_free(sigterm);
     if (sigint)
         event_free(sigint);
+    /* Freed connections may still hold references through deferred
+     * callbacks and finalizers (TLS bufferevents do); let them run. */
+    if (app.base)
+        for (int i = 0; i < 4; i++)
+            event_base_loop(app.base, EVLOOP_NONBLOCK);
     fk_store_fini(&app.store);
     json_decref(app.reqlog);
     json_decref(app.tokens);

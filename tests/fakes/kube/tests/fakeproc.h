@@ -28,6 +28,11 @@ struct http_res {
     size_t nlines, lines_cap;
 };
 
+/* A fresh private directory under $TMPDIR with a prefix of its own (new):
+ * runs have lost prismlb-test-* directories to cleanups by other sessions
+ * sharing /tmp. */
+char *fake_private_dir(void);
+
 /* Start the fake with --tls-dir and --state-file in a fresh temp dir plus
  * extra args (NULL-terminated, may be NULL); wait (bounded) until it is
  * ready. 0 or -1. */

@@ -97,6 +97,11 @@ start_with_slice(void)
     ck_assert_int_eq(wait_requests("watch=1", 1, NULL, 0, 3000), 1);
 }
 
+/* Timing slack: the fake stamps a request when it arrives, after the
+ * daemon's timer fired and its request was sent, so a gap is never shorter
+ * than the delay; it may be longer on a loaded machine, by up to 0.5 s here
+ * (0.8 s for "at once", still below the 1 s first backoff step). */
+
 /* "On 410 Gone (etcd compaction), performs a full re-list to rebuild the
  * endpoint cache." — changes made while the watch was down and whose
  * history is gone arrive through the re-list; 410 is not an error. "After
@@ -114,12 +119,12 @@ START_TEST(gone_410_relists_to_rebuild_the_cache)
     ck_assert_int_eq(wait_requests("limit=", 2, lists, 4, 1000), 2);
     ck_assert_int_eq(wait_requests("watch=1", 3, watches, 4, 5000), 3);
     /* The re-list came right after the 410 watch (at once)... */
-    ck_assert_msg(lists[1] - watches[1] >= 0 && lists[1] - watches[1] < 0.5,
+    ck_assert_msg(lists[1] - watches[1] >= 0 && lists[1] - watches[1] < 0.8,
                   "re-list %.3f s after the 410", lists[1] - watches[1]);
     /* ...and the next watch waited for the backoff: 2 s (the short clean
      * close before took the 1 s step), plus up to 25 % jitter. */
     double gap = watches[2] - lists[1];
-    ck_assert_msg(gap >= 1.95 && gap <= 2.5 + 0.3, "watch %.3f s after the re-list", gap);
+    ck_assert_msg(gap >= 1.95 && gap <= 2.5 + 0.5, "watch %.3f s after the re-list", gap);
     ck_assert(errors() == 0);
     ck_assert_int_eq(ewt_wait_log(&T, "re-listing", 100), 0);
 }
@@ -160,7 +165,7 @@ START_TEST(watch_errors_back_off_from_1s_doubling_with_jitter_and_count)
     double lo[] = {1.0, 2.0, 4.0}, hi[] = {1.25, 2.5, 5.0};
     for (int i = 0; i < 3; i++) {
         double gap = w[i + 1] - w[i];
-        ck_assert_msg(gap >= lo[i] - 0.05 && gap <= hi[i] + 0.3,
+        ck_assert_msg(gap >= lo[i] - 0.05 && gap <= hi[i] + 0.5,
                       "retry %d came %.3f s after the failure (want %.2f-%.2f s)", i + 1, gap,
                       lo[i], hi[i]);
     }
@@ -184,7 +189,7 @@ START_TEST(failed_initial_list_counts_and_is_retried)
     ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.1.1:6443", 5000), 0);
     double l[4];
     ck_assert_int_eq(wait_requests("limit=", 2, l, 4, 100), 2);
-    ck_assert_msg(l[1] - l[0] >= 0.95 && l[1] - l[0] <= 1.25 + 0.3, "list retried after %.3f s",
+    ck_assert_msg(l[1] - l[0] >= 0.95 && l[1] - l[0] <= 1.25 + 0.5, "list retried after %.3f s",
                   l[1] - l[0]);
     ck_assert(errors() == 1);
 }
@@ -221,11 +226,11 @@ START_TEST(long_clean_watch_reopens_at_once_and_410_after_it_rewatches_at_once)
     ck_assert_int_eq(wait_requests("watch=1", 3, w, 4, 40000), 3);
     ck_assert_int_eq(wait_requests("limit=", 2, l, 4, 100), 2);
     double reopen = w[1] - w[0];
-    ck_assert_msg(reopen >= 30.2 && reopen < 30.3 + 0.5, "re-watch %.3f s after the watch opened",
+    ck_assert_msg(reopen >= 30.2 && reopen < 30.3 + 0.8, "re-watch %.3f s after the watch opened",
                   reopen);
-    ck_assert_msg(l[1] - w[1] >= 0 && l[1] - w[1] < 0.5, "re-list %.3f s after the 410",
+    ck_assert_msg(l[1] - w[1] >= 0 && l[1] - w[1] < 0.8, "re-list %.3f s after the 410",
                   l[1] - w[1]);
-    ck_assert_msg(w[2] - l[1] >= 0 && w[2] - l[1] < 0.5, "watch %.3f s after the re-list",
+    ck_assert_msg(w[2] - l[1] >= 0 && w[2] - l[1] < 0.8, "watch %.3f s after the re-list",
                   w[2] - l[1]);
     ck_assert(errors() == 0);
 }

@@ -255,5 +255,8 @@ main(int argc, char **argv)
     core_errors_clear(&err);
     core_config_free(&c);
     curl_global_cleanup();
+    /* For allocation-failure sweeps: how many allocations one run makes. */
+    if (getenv("PRISMLB_ALLOC_STATS"))
+        fprintf(stderr, "allocations: %lu\n", core_alloc_count());
     return rc;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -105,8 +106,13 @@ child_exec(char *const argv[], char *const envp_extra[], int outfd)
     }
     for (size_t i = 0; envp_extra && envp_extra[i]; i++)
         putenv(envp_extra[i]);
-    /* Own process group so that a test can never signal its runner. */
+    /* Own process group so that a test can never signal its runner, and
+     * killed with the test process if that dies first (a failed assertion
+     * ends a Check test with _exit, before it could stop what it started). */
     setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1)
+        _exit(127); /* the test died before prctl took effect */
     execvp(argv[0], argv);
     fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);

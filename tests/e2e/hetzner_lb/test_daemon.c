@@ -35,8 +35,10 @@ teardown(void)
 static const char *
 module_path_env(void)
 {
-    static char env[4200];
-    snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=%s", tu_build_path("modules"));
+    static char env[8400];
+    char mods[4200];
+    snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
+    snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=%s:%s", mods, tu_build_path("tests/modules"));
     return env;
 }
 
@@ -239,8 +241,12 @@ lb_exists(struct env2 *e, long id)
     return st == 200;
 }
 
+/* Start both fakes and the daemon; with gate_open_after (a duration,
+ * NULL for none) the module is gated by the lifecycle test module, which
+ * opens the gate after that long and closes it gate_close_after later. */
 static void
-env_start(struct env2 *e, int dry_run)
+env_start_gated(struct env2 *e, int dry_run, const char *gate_open_after,
+                const char *gate_close_after)
 {
     char conf[8192], path[600], kc[4300], exe[4096], kubeconfig[8192];
     memset(e, 0, sizeof(*e));
@@ -255,10 +261,17 @@ env_start(struct env2 *e, int dry_run)
              "    client-certificate: client.crt\n    client-key: client.key\n",
              e->kube.server[0]);
     ck_assert_int_eq(tu_write_file(kc, kubeconfig), 0);
+    char gate[512] = "";
+    if (gate_open_after)
+        snprintf(gate, sizeof(gate),
+                 "  { module = \"lifecycle\"; name = \"lead\"; gate_open_after = \"%s\";"
+                 " gate_close_after = \"%s\"; trace_file = \"%s/trace\"; },\n",
+                 gate_open_after, gate_close_after ? gate_close_after : "0", dir);
     snprintf(conf, sizeof(conf),
-             "instances = ( { module = \"hetzner_lb\"; name = \"hz\";\n"
+             "instances = (\n%s  { module = \"hetzner_lb\"; name = \"hz\";%s\n"
              "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\"; dry_run = %s; } );\n",
-             e->hz.url, kc, dry_run ? "true" : "false");
+             gate, gate_open_after ? " gate = \"lead\";" : "", e->hz.url, kc,
+             dry_run ? "true" : "false");
     snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
     snprintf(e->log, sizeof(e->log), "%s/prismlb.log", dir);
     ck_assert_int_eq(tu_write_file(path, conf), 0);
@@ -267,6 +280,12 @@ env_start(struct env2 *e, int dry_run)
     char *env[] = {(char *)module_path_env(), "ROBOTLB_HCLOUD_TOKEN=tok-a",
                    "ROBOTLB_RESYNC_INTERVAL=1", NULL};
     ck_assert_int_eq(tu_spawn(&e->d, argv, env, e->log), 0);
+}
+
+static void
+env_start(struct env2 *e, int dry_run)
+{
+    env_start_gated(e, dry_run, NULL, NULL);
 }
 
 static void
@@ -500,6 +519,78 @@ START_TEST(service_status_events_deletion_and_finalizers)
 }
 END_TEST
 
+static long
+count_requests(struct env2 *e)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_array_size(json_object_get(r.body, "requests"));
+    hzt_resp_free(&r);
+    return n;
+}
+
+static int
+log_has(struct env2 *e, const char *needle)
+{
+    char *text = tu_read_file(e->log, NULL);
+    int found = text && strstr(text, needle);
+    free(text);
+    return found;
+}
+
+/* "every write to Hetzner or to Kubernetes happens only while the gate is
+ * open; informers run on every replica, so a new leader acts at once":
+ * before the gate opens nothing reaches Hetzner and no Event is written;
+ * once it opens the balancer of a Service that stopped being ours goes and
+ * the warning Event appears; after it closes, nothing is written again. */
+START_TEST(writes_happen_only_while_the_gate_is_open)
+{
+    struct env2 e;
+    char labels[256];
+    struct hzt_resp r;
+    env_start_gated(&e, 0, "4s", "4s");
+    long long t0 = tu_now_ms();
+    char *was = create_service(&e, "was", "ClusterIP", NULL, NULL);
+    char *bad = create_service(&e, "bad", "LoadBalancer",
+                               ",\"annotations\":{\"robotlb/ip-mode\":\"vip\"}", NULL);
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", was);
+    long lb = create_lb(&e, "was.default", labels);
+    ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/reset", NULL, NULL, NULL, &r), 0);
+    hzt_resp_free(&r);
+    while (tu_now_ms() - t0 < 3000) {
+        if (tu_exited(&e.d))
+            dump_log(&e);
+        ck_assert_msg(!tu_exited(&e.d), "the daemon exited");
+        tu_sleep_ms(200);
+    }
+    if (count_requests(&e) != 0) {
+        ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+        fprintf(stderr, "requests: %s\n", r.raw);
+        hzt_resp_free(&r);
+        dump_log(&e);
+    }
+    ck_assert_int_eq(count_requests(&e), 0);
+    ck_assert(!has_event(&e, "InvalidAnnotation", "robotlb/ip-mode"));
+    ck_assert(lb_exists(&e, lb));
+    WAIT_FOR(!lb_exists(&e, lb), 15000, "the delete once the gate opened");
+    WAIT_FOR(has_event(&e, "InvalidAnnotation", "robotlb/ip-mode"), 15000, "the Event");
+    WAIT_FOR(log_has(&e, "gate closed"), 15000, "the gate to close");
+    tu_sleep_ms(500);
+    char *late = create_service(&e, "late", "ClusterIP", NULL, NULL);
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", late);
+    long lb2 = create_lb(&e, "late.default", labels);
+    ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/reset", NULL, NULL, NULL, &r), 0);
+    hzt_resp_free(&r);
+    tu_sleep_ms(3000);
+    ck_assert(lb_exists(&e, lb2));
+    ck_assert_int_eq(count_requests(&e), 1); /* lb_exists' own GET */
+    free(was);
+    free(bad);
+    free(late);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -514,6 +605,7 @@ suite(void)
     tcase_add_test(tc,
                    the_daemon_lists_labelled_balancers_once_per_resync_and_dry_run_writes_nothing);
     tcase_add_test(tc, service_status_events_deletion_and_finalizers);
+    tcase_add_test(tc, writes_happen_only_while_the_gate_is_open);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -102,6 +103,26 @@ static void conn_drive(struct tp_conn *c, enum tp_conn_event ev);
 /* ------------------------------------------------------------------------ */
 /* Socket options and pipes                                                 */
 
+/* Whether TCP_KEEPCNT must be set on each socket: not when the system's
+ * default probe count already is TP_KEEPALIVE_CNT (saves a system call per
+ * socket on every connection). */
+static int set_keepcnt = 1;
+
+void
+tp_sockopts_init(void)
+{
+    char buf[32];
+    int fd = open("/proc/sys/net/ipv4/tcp_keepalive_probes", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n > 0) {
+        buf[n] = '\0';
+        set_keepcnt = atoi(buf) != TP_KEEPALIVE_CNT;
+    }
+}
+
 void
 tp_sockopts(int fd)
 {
@@ -111,7 +132,8 @@ tp_sockopts(int fd)
     (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
     (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    if (set_keepcnt)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }

@@ -347,6 +347,7 @@ tp_start(void *state)
     socklen_t sl;
     int rc;
 
+    tp_sockopts_init();
     if ((rc = tp_metrics_init(tp)) < 0) {
         TP_LOG(tp, PLB_LOG_ERROR, "cannot register metrics: error %d", rc);
         return rc;

@@ -169,6 +169,8 @@ void tp_conns_close_all(struct tp *tp);
 void tp_pipes_free(struct tp *tp);
 /* Socket options of both sides: keepalive, user timeout, no delay. */
 void tp_sockopts(int fd);
+/* Read the system's keepalive defaults once (at start; procfs). */
+void tp_sockopts_init(void);
 
 /* ------------------------------------------------------------------------ */
 /* Metrics (metrics.c)                                                      */

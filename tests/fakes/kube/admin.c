@@ -154,7 +154,8 @@ store_dump(struct fk_app *app, const char *cluster, const char *resource)
             snprintf(name, sizeof(name), "%s.%s", k->resource, k->group);
         else
             snprintf(name, sizeof(name), "%s", k->resource);
-        if (resource && strcmp(resource, name) && strcmp(resource, k->resource))
+        if ((resource && strcmp(resource, name) && strcmp(resource, k->resource)) ||
+            fk_kind_is_view(k))
             continue;
         arr = json_array();
         if (!arr || json_object_set_new(objs, name, arr) < 0) {

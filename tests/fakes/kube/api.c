@@ -145,20 +145,31 @@ check_namespace(json_t *obj, struct fk_target *t)
     return NULL;
 }
 
-/* Reply with obj (steals) unless dry run; commit first. */
+/* Commit obj (steals; in the shape of t->k) unless dry run, then reply
+ * with the stored result in the same shape. */
 static void
 commit_and_reply(struct fk_rq *rq, struct fk_target *t, int type, json_t *obj, int code)
 {
-    if (!fk_dry_run(rq)) {
-        json_incref(obj);
-        if (fk_store_commit(&rq->app->store, t->cl, t->k, type, obj) < 0) {
-            json_decref(obj);
-            fk_reply_status(rq, fk_status_new(500, "InternalError", "store write failed", NULL,
-                                              NULL, NULL));
-            return;
-        }
+    json_t *stored = fk_view_to_storage(t->k, obj), *out;
+
+    json_decref(obj);
+    if (!stored) {
+        fk_reply_status(rq, fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL));
+        return;
     }
-    fk_reply_json(rq, code, obj);
+    if (!fk_dry_run(rq) &&
+        fk_store_commit(&rq->app->store, t->cl, t->k, type, json_incref(stored)) < 0) {
+        json_decref(stored);
+        fk_reply_status(rq, fk_status_new(500, "InternalError", "store write failed", NULL, NULL,
+                                          NULL));
+        return;
+    }
+    out = fk_view_from_storage(t->k, stored);
+    json_decref(stored);
+    if (!out)
+        fk_reply_status(rq, NULL);
+    else
+        fk_reply_json(rq, code, out);
 }
 
 /* See fk.h. */
@@ -267,7 +278,11 @@ fk_do_get(struct fk_rq *rq, struct fk_target *t)
         fk_reply_status(rq, fk_err_not_found(t->k, t->name));
         return;
     }
-    fk_reply_json(rq, 200, json_incref(obj));
+    obj = fk_view_from_storage(t->k, obj);
+    if (!obj)
+        fk_reply_status(rq, NULL);
+    else
+        fk_reply_json(rq, 200, obj);
 }
 
 /* Shared tail of PUT and PATCH: body (steals) is the client's full object. */
@@ -411,7 +426,14 @@ fk_do_update(struct fk_rq *rq, struct fk_target *t)
         fk_reply_status(rq, fk_err_not_found(t->k, t->name));
         return;
     }
+    old = fk_view_from_storage(t->k, old);
+    if (!old) {
+        json_decref(body);
+        fk_reply_status(rq, NULL);
+        return;
+    }
     do_update_obj(rq, t, body, old);
+    json_decref(old);
 }
 
 /* See fk.h. */
@@ -446,6 +468,12 @@ fk_do_patch(struct fk_rq *rq, struct fk_target *t)
         fk_reply_status(rq, fk_err_not_found(t->k, t->name));
         return;
     }
+    old = fk_view_from_storage(t->k, old); /* patches apply to what the client sees */
+    if (!old) {
+        json_decref(patch);
+        fk_reply_status(rq, NULL);
+        return;
+    }
     msg[0] = '\0';
     if (!strncasecmp(ct, "application/json-patch+json", 27)) {
         res = fk_json_patch(old, patch, &code, msg, sizeof(msg));
@@ -464,11 +492,13 @@ fk_do_patch(struct fk_rq *rq, struct fk_target *t)
     }
     json_decref(patch);
     if (!res) {
+        json_decref(old);
         fk_reply_status(rq, err);
         return;
     }
     if (!json_is_object(res) || !json_is_object(json_object_get(res, "metadata"))) {
         json_decref(res);
+        json_decref(old);
         fk_reply_status(rq, fk_err_bad_request("the patch result is not an object with metadata"));
         return;
     }
@@ -476,8 +506,10 @@ fk_do_patch(struct fk_rq *rq, struct fk_target *t)
         json_object_set(json_object_get(res, "metadata"), "resourceVersion",
                         json_object_get(json_object_get(old, "metadata"), "resourceVersion")) < 0) {
         json_decref(res);
+        json_decref(old);
         fk_reply_status(rq, fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL));
         return;
     }
     do_update_obj(rq, t, res, old);
+    json_decref(old);
 }

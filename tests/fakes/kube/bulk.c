@@ -83,6 +83,7 @@ fk_admin_bulk(struct fk_app *app, json_t *body, char *err, size_t errlen)
         snprintf(err, errlen, "unknown resource %s", res);
         return NULL;
     }
+    k = fk_kind_storage(k); /* bulk writes use the stored shape */
     if (!(k->flags & FK_NAMESPACED))
         ns = "";
     else if (!ns)

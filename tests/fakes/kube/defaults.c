@@ -496,12 +496,14 @@ endpointslice_defaults(const struct fk_kind *k, json_t *obj)
 }
 
 static json_t *
-event_defaults(const struct fk_kind *k, json_t *obj)
+event_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
 {
     static const char *const types[] = {"Normal", "Warning", NULL};
     const char *name = name_of(obj);
     const char *ns = fk_json_path_str(obj, "metadata.namespace") ?: "";
-    int modern = k->group[0] != 0 || json_is_string(json_object_get(obj, "eventTime"));
+    /* events.k8s.io creates must be new-style; updates of an event written
+     * through core/v1 are held to the rules it was created under. */
+    int modern = (k->group[0] != 0 && !old) || json_is_string(json_object_get(obj, "eventTime"));
     const char *ref = k->group[0] ? "regarding" : "involvedObject";
     char field[64], msg[512];
     const char *ons;
@@ -542,7 +544,7 @@ fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, json_t *
     if (!strcmp(k->resource, "endpointslices"))
         return endpointslice_defaults(k, obj);
     if (!strcmp(k->resource, "events"))
-        return event_defaults(k, obj);
+        return event_defaults(k, obj, old);
     if (!strcmp(k->resource, "namespaces")) {
         json_t *labels = fk_json_path_obj(obj, "metadata.labels");
         json_t *spec = fk_json_path_obj(obj, "spec");

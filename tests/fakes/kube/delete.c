@@ -138,7 +138,11 @@ fk_do_delete(struct fk_rq *rq, struct fk_target *t)
     }
     json_decref(opts);
     if (fk_dry_run(rq)) {
-        fk_reply_json(rq, 200, json_incref(obj));
+        json_t *view = fk_view_from_storage(t->k, obj);
+        if (!view)
+            fk_reply_status(rq, NULL);
+        else
+            fk_reply_json(rq, 200, view);
         return;
     }
     {
@@ -150,8 +154,13 @@ fk_do_delete(struct fk_rq *rq, struct fk_target *t)
             return;
         }
         if (result && fk_store_get(t->cl, t->k, t->ns, t->name)) {
+            json_t *view = fk_view_from_storage(t->k, result);
             json_decref(uid);
-            fk_reply_json(rq, 200, result); /* pending finalizers */
+            json_decref(result);
+            if (!view)
+                fk_reply_status(rq, NULL);
+            else
+                fk_reply_json(rq, 200, view); /* pending finalizers */
             return;
         }
         json_decref(result);
@@ -191,7 +200,8 @@ fk_do_delete_collection(struct fk_rq *rq, struct fk_target *t)
     }
     snap = json_object();
     items = json_array();
-    if (!snap || !items || json_object_update(snap, t->cl->objs[fk_kind_index(t->k)]) < 0)
+    if (!snap || !items ||
+        json_object_update(snap, t->cl->objs[fk_kind_index(fk_kind_storage(t->k))]) < 0)
         goto oom;
     snprintf(prefix, sizeof(prefix), "%s/", t->ns);
     json_object_foreach(snap, key, o) {
@@ -199,11 +209,19 @@ fk_do_delete_collection(struct fk_rq *rq, struct fk_target *t)
         struct fk_target one = *t;
         if (t->ns[0] && strncmp(key, prefix, strlen(prefix)))
             continue;
-        if (!fk_selector_match(ls, o) || !fk_selector_match(fs, o))
+        json_t *view = fk_view_from_storage(t->k, o);
+        int match;
+        if (!view)
+            goto oom;
+        match = fk_selector_match(ls, view) && fk_selector_match(fs, view);
+        if (match && json_array_append(items, view) < 0) {
+            json_decref(view);
+            goto oom;
+        }
+        json_decref(view);
+        if (!match)
             continue;
         one.name = fk_json_path_str(o, "metadata.name");
-        if (json_array_append(items, o) < 0)
-            goto oom;
         if (!fk_dry_run(rq) && delete_one(rq, &one, o, &res) < 0)
             goto oom;
         json_decref(res);

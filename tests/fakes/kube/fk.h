@@ -54,6 +54,15 @@ const struct fk_kind *fk_kind_find(const char *group, const char *version, const
 size_t fk_kind_index(const struct fk_kind *k);
 /* "v1" or "group/version" into buf (len >= 64). Returns buf. */
 const char *fk_kind_api_version(const struct fk_kind *k, char *buf, size_t len);
+/* The kind whose store holds k's objects: core/v1 events for
+ * events.k8s.io/v1 Event, k itself otherwise (borrowed). */
+const struct fk_kind *fk_kind_storage(const struct fk_kind *k);
+/* 1 when k is a converted view of another kind's storage. */
+int fk_kind_is_view(const struct fk_kind *k);
+/* An object of view kind k in storage shape, and back (both new; a
+ * reference to obj itself when k is not a view; NULL on ENOMEM). */
+json_t *fk_view_to_storage(const struct fk_kind *k, json_t *obj);
+json_t *fk_view_from_storage(const struct fk_kind *k, json_t *obj);
 /* Whether the group/version pair is served at all. */
 int fk_group_version_served(const char *group, const char *version);
 
@@ -136,8 +145,9 @@ struct fk_cluster *fk_store_cluster(struct fk_store *s, const char *name);
 /* Stored object or NULL (borrowed). ns is "" for cluster-scoped kinds. */
 json_t *fk_store_get(struct fk_cluster *cl, const struct fk_kind *k, const char *ns,
                      const char *name);
-/* Store obj (steals) as a create, update or delete of its key, stamping a
- * fresh resourceVersion into it, recording history and notifying watchers.
+/* Store obj (steals; in the storage shape of k, see fk_view_to_storage) as
+ * a create, update or delete of its key, stamping a fresh resourceVersion
+ * into it, recording history and notifying watchers.
  * type FK_DELETED removes the key (obj is the final state). 0 or -ENOMEM. */
 int fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k,
                     int type, json_t *obj);

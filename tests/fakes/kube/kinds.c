@@ -61,3 +61,12 @@ fk_group_version_served(const char *group, const char *version)
             return 1;
     return 0;
 }
+
+/* See fk.h. */
+const struct fk_kind *
+fk_kind_storage(const struct fk_kind *k)
+{
+    if (!strcmp(k->group, "events.k8s.io") && !strcmp(k->resource, "events"))
+        return fk_kind_find("", "v1", "events");
+    return k;
+}

@@ -189,14 +189,20 @@ fk_list(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k, const 
     qsort(keys, nkeys, sizeof(*keys), cmp_str);
     for (i = 0; i < nkeys; i++) {
         json_t *item;
+        json_t *view;
+        int ok;
         o = json_object_get(snap, keys[i]);
-        if (!fk_selector_match(ls, o) || !fk_selector_match(fs, o))
-            continue;
-        if (limit && json_array_size(items) == limit) {
-            remaining++;
+        view = fk_view_from_storage(k, o);
+        if (!view)
+            goto oom;
+        ok = fk_selector_match(ls, view) && fk_selector_match(fs, view);
+        if (!ok || (limit && json_array_size(items) == limit)) {
+            remaining += ok;
+            json_decref(view);
             continue;
         }
-        item = json_copy(o); /* shallow: drop the type fields only */
+        item = json_copy(view); /* shallow: drop the type fields only */
+        json_decref(view);
         if (!item)
             goto oom;
         json_object_del(item, "kind");

@@ -129,7 +129,8 @@ json_t *
 fk_store_get(struct fk_cluster *cl, const struct fk_kind *k, const char *ns, const char *name)
 {
     char key[512];
-    return json_object_get(cl->objs[fk_kind_index(k)], fk_store_key(ns, name, key, sizeof(key)));
+    return json_object_get(cl->objs[fk_kind_index(fk_kind_storage(k))],
+                           fk_store_key(ns, name, key, sizeof(key)));
 }
 
 /* See fk.h. */
@@ -138,11 +139,13 @@ fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind 
                 json_t *obj)
 {
     char key[512], rvs[32];
-    json_t *map = cl->objs[fk_kind_index(k)];
+    json_t *map;
     json_t *meta = json_object_get(obj, "metadata");
     json_t *old;
     struct fk_event *ev;
 
+    k = fk_kind_storage(k); /* history and watches see the stored kind */
+    map = cl->objs[fk_kind_index(k)];
     if (!json_is_object(meta)) {
         json_decref(obj);
         return -EINVAL;
@@ -197,7 +200,10 @@ fk_store_snapshot(struct fk_store *s, struct fk_cluster *cl, const struct fk_kin
                   int *expired)
 {
     json_t *snap = json_object();
-    size_t idx = fk_kind_index(k);
+    size_t idx;
+
+    k = fk_kind_storage(k);
+    idx = fk_kind_index(k);
 
     *expired = 0;
     if (!snap)

@@ -253,14 +253,25 @@ matches(struct fk_watch *w, json_t *obj)
 static void
 deliver(struct fk_watch *w, const struct fk_event *ev)
 {
-    int was = ev->old && matches(w, ev->old);
-    int is = matches(w, ev->obj);
     const char *type = NULL;
-    json_t *obj = ev->obj, *tmp = NULL;
+    json_t *obj, *tmp = NULL, *vobj, *vold = NULL;
+    int was, is;
 
-    if (w->closing || ev->cl != w->cl || ev->kind != w->k || ev->rv <= w->rv)
+    if (w->closing || ev->cl != w->cl || ev->kind != fk_kind_storage(w->k) || ev->rv <= w->rv)
         return;
     w->rv = ev->rv;
+    /* Watches of a view (events.k8s.io) see converted objects. */
+    vobj = fk_view_from_storage(w->k, ev->obj);
+    vold = ev->old ? fk_view_from_storage(w->k, ev->old) : NULL;
+    if (!vobj || (ev->old && !vold)) {
+        json_decref(vobj);
+        json_decref(vold);
+        schedule_close(w, 1);
+        return;
+    }
+    obj = vobj;
+    was = vold && matches(w, vold);
+    is = matches(w, vobj);
     if (ev->type == FK_DELETED) {
         if (is)
             type = "DELETED";
@@ -269,11 +280,13 @@ deliver(struct fk_watch *w, const struct fk_event *ev)
     } else if (was) {
         /* Stopped matching: the previous state with this event's version. */
         char rv[32];
-        tmp = json_deep_copy(ev->old);
+        tmp = json_deep_copy(vold);
         snprintf(rv, sizeof(rv), "%" PRIu64, ev->rv);
         if (!tmp || json_object_set_new(json_object_get(tmp, "metadata"), "resourceVersion",
                                         json_string(rv)) < 0) {
             json_decref(tmp);
+            json_decref(vobj);
+            json_decref(vold);
             schedule_close(w, 1); /* cannot keep the stream truthful */
             return;
         }
@@ -287,6 +300,8 @@ deliver(struct fk_watch *w, const struct fk_event *ev)
             schedule_close(w, w->close_drop);
     }
     json_decref(tmp);
+    json_decref(vobj);
+    json_decref(vold);
 }
 
 /* See fk.h. */
@@ -318,7 +333,7 @@ cmp_key(const void *a, const void *b)
 static int
 send_initial(struct fk_watch *w)
 {
-    json_t *map = w->cl->objs[fk_kind_index(w->k)], *o;
+    json_t *map = w->cl->objs[fk_kind_index(fk_kind_storage(w->k))], *o;
     const char **keys = malloc((json_object_size(map) + 1) * sizeof(*keys));
     const char *key;
     size_t n = 0;
@@ -328,12 +343,21 @@ send_initial(struct fk_watch *w)
     json_object_foreach(map, key, o) keys[n++] = key;
     qsort(keys, n, sizeof(*keys), cmp_key);
     for (size_t i = 0; i < n; i++) {
-        o = json_object_get(map, keys[i]);
-        if (!matches(w, o))
-            continue;
+        json_t *view;
         if (w->closing)
             break;
-        send_event(w, "ADDED", o);
+        o = json_object_get(map, keys[i]);
+        view = fk_view_from_storage(w->k, o);
+        if (!view) {
+            free(keys);
+            return -1;
+        }
+        if (!matches(w, view)) {
+            json_decref(view);
+            continue;
+        }
+        send_event(w, "ADDED", view);
+        json_decref(view);
         w->events++;
         if (w->close_after && w->events >= w->close_after)
             schedule_close(w, w->close_drop);

@@ -631,6 +631,88 @@ START_TEST(clusters_prefix_and_discovery)
 }
 END_TEST
 
+#define CORE_EV "/api/v1/namespaces/default/events"
+#define NEW_EV "/apis/events.k8s.io/v1/namespaces/default/events"
+
+START_TEST(events_through_both_apis)
+{
+    long code;
+    json_t *o, *ev;
+    struct watch_stream w;
+
+    o = req("POST", CORE_EV, JSON,
+            "{\"metadata\":{\"name\":\"e1\"},\"involvedObject\":{\"kind\":\"Service\",\"name\":"
+            "\"web\",\"namespace\":\"default\"},\"reason\":\"Synced\",\"message\":\"hello\","
+            "\"type\":\"Normal\",\"count\":2,\"source\":{\"component\":\"prismlb\"}}",
+            &code);
+    ck_assert_int_eq(code, 201);
+    json_decref(o);
+    o = req("GET", NEW_EV "/e1", NULL, NULL, &code);
+    ck_assert_int_eq(code, 200);
+    ck_assert_str_eq(str(o, "apiVersion"), "events.k8s.io/v1");
+    ck_assert_str_eq(str(o, "note"), "hello");
+    ck_assert_str_eq(str(o, "regarding.name"), "web");
+    ck_assert_str_eq(str(o, "deprecatedSource.component"), "prismlb");
+    ck_assert_int_eq(json_integer_value(json_object_get(o, "deprecatedCount")), 2);
+    ck_assert_ptr_null(json_object_get(o, "message"));
+    json_decref(o);
+
+    ck_assert_int_eq(ws_open(&fk, 0, NEW_EV "?watch=1&fieldSelector=regarding.name%3Dweb", &w), 0);
+    ck_assert_int_eq(ws_wait_lines(&w, 1, 5000), 1);
+    ev = ws_event(&w, 0);
+    ck_assert_str_eq(str(ev, "object.note"), "hello");
+    json_decref(ev);
+    json_decref(req("PATCH", CORE_EV "/e1", MERGE, "{\"message\":\"again\",\"count\":3}", &code));
+    ck_assert_int_eq(code, 200);
+    ck_assert_int_eq(ws_wait_lines(&w, 2, 5000), 2);
+    ev = ws_event(&w, 1);
+    ck_assert_str_eq(str(ev, "type"), "MODIFIED");
+    ck_assert_str_eq(str(ev, "object.note"), "again");
+    ck_assert_str_eq(str(ev, "object.apiVersion"), "events.k8s.io/v1");
+    json_decref(ev);
+    ws_close(&w);
+
+    o = req("POST", NEW_EV, JSON,
+            "{\"metadata\":{\"name\":\"e2\"},\"eventTime\":\"2026-01-01T00:00:00.000000Z\","
+            "\"reportingController\":\"prismlb.io/lb\",\"reportingInstance\":\"r1\","
+            "\"action\":\"Reconcile\",\"reason\":\"Created\",\"type\":\"Normal\","
+            "\"note\":\"made it\",\"regarding\":{\"kind\":\"Service\",\"name\":\"web\"}}",
+            &code);
+    ck_assert_msg(code == 201, "%ld %s", code, json_dumps(o, 0));
+    ck_assert_str_eq(str(o, "note"), "made it");
+    json_decref(o);
+    o = req("POST", NEW_EV, JSON, "{\"metadata\":{\"name\":\"e3\"},\"note\":\"x\"}", &code);
+    assert_status(o, code, 422, "Invalid"); /* events.k8s.io requires eventTime etc. */
+    json_decref(o);
+    o = req("GET", CORE_EV "/e2", NULL, NULL, &code);
+    ck_assert_int_eq(code, 200);
+    ck_assert_str_eq(str(o, "apiVersion"), "v1");
+    ck_assert_str_eq(str(o, "message"), "made it");
+    ck_assert_str_eq(str(o, "reportingComponent"), "prismlb.io/lb");
+    ck_assert_str_eq(str(o, "involvedObject.name"), "web");
+    json_decref(o);
+    o = req("GET", NEW_EV "?fieldSelector=reportingController%3Dprismlb.io%2Flb", NULL, NULL,
+            &code);
+    ck_assert_int_eq(json_array_size(json_object_get(o, "items")), 1);
+    json_decref(o);
+    o = req("GET", CORE_EV, NULL, NULL, &code);
+    ck_assert_int_eq(json_array_size(json_object_get(o, "items")), 2);
+    json_decref(o);
+    o = req("PATCH", NEW_EV "/e1", MERGE, "{\"note\":\"changed\"}", &code);
+    ck_assert_int_eq(code, 200);
+    ck_assert_str_eq(str(o, "note"), "changed");
+    json_decref(o);
+    o = req("GET", CORE_EV "/e1", NULL, NULL, &code);
+    ck_assert_str_eq(str(o, "message"), "changed");
+    json_decref(o);
+    json_decref(req("DELETE", NEW_EV "/e2", NULL, NULL, &code));
+    ck_assert_int_eq(code, 200);
+    o = req("GET", CORE_EV "/e2", NULL, NULL, &code);
+    assert_status(o, code, 404, "NotFound");
+    json_decref(o);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -647,6 +729,7 @@ main(void)
         {"finalizers", none, finalizers_and_status_subresource},
         {"smp", none, strategic_merge_on_nodes},
         {"clusters", none, clusters_prefix_and_discovery},
+        {"events", none, events_through_both_apis},
     };
     return run_cases(cases, sizeof(cases) / sizeof(cases[0])) ? 1 : 0;
 }

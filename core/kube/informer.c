@@ -321,7 +321,7 @@ static int
 watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
 {
     plb_informer *inf = arg;
-    json_t *ev = json_loadb(data, len, 0, NULL);
+    json_t *ev = core_kube_json_parse(data, len);
     const char *type = json_string_value(json_object_get(ev, "type"));
     json_t *obj = json_object_get(ev, "object");
     char key[512];

@@ -265,7 +265,7 @@ out:
 json_t *
 core_kube_parse_body(const char *body, size_t len, const char **reason, const char **message)
 {
-    json_t *j = body && len ? json_loadb(body, len, 0, NULL) : NULL;
+    json_t *j = body && len ? core_kube_json_parse(body, len) : NULL;
     *reason = "";
     *message = "";
     const char *kind = json_string_value(json_object_get(j, "kind"));

@@ -49,6 +49,14 @@ struct event_base;
 json_t *core_kube_yaml_parse(const char *text, size_t len, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */
+/* jparse.c                                                                  */
+
+/* Parse len bytes of JSON text (one value; need not be NUL-terminated) into
+ * a new jansson value: the value json_loadb(text, len, JSON_DECODE_ANY)
+ * would return, faster. NULL on invalid JSON or ENOMEM. */
+json_t *core_kube_json_parse(const char *text, size_t len);
+
+/* ------------------------------------------------------------------------ */
 /* kubeconfig.c                                                              */
 
 /* A resolved client configuration: where the API is and how to prove who

@@ -277,8 +277,8 @@ START_TEST(gone_as_error_event_relists_and_delivers_only_differences)
     /* The next watch gets HTTP 200 then ERROR 410 Expired. Close the
      * current one cleanly first, then change things: only the re-list can
      * bring them. */
-    kt_faults(&t, "{\"watch_gone_next\": 1}");
     kt_wait_watches(&t, 1);
+    kt_faults(&t, "{\"watch_gone_next\": 1}");
     json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
     json_decref(kt_admin(&t, "POST", "/watches/close?mode=clean", NULL));
     churn(&t, "gone");

@@ -122,7 +122,7 @@ core_obj_parse(const char *text, size_t len)
 {
     if (!text)
         return NULL;
-    return KOBJ(json_loadb(text, len, JSON_DECODE_ANY, NULL));
+    return KOBJ(core_kube_json_parse(text, len));
 }
 
 plb_obj *

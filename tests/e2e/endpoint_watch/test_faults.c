@@ -16,7 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "ew_e2e.h"
 
@@ -329,6 +335,98 @@ START_TEST(unusable_kubeconfig_is_one_failure)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* "watch error events": the fake API server ends watches only with 410
+ * ERROR events, so this test serves the API itself, over plain HTTP, from a
+ * thread: an empty list, then every watch answered with one ERROR event
+ * carrying code 500 and the end of the stream.                             */
+
+static int api_fd = -1, api_stop[2];
+static int api_watches;
+static pthread_mutex_t api_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+api_answer(int fd)
+{
+    char req[4096];
+    ssize_t n = read(fd, req, sizeof(req) - 1);
+    if (n <= 0)
+        return;
+    req[n] = '\0';
+    const char *body;
+    if (strstr(req, "watch=1")) {
+        pthread_mutex_lock(&api_mu);
+        api_watches++;
+        pthread_mutex_unlock(&api_mu);
+        body = "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+               "\"status\":\"Failure\",\"message\":\"etcdserver: request timed out\","
+               "\"reason\":\"InternalError\",\"code\":500}}\n";
+    } else {
+        body = "{\"kind\":\"EndpointSliceList\",\"apiVersion\":\"discovery.k8s.io/v1\","
+               "\"metadata\":{\"resourceVersion\":\"7\"},\"items\":[]}";
+    }
+    char head[256];
+    int h = snprintf(head, sizeof(head),
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+                     strlen(body));
+    if (write(fd, head, (size_t)h) != h || write(fd, body, strlen(body)) < 0)
+        return;
+}
+
+static void *
+api_run(void *arg)
+{
+    (void)arg;
+    struct pollfd p[2] = {{.fd = api_fd, .events = POLLIN}, {.fd = api_stop[0], .events = POLLIN}};
+    while (poll(p, 2, 1000) >= 0 && !p[1].revents) {
+        if (!(p[0].revents & POLLIN))
+            continue;
+        int fd = accept(api_fd, NULL, NULL);
+        if (fd < 0)
+            continue;
+        api_answer(fd);
+        close(fd);
+    }
+    return NULL;
+}
+
+START_TEST(watch_error_events_are_counted)
+{
+    pthread_t th;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t al = sizeof(a);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    api_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ck_assert_int_ge(api_fd, 0);
+    ck_assert_int_eq(bind(api_fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(listen(api_fd, 16), 0);
+    ck_assert_int_eq(getsockname(api_fd, (struct sockaddr *)&a, &al), 0);
+    ck_assert_int_eq(pipe(api_stop), 0);
+    ck_assert_int_eq(pthread_create(&th, NULL, api_run, NULL), 0);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", ntohs(a.sin_port));
+    ewt_write_kubeconfig(&T, url);
+    ck_assert_int_eq(ewt_daemon_start(&T, settings, NULL, NULL), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, STATIC, 3000), 0);
+    /* Watches at about 0, 1-1.25 and 3-3.75 s, the next at 7 s or later:
+     * counted at 5 s, between them. */
+    ck_assert_int_eq(ewt_wait_log(&T, "ERROR event 500: etcdserver: request timed out", 5000), 0);
+    tu_sleep_ms(5000);
+    pthread_mutex_lock(&api_mu);
+    int w = api_watches;
+    pthread_mutex_unlock(&api_mu);
+    double e = errors();
+    ck_assert_msg(w == 3 && e == w, "%d watches ended by ERROR events, %g errors", w, e);
+    ck_assert_int_eq(ewt_log_count(&T, "ERROR event 500"), w);
+    ck_assert_int_eq(write(api_stop[1], "x", 1), 1);
+    pthread_join(th, NULL);
+    close(api_fd);
+    close(api_stop[0]);
+    close(api_stop[1]);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -345,6 +443,7 @@ suite(void)
     tcase_add_test(tc, sigterm_during_a_watch_exits_promptly);
     tcase_add_test(tc, unreachable_api_server_is_isolated_then_picked_up);
     tcase_add_test(tc, unusable_kubeconfig_is_one_failure);
+    tcase_add_test(tc, watch_error_events_are_counted);
     suite_add_tcase(s, tc);
     TCase *bm = tcase_create("bookmarks");
     tcase_add_checked_fixture(bm, setup_bookmarks, teardown);

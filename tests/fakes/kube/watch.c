@@ -29,6 +29,8 @@ struct fk_watch {
     int closing;
     int unflushed;     /* a chunk is queued whose drain callback has not run */
     int close_pending; /* close once it has */
+    int sent_any;      /* some chunk went out (its drain callback is ours) */
+    struct timeval started;
     struct event *bookmark_ev, *timeout_ev, *close_ev;
     struct fk_watch *prev, *next;
 };
@@ -128,8 +130,10 @@ static int
 send_event(struct fk_watch *w, const char *type, json_t *obj)
 {
     int r = send_event_cb(w->rq->req, type, obj, chunk_flushed, w);
-    if (r == 0)
+    if (r == 0) {
         w->unflushed = 1;
+        w->sent_any = 1;
+    }
     return r;
 }
 
@@ -163,6 +167,17 @@ close_cb(evutil_socket_t fd, short what, void *arg)
     if (w->unflushed) {
         w->close_pending = 1; /* chunk_flushed re-arms this timer */
         return;
+    }
+    if (!w->sent_any) {
+        /* Only the headers went out, with libevent's own drain callback
+         * possibly still deferred: give the loop a few turns first. */
+        struct timeval now, age, wait = {0, 20000};
+        event_base_gettimeofday_cached(w->app->base, &now);
+        evutil_timersub(&now, &w->started, &age);
+        if (age.tv_sec == 0 && age.tv_usec < 20000) {
+            evtimer_add(w->close_ev, &wait);
+            return;
+        }
     }
     if (w->close_drop && w->held)
         fk_held_drop(w->app, w->held); /* watch_closed frees w */
@@ -512,6 +527,7 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
     if (rq->log)
         json_object_set_new(rq->log, "status", json_integer(200));
     evhttp_send_reply_start(rq->req, 200, "OK");
+    event_base_gettimeofday_cached(app->base, &w->started);
 
     w->close_after = app->faults.watch_close_events;
     w->close_drop = app->faults.watch_close_drop;

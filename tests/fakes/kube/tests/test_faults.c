@@ -137,6 +137,24 @@ START_TEST(injected_faults)
     }
     json_decref(admin("DELETE", "/faults", NULL));
 
+    /* A watch that carried only its headers also ends cleanly, even at once. */
+    json_decref(admin("POST", "/faults", "{\"watch_close_ms\":1}"));
+    for (int i = 0; i < 20; i++) {
+        o = req("GET", SVCS, NULL, NULL, &code);
+        {
+            char path[256];
+            snprintf(path, sizeof(path), SVCS "?watch=1&resourceVersion=%s",
+                     str(o, "metadata.resourceVersion"));
+            ck_assert_int_eq(ws_open(&fk, 0, path, &w), 0);
+        }
+        json_decref(o);
+        ck_assert(ws_wait_end(&w, 5000));
+        ck_assert_int_eq(w.curl_code, CURLE_OK);
+        ck_assert_int_eq(w.res.status, 200);
+        ws_close(&w);
+    }
+    json_decref(admin("DELETE", "/faults", NULL));
+
     json_decref(admin("POST", "/faults", "{\"watch_gone_next\":1}"));
     ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1&resourceVersion=8", &w), 0);
     ck_assert(ws_wait_end(&w, 5000));

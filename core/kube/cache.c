@@ -33,6 +33,12 @@ core_kube_obj_rv(json_t *obj)
     return rv ? rv : "";
 }
 
+void
+core_kube_obj_trim(json_t *obj)
+{
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+}
+
 int
 core_kube_diff(json_t *cache, json_t *fresh, core_kube_diff_cb cb, void *arg)
 {

@@ -255,6 +255,7 @@ list_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     char key[512];
     json_array_foreach(items, i, it)
     {
+        core_kube_obj_trim(it);
         if (core_kube_obj_key(it, key, sizeof(key)) == 0 &&
             json_object_set(inf->fresh, key, it) < 0) {
             message = "out of memory";
@@ -365,6 +366,7 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
         json_decref(ev);
         return 0;
     }
+    core_kube_obj_trim(obj);
     json_t *old = json_incref(json_object_get(inf->cache, key));
     if (strcmp(type, "DELETED") == 0) {
         if (old) {

@@ -178,6 +178,11 @@ int core_kube_obj_key(json_t *obj, char *buf, size_t len);
 /* metadata.resourceVersion of obj, or "" (borrowed). */
 const char *core_kube_obj_rv(json_t *obj);
 
+/* Drop what a cached object does without: metadata.managedFields (often
+ * larger than the rest and of no use to a module; client-go informers are
+ * commonly given the same transform). obj is modified in place. */
+void core_kube_obj_trim(json_t *obj);
+
 /* A change found by core_kube_diff. old and obj are borrowed for the call. */
 typedef void (*core_kube_diff_cb)(const char *key, json_t *old, json_t *obj, void *arg);
 

@@ -647,7 +647,9 @@ struct plb_host {
 
     /* New informer, started at once: list in chunks, then watch from the
      * list's resourceVersion with bookmarks, reconnecting with the backoff
-     * of the spec; a 410 re-lists and reports only differences. Free with
+     * of the spec; a 410 re-lists and reports only differences. Cached
+     * objects are held once and lack metadata.managedFields (list items
+     * also lack kind and apiVersion, as the API sends them). Free with
      * informer_free (or kube_free). NULL with *err = -EINVAL or -ENOMEM. */
     plb_informer *(*informer_new)(plb_kube *k, const struct plb_informer_opts *o, int *err);
     /* Stop and free; no callback runs afterwards. Safe from inside the

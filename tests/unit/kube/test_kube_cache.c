@@ -135,6 +135,27 @@ START_TEST(diff_of_a_large_list)
 }
 END_TEST
 
+START_TEST(trim_drops_managed_fields_only)
+{
+    json_t *o = json_loads("{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":"
+                           "\"kubectl\"}],\"labels\":{\"x\":\"y\"}},\"spec\":{\"managedFields\":1}}",
+                           0, NULL);
+    ck_assert_ptr_nonnull(o);
+    core_kube_obj_trim(o);
+    json_t *want = json_loads("{\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"y\"}},"
+                              "\"spec\":{\"managedFields\":1}}",
+                              0, NULL);
+    ck_assert(json_equal(o, want));
+    core_kube_obj_trim(o); /* idempotent; no metadata is fine too */
+    json_t *bare = json_pack("{s:i}", "x", 1);
+    core_kube_obj_trim(bare);
+    ck_assert_int_eq(json_object_size(bare), 1);
+    json_decref(bare);
+    json_decref(want);
+    json_decref(o);
+}
+END_TEST
+
 static Suite *
 cache_suite(void)
 {
@@ -143,6 +164,7 @@ cache_suite(void)
     tcase_add_test(tc, keys);
     tcase_add_test(tc, diff_reports_only_differences);
     tcase_add_test(tc, diff_of_a_large_list);
+    tcase_add_test(tc, trim_drops_managed_fields_only);
     suite_add_tcase(s, tc);
     return s;
 }

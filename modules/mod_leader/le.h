@@ -17,7 +17,9 @@
  *     and sets acquireTime; renewing our own keeps both.
  *   - A candidate attempts at once, then every retry_period lengthened by
  *     up to 1.2 × retry_period at random (wait.JitterUntil, factor 1.2,
- *     sliding).
+ *     sliding); but no later than the moment the lease it observed held by
+ *     another expires (client-go waits for its next jittered attempt, up
+ *     to 2.2 × retry_period more).
  *   - A leader attempts every retry_period (sliding) and loses when
  *     renew_deadline passes without a successful renew; the request in
  *     flight then is cancelled.

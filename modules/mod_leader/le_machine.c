@@ -161,6 +161,12 @@ attempt_failed(struct le *m)
             r = 0;
         m->next_attempt =
             t + m->p.retry_period_ms + (int64_t)(r * LE_JITTER_FACTOR * (double)m->p.retry_period_ms);
+        /* No later than the moment the observed lease expires. */
+        if (m->have_observed && m->observed.holder[0] && !is_me(m, m->observed.holder)) {
+            int64_t expiry = m->observed_ms + m->observed.duration_s * 1000;
+            if (expiry > t && expiry < m->next_attempt)
+                m->next_attempt = expiry;
+        }
     }
     schedule(m);
 }
@@ -385,10 +391,25 @@ on_release(struct le *m, const struct le_result *r)
     finish_stop(m);
 }
 
+/* A leader whose deadline passed before the answer was handled (a loop
+ * that stalled, a process that was stopped) has lost, whatever the answer:
+ * another replica may already lead. 1 if so. */
+static int
+lost_while_away(struct le *m)
+{
+    if (m->state != LE_LEADER || now(m) < m->lead_deadline)
+        return 0;
+    m->req = LE_REQ_NONE; /* completed: nothing to cancel */
+    lose(m, LE_NOTE_LOST_DEADLINE, NULL);
+    return 1;
+}
+
 void
 le_get_done(struct le *m, const struct le_result *r)
 {
     if (m->req != LE_REQ_GET || (m->state != LE_CANDIDATE && m->state != LE_LEADER))
+        return;
+    if (lost_while_away(m))
         return;
     m->req = LE_REQ_NONE;
     on_get(m, r);
@@ -403,6 +424,8 @@ le_write_done(struct le *m, const struct le_result *r)
     }
     if ((m->req != LE_REQ_CREATE && m->req != LE_REQ_UPDATE) ||
         (m->state != LE_CANDIDATE && m->state != LE_LEADER))
+        return;
+    if (lost_while_away(m))
         return;
     on_write(m, r);
 }

@@ -508,6 +508,23 @@ START_TEST(takeover_uses_the_lease_own_duration)
 }
 END_TEST
 
+START_TEST(candidate_attempts_when_the_observed_lease_expires)
+{
+    /* Jitter would put the attempt after the expiry: it comes at the
+     * expiry instead. */
+    struct le_record other = rec("other", 3, 0, "t1");
+    F.rnd = 0.99;
+    le_start(&F.m);
+    int64_t t0 = F.now;
+    reply_get(200, &other, "5"); /* next: t0 + 2000 + 2376 > t0 + 3000 */
+    ck_assert_int_eq(F.wake, t0 + 3000);
+    advance(3000);
+    ck_assert_int_eq(F.gets, 2);
+    reply_get(200, &other, "5");
+    ck_assert_int_eq(F.updates, 1);
+}
+END_TEST
+
 START_TEST(empty_holder_is_taken_at_once)
 {
     struct le_record released = rec("", 1, 4, "t1");
@@ -680,6 +697,27 @@ START_TEST(gate_closes_before_another_replica_could_take_over)
     }
     ck_assert_int_eq(F.closed_at, sent + RENEW_MS);
     ck_assert(F.closed_at < sent + LEASE_MS);
+}
+END_TEST
+
+START_TEST(answer_handled_after_the_deadline_loses)
+{
+    /* The process was stopped (SIGSTOP) with a renew in flight; on resume
+     * its successful answer is handled before the timer: still lost. */
+    F.close_sync = 0;
+    become_leader();
+    int64_t deadline = F.last_req_at + RENEW_MS;
+    advance(F.wake - F.now);
+    struct le_record cur = F.written;
+    reply_get(200, &cur, "11");
+    ck_assert_int_eq(F.inflight, LE_REQ_UPDATE);
+    F.wall += deadline + 5000 - F.now; /* frozen: no tick ran */
+    F.now = deadline + 5000;
+    reply_write(200, "12");
+    ck_assert(!le_is_leader(&F.m));
+    ck_assert_int_eq(F.closes, 1);
+    ck_assert_int_eq(F.cancels, 0);
+    ck_assert_int_eq(F.notes[LE_NOTE_LOST_DEADLINE], 1);
 }
 END_TEST
 
@@ -898,6 +936,7 @@ suite(void)
     tcase_add_test(tc, unexpired_holder_is_respected_until_observed_time_plus_its_duration);
     tcase_add_test(tc, observed_time_restarts_when_the_record_changes);
     tcase_add_test(tc, takeover_uses_the_lease_own_duration);
+    tcase_add_test(tc, candidate_attempts_when_the_observed_lease_expires);
     tcase_add_test(tc, empty_holder_is_taken_at_once);
     tcase_add_test(tc, takeover_increments_transitions_and_sets_acquire_time);
     tcase_add_test(tc, renew_keeps_acquire_time_and_transitions);
@@ -908,6 +947,7 @@ suite(void)
     tcase_add_test(tc, renew_retries_until_renew_deadline_then_loses);
     tcase_add_test(tc, in_flight_renew_is_cancelled_at_the_deadline);
     tcase_add_test(tc, gate_closes_before_another_replica_could_take_over);
+    tcase_add_test(tc, answer_handled_after_the_deadline_loses);
     tcase_add_test(tc, gate_opens_when_won_and_closes_when_lost);
     tcase_add_test(tc, leader_reading_another_holder_loses_at_once);
     tcase_add_test(tc, leader_renew_conflict_loses_at_once);

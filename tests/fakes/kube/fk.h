@@ -157,8 +157,9 @@ void fk_store_compact(struct fk_store *s);
 /* The smallest rv a watch may start from (older ones are "too old"). */
 uint64_t fk_store_oldest_rv(const struct fk_store *s);
 /* Objects of kind in cl as they were at resourceVersion rv (rv 0 = now),
- * as a new JSON object key -> object (references shared with the store).
- * NULL with *expired set when rv predates history; NULL on ENOMEM. */
+ * as a JSON object key -> object: a new reference the caller must treat as
+ * read-only (for the current state it is the live map). NULL with
+ * *expired set when rv predates history; NULL on ENOMEM. */
 json_t *fk_store_snapshot(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k,
                           uint64_t rv, int *expired);
 /* Visit history events with rv > after, oldest first. Stops when cb

@@ -199,6 +199,10 @@ fk_list(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k, const 
         if (!ok || (limit && json_array_size(items) == limit)) {
             remaining += ok;
             json_decref(view);
+            if (ok && fk_selector_empty(ls) && fk_selector_empty(fs)) {
+                remaining += nkeys - i - 1; /* the rest all match */
+                break;
+            }
             continue;
         }
         item = json_copy(view); /* shallow: drop the type fields only */

@@ -199,19 +199,19 @@ json_t *
 fk_store_snapshot(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k, uint64_t rv,
                   int *expired)
 {
-    json_t *snap = json_object();
+    json_t *snap;
     size_t idx;
 
     k = fk_kind_storage(k);
     idx = fk_kind_index(k);
-
     *expired = 0;
+    if (rv == 0 || rv >= s->rv)
+        return json_incref(cl->objs[idx]); /* the live map, read-only */
+    snap = json_object();
     if (!snap)
         return NULL;
     if (json_object_update(snap, cl->objs[idx]) < 0)
         goto fail;
-    if (rv == 0 || rv >= s->rv)
-        return snap;
     if (rv < s->compacted_rv) {
         *expired = 1;
         goto fail;

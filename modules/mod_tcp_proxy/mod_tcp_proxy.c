@@ -238,6 +238,10 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
     tp->in_event++;
     int rc = tp_pool_update(tp->pool, v, n);
     tp->in_event--;
+    if (tp->paused && tp->listener && tp_pool_count(tp->pool) > 0) {
+        tp->host->listener_pause(tp->listener, 0); /* the first set is here */
+        tp->paused = 0;
+    }
     if (rc < 0)
         TP_LOG(tp, PLB_LOG_ERROR, "endpoint update partly applied: error %d", rc);
     tp->host->free(v);
@@ -259,6 +263,12 @@ listen_on(struct tp *tp, const char *ip)
         return err ? err : -EINVAL;
     }
     TP_LOG(tp, PLB_LOG_INFO, "listening on %s:%d", ip, tp->host->listener_port(tp->listener));
+    /* Until the first endpoint set arrives, connections wait in the
+     * backlog instead of being closed for want of an upstream. */
+    if (tp_pool_count(tp->pool) == 0) {
+        tp->host->listener_pause(tp->listener, 1);
+        tp->paused = 1;
+    }
     return 0;
 }
 

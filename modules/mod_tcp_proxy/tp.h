@@ -131,6 +131,7 @@ struct tp {
     int in_event;    /* inside a pool update or tick: defer ticks */
     int again;       /* a deferred tick is owed */
     int stopping;
+    int paused;      /* listener paused until the first endpoint set */
     int ready_state; /* last value given to health_set, -1 none */
     int no_splice;   /* splice(2) unavailable: buffered copy only */
 };

@@ -430,6 +430,28 @@ START_TEST(shutdown_while_an_upstream_drains_closes_its_connections_too)
 }
 END_TEST
 
+START_TEST(connections_before_the_first_endpoint_set_wait_for_it)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_HELLO, 'A'), 0);
+    start_proxy(FAST, NULL, 0);          /* no endpoint yet */
+    int fd = tcp_connect(px.port, 3000); /* queued in the backlog */
+    ck_assert_int_ge(fd, 0);
+    char b[2];
+    ck_assert_int_eq(read_full(fd, b, 2, 500), 0); /* neither served nor closed */
+    const char *eps[] = {srv_ep(&a)};
+    proxy_set_endpoints(&px, eps, 1);
+    ck_assert_int_eq(read_full(fd, b, 2, 5000), 2);
+    ck_assert_int_eq(b[0], 'A');
+    close(fd);
+    char *log = proxy_log(&px);
+    ck_assert_msg(!strstr(log, "no upstream available"), "%s", log);
+    free(log);
+    stop_proxy();
+    srv_stop(&a);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -437,6 +459,7 @@ suite(void)
     TCase *tc = tcase_create("data_path");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, half_close_is_carried_through);
+    tcase_add_test(tc, connections_before_the_first_endpoint_set_wait_for_it);
     tcase_add_test(tc, large_transfer_keeps_its_integrity_through_splice);
     tcase_add_test(tc, keepalive_is_set_on_both_sides);
     tcase_add_test(tc, a_removed_endpoint_drains_and_then_closes);

@@ -1,0 +1,356 @@
+/*
+ * le_e2e: helpers shared by the mod_leader end-to-end suites. Header-only
+ * (static functions) so each suite is one executable.
+ *
+ * An environment is one prismlb-fake-kube (HTTPS, client certificates) and
+ * a kubeconfig for it, at the root or, with kcp, inside the workspace
+ * /clusters/root:test (the server URL carries the prefix). Daemons run
+ * mod_leader (Lease default/prismlb-test) and the gated test module
+ * mod_writer, which patches the Lease default/shared-writes with its
+ * identity every 100 ms while its gate is open; each write's User-Agent is
+ * "prismlb-writer/IDENTITY/TERM", so the fake's request log tells who
+ * wrote in which term. Every process is started and stopped by PID; every
+ * wait is bounded.
+ */
+#ifndef PRISMLB_TEST_LE_E2E_H
+#define PRISMLB_TEST_LE_E2E_H
+
+#include <check.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "fakeproc.h"
+#include "testutil.h"
+
+#define LE_KCP_PREFIX "/clusters/root:test"
+#define LE_MAX_DAEMONS 8
+
+struct le_env {
+    struct fake f;
+    int kcp;
+    char prefix[64];
+    char base[256]; /* server URL with the prefix */
+    char kubeconfig[4300];
+};
+
+struct le_timings {
+    const char *lease, *renew, *retry;
+    double lease_s, renew_s, retry_s;
+};
+
+/* The short timings of the chaos tests. */
+static const struct le_timings le_short = {"3s", "2s", "500ms", 3.0, 2.0, 0.5};
+
+struct le_daemon {
+    struct tu_proc proc;
+    char identity[64];
+    char conf[4400], log[4400], trace[4400];
+    int running;
+};
+
+/* One write of the request log. */
+struct le_write {
+    double t;
+    char id[64];
+    int term;
+    int status;
+};
+
+static inline double
+le_wall(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+static inline const char *
+le_module_path_env(void)
+{
+    static char env[8300];
+    char a[4096], b[4096];
+    snprintf(a, sizeof(a), "%s", tu_build_path("modules"));
+    snprintf(b, sizeof(b), "%s", tu_build_path("tests/modules/writer"));
+    snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=%s:%s", a, b);
+    return env;
+}
+
+/* An API request on the environment's server (prefix added). */
+static inline long
+le_api(struct le_env *e, const char *method, const char *path, const char *body,
+       const char *ctype, struct http_res *res)
+{
+    char full[1024];
+    snprintf(full, sizeof(full), "%s%s", e->prefix, path);
+    memset(res, 0, sizeof(*res));
+    ck_assert_int_eq(fake_api(&e->f, 0, method, full, body ? (ctype ? ctype : "application/json")
+                                                               : NULL,
+                              body, 1, NULL, 10000, res),
+                     0);
+    return res->status;
+}
+
+static inline void
+le_write_kubeconfig(struct le_env *e, const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf),
+             "apiVersion: v1\n"
+             "kind: Config\n"
+             "clusters:\n"
+             "- cluster:\n"
+             "    certificate-authority: %s/ca.crt\n"
+             "    server: %s\n"
+             "  name: fake\n"
+             "contexts:\n"
+             "- context:\n"
+             "    cluster: fake\n"
+             "    user: admin\n"
+             "    namespace: default\n"
+             "  name: fake\n"
+             "current-context: fake\n"
+             "users:\n"
+             "- name: admin\n"
+             "  user:\n"
+             "    client-certificate: %s/client.crt\n"
+             "    client-key: %s/client.key\n",
+             e->f.dir, e->base, e->f.dir, e->f.dir);
+    ck_assert_int_eq(tu_write_file(path, buf), 0);
+}
+
+/* Start the fake, write the kubeconfig, create the shared object. */
+static inline void
+le_env_start(struct le_env *e, int kcp)
+{
+    static const char *const extra[] = {"--history", "200000", NULL};
+    memset(e, 0, sizeof(*e));
+    ck_assert_int_eq(fake_start(&e->f, extra), 0);
+    e->kcp = kcp;
+    snprintf(e->prefix, sizeof(e->prefix), "%s", kcp ? LE_KCP_PREFIX : "");
+    snprintf(e->base, sizeof(e->base), "%s%s", e->f.server[0], e->prefix);
+    snprintf(e->kubeconfig, sizeof(e->kubeconfig), "%s/kubeconfig", e->f.dir);
+    le_write_kubeconfig(e, e->kubeconfig);
+    struct http_res r;
+    long st = le_api(e, "POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+                     "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                     "\"metadata\":{\"name\":\"shared-writes\"},\"spec\":{}}",
+                     NULL, &r);
+    ck_assert_msg(st == 201, "creating the shared object: %ld %s", st, r.body);
+    http_res_free(&r);
+}
+
+static inline void
+le_env_stop(struct le_env *e)
+{
+    int st = fake_stop(&e->f);
+    ck_assert_msg(st == 0, "the fake exited with status %d", st);
+}
+
+/* The election's Lease is where the environment says: in the workspace
+ * with kcp (and then not at the root), else at the root. */
+static inline void
+le_assert_lease_location(struct le_env *e)
+{
+    struct http_res r;
+    const char *path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/prismlb-test";
+    long st = le_api(e, "GET", path, NULL, NULL, &r);
+    ck_assert_msg(st == 200, "GET %s%s: %ld %s", e->prefix, path, st, r.body);
+    http_res_free(&r);
+    if (e->kcp) {
+        memset(&r, 0, sizeof(r));
+        ck_assert_int_eq(fake_api(&e->f, 0, "GET", path, NULL, NULL, 1, NULL, 10000, &r), 0);
+        ck_assert_msg(r.status == 404, "the Lease is also at the root: %ld", r.status);
+        http_res_free(&r);
+    }
+}
+
+/* Write the config of daemon d (extra: more leader settings, may be ""). */
+static inline void
+le_daemon_config(struct le_env *e, struct le_daemon *d, const char *identity,
+                 const struct le_timings *tm, const char *extra)
+{
+    char buf[32768];
+    snprintf(d->identity, sizeof(d->identity), "%s", identity);
+    snprintf(d->conf, sizeof(d->conf), "%s/%s.conf", e->f.dir, identity);
+    snprintf(d->log, sizeof(d->log), "%s/%s.log", e->f.dir, identity);
+    snprintf(d->trace, sizeof(d->trace), "%s/%s.trace", e->f.dir, identity);
+    snprintf(buf, sizeof(buf),
+             "log_level = \"info\";\n"
+             "shutdown_grace = \"5s\";\n"
+             "instances = (\n"
+             "  { module = \"leader\"; name = \"leader\";\n"
+             "    lease_namespace = \"default\"; lease_name = \"prismlb-test\";\n"
+             "    identity = \"%s\"; kubeconfig = \"%s\";\n"
+             "    lease_duration = \"%s\"; renew_deadline = \"%s\"; retry_period = \"%s\"; %s },\n"
+             "  { module = \"writer\"; name = \"writer\"; gate = \"leader\";\n"
+             "    identity = \"%s\"; interval = \"100ms\"; trace_file = \"%s\";\n"
+             "    url = \"%s/apis/coordination.k8s.io/v1/namespaces/default/leases/shared-writes\";\n"
+             "    ca_file = \"%s/ca.crt\"; cert_file = \"%s/client.crt\";\n"
+             "    key_file = \"%s/client.key\"; }\n"
+             ");\n",
+             identity, e->kubeconfig, tm->lease, tm->renew, tm->retry, extra ? extra : "",
+             identity, d->trace, e->base, e->f.dir, e->f.dir, e->f.dir);
+    ck_assert_int_eq(tu_write_file(d->conf, buf), 0);
+}
+
+static inline void
+le_daemon_spawn(struct le_daemon *d)
+{
+    char exe[4096];
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+    char *argv[] = {exe, "--config", d->conf, NULL};
+    char *env[] = {(char *)le_module_path_env(), NULL};
+    ck_assert_int_eq(tu_spawn(&d->proc, argv, env, d->log), 0);
+    d->running = 1;
+}
+
+static inline void
+le_daemon_start(struct le_env *e, struct le_daemon *d, const char *identity,
+                const struct le_timings *tm)
+{
+    le_daemon_config(e, d, identity, tm, "");
+    le_daemon_spawn(d);
+}
+
+/* Stop with sig, wait (bounded); returns the wait status. */
+static inline int
+le_daemon_stop(struct le_daemon *d, int sig, int timeout_ms)
+{
+    if (!d->running)
+        return 0;
+    d->running = 0;
+    return tu_stop(&d->proc, sig, timeout_ms);
+}
+
+static inline char *
+le_daemon_log(const struct le_daemon *d)
+{
+    char *s = tu_read_file(d->log, NULL);
+    return s ? s : strdup("(no log)");
+}
+
+/* The writes of the request log, in log order (new array, *n entries). */
+static inline struct le_write *
+le_writes(struct le_env *e, size_t *n)
+{
+    struct http_res r;
+    memset(&r, 0, sizeof(r));
+    ck_assert_int_eq(fake_admin(&e->f, "GET", "/requests", NULL, &r), 0);
+    json_t *j = res_json(&r);
+    http_res_free(&r);
+    ck_assert_ptr_nonnull(j);
+    json_t *items = json_object_get(j, "items");
+    size_t cap = json_array_size(items) + 1, k = 0;
+    struct le_write *w = calloc(cap, sizeof(*w));
+    ck_assert_ptr_nonnull(w);
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *it = json_array_get(items, i);
+        const char *ua = json_string_value(json_object_get(it, "userAgent"));
+        const char *method = json_string_value(json_object_get(it, "method"));
+        const char *path = json_string_value(json_object_get(it, "path"));
+        if (!ua || !method || !path || strcmp(method, "PATCH") != 0 ||
+            strncmp(ua, "prismlb-writer/", 15) != 0 || !strstr(path, "/shared-writes"))
+            continue;
+        const char *id = ua + 15, *slash = strrchr(id, '/');
+        if (!slash || (size_t)(slash - id) >= sizeof(w[k].id))
+            continue;
+        memcpy(w[k].id, id, (size_t)(slash - id));
+        w[k].id[slash - id] = '\0';
+        w[k].term = atoi(slash + 1);
+        w[k].t = json_real_value(json_object_get(it, "time"));
+        w[k].status = (int)json_integer_value(json_object_get(it, "status"));
+        k++;
+    }
+    json_decref(j);
+    *n = k;
+    return w;
+}
+
+/* Wait (bounded) for the first write after `after` (wall seconds) by an
+ * identity other than `not_id` (NULL: anyone). 0 and *out, or -1. */
+static inline int
+le_wait_write(struct le_env *e, const char *not_id, double after, int timeout_ms,
+              struct le_write *out)
+{
+    long long end = tu_now_ms() + timeout_ms;
+    do {
+        size_t n;
+        struct le_write *w = le_writes(e, &n);
+        for (size_t i = 0; i < n; i++) {
+            if (w[i].t > after && (!not_id || strcmp(w[i].id, not_id) != 0)) {
+                *out = w[i];
+                free(w);
+                return 0;
+            }
+        }
+        free(w);
+        tu_sleep_ms(50);
+    } while (tu_now_ms() < end);
+    return -1;
+}
+
+/* The identity that wrote last (the leader once writes flow). */
+static inline int
+le_last_writer(struct le_env *e, struct le_write *out)
+{
+    size_t n;
+    struct le_write *w = le_writes(e, &n);
+    int rc = n ? 0 : -1;
+    if (n)
+        *out = w[n - 1];
+    free(w);
+    return rc;
+}
+
+/* No two identities' terms overlap: each (identity, term) of the log is an
+ * interval [first write, last write]; sorted by start, each must begin
+ * after the previous ones ended. Returns the number of terms, and fails the
+ * test on an overlap, naming both. */
+static inline int
+le_check_no_overlap(struct le_env *e)
+{
+    size_t n;
+    struct le_write *w = le_writes(e, &n);
+    struct term {
+        char id[64];
+        int term;
+        double first, last;
+        int writes;
+    } *t = calloc(n + 1, sizeof(*t));
+    ck_assert_ptr_nonnull(t);
+    size_t nt = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j;
+        for (j = 0; j < nt; j++) {
+            if (t[j].term == w[i].term && strcmp(t[j].id, w[i].id) == 0)
+                break;
+        }
+        if (j == nt) {
+            snprintf(t[nt].id, sizeof(t[nt].id), "%s", w[i].id);
+            t[nt].term = w[i].term;
+            t[nt].first = w[i].t;
+            nt++;
+        }
+        t[j].last = w[i].t;
+        t[j].writes++;
+    }
+    /* The log is in arrival order: terms are already sorted by start. */
+    for (size_t j = 1; j < nt; j++) {
+        for (size_t k = 0; k < j; k++) {
+            ck_assert_msg(t[k].last < t[j].first,
+                          "terms overlap: %s term %d wrote %.3f..%.3f (%d writes), %s term %d "
+                          "started at %.3f",
+                          t[k].id, t[k].term, t[k].first, t[k].last, t[k].writes, t[j].id,
+                          t[j].term, t[j].first);
+        }
+    }
+    free(t);
+    free(w);
+    return (int)nt;
+}
+
+#endif

@@ -1,0 +1,308 @@
+/*
+ * mod_leader chaos tests: three daemons against one fake API server, each
+ * running the gated writer (see le_e2e.h), with short timings (lease 3 s,
+ * renew 2 s, retry 500 ms). Usage: test_leader_chaos root|kcp CASE, CASE
+ * one of crash, release, freeze, handovers; with kcp the Lease and the
+ * shared object live in the fake's /clusters/root:test workspace.
+ *
+ *   crash      SIGKILL the leader: another writes within lease_duration +
+ *              2.2 × retry_period (+ 0.5 s for a loaded machine): a
+ *              candidate may see the last renew up to one jittered period
+ *              (2.2 × retry) late and then waits lease_duration from that
+ *              sight;
+ *   release    SIGTERM the leader: it releases the Lease, another writes
+ *              within retry_period + 1 s;
+ *   freeze     SIGSTOP the leader past renew_deadline (3.5 s, longer than
+ *              lease_duration), SIGCONT: no write of its term reaches the
+ *              server after the freeze, its gate closes, and no other term
+ *              overlaps its term;
+ *   handovers  50 forced handovers (SIGTERM of the leader, a new replica
+ *              started in its place): the request log shows no two terms
+ *              overlapping.
+ *
+ * Every case ends with the overlap check over the whole request log and
+ * prints its measurements.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "le_e2e.h"
+
+#define NREPLICAS 3
+
+static int kcp;
+static struct le_env env;
+static struct le_daemon d[NREPLICAS];
+static int generation;
+
+static void
+start_replica(int slot)
+{
+    char id[64];
+    snprintf(id, sizeof(id), "r%d-g%d", slot, ++generation);
+    le_daemon_start(&env, &d[slot], id, &le_short);
+}
+
+static void
+setup(void)
+{
+    le_env_start(&env, kcp);
+    generation = 0;
+    for (int i = 0; i < NREPLICAS; i++)
+        start_replica(i);
+}
+
+static void
+teardown(void)
+{
+    for (int i = 0; i < NREPLICAS; i++)
+        le_daemon_stop(&d[i], SIGTERM, 7000);
+    le_env_stop(&env);
+}
+
+static int
+slot_of(const char *id)
+{
+    for (int i = 0; i < NREPLICAS; i++) {
+        if (d[i].running && strcmp(d[i].identity, id) == 0)
+            return i;
+    }
+    return -1;
+}
+
+static void
+dump_logs(void)
+{
+    for (int i = 0; i < NREPLICAS; i++) {
+        char *log = le_daemon_log(&d[i]);
+        fprintf(stderr, "---- %s ----\n%s\n", d[i].identity, log);
+        free(log);
+    }
+}
+
+/* Wait until writes flow and have flowed for a while from one replica; its
+ * slot. */
+static int
+steady_leader(struct le_write *w)
+{
+    struct le_write first;
+    if (le_wait_write(&env, NULL, 0, 15000, &first) < 0) {
+        dump_logs();
+        ck_abort_msg("nobody wrote within 15 s");
+    }
+    tu_sleep_ms(800);
+    ck_assert_int_eq(le_last_writer(&env, w), 0);
+    int s = slot_of(w->id);
+    ck_assert_msg(s >= 0, "the last writer %s is not running", w->id);
+    return s;
+}
+
+START_TEST(crash)
+{
+    const double bound = le_short.lease_s + 2.2 * le_short.retry_s + 0.5;
+    double worst = 0, sum = 0;
+    const int rounds = 3;
+    for (int r = 0; r < rounds; r++) {
+        struct le_write lw, nw;
+        int s = steady_leader(&lw);
+        double t_kill = le_wall();
+        le_daemon_stop(&d[s], SIGKILL, 3000);
+        if (le_wait_write(&env, lw.id, t_kill, 15000, &nw) < 0) {
+            dump_logs();
+            ck_abort_msg("round %d: nobody took over from %s within 15 s", r, lw.id);
+        }
+        double failover = nw.t - t_kill;
+        printf("crash %d: %s killed, %s wrote after %.3f s\n", r, lw.id, nw.id, failover);
+        ck_assert_msg(failover <= bound, "round %d: failover %.3f s over the bound %.3f s", r,
+                      failover, bound);
+        ck_assert_msg(failover >= le_short.lease_s - le_short.retry_s - 0.2,
+                      "round %d: %s took over after %.3f s, before the lease could expire", r,
+                      nw.id, failover);
+        worst = failover > worst ? failover : worst;
+        sum += failover;
+        start_replica(s);
+    }
+    le_assert_lease_location(&env);
+    int terms = le_check_no_overlap(&env);
+    printf("crash: failover mean %.3f s, worst %.3f s (bound %.3f s, lease_duration + "
+           "retry_period %.3f s); %d terms, none overlapping\n",
+           sum / rounds, worst, bound, le_short.lease_s + le_short.retry_s, terms);
+}
+END_TEST
+
+START_TEST(release)
+{
+    const double bound = le_short.retry_s + 1.0;
+    double worst = 0, sum = 0;
+    const int rounds = 3;
+    for (int r = 0; r < rounds; r++) {
+        struct le_write lw, nw;
+        int s = steady_leader(&lw);
+        double t_term = le_wall();
+        kill(d[s].proc.pid, SIGTERM);
+        if (le_wait_write(&env, lw.id, t_term, 10000, &nw) < 0) {
+            dump_logs();
+            ck_abort_msg("round %d: nobody took over from %s within 10 s", r, lw.id);
+        }
+        double failover = nw.t - t_term;
+        int st = le_daemon_stop(&d[s], SIGTERM, 7000);
+        char *log = le_daemon_log(&d[s]);
+        ck_assert_msg(st == 0, "%s exited with status %d:\n%s", lw.id, st, log);
+        ck_assert_msg(strstr(log, "released Lease default/prismlb-test"), "no release in:\n%s",
+                      log);
+        free(log);
+        printf("release %d: %s stopped, %s wrote after %.3f s\n", r, lw.id, nw.id, failover);
+        ck_assert_msg(failover <= bound, "round %d: failover %.3f s over the bound %.3f s", r,
+                      failover, bound);
+        worst = failover > worst ? failover : worst;
+        sum += failover;
+        start_replica(s);
+    }
+    le_assert_lease_location(&env);
+    int terms = le_check_no_overlap(&env);
+    printf("release: failover mean %.3f s, worst %.3f s (bound %.3f s); %d terms, none "
+           "overlapping\n",
+           sum / rounds, worst, bound, terms);
+}
+END_TEST
+
+/* Lines of trace file path that start with prefix. */
+static int
+count_lines(const char *path, const char *prefix)
+{
+    char *s = tu_read_file(path, NULL);
+    int n = 0;
+    for (char *p = s; p && *p;) {
+        if (strncmp(p, prefix, strlen(prefix)) == 0)
+            n++;
+        char *nl = strchr(p, '\n');
+        p = nl ? nl + 1 : NULL;
+    }
+    free(s);
+    return n;
+}
+
+START_TEST(freeze)
+{
+    const int rounds = 2;
+    const int freeze_ms = (int)(le_short.renew_s * 1000) + 1500;
+    for (int r = 0; r < rounds; r++) {
+        struct le_write lw;
+        int s = steady_leader(&lw);
+        char closed[128];
+        snprintf(closed, sizeof(closed), "gate_close %s %d ", lw.id, lw.term);
+        ck_assert_int_eq(count_lines(d[s].trace, closed), 0);
+        double t_stop = le_wall();
+        ck_assert_int_eq(kill(d[s].proc.pid, SIGSTOP), 0);
+        tu_sleep_ms(freeze_ms);
+        double t_cont = le_wall();
+        ck_assert_int_eq(kill(d[s].proc.pid, SIGCONT), 0);
+        /* Its gate closes at once on resume. */
+        long long end = tu_now_ms() + 3000;
+        while (count_lines(d[s].trace, closed) == 0 && tu_now_ms() < end)
+            tu_sleep_ms(20);
+        ck_assert_msg(count_lines(d[s].trace, closed) == 1,
+                      "%s did not close its gate after the freeze", lw.id);
+        /* Somebody leads afterwards (the frozen one again, or another). */
+        struct le_write nw;
+        ck_assert_int_eq(le_wait_write(&env, NULL, t_cont + 0.2, 10000, &nw), 0);
+        tu_sleep_ms(500);
+        size_t n;
+        struct le_write *w = le_writes(&env, &n);
+        double last_old = 0, first_new = 0;
+        char first_new_id[64] = "";
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(w[i].id, lw.id) == 0 && w[i].term == lw.term && w[i].t > last_old)
+                last_old = w[i].t;
+        }
+        for (size_t i = 0; i < n; i++) {
+            int same_term = strcmp(w[i].id, lw.id) == 0 && w[i].term == lw.term;
+            if (!same_term && w[i].t > t_stop - 0.3 && !first_new_id[0]) {
+                first_new = w[i].t;
+                snprintf(first_new_id, sizeof(first_new_id), "%s/%d", w[i].id, w[i].term);
+            }
+        }
+        free(w);
+        ck_assert_msg(last_old < t_cont,
+                      "%s term %d wrote at %.3f, after the resume at %.3f", lw.id, lw.term,
+                      last_old, t_cont);
+        ck_assert_msg(first_new > last_old, "%s started at %.3f before %s term %d ended at %.3f",
+                      first_new_id, first_new, lw.id, lw.term, last_old);
+        printf("freeze %d: %s frozen %.3f..%.3f, its last write %.3f s after the freeze; next "
+               "term %s from %.3f s after the freeze\n",
+               r, lw.id, t_stop, t_cont, last_old - t_stop, first_new_id, first_new - t_stop);
+    }
+    le_assert_lease_location(&env);
+    int terms = le_check_no_overlap(&env);
+    printf("freeze: %d terms, none overlapping\n", terms);
+}
+END_TEST
+
+START_TEST(handovers)
+{
+    const int rounds = 50;
+    double sum = 0, worst = 0;
+    long long t0 = tu_now_ms();
+    int changes = 0;
+    for (int r = 0; r < rounds; r++) {
+        struct le_write lw, nw;
+        ck_assert_int_eq(le_wait_write(&env, NULL, 0, 15000, &lw), 0);
+        ck_assert_int_eq(le_last_writer(&env, &lw), 0);
+        int s = slot_of(lw.id);
+        ck_assert_msg(s >= 0, "round %d: the last writer %s is not running", r, lw.id);
+        double t = le_wall();
+        kill(d[s].proc.pid, SIGTERM);
+        if (le_wait_write(&env, lw.id, t, 10000, &nw) < 0) {
+            dump_logs();
+            ck_abort_msg("round %d: nobody took over from %s", r, lw.id);
+        }
+        int st = le_daemon_stop(&d[s], SIGTERM, 7000);
+        ck_assert_msg(st == 0, "round %d: %s exited with status %d", r, lw.id, st);
+        double h = nw.t - t;
+        sum += h;
+        worst = h > worst ? h : worst;
+        changes++;
+        start_replica(s);
+    }
+    le_assert_lease_location(&env);
+    int terms = le_check_no_overlap(&env);
+    ck_assert_int_ge(terms, rounds + 1);
+    printf("handovers: %d forced handovers in %.1f s, handover mean %.3f s, worst %.3f s; %d "
+           "terms in the request log, none overlapping\n",
+           changes, (double)(tu_now_ms() - t0) / 1000.0, sum / rounds, worst, terms);
+}
+END_TEST
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 3 || (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
+        fprintf(stderr, "usage: %s root|kcp crash|release|freeze|handovers\n", argv[0]);
+        return 2;
+    }
+    kcp = strcmp(argv[1], "kcp") == 0;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    Suite *s = suite_create("leader-chaos");
+    TCase *tc = tcase_create(argv[2]);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 170);
+    if (strcmp(argv[2], "crash") == 0)
+        tcase_add_test(tc, crash);
+    else if (strcmp(argv[2], "release") == 0)
+        tcase_add_test(tc, release);
+    else if (strcmp(argv[2], "freeze") == 0)
+        tcase_add_test(tc, freeze);
+    else if (strcmp(argv[2], "handovers") == 0)
+        tcase_add_test(tc, handovers);
+    else
+        return 2;
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

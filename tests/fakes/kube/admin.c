@@ -19,10 +19,8 @@ reply(struct evhttp_request *req, int code, json_t *body)
     struct evbuffer *b = evbuffer_new();
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-    if (b && s) {
-        evbuffer_add(b, s, strlen(s));
-        evbuffer_add(b, "\n", 1);
-    }
+    if (b && s && (evbuffer_add(b, s, strlen(s)) < 0 || evbuffer_add(b, "\n", 1) < 0))
+        code = 500;
     evhttp_send_reply(req, code, NULL, b);
     if (b)
         evbuffer_free(b);
@@ -59,13 +57,16 @@ state_json(struct fk_app *app)
         struct fk_server *s = &app->servers[i];
         char url[64];
         snprintf(url, sizeof(url), "%s://127.0.0.1:%d", app->ssl ? "https" : "http", s->port);
-        json_array_append_new(servers,
+        if (json_array_append_new(servers,
                               json_pack("{s:i, s:s, s:i, s:s, s:b}", "index", i, "url", url,
                                         "port", s->port, "state",
                                         s->stopped         ? "stopped"
                                         : s->not_accepting ? "not-accepting"
                                                            : "up",
-                                        "ready", !s->quorum_lost));
+                                        "ready", !s->quorum_lost)) < 0) {
+            json_decref(servers);
+            return NULL;
+        }
     }
     snprintf(rv, sizeof(rv), "%" PRIu64, app->store.rv);
     st = json_pack("{s:o, s:s, s:I, s:I, s:I}", "servers", servers, "resourceVersion", rv,
@@ -162,7 +163,12 @@ store_dump(struct fk_app *app, const char *cluster, const char *resource)
             json_decref(objs);
             return NULL;
         }
-        json_object_foreach(cl->objs[i], key, o) json_array_append(arr, o);
+        json_object_foreach(cl->objs[i], key, o) {
+            if (json_array_append(arr, o) < 0) {
+                json_decref(objs);
+                return NULL;
+            }
+        }
     }
     snprintf(rv, sizeof(rv), "%" PRIu64, app->store.rv);
     out = json_pack("{s:s, s:o}", "resourceVersion", rv, "objects", objs);

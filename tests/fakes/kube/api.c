@@ -339,13 +339,14 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
     meta = json_object_get(nobj, "metadata");
     for (i = 0; keep[i]; i++) {
         json_t *v = json_object_get(ometa, keep[i]);
-        if (v)
-            json_object_set(meta, keep[i], v);
-        else
+        if (v && json_object_set(meta, keep[i], v) < 0)
+            goto oom;
+        if (!v)
             json_object_del(meta, keep[i]);
     }
     json_object_del(meta, "managedFields");
-    json_object_set(meta, "resourceVersion", json_object_get(ometa, "resourceVersion"));
+    if (json_object_set(meta, "resourceVersion", json_object_get(ometa, "resourceVersion")) < 0)
+        goto oom;
     deleting = json_object_get(ometa, "deletionTimestamp") != NULL;
     if (deleting) {
         json_array_foreach(json_object_get(meta, "finalizers"), i, a) {
@@ -384,11 +385,12 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
         changed = !json_equal(x, y);
         json_decref(x);
         json_decref(y);
-        if (changed)
+        if (changed &&
             json_object_set_new(meta, "generation",
                                 json_integer(json_integer_value(json_object_get(ometa,
                                                                                 "generation")) +
-                                             1));
+                                             1)) < 0)
+            goto oom;
     }
     json_decref(body);
     if (deleting && json_array_size(json_object_get(meta, "finalizers")) == 0) {

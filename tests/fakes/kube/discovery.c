@@ -218,17 +218,22 @@ item_path(const struct fk_kind *k, const char *suffix)
     if (!path)
         return NULL;
     op_id(id, sizeof(id), "read", k, suffix);
-    json_object_set_new(path, "get",
-                        json_pack("{s:s, s:o, s:s, s:o}", "operationId", id, "responses",
-                                  obj_response(k), "x-kubernetes-action", "get",
-                                  "x-kubernetes-group-version-kind", gvk(k)));
+    if (json_object_set_new(path, "get",
+                            json_pack("{s:s, s:o, s:s, s:o}", "operationId", id, "responses",
+                                      obj_response(k), "x-kubernetes-action", "get",
+                                      "x-kubernetes-group-version-kind", gvk(k))) < 0)
+        goto fail;
     op_id(id, sizeof(id), "replace", k, suffix);
-    json_object_set_new(path, "put",
-                        json_pack("{s:s, s:o, s:o, s:s, s:o}", "operationId", id, "parameters",
-                                  query_params(0), "responses", obj_response(k),
-                                  "x-kubernetes-action", "put", "x-kubernetes-group-version-kind",
-                                  gvk(k)));
+    if (json_object_set_new(path, "put",
+                            json_pack("{s:s, s:o, s:o, s:s, s:o}", "operationId", id,
+                                      "parameters", query_params(0), "responses",
+                                      obj_response(k), "x-kubernetes-action", "put",
+                                      "x-kubernetes-group-version-kind", gvk(k))) < 0)
+        goto fail;
     return path;
+fail:
+    json_decref(path);
+    return NULL;
 }
 
 static json_t *

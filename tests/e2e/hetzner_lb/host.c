@@ -22,6 +22,9 @@ t_name(plb_ctx *ctx)
     return "hz-test";
 }
 
+static void t_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+
 static void
 t_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
 {

@@ -158,6 +158,7 @@ enum le_req {
     LE_REQ_CREATE,
     LE_REQ_UPDATE,
     LE_REQ_RELEASE,
+    LE_REQ_RELEASE_GET, /* re-reading after the release got 409 */
 };
 
 /* The machine. Fields are readable by tests; change them only through the
@@ -182,6 +183,7 @@ struct le {
 
     int stopping;
     int64_t stop_deadline;
+    int release_tries;
     uint64_t term;             /* leadership terms won so far */
 };
 
@@ -201,7 +203,9 @@ void le_gate_closed(struct le *m);
 /* Stop campaigning: close the gate if leading, wait for the gated stops,
  * release the Lease when release_on_cancel and this replica holds it, then
  * call ops->stopped; all within grace_ms (the release is skipped or
- * abandoned when time runs out). */
+ * abandoned when time runs out). A release that gets 409 (a renew in
+ * flight when stopping may have landed) re-reads the Lease and releases
+ * again while it still names this replica, up to 3 writes. */
 void le_stop(struct le *m, int64_t grace_ms);
 /* Forget everything in flight without calling back (destroy path). */
 void le_abandon(struct le *m);

@@ -353,6 +353,7 @@ release_or_finish(struct le *m)
         finish_stop(m);
         return;
     }
+    m->release_tries++;
     char ts[LE_TIME_MAX];
     if (le_microtime(m->ops->wall_ms(m->arg), ts, sizeof(ts)) < 0)
         ts[0] = '\0';
@@ -377,10 +378,46 @@ release_or_finish(struct le *m)
     schedule(m);
 }
 
+/* The release got 409: read the Lease again. */
+static void
+release_reread(struct le *m)
+{
+    int64_t t = now(m);
+    m->req_sent = t;
+    m->req_deadline = t + m->p.renew_deadline_ms;
+    if (m->req_deadline > m->stop_deadline)
+        m->req_deadline = m->stop_deadline;
+    if (t >= m->req_deadline || m->ops->get(m->arg) < 0) {
+        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED, "conflict, and no time left to re-read");
+        finish_stop(m);
+        return;
+    }
+    m->req = LE_REQ_RELEASE_GET;
+    schedule(m);
+}
+
+static void
+on_release_get(struct le *m, const struct le_result *r)
+{
+    m->req = LE_REQ_NONE;
+    if (r->status != 200 || !r->rec) {
+        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED,
+                     r->message && *r->message ? r->message : "cannot re-read the Lease");
+        finish_stop(m);
+        return;
+    }
+    observe(m, r->rec, r->rv);
+    release_or_finish(m); /* releases only while it names us */
+}
+
 static void
 on_release(struct le *m, const struct le_result *r)
 {
     m->req = LE_REQ_NONE;
+    if (r->status == 409 && m->release_tries < 3) {
+        release_reread(m);
+        return;
+    }
     if (r->status >= 200 && r->status < 300) {
         observe(m, r->rec ? r->rec : &m->sent, r->rv);
         m->ops->note(m->arg, LE_NOTE_RELEASED, NULL);
@@ -407,6 +444,10 @@ lost_while_away(struct le *m)
 void
 le_get_done(struct le *m, const struct le_result *r)
 {
+    if (m->req == LE_REQ_RELEASE_GET && m->state == LE_RELEASING) {
+        on_release_get(m, r);
+        return;
+    }
     if (m->req != LE_REQ_GET || (m->state != LE_CANDIDATE && m->state != LE_LEADER))
         return;
     if (lost_while_away(m))

@@ -863,6 +863,47 @@ START_TEST(stop_closes_the_gate_waits_then_releases)
 }
 END_TEST
 
+START_TEST(release_conflict_rereads_and_releases_again)
+{
+    /* The renew in flight at stop landed (rv 13) though it was cancelled:
+     * the release on rv 12 conflicts, the Lease still names us. */
+    become_leader();
+    renew_once("11", "12");
+    advance(F.wake - F.now);
+    struct le_record cur = F.written;
+    reply_get(200, &cur, "12");
+    ck_assert_int_eq(F.inflight, LE_REQ_UPDATE);
+    struct le_record landed = F.written;
+    le_stop(&F.m, 30000);
+    ck_assert_int_eq(F.cancels, 1);
+    ck_assert_int_eq(F.inflight, LE_REQ_UPDATE);
+    ck_assert_str_eq(F.written_rv, "12");
+    reply_write(409, NULL);
+    ck_assert_int_eq(F.inflight, LE_REQ_GET);
+    reply_get(200, &landed, "13");
+    ck_assert_int_eq(F.inflight, LE_REQ_UPDATE);
+    ck_assert_str_eq(F.written.holder, "");
+    ck_assert_str_eq(F.written_rv, "13");
+    reply_write(200, "14");
+    ck_assert_int_eq(F.stopped, 1);
+    ck_assert_int_eq(F.notes[LE_NOTE_RELEASED], 1);
+}
+END_TEST
+
+START_TEST(release_conflict_with_another_holder_releases_nothing)
+{
+    become_leader();
+    le_stop(&F.m, 30000);
+    reply_write(409, NULL);
+    struct le_record other = rec("other", 15, 1, "t5");
+    reply_get(200, &other, "20");
+    ck_assert_int_eq(F.inflight, LE_REQ_NONE);
+    ck_assert_int_eq(F.updates, 1);
+    ck_assert_int_eq(F.stopped, 1);
+    ck_assert_int_eq(F.notes[LE_NOTE_RELEASED], 0);
+}
+END_TEST
+
 START_TEST(stop_without_release_on_cancel_leaves_the_lease)
 {
     setup_params(LEASE_MS, RENEW_MS, RETRY_MS, 0);
@@ -956,6 +997,8 @@ suite(void)
     tcase_add_test(tc, holder_changes_are_reported);
     tcase_add_test(tc, renewed_reports_wall_time);
     tcase_add_test(tc, stop_closes_the_gate_waits_then_releases);
+    tcase_add_test(tc, release_conflict_rereads_and_releases_again);
+    tcase_add_test(tc, release_conflict_with_another_holder_releases_nothing);
     tcase_add_test(tc, stop_without_release_on_cancel_leaves_the_lease);
     tcase_add_test(tc, release_is_bounded_by_the_grace);
     tcase_add_test(tc, stop_skips_the_release_when_gated_stops_run_late);

@@ -48,6 +48,7 @@ struct plb_ctx {
     struct plb_ctx *gate;        /* resolved */
     int gate_open;               /* for gate instances: current state */
     int gated_active;            /* for gated instances: write loop running */
+    plb_done *stop_done;         /* handed to stop(), until it fires */
 };
 
 /* The daemon-wide configuration (top-level settings). */

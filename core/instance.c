@@ -3,6 +3,7 @@
 #include <event2/event.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "links.h"
 #include "log.h"
 
@@ -36,6 +37,7 @@ inst_stopped(void *arg)
 {
     plb_ctx *ctx = arg;
     struct core *c = ctx->core;
+    ctx->stop_done = NULL; /* fired: core_done_fire freed it */
     if (ctx->st != CORE_INST_STOPPING)
         return; /* the grace ran out earlier; we moved on */
     ctx->st = CORE_INST_STOPPED;
@@ -79,6 +81,7 @@ stop_next(struct core *c)
             continue;
         }
         ctx->st = CORE_INST_STOPPING;
+        ctx->stop_done = d;
         int64_t g = c->cfg.shutdown_grace_ms;
         struct timeval tv = {(time_t)(g / 1000), (suseconds_t)((g % 1000) * 1000)};
         evtimer_add(c->stop_timer, &tv);
@@ -148,6 +151,9 @@ core_instances_destroy(struct core *c)
         ctx->cm->mod->destroy(ctx->state);
         ctx->state = NULL;
         ctx->created = 0;
+        /* A stop that never completed leaves its completion with us. */
+        core_free(ctx->stop_done);
+        ctx->stop_done = NULL;
         core_links_forget(ctx);
     }
     if (c->stop_timer) {

@@ -94,7 +94,9 @@ core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *er
     int rc = 0;
     if (!sel)
         return -ENOMEM;
-    const char *p = text ? text : "";
+    if (!text)
+        text = "";
+    const char *p = text;
     while (*p) {
         const char *end = strchr(p, ',');
         if (!end)

@@ -435,7 +435,7 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
 }
 
 static json_t *
-endpointslice_defaults(const struct fk_kind *k, json_t *obj)
+endpointslice_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
 {
     static const char *const types[] = {"IPv4", "IPv6", "FQDN", NULL};
     const char *name = name_of(obj);
@@ -451,6 +451,9 @@ endpointslice_defaults(const struct fk_kind *k, json_t *obj)
                  "Unsupported value: \"%s\": supported values: \"FQDN\", \"IPv4\", \"IPv6\"", at);
         return fk_status_invalid(k, name, "addressType", "FieldValueNotSupported", msg);
     }
+    if (old && !json_equal(json_object_get(old, "addressType"), json_object_get(obj, "addressType")))
+        return fk_status_invalid(k, name, "addressType", "FieldValueInvalid",
+                                 "Invalid value: field is immutable");
     if (!eps && json_object_set_new(obj, "endpoints", json_null()) < 0)
         return oom();
     json_array_foreach(eps, i, e) {
@@ -535,14 +538,72 @@ event_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
     return NULL;
 }
 
+/* metadata.labels, annotations (keys and total size) and finalizers, as
+ * ValidateObjectMeta checks them. NULL or a new 422 Status. */
+static json_t *
+validate_meta(const struct fk_kind *k, json_t *obj)
+{
+    json_t *meta = json_object_get(obj, "metadata"), *v;
+    const char *name = name_of(obj), *key;
+    char msg[600];
+    size_t total = 0, i;
+
+    json_object_foreach(json_object_get(meta, "labels"), key, v) {
+        const char *val = json_string_value(v);
+        if (!fk_label_key_valid(key, strlen(key))) {
+            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": name part must consist of "
+                     "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                     "alphanumeric character", key);
+            return fk_status_invalid(k, name, "metadata.labels", "FieldValueInvalid", msg);
+        }
+        if (!val || !fk_label_value_valid(val, strlen(val))) {
+            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": a valid label must be an "
+                     "empty string or consist of alphanumeric characters, '-', '_' or '.', and "
+                     "must start and end with an alphanumeric character", val ? val : "");
+            return fk_status_invalid(k, name, "metadata.labels", "FieldValueInvalid", msg);
+        }
+    }
+    if (json_object_get(meta, "labels") && !json_is_object(json_object_get(meta, "labels")))
+        return fk_status_invalid(k, name, "metadata.labels", "FieldValueInvalid",
+                                 "Invalid value: must be a map of strings");
+    json_object_foreach(json_object_get(meta, "annotations"), key, v) {
+        if (!json_is_string(v))
+            return fk_status_invalid(k, name, "metadata.annotations", "FieldValueInvalid",
+                                     "Invalid value: values must be strings");
+        if (!fk_label_key_valid(key, strlen(key)) || strlen(key) > 317) {
+            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": name part must consist of "
+                     "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                     "alphanumeric character", key);
+            return fk_status_invalid(k, name, "metadata.annotations", "FieldValueInvalid", msg);
+        }
+        total += strlen(key) + json_string_length(v);
+    }
+    if (total > 256 * 1024)
+        return fk_status_invalid(k, name, "metadata.annotations", "FieldValueTooLong",
+                                 "Too long: must have at most 262144 bytes");
+    json_array_foreach(json_object_get(meta, "finalizers"), i, v) {
+        const char *f = json_string_value(v);
+        if (!f || !fk_label_key_valid(f, strlen(f))) {
+            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": name part must consist of "
+                     "alphanumeric characters, '-', '_' or '.', and must start and end with an "
+                     "alphanumeric character", f ? f : "");
+            return fk_status_invalid(k, name, "metadata.finalizers", "FieldValueInvalid", msg);
+        }
+    }
+    return NULL;
+}
+
 /* See fk.h. */
 json_t *
 fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, json_t *old)
 {
+    json_t *err = validate_meta(k, obj);
+    if (err)
+        return err;
     if (!strcmp(k->resource, "services") && !k->group[0])
         return service_defaults(cl, k, obj, old);
     if (!strcmp(k->resource, "endpointslices"))
-        return endpointslice_defaults(k, obj);
+        return endpointslice_defaults(k, obj, old);
     if (!strcmp(k->resource, "events"))
         return event_defaults(k, obj, old);
     if (!strcmp(k->resource, "namespaces")) {

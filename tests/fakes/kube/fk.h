@@ -173,6 +173,12 @@ const char *fk_store_key(const char *ns, const char *name, char *buf, size_t len
 
 struct fk_selector; /* parsed label or field selector */
 
+/* Label syntax: a value is empty or <= 63 of [A-Za-z0-9_.-] starting and
+ * ending alphanumeric; a key (also an annotation key or a qualified
+ * finalizer name) is [DNS-subdomain prefix "/"] name with the value rules
+ * but not empty. 1 if valid. */
+int fk_label_value_valid(const char *v, size_t len);
+int fk_label_key_valid(const char *k, size_t len);
 /* Parse a label selector. New, or NULL with a message in err (len >= 256).
  * An empty or NULL string selects everything. */
 struct fk_selector *fk_label_selector_parse(const char *s, char *err, size_t errlen);

@@ -77,10 +77,9 @@ name_char(int c)
     return isalnum(c) || c == '-' || c == '_' || c == '.';
 }
 
-/* A label value: empty, or <=63 of [A-Za-z0-9_.-] starting and ending
- * alphanumeric. */
-static int
-valid_label_value(const char *v, size_t len)
+/* See fk.h. */
+int
+fk_label_value_valid(const char *v, size_t len)
 {
     if (len == 0)
         return 1;
@@ -92,8 +91,9 @@ valid_label_value(const char *v, size_t len)
     return 1;
 }
 
-static int
-valid_label_key(const char *k, size_t len)
+/* See fk.h. */
+int
+fk_label_key_valid(const char *k, size_t len)
 {
     const char *slash = memchr(k, '/', len);
     if (slash) {
@@ -107,7 +107,7 @@ valid_label_key(const char *k, size_t len)
         len -= plen + 1;
         k = slash + 1;
     }
-    return len > 0 && valid_label_value(k, len);
+    return len > 0 && fk_label_value_valid(k, len);
 }
 
 static const char *
@@ -134,7 +134,7 @@ parse_label_req(struct fk_selector *sel, const char **pp, char *err, size_t errl
     ks = p;
     while (*p && !strchr(" \t=!,()<>", *p))
         p++;
-    if (!valid_label_key(ks, (size_t)(p - ks))) {
+    if (!fk_label_key_valid(ks, (size_t)(p - ks))) {
         snprintf(err, errlen, "unable to parse requirement: invalid label key \"%.*s\"",
                  (int)(p - ks), ks);
         return -1;
@@ -187,7 +187,7 @@ parse_label_req(struct fk_selector *sel, const char **pp, char *err, size_t errl
             vs = p;
             while (*p && !strchr(" \t,()", *p))
                 p++;
-            if (!valid_label_value(vs, (size_t)(p - vs))) {
+            if (!fk_label_value_valid(vs, (size_t)(p - vs))) {
                 snprintf(err, errlen, "unable to parse requirement: invalid label value: \"%.*s\"",
                          (int)(p - vs), vs);
                 return -1;
@@ -211,7 +211,7 @@ parse_label_req(struct fk_selector *sel, const char **pp, char *err, size_t errl
         vs = p;
         while (*p && !strchr(" \t,()", *p))
             p++;
-        if (!valid_label_value(vs, (size_t)(p - vs))) {
+        if (!fk_label_value_valid(vs, (size_t)(p - vs))) {
             snprintf(err, errlen, "unable to parse requirement: invalid label value: \"%.*s\"",
                      (int)(p - vs), vs);
             return -1;

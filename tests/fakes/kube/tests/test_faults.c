@@ -358,6 +358,12 @@ START_TEST(malformed_requests_get_status_errors)
         {"GET", SVCS "?watch=1&resourceVersionMatch=Exact", NULL, NULL, 422},
         {"GET", SVCS "?resourceVersionMatch=Sometimes&resourceVersion=1", NULL, NULL, 422},
         {"DELETE", SVCS "/base", JSON, "not json", 400},
+        {"PATCH", SVCS "/base", MERGE, "{\"metadata\":{\"labels\":{\"bad key\":\"v\"}}}", 422},
+        {"PATCH", SVCS "/base", MERGE, "{\"metadata\":{\"labels\":{\"k\":\"-v\"}}}", 422},
+        {"PATCH", SVCS "/base", MERGE, "{\"metadata\":{\"labels\":{\"k\":7}}}", 422},
+        {"PATCH", SVCS "/base", MERGE, "{\"metadata\":{\"annotations\":{\"a/b/c\":\"v\"}}}", 422},
+        {"PATCH", SVCS "/base", MERGE, "{\"metadata\":{\"finalizers\":[\"not valid!\"]}}", 422},
+        {"PATCH", SLICES "/slice", MERGE, "{\"addressType\":\"IPv6\"}", 422},
     };
     struct http_res r;
     json_t *o;
@@ -366,6 +372,11 @@ START_TEST(malformed_requests_get_status_errors)
     long code;
 
     json_decref(create_svc("base", NULL));
+    json_decref(req("POST", SLICES, JSON, "{\"metadata\":{\"name\":\"slice\",\"labels\":{"
+                    "\"prismlb.io/ok\":\"\"},\"annotations\":{\"prismlb.io/any\":\"a b c\"},"
+                    "\"finalizers\":[\"prismlb.io/hold\",\"foregroundDeletion\"]},"
+                    "\"addressType\":\"IPv4\",\"endpoints\":[]}", &code));
+    ck_assert_int_eq(code, 201);
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_int_eq(fake_api(&fk, 0, bad[i].method, bad[i].path, bad[i].ctype, bad[i].body, 1,
                                   NULL, 5000, &r),

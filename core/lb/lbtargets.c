@@ -111,7 +111,11 @@ core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *er
                 goto fail;
             }
         } else {
-            const char *ne = memmem(s, n, "!=", 2);
+            const char *ne = NULL;
+            for (size_t i = 0; i + 1 < n && !ne; i++) {
+                if (s[i] == '!' && s[i + 1] == '=')
+                    ne = s + i;
+            }
             const char *eq = memchr(s, '=', n);
             if (ne) {
                 const char *ks = s, *ke = ne, *vs = ne + 2, *ve = e;

@@ -457,6 +457,7 @@ suite(void)
 {
     Suite *s = suite_create("tcp_proxy_data_path");
     TCase *tc = tcase_create("data_path");
+    tcase_add_unchecked_fixture(tc, tp_registry_init, tp_reap_all);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, half_close_is_carried_through);
     tcase_add_test(tc, connections_before_the_first_endpoint_set_wait_for_it);

@@ -26,7 +26,9 @@ static void
 start_all(void)
 {
     const char *extra[] = {"--servers", "3", NULL};
-    ck_assert_int_eq(fake_start(&fk, extra), 0);
+    int frc = fake_start(&fk, extra);
+    tp_track(fk.proc.pid);
+    ck_assert_int_eq(frc, 0);
     ck_assert_int_eq(fk.nservers, 3);
     const char *eps[3];
     static char ep[3][64];
@@ -153,6 +155,7 @@ START_TEST(a_server_losing_readiness_loses_its_watch_which_resumes_on_another)
     struct tu_proc w;
     char *argv[] = {"sh", "-c", script, NULL};
     ck_assert_int_eq(tu_spawn(&w, argv, NULL, wlog), 0);
+    tp_track(-w.pid); /* the loop and its kubectl */
 
     int n = 0;
     unsigned first = 0;
@@ -203,6 +206,7 @@ suite(void)
 {
     Suite *s = suite_create("tcp_proxy_kube");
     TCase *tc = tcase_create("kube");
+    tcase_add_unchecked_fixture(tc, tp_registry_init, tp_reap_all);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, kubectl_keeps_working_while_one_api_server_is_killed);
     tcase_add_test(tc, a_server_losing_readiness_loses_its_watch_which_resumes_on_another);

@@ -224,6 +224,7 @@ suite(void)
 {
     Suite *s = suite_create("tcp_proxy_metrics");
     TCase *tc = tcase_create("metrics");
+    tcase_add_unchecked_fixture(tc, tp_registry_init, tp_reap_all);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, metrics_follow_upstreams_connections_and_errors);
     tcase_add_test(tc, the_daemons_readyz_follows_the_proxys_upstreams);

@@ -78,6 +78,7 @@ rz_start(struct rz *r, char id, const char *const *extra)
         argv[n++] = (char *)extra[i];
     argv[n] = NULL;
     ck_assert_int_eq(tu_spawn(&r->proc, argv, NULL, log), 0);
+    tp_track(r->proc.pid);
     /* The port file holds one line "PORT": wait for it. */
     long long end = tu_now_ms() + 10000;
     for (;;) {
@@ -249,6 +250,7 @@ client_start(struct client *c, struct proxy *p, int n, int hold_s)
     snprintf(c->log, sizeof(c->log), "%s/client%d.log", pki, n);
     char *argv[] = {"python3", script, port, (char *)pki_path("ca.crt"), hold, NULL};
     ck_assert_int_eq(tu_spawn(&c->proc, argv, NULL, c->log), 0);
+    tp_track(c->proc.pid);
     ck_assert_msg(tu_wait_line(c->log, "id ", line, sizeof(line), 10000) == 0,
                   "client got no id through the proxy");
     return line[0];
@@ -325,6 +327,7 @@ suite(void)
 {
     Suite *s = suite_create("tcp_proxy_readyz");
     TCase *tc = tcase_create("readyz");
+    tcase_add_unchecked_fixture(tc, tp_registry_init, tp_reap_all);
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, readyz_probes_present_the_client_certificate);

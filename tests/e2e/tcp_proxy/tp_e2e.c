@@ -376,6 +376,7 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
         char *env[] = {mp, NULL};
         if (tu_spawn(&p->proc, argv, env, p->log) < 0)
             return -1;
+        tp_track(p->proc.pid);
         /* Wait for the log line rather than connecting: a test connection
          * would reach an upstream and count there. */
         char want[128];
@@ -492,4 +493,76 @@ metric_value(const char *text, const char *series, double *v)
         }
     }
     return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Process registry                                                         */
+
+static char registry[4200];
+
+void
+tp_registry_init(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(registry, sizeof(registry), "%s/tp-e2e-%d.pids", tmp && *tmp ? tmp : "/tmp",
+             (int)getpid());
+    unlink(registry);
+}
+
+/* The start time of a process (clock ticks since boot, /proc/PID/stat
+ * field 22), which tells it apart from a later process reusing its PID.
+ * 0 when it does not exist. */
+static unsigned long long
+start_time(int pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
+    unsigned long long t = 0;
+    if (p && sscanf(p + 2,
+                    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
+                    "%*d %*d %llu",
+                    &t) == 1)
+        return t;
+    return 0;
+}
+
+void
+tp_track(int pid)
+{
+    if (!registry[0] || pid == 0)
+        return;
+    unsigned long long t = start_time(pid < 0 ? -pid : pid);
+    FILE *f = fopen(registry, "a");
+    if (!f)
+        return;
+    fprintf(f, "%d %llu\n", pid, t);
+    fclose(f);
+}
+
+void
+tp_reap_all(void)
+{
+    if (!registry[0])
+        return;
+    FILE *f = fopen(registry, "r");
+    if (f) {
+        int pid;
+        unsigned long long t;
+        while (fscanf(f, "%d %llu", &pid, &t) == 2) {
+            /* Only the very process started (same start time): one that
+             * was stopped and whose PID was reused is left alone. */
+            if (t == 0 || start_time(pid < 0 ? -pid : pid) != t)
+                continue;
+            kill(pid, SIGKILL); /* negative: its process group */
+        }
+        fclose(f);
+    }
+    unlink(registry);
 }

@@ -88,6 +88,15 @@ long long wait_eof(int fd, int timeout_ms);
 /* Send all; 0 or -1. */
 int write_full(int fd, const void *buf, size_t n);
 
+/* Processes a test starts are stopped by the test; one that fails an
+ * assertion exits at once, so each start is also recorded (by PID; a
+ * negative PID for a process group) in a registry that the suite's
+ * unchecked teardown, in the runner process, sweeps with SIGKILL.
+ * tp_registry_init: unchecked setup (runner process, before the forks). */
+void tp_registry_init(void);
+void tp_track(int pid);
+void tp_reap_all(void);
+
 /* GET http://127.0.0.1:port/path (Connection: close). 0 with the status
  * and the body (new), or -1. */
 int http_get(int port, const char *path, int *status, char **body);

@@ -10,6 +10,7 @@
 #include "build-config.h"
 #include "httpc.h"
 #include "httpd.h"
+#include "lb/lbhost.h"
 #include "kube/kube.h"
 #include "links.h"
 #include "listener.h"
@@ -261,4 +262,9 @@ const struct plb_host core_host = {
     .obj_del = core_obj_del,
     .obj_new_str = core_obj_new_str,
     .obj_new_int = core_obj_new_int,
+
+    .lb_select_targets = core_lb_host_select,
+    .lb_targets_clear = core_lb_host_clear,
+    .lb_selector_check = core_lb_host_selector_check,
+    .lb_status_write = core_lb_host_status_write,
 };

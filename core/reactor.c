@@ -66,17 +66,12 @@ core_wall_ms(void)
 struct event_base *
 core_event_base_new(void)
 {
-    struct event_config *cfg = event_config_new();
-    struct event_base *base = NULL;
-
-    if (!cfg)
-        return NULL;
-    if (event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER) != 0)
-        goto out;
-    base = event_base_new_with_config(cfg);
-out:
-    event_config_free(cfg);
-    return base;
+    /* No EVENT_BASE_FLAG_PRECISE_TIMER: with it libevent re-arms a timerfd
+     * on every epoll_wait, which costs the proxy's data path about 7 % of
+     * its request rate (measured with tests/bench/proxy). Millisecond epoll
+     * timeouts are precise enough, and timer_fire re-arms a timer that
+     * woke early, so no timer fires before its deadline either way. */
+    return event_base_new();
 }
 
 /* ------------------------------------------------------------------------ */

@@ -27,9 +27,10 @@ int64_t core_now_ms(void);
 /* Milliseconds since the epoch on CLOCK_REALTIME. */
 int64_t core_wall_ms(void);
 
-/* A new event base for the daemon (free with event_base_free). It uses the
- * precise monotonic clock, so timers are not rounded to the coarse clock's
- * tick. NULL on failure. Any event base works with the functions below. */
+/* A new event base for the daemon (free with event_base_free). It runs on
+ * libevent's default (coarse) monotonic clock; timers still never fire
+ * early (see reactor.c). NULL on failure. Any event base works with the
+ * functions below. */
 struct event_base *core_event_base_new(void);
 
 /* New timer on base (borrowed; must outlive the timer), not armed. cb runs on

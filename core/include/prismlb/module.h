@@ -38,7 +38,8 @@
  *                    logging, timers, fd watches, TCP listeners, HTTP
  *                    servers, HTTP client, metrics, endpoint links, gates,
  *                    health checks, Kubernetes client and informers,
- *                    JSON objects.
+ *                    JSON objects, Service load-balancer target selection
+ *                    and status.
  */
 #ifndef PRISMLB_MODULE_H
 #define PRISMLB_MODULE_H
@@ -425,6 +426,26 @@ struct plb_informer_opts {
 };
 
 /* ------------------------------------------------------------------------ */
+/* Service load balancers.                                                   */
+
+enum plb_lb_policy {
+    PLB_LB_POLICY_TRAFFIC = 0, /* by spec.externalTrafficPolicy */
+    PLB_LB_POLICY_SELECTOR,    /* by a node selector */
+};
+
+struct plb_lb_target {
+    const char *node; /* borrowed from the node informer's cache */
+    const char *ip;   /* its InternalIP, borrowed likewise */
+};
+
+struct plb_lb_targets {
+    size_t n;
+    struct plb_lb_target *v; /* owned by the daemon: lb_targets_clear */
+    size_t dropped;          /* selected nodes cut by max_targets */
+    size_t no_address;       /* selected nodes without an InternalIP */
+};
+
+/* ------------------------------------------------------------------------ */
 /* The host table: every core service a module may use.                     */
 
 struct plb_host {
@@ -695,6 +716,39 @@ struct plb_host {
     /* New string and integer values. */
     plb_obj *(*obj_new_str)(const char *s);
     plb_obj *(*obj_new_int)(int64_t v);
+
+    /* --- Service load balancers (for any cloud's balancer module) --- */
+
+    /* Which nodes a Service of type LoadBalancer targets. policy
+     * PLB_LB_POLICY_TRAFFIC follows spec.externalTrafficPolicy: Cluster
+     * (the default) takes every node but cordoned and not-ready ones;
+     * Local takes the nodes kube-proxy serves from, read from the
+     * Service's EndpointSlices in `slices` (a node with a ready endpoint,
+     * or with a serving terminating one while it has no ready one).
+     * PLB_LB_POLICY_SELECTOR takes the nodes matching node_selector
+     * ("k=v,k!=v,!k,k"; NULL or "" for all). Under every policy, nodes
+     * labelled node.kubernetes.io/exclude-from-external-load-balancers stay
+     * out. Targets are the nodes' InternalIP (IPv4 first), sorted by node
+     * name and cut to max_targets (0: no cap) with out->dropped counting the
+     * rest. svc is borrowed; nodes and slices are informers (slices may be
+     * NULL under Cluster and SELECTOR). Strings in *out are borrowed from
+     * the informer caches, valid until control returns to the event loop;
+     * free the array with lb_targets_clear. 0, -EINVAL with a message in
+     * err (a bad node selector), or -ENOMEM. */
+    int (*lb_select_targets)(plb_ctx *ctx, const plb_obj *svc, enum plb_lb_policy policy,
+                             const char *node_selector, plb_informer *nodes,
+                             plb_informer *slices, size_t max_targets,
+                             struct plb_lb_targets *out, char *err, size_t errlen);
+    void (*lb_targets_clear)(struct plb_lb_targets *t);
+    /* Check a node selector's syntax: 0, or -EINVAL with a message. */
+    int (*lb_selector_check)(const char *node_selector, char *err, size_t errlen);
+    /* Write a Service's status.loadBalancer.ingress: one entry per IP
+     * (borrowed strings), each with ipMode ("VIP" or "Proxy"; NULL leaves
+     * it out), as a merge patch of the status subresource. n == 0 clears
+     * the ingress. Same completion rules as kube_patch. */
+    plb_kube_op *(*lb_status_write)(plb_kube *k, const plb_obj *svc, const char *const *ips,
+                                    size_t n, const char *ip_mode, plb_kube_done_cb done,
+                                    void *arg, int *err);
 };
 
 /* True when the daemon's host table has the named member. */

@@ -1,0 +1,151 @@
+#include "lb/lbhost.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "kube/kube.h"
+#include "lb/lbtargets.h"
+
+/* plb_obj is a jansson value (core/kube/obj.c). */
+#define OBJ_JSON(o) ((const json_t *)(o))
+
+struct collect {
+    const json_t **v;
+    size_t n, cap;
+    int oom;
+};
+
+static void
+collect_one(const plb_obj *obj, void *arg)
+{
+    struct collect *c = arg;
+    if (c->oom)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        const json_t **nv = core_realloc(c->v, cap * sizeof(*nv));
+        if (!nv) {
+            c->oom = 1;
+            return;
+        }
+        c->v = nv;
+        c->cap = cap;
+    }
+    c->v[c->n++] = OBJ_JSON(obj);
+}
+
+int
+core_lb_host_selector_check(const char *node_selector, char *err, size_t errlen)
+{
+    struct core_lb_selector *sel = NULL;
+    int rc = core_lb_selector_parse(node_selector, &sel, err, errlen);
+    core_lb_selector_free(sel);
+    return rc;
+}
+
+int
+core_lb_host_select(plb_ctx *ctx, const plb_obj *svc, enum plb_lb_policy policy,
+                    const char *node_selector, plb_informer *nodes, plb_informer *slices,
+                    size_t max_targets, struct plb_lb_targets *out, char *err, size_t errlen)
+{
+    struct collect cn = {0}, cs = {0};
+    struct core_lb_selector *sel = NULL;
+    struct core_lb_targets t;
+    enum core_lb_policy p;
+    int rc;
+
+    (void)ctx;
+    memset(out, 0, sizeof(*out));
+    if (!svc || !nodes)
+        return -EINVAL;
+    if (policy == PLB_LB_POLICY_SELECTOR) {
+        rc = core_lb_selector_parse(node_selector, &sel, err, errlen);
+        if (rc < 0)
+            return rc;
+        p = CORE_LB_POLICY_SELECTOR;
+    } else {
+        p = core_lb_policy_of(OBJ_JSON(svc), 1);
+    }
+    core_informer_foreach(nodes, collect_one, &cn);
+    if (slices && p == CORE_LB_POLICY_LOCAL)
+        core_informer_foreach(slices, collect_one, &cs);
+    rc = -ENOMEM;
+    if (cn.oom || cs.oom)
+        goto out;
+    rc = core_lb_select_targets(OBJ_JSON(svc), p, sel, cn.v, cn.n, cs.v, cs.n, max_targets, &t);
+    if (rc < 0)
+        goto out;
+    /* Same layout, field for field; hand the array over. */
+    out->n = t.n;
+    out->v = (struct plb_lb_target *)t.v;
+    out->dropped = t.dropped;
+    out->no_address = t.no_address;
+    _Static_assert(sizeof(struct plb_lb_target) == sizeof(struct core_lb_target),
+                   "plb_lb_target mirrors core_lb_target");
+    rc = 0;
+out:
+    core_free(cn.v);
+    core_free(cs.v);
+    core_lb_selector_free(sel);
+    return rc;
+}
+
+void
+core_lb_host_clear(struct plb_lb_targets *t)
+{
+    if (!t)
+        return;
+    core_free(t->v);
+    memset(t, 0, sizeof(*t));
+}
+
+plb_kube_op *
+core_lb_host_status_write(plb_kube *k, const plb_obj *svc, const char *const *ips, size_t n,
+                          const char *ip_mode, plb_kube_done_cb done, void *arg, int *err)
+{
+    const json_t *md = json_object_get(OBJ_JSON(svc), "metadata");
+    const char *ns = json_string_value(json_object_get(md, "namespace"));
+    const char *name = json_string_value(json_object_get(md, "name"));
+    json_t *patch = NULL, *ingress = NULL;
+    char *body = NULL;
+    plb_kube_op *op = NULL;
+
+    if (!ns || !name || (n && !ips)) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    *err = -ENOMEM;
+    ingress = json_array();
+    if (!ingress)
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_pack("{s:s}", "ip", ips[i]);
+        if (!e || (ip_mode && json_object_set_new(e, "ipMode", json_string(ip_mode)) < 0) ||
+            json_array_append_new(ingress, e) < 0) {
+            json_decref(e);
+            goto out;
+        }
+    }
+    /* A merge patch replaces the list whole, which is what status wants. */
+    patch = json_pack("{s:{s:{s:O}}}", "status", "loadBalancer", "ingress", ingress);
+    if (!patch)
+        goto out;
+    body = json_dumps(patch, JSON_COMPACT);
+    if (!body)
+        goto out;
+    struct plb_kube_ref ref = {
+        .api_version = "v1",
+        .resource = "services",
+        .ns = ns,
+        .name = name,
+        .subresource = "status",
+    };
+    op = core_kube_patch(k, &ref, PLB_KUBE_MERGE_PATCH, body, done, arg, err);
+out:
+    core_free(body);
+    json_decref(patch);
+    json_decref(ingress);
+    return op;
+}

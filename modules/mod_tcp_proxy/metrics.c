@@ -37,8 +37,8 @@ tp_metrics_init(struct tp *tp)
     m->upstreams_active = h->metric_new(
         x, PLB_METRIC_GAUGE, "prismlb_upstreams_active",
         "Upstreams eligible for new connections (healthy, not draining)", l_proxy, NULL, 0);
-    m->upstreams_total =
-        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams_total",
+    m->upstreams_known =
+        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams",
                       "Total known upstreams, including unhealthy and draining", l_proxy, NULL, 0);
     m->connections_active =
         h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_connections_active",
@@ -68,7 +68,7 @@ tp_metrics_init(struct tp *tp)
                               "Upstream health state after the consecutive-failure threshold, fed "
                               "by health checks and client dials (1 healthy, 0 unhealthy)",
                               l_up, NULL, 0);
-    if (!m->upstreams_active || !m->upstreams_total || !m->connections_active ||
+    if (!m->upstreams_active || !m->upstreams_known || !m->connections_active ||
         !m->connections_total || !m->connection_errors || !m->rtt || !m->tier || !m->ready ||
         !m->health)
         return -ENOMEM;
@@ -79,7 +79,7 @@ tp_metrics_init(struct tp *tp)
     if (rc == 0)
         rc = h->metric_set(m->upstreams_active, lv, 0);
     if (rc == 0)
-        rc = h->metric_set(m->upstreams_total, lv, 0);
+        rc = h->metric_set(m->upstreams_known, lv, 0);
     return rc;
 }
 
@@ -95,7 +95,7 @@ tp_metrics_refresh(struct tp *tp)
 
     check_rc(tp, h->metric_set(m->upstreams_active, lp, (double)tp_pool_active_count(tp->pool)),
              "prismlb_upstreams_active");
-    check_rc(tp, h->metric_set(m->upstreams_total, lp, (double)n), "prismlb_upstreams_total");
+    check_rc(tp, h->metric_set(m->upstreams_known, lp, (double)n), "prismlb_upstreams");
     for (size_t i = 0; i < n; i++) {
         struct tp_up *u = tp_pool_at(tp->pool, i);
         const char *lv[] = {tp->name, u->addr};
@@ -170,7 +170,7 @@ tp_metrics_fini(struct tp *tp)
             tp_metrics_forget(tp, u->data);
     }
     h->metric_remove(tp->m.upstreams_active, lp);
-    h->metric_remove(tp->m.upstreams_total, lp);
+    h->metric_remove(tp->m.upstreams_known, lp);
     h->metric_remove(tp->m.connections_active, lp);
     h->metric_remove(tp->m.connections_total, lp);
 }

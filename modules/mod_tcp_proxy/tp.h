@@ -101,7 +101,7 @@ struct tp_upd {
 /* The instance                                                             */
 
 struct tp_metrics {
-    plb_metric *upstreams_active, *upstreams_total, *connections_active, *connections_total,
+    plb_metric *upstreams_active, *upstreams_known, *connections_active, *connections_total,
         *connection_errors, *rtt, *tier, *ready, *health;
 };
 

@@ -83,7 +83,7 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     const char *eps[] = {ea, eb};
     start(FAST "upstream_selection = \"latency\"; drain_timeout = \"1s\";", eps, 2);
 
-    wait_metric(series("prismlb_upstreams_total", NULL), 2, 3000);
+    wait_metric(series("prismlb_upstreams", NULL), 2, 3000);
     wait_metric(series("prismlb_upstreams_active", NULL), 2, 3000);
     wait_metric(series("prismlb_health_check_status", ea), 1, 3000);
     wait_metric(series("prismlb_upstream_latency_tier", ea), 0, 3000);
@@ -124,12 +124,12 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     ck_assert(errs >= 1);
     wait_metric(series("prismlb_health_check_status", eb), 0, 4000);
     wait_metric(series("prismlb_upstreams_active", NULL), 1, 1000);
-    wait_metric(series("prismlb_upstreams_total", NULL), 2, 1000);
+    wait_metric(series("prismlb_upstreams", NULL), 2, 1000);
 
     /* Removed and drained: its series are deleted. */
     const char *only_a[] = {ea};
     proxy_set_endpoints(&px, only_a, 1);
-    wait_metric(series("prismlb_upstreams_total", NULL), 1, 3000);
+    wait_metric(series("prismlb_upstreams", NULL), 1, 3000);
     double v;
     ck_assert_int_eq(scrape(series("prismlb_health_check_status", eb), &v), -1);
     ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &v), -1);

@@ -1,0 +1,272 @@
+/*
+ * mod_lbfile: a second "cloud" for Services of type LoadBalancer, built
+ * against <prismlb/module.h> alone. It proves that a load-balancer module
+ * for another cloud needs nothing of mod_hetzner_lb: target selection,
+ * status writes and warning Events all come through the host table.
+ *
+ * Its "cloud" is a file: for every Service of type LoadBalancer whose
+ * spec.loadBalancerClass equals the `class` setting, one line
+ *
+ *     NAMESPACE/NAME ADDRESS node=IP,node=IP
+ *
+ * is "provisioned" into output_file (rewritten whole on every change), the
+ * Service's status gets ADDRESS (192.0.2.x, from the line's position in a
+ * stable order), and a Service with more nodes than max_targets gets a
+ * warning Event naming the limit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <prismlb/module.h>
+
+struct lf_config {
+    char *kubeconfig;
+    char *output_file;
+    char *lb_class;
+    int64_t max_targets;
+};
+
+struct lf {
+    const struct plb_host *host;
+    plb_ctx *ctx;
+    const struct lf_config *cfg;
+    plb_kube *kube;
+    plb_informer *services, *nodes, *slices;
+    plb_timer *sync; /* coalesces informer events into one pass */
+};
+
+static const struct plb_setting lf_settings[] = {
+    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = offsetof(struct lf_config, kubeconfig),
+     .flags = PLB_SET_REQUIRED, .doc = "Kubeconfig of the cluster"},
+    {.name = "output_file", .type = PLB_SET_PATH,
+     .offset = offsetof(struct lf_config, output_file), .flags = PLB_SET_REQUIRED,
+     .doc = "The file balancers are provisioned into"},
+    {.name = "class", .type = PLB_SET_STRING, .offset = offsetof(struct lf_config, lb_class),
+     .def = "example.com/lbfile", .doc = "spec.loadBalancerClass this module serves"},
+    {.name = "max_targets", .type = PLB_SET_INT,
+     .offset = offsetof(struct lf_config, max_targets), .def = "3", .min = 1, .max = 1000,
+     .doc = "Targets one balancer holds"},
+    PLB_SETTINGS_END,
+};
+
+struct pass {
+    struct lf *lf;
+    FILE *out;
+    unsigned index;
+};
+
+static void
+status_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
+{
+    (void)op;
+    (void)r;
+    (void)arg;
+}
+
+static void
+provision_one(const plb_obj *svc, void *arg)
+{
+    struct pass *p = arg;
+    struct lf *lf = p->lf;
+    const struct plb_host *h = lf->host;
+    const char *type = h->obj_str(h->obj_get(svc, "spec", "type", NULL));
+    const char *cls = h->obj_str(h->obj_get(svc, "spec", "loadBalancerClass", NULL));
+    const char *ns = h->obj_str(h->obj_get(svc, "metadata", "namespace", NULL));
+    const char *name = h->obj_str(h->obj_get(svc, "metadata", "name", NULL));
+    if (!type || strcmp(type, "LoadBalancer") != 0 || !cls || strcmp(cls, lf->cfg->lb_class) != 0 ||
+        !ns || !name)
+        return;
+
+    struct plb_lb_targets t;
+    char err[256];
+    int rc = h->lb_select_targets(lf->ctx, svc, PLB_LB_POLICY_TRAFFIC, NULL, lf->nodes,
+                                  lf->slices, (size_t)lf->cfg->max_targets, &t, err,
+                                  sizeof(err));
+    if (rc < 0) {
+        h->log_kv(lf->ctx, PLB_LOG_ERROR, "target selection failed", "service", name, NULL);
+        return;
+    }
+    char addr[32];
+    snprintf(addr, sizeof(addr), "192.0.2.%u", 10 + p->index++);
+    fprintf(p->out, "%s/%s %s", ns, name, addr);
+    for (size_t i = 0; i < t.n; i++)
+        fprintf(p->out, "%s%s=%s", i ? "," : " ", t.v[i].node, t.v[i].ip);
+    fputc('\n', p->out);
+
+    if (t.dropped) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "%zu nodes left out: a balancer holds %lld targets",
+                 t.dropped, (long long)lf->cfg->max_targets);
+        struct plb_kube_event ev = {.size = sizeof(ev),
+                                    .involved = svc,
+                                    .kind = "Service",
+                                    .api_version = "v1",
+                                    .type = "Warning",
+                                    .reason = "TooManyTargets",
+                                    .message = msg};
+        int e;
+        h->kube_event(lf->kube, &ev, status_done, NULL, &e);
+    }
+    h->lb_targets_clear(&t);
+
+    const char *have =
+        h->obj_str(h->obj_get(h->obj_at(h->obj_get(svc, "status", "loadBalancer", "ingress", NULL),
+                                        0),
+                              "ip", NULL));
+    if (!have || strcmp(have, addr) != 0) {
+        const char *ips[] = {addr};
+        int e;
+        if (!h->lb_status_write(lf->kube, svc, ips, 1, "VIP", status_done, NULL, &e))
+            h->log_kv(lf->ctx, PLB_LOG_ERROR, "status write failed", "service", name, NULL);
+    }
+}
+
+static void
+on_sync(plb_timer *timer, void *arg)
+{
+    struct lf *lf = arg;
+    (void)timer;
+    if (!lf->host->informer_synced(lf->services) || !lf->host->informer_synced(lf->nodes) ||
+        !lf->host->informer_synced(lf->slices))
+        return;
+    char tmp[4200];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", lf->cfg->output_file);
+    FILE *out = fopen(tmp, "w");
+    if (!out) {
+        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot write the output file", "path", tmp,
+                         NULL);
+        return;
+    }
+    struct pass p = {.lf = lf, .out = out};
+    lf->host->informer_foreach(lf->services, provision_one, &p);
+    if (fclose(out) != 0 || rename(tmp, lf->cfg->output_file) != 0)
+        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot write the output file", "path",
+                         lf->cfg->output_file, NULL);
+}
+
+static void
+kick(struct lf *lf)
+{
+    if (!lf->host->timer_pending(lf->sync))
+        lf->host->timer_arm(lf->sync, 20, 0, 0);
+}
+
+static void
+on_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    (void)inf;
+    (void)obj;
+    kick(arg);
+}
+
+static void
+on_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
+{
+    (void)inf;
+    (void)old;
+    (void)obj;
+    kick(arg);
+}
+
+static void
+on_synced(plb_informer *inf, void *arg)
+{
+    (void)inf;
+    kick(arg);
+}
+
+static plb_informer *
+watch(struct lf *lf, const char *api_version, const char *resource)
+{
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = {.api_version = api_version, .resource = resource},
+        .on_add = on_add,
+        .on_update = on_update,
+        .on_delete = on_add,
+        .on_synced = on_synced,
+        .arg = lf,
+    };
+    int err;
+    return lf->host->informer_new(lf->kube, &o, &err);
+}
+
+static int
+lf_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+{
+    if (!PLB_HOST_HAS(host, lb_status_write))
+        return -ENOTSUP;
+    struct lf *lf = host->alloc(sizeof(*lf));
+    if (!lf)
+        return -ENOMEM;
+    lf->host = host;
+    lf->ctx = ctx;
+    lf->cfg = config;
+    lf->sync = host->timer_new(ctx, on_sync, lf);
+    if (!lf->sync) {
+        host->free(lf);
+        return -ENOMEM;
+    }
+    *state = lf;
+    return 0;
+}
+
+static int
+lf_start(void *state)
+{
+    struct lf *lf = state;
+    struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = lf->cfg->kubeconfig};
+    char err[256];
+    lf->kube = lf->host->kube_new(lf->ctx, &o, err, sizeof(err));
+    if (!lf->kube) {
+        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot configure the Kubernetes client",
+                         "error", err, NULL);
+        return -EINVAL;
+    }
+    lf->services = watch(lf, "v1", "services");
+    lf->nodes = watch(lf, "v1", "nodes");
+    lf->slices = watch(lf, "discovery.k8s.io/v1", "endpointslices");
+    return (lf->services && lf->nodes && lf->slices) ? 0 : -ENOMEM;
+}
+
+static void
+lf_stop(void *state, int64_t grace_ms, plb_done *d)
+{
+    struct lf *lf = state;
+    (void)grace_ms;
+    lf->host->timer_cancel(lf->sync);
+    lf->host->informer_free(lf->services);
+    lf->host->informer_free(lf->nodes);
+    lf->host->informer_free(lf->slices);
+    lf->services = lf->nodes = lf->slices = NULL;
+    lf->host->done(d);
+}
+
+static void
+lf_destroy(void *state)
+{
+    struct lf *lf = state;
+    lf->host->informer_free(lf->services);
+    lf->host->informer_free(lf->nodes);
+    lf->host->informer_free(lf->slices);
+    if (lf->kube)
+        lf->host->kube_free(lf->kube);
+    lf->host->timer_free(lf->sync);
+    lf->host->free(lf);
+}
+
+PLB_MODULE_EXPORT = {
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .size = sizeof(struct plb_module),
+    .name = "lbfile",
+    .version = "1.0",
+    .description = "Test cloud that provisions Service load balancers into a file",
+    .settings = lf_settings,
+    .config_size = sizeof(struct lf_config),
+    .create = lf_create,
+    .start = lf_start,
+    .stop = lf_stop,
+    .destroy = lf_destroy,
+};

@@ -226,6 +226,23 @@ le_daemon_stop(struct le_daemon *d, int sig, int timeout_ms)
     return tu_stop(&d->proc, sig, timeout_ms);
 }
 
+/* Send sig once and wait (bounded) for the exit; a daemon that does not
+ * exit in time is killed. Returns the wait status, or -1 after a kill. */
+static inline int
+le_daemon_signal_wait(struct le_daemon *d, int sig, int timeout_ms)
+{
+    if (!d->running)
+        return 0;
+    ck_assert_int_eq(kill(d->proc.pid, sig), 0);
+    int exited = tu_wait_exit(&d->proc, timeout_ms);
+    if (!exited) {
+        le_daemon_stop(d, SIGKILL, 3000);
+        return -1;
+    }
+    d->running = 0;
+    return d->proc.status;
+}
+
 static inline char *
 le_daemon_log(const struct le_daemon *d)
 {

@@ -142,13 +142,12 @@ START_TEST(release)
         struct le_write lw, nw;
         int s = steady_leader(&lw);
         double t_term = le_wall();
-        kill(d[s].proc.pid, SIGTERM);
+        int st = le_daemon_signal_wait(&d[s], SIGTERM, 7000);
         if (le_wait_write(&env, lw.id, t_term, 10000, &nw) < 0) {
             dump_logs();
             ck_abort_msg("round %d: nobody took over from %s within 10 s", r, lw.id);
         }
         double failover = nw.t - t_term;
-        int st = le_daemon_stop(&d[s], SIGTERM, 7000);
         char *log = le_daemon_log(&d[s]);
         ck_assert_msg(st == 0, "%s exited with status %d:\n%s", lw.id, st, log);
         ck_assert_msg(strstr(log, "released Lease default/prismlb-test"), "no release in:\n%s",
@@ -254,12 +253,11 @@ START_TEST(handovers)
         int s = slot_of(lw.id);
         ck_assert_msg(s >= 0, "round %d: the last writer %s is not running", r, lw.id);
         double t = le_wall();
-        kill(d[s].proc.pid, SIGTERM);
+        int st = le_daemon_signal_wait(&d[s], SIGTERM, 7000);
         if (le_wait_write(&env, lw.id, t, 10000, &nw) < 0) {
             dump_logs();
             ck_abort_msg("round %d: nobody took over from %s", r, lw.id);
         }
-        int st = le_daemon_stop(&d[s], SIGTERM, 7000);
         ck_assert_msg(st == 0, "round %d: %s exited with status %d", r, lw.id, st);
         double h = nw.t - t;
         sum += h;

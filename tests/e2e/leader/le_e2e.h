@@ -168,10 +168,11 @@ le_assert_lease_location(struct le_env *e)
     }
 }
 
-/* Write the config of daemon d (extra: more leader settings, may be ""). */
+/* Write the config of daemon d (extra: more leader settings, may be "";
+ * more: more instances, each ending in ",", or NULL). */
 static inline void
-le_daemon_config(struct le_env *e, struct le_daemon *d, const char *identity,
-                 const struct le_timings *tm, const char *extra)
+le_daemon_config_more(struct le_env *e, struct le_daemon *d, const char *identity,
+                      const struct le_timings *tm, const char *extra, const char *more)
 {
     char buf[32768];
     snprintf(d->identity, sizeof(d->identity), "%s", identity);
@@ -182,6 +183,7 @@ le_daemon_config(struct le_env *e, struct le_daemon *d, const char *identity,
              "log_level = \"info\";\n"
              "shutdown_grace = \"5s\";\n"
              "instances = (\n"
+             "%s"
              "  { module = \"leader\"; name = \"leader\";\n"
              "    lease_namespace = \"default\"; lease_name = \"prismlb-test\";\n"
              "    identity = \"%s\"; kubeconfig = \"%s\";\n"
@@ -192,9 +194,16 @@ le_daemon_config(struct le_env *e, struct le_daemon *d, const char *identity,
              "    ca_file = \"%s/ca.crt\"; cert_file = \"%s/client.crt\";\n"
              "    key_file = \"%s/client.key\"; }\n"
              ");\n",
-             identity, e->kubeconfig, tm->lease, tm->renew, tm->retry, extra ? extra : "",
+             more ? more : "", identity, e->kubeconfig, tm->lease, tm->renew, tm->retry, extra ? extra : "",
              identity, d->trace, e->base, e->f.dir, e->f.dir, e->f.dir);
     ck_assert_int_eq(tu_write_file(d->conf, buf), 0);
+}
+
+static inline void
+le_daemon_config(struct le_env *e, struct le_daemon *d, const char *identity,
+                 const struct le_timings *tm, const char *extra)
+{
+    le_daemon_config_more(e, d, identity, tm, extra, NULL);
 }
 
 static inline void

@@ -21,7 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "le_e2e.h"
 
@@ -102,13 +106,82 @@ microtime_now(char *buf, size_t len, double offset_s)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
 }
 
+static int
+free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* GET /metrics from 127.0.0.1:port (new text), bounded by 5 s. */
+static char *
+scrape(int port)
+{
+    ck_assert_int_eq(tu_wait_port("127.0.0.1", port, 10000), 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct timeval tv = {5, 0};
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    const char *req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    ck_assert_ptr_nonnull(buf);
+    ssize_t r;
+    while (n + 1 < cap && (r = read(fd, buf + n, cap - n - 1)) > 0)
+        n += (size_t)r;
+    buf[n] = '\0';
+    close(fd);
+    return buf;
+}
+
+static void
+assert_metric(const char *text, const char *line)
+{
+    ck_assert_msg(strstr(text, line), "no \"%s\" in /metrics:\n%s", line, text);
+}
+
 START_TEST(go_fields)
 {
-    struct le_daemon d;
+    struct le_daemon d, d2;
+    char more[256];
+    int port = free_port(), port2 = free_port();
     memset(&d, 0, sizeof(d));
-    le_daemon_start(&env, &d, "solo", &le_short);
+    memset(&d2, 0, sizeof(d2));
+    snprintf(more, sizeof(more),
+             "  { module = \"metrics\"; bind_address = \"127.0.0.1\"; port = %d; },\n", port);
+    le_daemon_config_more(&env, &d, "solo", &le_short, "", more);
+    le_daemon_spawn(&d);
     struct le_write w;
     ck_assert_msg(le_wait_write(&env, NULL, 0, 15000, &w) == 0, "the daemon never led");
+    /* A second replica stays a candidate. */
+    snprintf(more, sizeof(more),
+             "  { module = \"metrics\"; bind_address = \"127.0.0.1\"; port = %d; },\n", port2);
+    le_daemon_config_more(&env, &d2, "second", &le_short, "", more);
+    le_daemon_spawn(&d2);
+    tu_sleep_ms(1500);
+    char *m1 = scrape(port), *m2 = scrape(port2);
+    assert_metric(m1, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 1");
+    assert_metric(m2, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 0");
+    assert_metric(m1, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
+    assert_metric(m2, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
+    assert_metric(m2, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} 0");
+    char *p = strstr(m1, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} ");
+    ck_assert_ptr_nonnull(p);
+    double renewed = strtod(strchr(p, '}') + 2, NULL);
+    ck_assert_msg(renewed > le_wall() - 2 && renewed <= le_wall(), "last renew %.3f", renewed);
+    free(m1);
+    free(m2);
+    ck_assert_int_eq(le_daemon_stop(&d2, SIGTERM, 7000), 0);
 
     char *yaml = NULL;
     int rc = kc(&yaml, "get", "lease", "prismlb-test", "-n", "default", "-o", "yaml", NULL);

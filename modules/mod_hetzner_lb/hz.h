@@ -32,8 +32,9 @@
 #define HZ_LABEL_UID "robotlb/service-uid"
 /* Hetzner's limit on balancer names, in bytes (names are ASCII in practice). */
 #define HZ_NAME_MAX 128
-/* Services whose balancer refused a target are checked again after this. */
-#define HZ_REFUSED_RETRY_MS 30000
+/* The most targets a balancer type holds (Hetzner's lb11, lb21, lb31);
+ * 0 for a type not known here (no cap: Hetzner refuses the excess). */
+HZ_HIDDEN size_t hz_type_max_targets(const char *type);
 
 /* ------------------------------------------------------------------ */
 /* Settings (hz_settings.c)                                             */
@@ -61,6 +62,7 @@ struct hz_config {
     int default_ip_mode;      /* enum hz_ip_mode */
     int ipv6_ingress;
     int64_t resync_interval_ms;
+    int64_t refused_recheck_ms; /* recheck after a refused target (30 s) */
     int dry_run;
     char *log_level;          /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
     char *kubeconfig;         /* PATH or NULL (in-cluster, $KUBECONFIG) */

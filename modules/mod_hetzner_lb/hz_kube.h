@@ -20,6 +20,8 @@ struct hz_kside {
     plb_kube *kube;
     plb_informer *svc_inf, *node_inf, *slice_inf;
     plb_timer *sync_timer;
+    plb_timer *recheck_timer;    /* the earliest retry of a Service */
+    json_t *nets;                /* network name -> id, looked up once */
     struct hz_svc_state *svcs;
     struct kop *kops;            /* writes in flight */
     char **deleted;              /* UIDs of deleted Services not yet handled */

@@ -311,3 +311,16 @@ fail:
     json_decref(body);
     return NULL;
 }
+
+size_t
+hz_type_max_targets(const char *type)
+{
+    static const struct {
+        const char *name;
+        size_t max;
+    } types[] = {{"lb11", 25}, {"lb21", 75}, {"lb31", 150}};
+    for (size_t i = 0; type && i < sizeof(types) / sizeof(types[0]); i++)
+        if (strcmp(type, types[i].name) == 0)
+            return types[i].max;
+    return 0;
+}

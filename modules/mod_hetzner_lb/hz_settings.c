@@ -174,6 +174,11 @@ const struct plb_setting hz_settings_table[] = {
      .def = "300s", .min = 1000, .env = "ROBOTLB_RESYNC_INTERVAL",
      .doc = "Time between checks of balancers nothing changed (an integer is seconds); one "
             "paginated list request serves every Service"},
+    {.name = "refused_recheck_interval", .type = PLB_SET_DURATION,
+     .offset = OFF(refused_recheck_ms), .def = "30s", .min = 100,
+     .doc = "When Hetzner refuses a target (or another write) for a reason other than the "
+            "rate limit, the Service is checked again after this long instead of waiting for "
+            "the next resync (robotlb: 30 s)"},
     {.name = "dry_run", .type = PLB_SET_BOOL, .offset = OFF(dry_run), .def = "false",
      .doc = "Log each Hetzner write the module would make and make none (reads still happen)"},
     {.name = "log_level", .type = PLB_SET_STRING, .offset = OFF(log_level),

@@ -1,0 +1,490 @@
+/*
+ * mod_hetzner_lb's reconcile end to end, as a user sees it: the daemon with
+ * the module against the fake Kubernetes API server and the fake Hetzner
+ * API. Nodes carry InternalIPs inside the vSwitch subnet of the seeded
+ * network "k8s"; Services of type LoadBalancer get balancers labelled with
+ * their UID, with the right targets and services, and their status carries
+ * the balancer's IP. Each test is named after the sentence of robotlb's
+ * documentation it checks.
+ */
+#include <check.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "fakeproc.h"
+#include "hzt.h"
+
+#define SEED                                                                                    \
+    "{\"tokens\":[\"tok-a\"],\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":"            \
+    "\"10.0.0.0/16\",\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\"},"           \
+    "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"vswitch_id\":4242}]}]%s}"
+
+static char *dir;
+
+struct env {
+    struct fake kube;
+    struct hzt_fake hz;
+    struct tu_proc d;
+    char log[600];
+};
+
+static void
+setup(void)
+{
+    dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+}
+
+static void
+teardown(void)
+{
+    tu_rmrf(dir);
+    free(dir);
+}
+
+static void
+dump_log(struct env *e)
+{
+    char *text = tu_read_file(e->log, NULL);
+    fprintf(stderr, "---- daemon log ----\n%s\n----\n", text ? text : "(none)");
+    free(text);
+}
+
+#define WAIT_FOR(e, cond, ms, what)                                                             \
+    do {                                                                                        \
+        long long dl_ = tu_now_ms() + (ms);                                                     \
+        while (!(cond) && tu_now_ms() < dl_) {                                                  \
+            if (tu_exited(&(e)->d))                                                             \
+                dump_log(e);                                                                    \
+            ck_assert_msg(!tu_exited(&(e)->d), "the daemon exited");                            \
+            tu_sleep_ms(200);                                                                   \
+        }                                                                                       \
+        if (!(cond))                                                                            \
+            dump_log(e);                                                                        \
+        ck_assert_msg((cond), "timed out waiting for %s", what);                                \
+    } while (0)
+
+/* Start both fakes (the Hetzner one with the seed's extra members
+ * seed_extra and its arguments hz_args) and the daemon with extra settings
+ * (text inside the instance) and resync interval in seconds. */
+static void
+env_start(struct env *e, const char *seed_extra, const char *const *hz_args, const char *extra,
+          int resync_s)
+{
+    char conf[8192], path[600], kc[4300], exe[4096], kubeconfig[8192], seed[8192], mods[4200];
+    char menv[8400], renv[64];
+    memset(e, 0, sizeof(*e));
+    ck_assert_int_eq(fake_start(&e->kube, NULL), 0);
+    snprintf(seed, sizeof(seed), SEED, seed_extra ? seed_extra : "");
+    ck_assert_int_eq(hzt_start(&e->hz, seed, hz_args), 0);
+    snprintf(kc, sizeof(kc), "%s/kubeconfig", e->kube.dir);
+    snprintf(kubeconfig, sizeof(kubeconfig),
+             "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
+             "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
+             "contexts:\n- context:\n    cluster: fake\n    user: me\n  name: fake\n"
+             "current-context: fake\nusers:\n- name: me\n  user:\n"
+             "    client-certificate: client.crt\n    client-key: client.key\n",
+             e->kube.server[0]);
+    ck_assert_int_eq(tu_write_file(kc, kubeconfig), 0);
+    snprintf(conf, sizeof(conf),
+             "instances = (\n  { module = \"hetzner_lb\"; name = \"hz\";\n"
+             "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
+             "  dynamic_node_selector = true; default_network = \"k8s\";\n  %s } );\n",
+             e->hz.url, kc, extra ? extra : "");
+    snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
+    snprintf(e->log, sizeof(e->log), "%s/prismlb.log", dir);
+    ck_assert_int_eq(tu_write_file(path, conf), 0);
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+    snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
+    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s:%s", mods,
+             tu_build_path("tests/modules"));
+    snprintf(renv, sizeof(renv), "ROBOTLB_RESYNC_INTERVAL=%d", resync_s);
+    char *argv[] = {exe, "--config", path, "--log-level", "debug", NULL};
+    char *env[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", renv, NULL};
+    ck_assert_int_eq(tu_spawn(&e->d, argv, env, e->log), 0);
+}
+
+static void
+env_stop(struct env *e)
+{
+    int st = tu_stop(&e->d, SIGTERM, 10000);
+    if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+        dump_log(e);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+    ck_assert_int_eq(hzt_stop(&e->hz), 0);
+    ck_assert_int_eq(fake_stop(&e->kube), 0);
+}
+
+static void
+kube_req(struct env *e, const char *method, const char *path, const char *ctype,
+         const char *body, int want, json_t **out)
+{
+    struct http_res r;
+    ck_assert_int_eq(fake_api(&e->kube, 0, method, path, ctype, body, 1, NULL, 10000, &r), 0);
+    ck_assert_msg(r.status == want, "%s %s: %ld %s", method, path, r.status, r.body);
+    if (out)
+        *out = res_json(&r);
+    http_res_free(&r);
+}
+
+/* A ready Node with InternalIP ip. */
+static void
+add_node(struct env *e, const char *name, const char *ip)
+{
+    char body[1024], path[256];
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+             "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
+             "{\"type\":\"Hostname\",\"address\":\"%s\"}]}}",
+             name, ip, name);
+    kube_req(e, "POST", "/api/v1/nodes", "application/json", body, 201, NULL);
+    snprintf(body, sizeof(body),
+             "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+             "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
+             "{\"type\":\"Hostname\",\"address\":\"%s\"}]}}",
+             ip, name);
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", name);
+    kube_req(e, "PATCH", path, "application/merge-patch+json", body, 200, NULL);
+}
+
+/* A Service of type LoadBalancer with port 80 -> nodePort node_port;
+ * extra_meta/extra_spec are JSON members to add. Returns its UID (new). */
+static char *
+add_service(struct env *e, const char *name, int node_port, const char *extra_meta,
+            const char *extra_spec)
+{
+    char body[2048];
+    json_t *o;
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"default\"%s},\"spec\":{\"type\":\"LoadBalancer\",\"selector\":"
+             "{\"app\":\"%s\"},\"ports\":[{\"port\":80,\"protocol\":\"TCP\",\"nodePort\":%d}]%s}}",
+             name, extra_meta ? extra_meta : "", name, node_port, extra_spec ? extra_spec : "");
+    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
+             &o);
+    const char *uid = json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
+    ck_assert_ptr_nonnull(uid);
+    char *r = strdup(uid);
+    ck_assert_ptr_nonnull(r);
+    json_decref(o);
+    return r;
+}
+
+/* The balancers labelled for uid (new array). */
+static json_t *
+lbs_of(struct env *e, const char *uid)
+{
+    char path[512];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/load_balancers?label_selector=robotlb/service-uid%%3D%s", uid);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, "tok-a", "test", NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *a = json_incref(json_object_get(r.body, "load_balancers"));
+    hzt_resp_free(&r);
+    return a;
+}
+
+/* The IP targets of the one balancer labelled for uid, sorted and joined
+ * by commas, into buf; 0 when there is no such balancer (buf ""). */
+static int
+targets_of(struct env *e, const char *uid, char *buf, size_t len)
+{
+    json_t *a = lbs_of(e, uid), *t;
+    char ips[64][32];
+    size_t n = 0, i;
+    buf[0] = '\0';
+    if (json_array_size(a) != 1) {
+        json_decref(a);
+        return 0;
+    }
+    json_array_foreach(json_object_get(json_array_get(a, 0), "targets"), i, t) {
+        const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
+        if (ip && n < 64)
+            snprintf(ips[n++], sizeof(ips[0]), "%s", ip);
+    }
+    qsort(ips, n, sizeof(ips[0]), (int (*)(const void *, const void *))strcmp);
+    for (i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "," : "", ips[i]);
+    json_decref(a);
+    return 1;
+}
+
+static int
+targets_are(struct env *e, const char *uid, const char *want)
+{
+    char buf[2048];
+    return targets_of(e, uid, buf, sizeof(buf)) && strcmp(buf, want) == 0;
+}
+
+static int
+ingress_ip(struct env *e, const char *name, char *ip, size_t len)
+{
+    char path[256];
+    json_t *o;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
+    kube_req(e, "GET", path, NULL, NULL, 200, &o);
+    json_t *ing = json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"),
+                                  "ingress");
+    const char *v = json_string_value(json_object_get(json_array_get(ing, 0), "ip"));
+    snprintf(ip, len, "%s", v ? v : "");
+    json_decref(o);
+    return v != NULL;
+}
+
+static int
+has_event(struct env *e, const char *reason, const char *needle)
+{
+    json_t *o, *ev;
+    size_t i;
+    int found = 0;
+    kube_req(e, "GET", "/api/v1/namespaces/default/events", NULL, NULL, 200, &o);
+    json_array_foreach(json_object_get(o, "items"), i, ev) {
+        const char *r = json_string_value(json_object_get(ev, "reason"));
+        const char *m = json_string_value(json_object_get(ev, "message"));
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        if (r && m && t && !strcmp(r, reason) && !strcmp(t, "Warning") && strstr(m, needle))
+            found = 1;
+    }
+    json_decref(o);
+    return found;
+}
+
+static long
+count_route(struct env *e, const char *route)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_integer_value(json_object_get(json_object_get(r.body, "counts"), route));
+    hzt_resp_free(&r);
+    return n;
+}
+
+static long
+total_lbs(struct env *e)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/state", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_array_size(json_object_get(r.body, "load_balancers"));
+    hzt_resp_free(&r);
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* "creates Hetzner load balancers that point to nodes based on node-ip" */
+
+/* "The operator listens to the Kubernetes API for services of type
+ * LoadBalancer and creates Hetzner load balancers that point to nodes based
+ * on node-ip"; "robotlb labels every balancer it creates with
+ * robotlb/service-uid"; "Cluster ... Cordoned and not-ready nodes are left
+ * out"; "A balancer is updated when ... a node is ... cordoned"; a deleted
+ * Service's balancer goes. */
+START_TEST(creates_load_balancers_that_point_to_nodes_based_on_node_ip)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.11");
+    add_node(&e, "n2", "10.0.1.12");
+    add_node(&e, "n3", "10.0.1.13");
+    char *uid = add_service(&e, "web", 30080, NULL, NULL);
+
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11,10.0.1.12,10.0.1.13"), 20000,
+             "a balancer labelled with the UID targeting the three nodes");
+    json_t *a = lbs_of(&e, uid);
+    json_t *lb = json_array_get(a, 0);
+    ck_assert_str_eq(json_string_value(json_object_get(lb, "name")), "web.default");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(lb, "load_balancer_type"), "name")),
+        "lb11");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lb, "location"), "name")),
+                     "hel1");
+    json_t *svcs = json_object_get(lb, "services");
+    ck_assert_uint_eq(json_array_size(svcs), 1);
+    json_t *s0 = json_array_get(svcs, 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(s0, "listen_port")), 80);
+    ck_assert_int_eq(json_integer_value(json_object_get(s0, "destination_port")), 30080);
+    json_t *hc = json_object_get(s0, "health_check");
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "interval")), 15);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "timeout")), 10);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "retries")), 3);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(lb, "private_net"), 0), "network")),
+                     7);
+    char want[64];
+    snprintf(want, sizeof(want), "%s",
+             json_string_value(json_object_get(
+                 json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip")));
+    json_decref(a);
+    WAIT_FOR(&e, ingress_ip(&e, "web", ip, sizeof(ip)) && strcmp(ip, want) == 0, 20000,
+             "the Service's status to carry the balancer's IP");
+
+    /* kubectl cordon n2 */
+    kube_req(&e, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
+             "{\"spec\":{\"unschedulable\":true}}", 200, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11,10.0.1.13"), 20000,
+             "the cordoned node's target to go");
+    /* a not-ready node goes too */
+    kube_req(&e, "PATCH", "/api/v1/nodes/n3/status", "application/merge-patch+json",
+             "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}", 200,
+             NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11"), 20000, "the not-ready node's target to go");
+    ck_assert_int_eq(count_route(&e, "GET /v1/load_balancers/{id}") >= 0, 1);
+
+    kube_req(&e, "DELETE", "/api/v1/namespaces/default/services/web", NULL, NULL, 200, NULL);
+    WAIT_FOR(&e, total_lbs(&e) == 0, 20000, "the balancer to be deleted with its Service");
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "Local: only the nodes kube-proxy serves the traffic from, read from the
+ * service's EndpointSlice resources": endpoints on 2 of 4 nodes, 2 targets;
+ * a third node's endpoint becoming ready adds it. */
+START_TEST(local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.21");
+    add_node(&e, "n2", "10.0.1.22");
+    add_node(&e, "n3", "10.0.1.23");
+    add_node(&e, "n4", "10.0.1.24");
+    char *uid = add_service(&e, "loc", 30081, NULL, ",\"externalTrafficPolicy\":\"Local\"");
+    const char *slice =
+        "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
+        "\"name\":\"loc-abc\",\"namespace\":\"default\",\"labels\":{"
+        "\"kubernetes.io/service-name\":\"loc\"}},\"addressType\":\"IPv4\",\"ports\":[{"
+        "\"port\":8080,\"protocol\":\"TCP\"}],\"endpoints\":["
+        "{\"addresses\":[\"10.244.1.5\"],\"nodeName\":\"n1\",\"conditions\":{\"ready\":true}},"
+        "{\"addresses\":[\"10.244.3.5\"],\"nodeName\":\"n3\",\"conditions\":{\"ready\":true}},"
+        "{\"addresses\":[\"10.244.4.5\"],\"nodeName\":\"n4\",\"conditions\":{\"ready\":false,"
+        "\"serving\":false}}]}";
+    kube_req(&e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+             "application/json", slice, 201, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.21,10.0.1.23"), 20000,
+             "2 targets: the nodes with a ready endpoint");
+    kube_req(&e, "PATCH", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/loc-abc",
+             "application/json-patch+json",
+             "[{\"op\":\"replace\",\"path\":\"/endpoints/2/conditions\",\"value\":"
+             "{\"ready\":true}}]",
+             200, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.21,10.0.1.23,10.0.1.24"), 20000,
+             "the node whose endpoint became ready to be added");
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "When Hetzner refuses a target for a reason other than the rate limit,
+ * the service is checked again within 30 seconds instead, so a node it
+ * refuses for good, such as one outside the vSwitch subnet, keeps its
+ * service on that 30-second cycle" (refused_recheck_interval 2 s here). */
+START_TEST(a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cycle)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, "refused_recheck_interval = \"2s\";", 300);
+    add_node(&e, "in1", "10.0.1.31");
+    add_node(&e, "in2", "10.0.1.32");
+    add_node(&e, "out", "10.0.2.33");
+    char *uid = add_service(&e, "edge", 30082, NULL, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.31,10.0.1.32"), 20000,
+             "the two nodes inside the subnet as targets");
+    const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
+    WAIT_FOR(&e, count_route(&e, route) >= 3, 20000, "the refused target to be tried again");
+    long n0 = count_route(&e, route);
+    long long t0 = tu_now_ms();
+    tu_sleep_ms(4500);
+    long n1 = count_route(&e, route);
+    long long dt = tu_now_ms() - t0;
+    /* one refused add_target per 2 s cycle: 2 or 3 in 4.5 s, not a hot loop */
+    ck_assert_msg(n1 - n0 >= 1 && n1 - n0 <= dt / 2000 + 1, "%ld retries in %lld ms", n1 - n0,
+                  dt);
+    ck_assert(targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
+    ck_assert_int_eq(total_lbs(&e), 1);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "An unlabelled balancer whose targets are all IPs, at least one of them a
+ * node of the service, is adopted: robotlb adds its label, keeps the name"
+ * — here one an earlier release created under the Service's old name. */
+START_TEST(an_unlabelled_balancer_under_the_old_name_is_adopted)
+{
+    struct env e;
+    env_start(&e,
+              ",\"load_balancers\":[{\"id\":3,\"name\":\"shop\",\"load_balancer_type\":\"lb11\","
+              "\"location\":\"fsn1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":"
+              "\"10.0.1.41\"}}],\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,"
+              "\"destination_port\":30083}]}]",
+              NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.41");
+    add_node(&e, "n2", "10.0.1.42");
+    char *uid = add_service(&e, "shop", 30083, NULL, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.41,10.0.1.42"), 20000,
+             "the old balancer labelled and targeting both nodes");
+    json_t *a = lbs_of(&e, uid);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(a, 0), "id")), 3);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "name")), "shop");
+    json_decref(a);
+    ck_assert_int_eq(total_lbs(&e), 1);
+    ck_assert_int_eq(count_route(&e, "POST /v1/load_balancers"), 0);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "When the name is taken by a balancer labelled for another service ...
+ * robotlb leaves that balancer alone and reports it in a warning event on
+ * the service ... the warning names the old UID." */
+START_TEST(a_taken_name_gives_a_warning_event_naming_the_old_uid)
+{
+    struct env e;
+    env_start(&e,
+              ",\"load_balancers\":[{\"id\":5,\"name\":\"api.default\",\"load_balancer_type\":"
+              "\"lb11\",\"location\":\"hel1\",\"labels\":{\"robotlb/service-uid\":"
+              "\"0b5e7c1e-old-uid\"}}]",
+              NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.51");
+    char *uid = add_service(&e, "api", 30084, NULL, NULL);
+    WAIT_FOR(&e, has_event(&e, "BalancerNameTaken", "0b5e7c1e-old-uid"), 20000,
+             "the warning Event naming the old UID");
+    tu_sleep_ms(1000);
+    ck_assert_int_eq(total_lbs(&e), 1);
+    json_t *a = lbs_of(&e, uid);
+    ck_assert_uint_eq(json_array_size(a), 0);
+    json_decref(a);
+    ck_assert_int_eq(count_route(&e, "POST /v1/load_balancers"), 0);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("hetzner_lb reconcile");
+    TCase *tc = tcase_create("reconcile");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, creates_load_balancers_that_point_to_nodes_based_on_node_ip);
+    tcase_add_test(tc, local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from);
+    tcase_add_test(tc, a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cycle);
+    tcase_add_test(tc, an_unlabelled_balancer_under_the_old_name_is_adopted);
+    tcase_add_test(tc, a_taken_name_gives_a_warning_event_naming_the_old_uid);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

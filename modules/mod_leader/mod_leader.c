@@ -533,7 +533,9 @@ start_client(struct ld *ld)
 {
     const struct plb_host *h = ld->host;
     const struct ld_config *c = ld->cfg;
-    char err[512] = "";
+    char err[512] = "", ua[LD_IDENTITY_MAX + 64];
+    /* Which replica wrote shows in the API server's audit log. */
+    snprintf(ua, sizeof(ua), "prismlb/%s (leader; %s)", h->version(), ld->identity);
     struct plb_kube_opts o = {
         .size = sizeof(o),
         .kubeconfig = c->kubeconfig,
@@ -542,6 +544,7 @@ start_client(struct ld *ld)
         .sa_dir = c->service_account_dir,
         .server = c->server,
         .tls_server_name = c->tls_server_name,
+        .user_agent = ua,
         /* A request outliving renew_deadline is of no use to the election
          * (kube-controller-manager gives its lock client this timeout). */
         .timeout_ms = (uint32_t)c->renew_deadline_ms,

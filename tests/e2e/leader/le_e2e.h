@@ -296,6 +296,38 @@ le_writes(struct le_env *e, size_t *n)
     return w;
 }
 
+/* Arrival time (wall seconds) of the last successful write of the
+ * election's Lease by identity's leader instance (its User-Agent names
+ * it), or 0. */
+static inline double
+le_last_lease_write(struct le_env *e, const char *identity)
+{
+    struct http_res r;
+    char tag[128];
+    double last = 0;
+    snprintf(tag, sizeof(tag), "(leader; %s)", identity);
+    memset(&r, 0, sizeof(r));
+    ck_assert_int_eq(fake_admin(&e->f, "GET", "/requests", NULL, &r), 0);
+    json_t *j = res_json(&r);
+    http_res_free(&r);
+    ck_assert_ptr_nonnull(j);
+    json_t *items = json_object_get(j, "items");
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *it = json_array_get(items, i);
+        const char *ua = json_string_value(json_object_get(it, "userAgent"));
+        const char *method = json_string_value(json_object_get(it, "method"));
+        const char *path = json_string_value(json_object_get(it, "path"));
+        json_int_t st = json_integer_value(json_object_get(it, "status"));
+        if (ua && method && path && strstr(ua, tag) && strstr(path, "/leases") &&
+            (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) && st / 100 == 2) {
+            double t = json_real_value(json_object_get(it, "time"));
+            last = t > last ? t : last;
+        }
+    }
+    json_decref(j);
+    return last;
+}
+
 /* Wait (bounded) for the first write after `after` (wall seconds) by an
  * identity other than `not_id` (NULL: anyone). 0 and *out, or -1. */
 static inline int

@@ -169,36 +169,6 @@ START_TEST(conf_proxy_conf_passes)
 }
 END_TEST
 
-/* README.md's settings table is the one the daemon renders. */
-START_TEST(readme_settings_current)
-{
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--settings-doc", "endpoint_watch", NULL};
-    char *env[] = {module_path, NULL};
-    char *doc = NULL;
-    ck_assert_int_eq(tu_run(argv, env, &doc, 30000), 0);
-    ck_assert_ptr_nonnull(strstr(doc, "| `enable_discovery` | bool | `true` |"));
-    ck_assert_ptr_nonnull(strstr(doc, "| `endpoints` | list | `(required)` |"));
-
-    char *readme = tu_read_file(tu_source_path("modules/mod_endpoint_watch/README.md"), NULL);
-    ck_assert_ptr_nonnull(readme);
-    const char *begin_mark = "<!-- settings:begin -->\n", *end_mark = "<!-- settings:end -->";
-    char *b = strstr(readme, begin_mark);
-    char *e = b ? strstr(b, end_mark) : NULL;
-    ck_assert_msg(b && e, "README.md lacks the settings markers");
-    b += strlen(begin_mark);
-    *e = '\0';
-    ck_assert_msg(strcmp(b, doc) == 0,
-                  "modules/mod_endpoint_watch/README.md is out of date; regenerate with "
-                  "modules/mod_endpoint_watch/update-readme.sh BUILD_DIR. README has:\n%s\n"
-                  "the daemon renders:\n%s",
-                  b, doc);
-    free(readme);
-    free(doc);
-}
-END_TEST
-
 static Suite *
 suite(void)
 {
@@ -211,7 +181,6 @@ suite(void)
     tcase_add_test(tc, each_endpoint_is_host_port_with_valid_host_and_port);
     tcase_add_test(tc, kubernetes_client_settings_are_checked);
     tcase_add_test(tc, conf_proxy_conf_passes);
-    tcase_add_test(tc, readme_settings_current);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -598,8 +598,11 @@ rec_finish(struct rec *r)
         }
     }
     if (!r->cancelled && r->lb && r->labelled) {
-        if ((ks->by_uid || (ks->by_uid = json_object())) &&
-            json_object_set(ks->by_uid, r->uid, r->lb) < 0)
+        if (!(ks->by_uid || (ks->by_uid = json_object())) ||
+            json_object_set(ks->by_uid, r->uid, r->lb) < 0 ||
+            !(ks->fresh || (ks->fresh = json_object())) ||
+            json_object_set_new(ks->fresh, r->uid,
+                                json_integer(ks->host->now_ms(ks->ctx))) < 0)
             hz_log(ks->log, PLB_LOG_ERROR, "%s: out of memory", r->key);
         if ((svc = rec_svc(r, &sst)))
             status_update(ks, sst, svc, r->lb);
@@ -1410,6 +1413,8 @@ hz_kube_free(struct hz_kside *ks)
     ks->recheck_timer = NULL;
     json_decref(ks->nets);
     ks->nets = NULL;
+    json_decref(ks->fresh);
+    ks->fresh = NULL;
     while (ks->svcs) {
         struct hz_svc_state *s = ks->svcs;
         ks->svcs = s->next;

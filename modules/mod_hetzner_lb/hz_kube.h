@@ -22,6 +22,9 @@ struct hz_kside {
     plb_timer *sync_timer;
     plb_timer *recheck_timer;    /* the earliest retry of a Service */
     json_t *nets;                /* network name -> id, looked up once */
+    json_t *fresh;               /* UID -> monotonic ms its by_uid entry was
+                                    read back after our writes; a resync list
+                                    started earlier keeps it (owned) */
     struct hz_svc_state *svcs;
     struct kop *kops;            /* writes in flight */
     char **deleted;              /* UIDs of deleted Services not yet handled */

@@ -33,6 +33,7 @@ struct hz_mod {
     plb_timer *resync;
     int started;
     int listing;             /* a resync list is in flight */
+    int64_t list_started_ms; /* when it was sent */
     struct hz_kside ks;      /* the Kubernetes side; ks.by_uid is the index
                                 robotlb/service-uid -> balancer of the last
                                 resync */
@@ -105,6 +106,23 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
             return;
         }
     }
+    /* Balancers read back after our own writes since the list was sent
+     * are newer than the list: keep them. */
+    if (m->ks.fresh) {
+        const char *uid;
+        json_t *t, *old;
+        void *tmp;
+        json_object_foreach_safe(m->ks.fresh, tmp, uid, t) {
+            if (json_integer_value(t) < m->list_started_ms) {
+                json_object_del(m->ks.fresh, uid);
+            } else if ((old = json_object_get(m->ks.by_uid, uid)) &&
+                       json_object_set(idx, uid, old) < 0) {
+                hz_log(&m->log, PLB_LOG_ERROR, "resync: out of memory");
+                json_decref(idx);
+                return;
+            }
+        }
+    }
     json_decref(m->ks.by_uid);
     m->ks.by_uid = idx;
     m->resyncs++;
@@ -136,6 +154,7 @@ resync_fire(plb_timer *t, void *arg)
         return;
     }
     m->listing = 1;
+    m->list_started_ms = m->host->now_ms(m->ctx);
 }
 
 static int

@@ -463,6 +463,176 @@ START_TEST(a_taken_name_gives_a_warning_event_naming_the_old_uid)
 }
 END_TEST
 
+
+
+/* "A balancer type caps how many targets it holds: lb11, the default type,
+ * holds 25. When more nodes are selected than the type holds, the extra
+ * ones are dropped in a stable order and a warning names the limit." */
+START_TEST(lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_naming_the_limit)
+{
+    struct env e;
+    char name[32], ip[32];
+    env_start(&e, NULL, NULL, NULL, 300);
+    for (int i = 0; i < 27; i++) {
+        snprintf(name, sizeof(name), "n%02d", i);
+        snprintf(ip, sizeof(ip), "10.0.1.%d", 100 + i);
+        add_node(&e, name, ip);
+    }
+    char *uid = add_service(&e, "big", 30090, NULL, NULL);
+    char want[2048] = "";
+    /* sorted by node name: n00..n24 are kept, n25 and n26 dropped */
+    for (int i = 0; i < 25; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s10.0.1.%d", i ? "," : "",
+                 100 + i);
+    WAIT_FOR(&e, targets_are(&e, uid, want), 20000, "25 targets");
+    WAIT_FOR(&e, has_event(&e, "TooManyTargets", "holds 25"), 20000,
+             "the warning naming the limit");
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "When no port of a service can be exposed, no balancer is created for
+ * it ... and a warning event on the service reports the problem." */
+START_TEST(a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_event)
+{
+    struct env e;
+    char body[1024];
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.71");
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"noport\","
+             "\"namespace\":\"default\"},\"spec\":{\"type\":\"LoadBalancer\","
+             "\"allocateLoadBalancerNodePorts\":false,\"ports\":[{\"port\":80,"
+             "\"protocol\":\"TCP\"}]}}");
+    kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
+             NULL);
+    WAIT_FOR(&e, has_event(&e, "NoExposablePort", "nodePort"), 20000, "the warning Event");
+    ck_assert_int_eq(total_lbs(&e), 0);
+    ck_assert_int_eq(count_route(&e, "POST /v1/load_balancers"), 0);
+    env_stop(&e);
+}
+END_TEST
+
+/* "While a service has no target nodes, for example a Local service without
+ * ready pods, robotlb cannot tell whether an unlabelled balancer is its
+ * own, so it waits and reports that in a warning event." */
+START_TEST(a_service_without_target_nodes_waits_with_a_warning_event)
+{
+    struct env e;
+    env_start(&e,
+              ",\"load_balancers\":[{\"id\":4,\"name\":\"idle\",\"load_balancer_type\":\"lb11\","
+              "\"location\":\"hel1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":"
+              "\"10.0.1.81\"}}]}]",
+              NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.81");
+    char *uid = add_service(&e, "idle", 30091, NULL, ",\"externalTrafficPolicy\":\"Local\"");
+    WAIT_FOR(&e, has_event(&e, "NoTargetNodes", "\"idle\""), 20000, "the warning Event");
+    ck_assert_int_eq(total_lbs(&e), 1);
+    json_t *a = lbs_of(&e, uid);
+    ck_assert_uint_eq(json_array_size(a), 0);
+    json_decref(a);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "robotlb/lb-private-ip: Requests specific IP address for the load
+ * balancer in the private network": attach_to_network with that IP, then
+ * the targets. */
+START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.91");
+    char *uid = add_service(&e, "priv", 30092,
+                            ",\"annotations\":{\"robotlb/lb-private-ip\":\"10.0.0.10\"}", NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.91"), 20000, "the target");
+    json_t *a = lbs_of(&e, uid);
+    json_t *net = json_array_get(json_object_get(json_array_get(a, 0), "private_net"), 0);
+    ck_assert_int_eq(json_integer_value(json_object_get(net, "network")), 7);
+    ck_assert_str_eq(json_string_value(json_object_get(net, "ip")), "10.0.0.10");
+    json_decref(a);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* Balancers labelled robotlb/service-uid holding ntargets targets, from the
+ * fake's state (not rate limited), and the 429 answers it gave. */
+static void
+converged(struct env *e, size_t ntargets, long *lbs, long *n429, long *total)
+{
+    struct hzt_resp r;
+    size_t i;
+    json_t *lb, *x;
+    *lbs = 0;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/state", NULL, NULL, NULL, &r), 0);
+    json_array_foreach(json_object_get(r.body, "load_balancers"), i, lb) {
+        if (json_object_get(json_object_get(lb, "labels"), "robotlb/service-uid") &&
+            json_array_size(json_object_get(lb, "targets")) == ntargets &&
+            json_array_size(json_object_get(lb, "services")) == 1)
+            (*lbs)++;
+    }
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    *n429 = 0;
+    *total = (long)json_integer_value(json_object_get(r.body, "total"));
+    json_array_foreach(json_object_get(r.body, "requests"), i, x) {
+        if (json_integer_value(json_object_get(x, "status")) == 429)
+            (*n429)++;
+    }
+    hzt_resp_free(&r);
+}
+
+/* Services whose status carries one ingress IP. */
+static size_t
+services_with_ip(struct env *e)
+{
+    json_t *o, *svc;
+    size_t i, n = 0;
+    kube_req(e, "GET", "/api/v1/namespaces/default/services", NULL, NULL, 200, &o);
+    json_array_foreach(json_object_get(o, "items"), i, svc) {
+        if (json_array_size(json_object_get(
+                json_object_get(json_object_get(svc, "status"), "loadBalancer"), "ingress")) == 1)
+            n++;
+    }
+    json_decref(o);
+    return n;
+}
+
+/* "API budget": "With the fake's bucket at 10 requests refilling 1/s, 50
+ * Services converge without a single 429." */
+START_TEST(fifty_services_converge_within_a_bucket_of_10_refilling_1_per_s_without_a_429)
+{
+    struct env e;
+    const char *args[] = {"--rate-bucket", "10", "--rate-refill-per-s", "1", NULL};
+    long lbs = 0, n429 = 0, total = 0;
+    char name[32];
+    env_start(&e, NULL, args, NULL, 300);
+    add_node(&e, "n1", "10.0.1.61");
+    add_node(&e, "n2", "10.0.1.62");
+    add_node(&e, "n3", "10.0.1.63");
+    long long t0 = tu_now_ms();
+    for (int i = 0; i < 50; i++) {
+        snprintf(name, sizeof(name), "s%02d", i);
+        free(add_service(&e, name, 30100 + i, NULL, NULL));
+    }
+    WAIT_FOR(&e, (converged(&e, 3, &lbs, &n429, &total), lbs == 50 || n429 > 0), 500000,
+             "50 balancers with 3 targets each");
+    long long dt = tu_now_ms() - t0;
+    ck_assert_int_eq(n429, 0);
+    ck_assert_int_eq(lbs, 50);
+    /* and every Service's status carries its balancer's IP */
+    WAIT_FOR(&e, services_with_ip(&e) == 50, 20000, "every Service's status");
+    converged(&e, 3, &lbs, &n429, &total);
+    fprintf(stderr, "50 Services converged in %.1f s with %ld Hetzner requests, %ld 429\n",
+            dt / 1000.0, total, n429);
+    ck_assert_int_eq(n429, 0);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -475,7 +645,18 @@ suite(void)
     tcase_add_test(tc, a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cycle);
     tcase_add_test(tc, an_unlabelled_balancer_under_the_old_name_is_adopted);
     tcase_add_test(tc, a_taken_name_gives_a_warning_event_naming_the_old_uid);
+    tcase_add_test(tc,
+                   lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_naming_the_limit);
+    tcase_add_test(tc, a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_event);
+    tcase_add_test(tc, a_service_without_target_nodes_waits_with_a_warning_event);
+    tcase_add_test(tc, lb_private_ip_requests_the_balancers_address_in_the_network);
     suite_add_tcase(s, tc);
+    TCase *budget = tcase_create("budget");
+    tcase_add_checked_fixture(budget, setup, teardown);
+    tcase_set_timeout(budget, 560);
+    tcase_add_test(budget,
+                   fifty_services_converge_within_a_bucket_of_10_refilling_1_per_s_without_a_429);
+    suite_add_tcase(s, budget);
     return s;
 }
 

@@ -12,10 +12,12 @@
  *              sight;
  *   release    SIGTERM the leader: it releases the Lease, another writes
  *              within retry_period + 1 s;
- *   freeze     SIGSTOP the leader past renew_deadline (3.5 s, longer than
- *              lease_duration), SIGCONT: no write of its term reaches the
- *              server after the freeze, its gate closes, and no other term
- *              overlaps its term;
+ *   freeze     (lease 4 s) SIGSTOP the leader right after a renew, for
+ *              renew_deadline + 0.5 s, SIGCONT: its gate closes at once; of
+ *              its term at most the write it had decided on before the
+ *              freeze lands (right after the resume); the next term, its
+ *              own or another's, starts after that, another's not before
+ *              lease_duration after the frozen one's last renew;
  *   handovers  50 forced handovers (SIGTERM of the leader, a new replica
  *              started in its place): the request log shows no two terms
  *              overlapping.
@@ -33,6 +35,11 @@
 
 #define NREPLICAS 3
 
+/* The freeze case uses lease 4 s: the frozen leader loses at renew_deadline
+ * (2 s) and is resumed at 2.5 s, 1.5 s before anyone may take over. */
+static const struct le_timings le_freeze = {"4s", "2s", "500ms", 4.0, 2.0, 0.5};
+static const struct le_timings *timings = &le_short;
+
 static int kcp;
 static struct le_env env;
 static struct le_daemon d[NREPLICAS];
@@ -43,7 +50,7 @@ start_replica(int slot)
 {
     char id[64];
     snprintf(id, sizeof(id), "r%d-g%d", slot, ++generation);
-    le_daemon_start(&env, &d[slot], id, &le_short);
+    le_daemon_start(&env, &d[slot], id, timings);
 }
 
 static void
@@ -193,60 +200,69 @@ count_lines(const char *path, const char *prefix)
 START_TEST(freeze)
 {
     const int rounds = 2;
-    const int freeze_ms = (int)(le_short.renew_s * 1000) + 1500;
+    const struct le_timings *tm = timings;
+    const int freeze_ms = (int)(tm->renew_s * 1000) + 500;
     for (int r = 0; r < rounds; r++) {
         struct le_write lw;
         int s = steady_leader(&lw);
         char closed[128];
         snprintf(closed, sizeof(closed), "gate_close %s %d ", lw.id, lw.term);
         ck_assert_int_eq(count_lines(d[s].trace, closed), 0);
-        double t_stop = le_wall();
+        /* Freeze it right after a renew reached the server. */
+        double t0 = le_wall(), renewed = 0;
+        long long end = tu_now_ms() + 3000;
+        while ((renewed = le_last_lease_write(&env, lw.id)) <= t0 && tu_now_ms() < end)
+            tu_sleep_ms(5);
+        ck_assert_msg(renewed > t0, "%s did not renew within 3 s", lw.id);
         ck_assert_int_eq(kill(d[s].proc.pid, SIGSTOP), 0);
+        double t_stop = le_wall();
         tu_sleep_ms(freeze_ms);
         double t_cont = le_wall();
         ck_assert_int_eq(kill(d[s].proc.pid, SIGCONT), 0);
-        /* Its gate closes at once on resume. */
-        long long end = tu_now_ms() + 3000;
+        /* Past renew_deadline: its gate closes at once on resume. */
+        end = tu_now_ms() + 3000;
         while (count_lines(d[s].trace, closed) == 0 && tu_now_ms() < end)
-            tu_sleep_ms(20);
+            tu_sleep_ms(10);
         ck_assert_msg(count_lines(d[s].trace, closed) == 1,
                       "%s did not close its gate after the freeze", lw.id);
-        /* Somebody leads afterwards (the frozen one again, or another). */
+        /* Somebody leads afterwards (the frozen one again, in a new term,
+         * since its lease had not expired, or another). */
         struct le_write nw;
         ck_assert_int_eq(le_wait_write(&env, NULL, t_cont + 0.2, 10000, &nw), 0);
-        tu_sleep_ms(500);
         size_t n;
         struct le_write *w = le_writes(&env, &n);
         double last_old = 0, first_new = 0;
+        int old_after_stop = 0;
         char first_new_id[64] = "";
         for (size_t i = 0; i < n; i++) {
-            if (strcmp(w[i].id, lw.id) == 0 && w[i].term == lw.term && w[i].t > last_old)
-                last_old = w[i].t;
-        }
-        for (size_t i = 0; i < n; i++) {
             int same_term = strcmp(w[i].id, lw.id) == 0 && w[i].term == lw.term;
+            if (same_term && w[i].t > last_old)
+                last_old = w[i].t;
+            old_after_stop += same_term && w[i].t > t_stop;
             if (!same_term && w[i].t > t_stop - 0.3 && !first_new_id[0]) {
                 first_new = w[i].t;
                 snprintf(first_new_id, sizeof(first_new_id), "%s/%d", w[i].id, w[i].term);
             }
         }
         free(w);
-        ck_assert_msg(last_old < t_cont,
-                      "%s term %d wrote at %.3f, after the resume at %.3f", lw.id, lw.term,
-                      last_old, t_cont);
+        /* At most the write it had decided on before the freeze lands,
+         * right after the resume; nothing of that term later. */
+        ck_assert_msg(old_after_stop <= 1 && last_old < t_cont + 0.1,
+                      "%s term %d wrote %d times after the freeze, last %.3f s after the resume",
+                      lw.id, lw.term, old_after_stop, last_old - t_cont);
         ck_assert_msg(first_new > last_old, "%s started at %.3f before %s term %d ended at %.3f",
                       first_new_id, first_new, lw.id, lw.term, last_old);
         /* Another replica only after the frozen one's lease expired. */
         size_t idlen = strlen(lw.id);
-        if (strncmp(first_new_id, lw.id, idlen) != 0 || first_new_id[idlen] != '/') {
-            double last_renew = le_last_lease_write(&env, lw.id);
-            ck_assert_msg(first_new >= last_renew + le_short.lease_s,
+        if (strncmp(first_new_id, lw.id, idlen) != 0 || first_new_id[idlen] != '/')
+            ck_assert_msg(first_new >= renewed + tm->lease_s,
                           "%s started %.3f s after %s's last renew", first_new_id,
-                          first_new - last_renew, lw.id);
-        }
-        printf("freeze %d: %s frozen %.3f..%.3f, its last write %.3f s after the freeze; next "
-               "term %s from %.3f s after the freeze\n",
-               r, lw.id, t_stop, t_cont, last_old - t_stop, first_new_id, first_new - t_stop);
+                          first_new - renewed, lw.id);
+        printf("freeze %d: %s frozen %.3f s from %.3f s after its renew; %d write(s) of its term "
+               "after the freeze, the last %.3f s after the resume; gate closed; next term %s "
+               "%.3f s after the resume\n",
+               r, lw.id, t_cont - t_stop, t_stop - renewed, old_after_stop,
+               old_after_stop ? last_old - t_cont : 0.0, first_new_id, first_new - t_cont);
     }
     le_assert_lease_location(&env);
     int terms = le_check_no_overlap(&env);
@@ -305,8 +321,10 @@ main(int argc, char **argv)
         tcase_add_test(tc, crash);
     else if (strcmp(argv[2], "release") == 0)
         tcase_add_test(tc, release);
-    else if (strcmp(argv[2], "freeze") == 0)
+    else if (strcmp(argv[2], "freeze") == 0) {
+        timings = &le_freeze;
         tcase_add_test(tc, freeze);
+    }
     else if (strcmp(argv[2], "handovers") == 0)
         tcase_add_test(tc, handovers);
     else

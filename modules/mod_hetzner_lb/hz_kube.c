@@ -511,6 +511,8 @@ static void
 recheck_arm(struct hz_kside *ks)
 {
     int64_t now = ks->host->now_ms(ks->ctx), first = 0;
+    if (!ks->svc_inf)
+        return; /* stopped */
     for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
         if (s->fail_fp && s->retry_at > now && (!first || s->retry_at < first))
             first = s->retry_at;
@@ -606,6 +608,10 @@ rec_finish(struct rec *r)
             hz_log(ks->log, PLB_LOG_ERROR, "%s: out of memory", r->key);
         if ((svc = rec_svc(r, &sst)))
             status_update(ks, sst, svc, r->lb);
+        else if (ks->svc_inf)
+            /* deleted or no longer ours while its balancer was created:
+             * the deletion found nothing to delete then */
+            delete_labelled(ks, r->uid);
     }
     if (st && st->dirty && !r->cancelled) {
         st->dirty = 0;

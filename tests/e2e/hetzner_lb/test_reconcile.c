@@ -264,6 +264,16 @@ count_route(struct env *e, const char *route)
 }
 
 static long
+total_requests(struct env *e)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_integer_value(json_object_get(r.body, "total"));
+    hzt_resp_free(&r);
+    return n;
+}
+
+static long
 total_lbs(struct env *e)
 {
     struct hzt_resp r;
@@ -332,7 +342,20 @@ START_TEST(creates_load_balancers_that_point_to_nodes_based_on_node_ip)
              "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}", 200,
              NULL);
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11"), 20000, "the not-ready node's target to go");
-    ck_assert_int_eq(count_route(&e, "GET /v1/load_balancers/{id}") >= 0, 1);
+    /* converged: nothing differs, so nothing is sent until the next resync
+     * (300 s here), though node status changes keep syncing the Service */
+    tu_sleep_ms(1500); /* the last reconcile's action poll and read-back */
+    long before = total_requests(&e);
+    kube_req(&e, "PATCH", "/api/v1/nodes/n1", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"touched\":\"yes\"}}}", 200, NULL);
+    tu_sleep_ms(2000);
+    if (total_requests(&e) != before) {
+        struct hzt_resp r;
+        ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+        fprintf(stderr, "requests: %s\n", r.raw);
+        hzt_resp_free(&r);
+    }
+    ck_assert_int_eq(total_requests(&e), before);
 
     kube_req(&e, "DELETE", "/api/v1/namespaces/default/services/web", NULL, NULL, 200, NULL);
     WAIT_FOR(&e, total_lbs(&e) == 0, 20000, "the balancer to be deleted with its Service");
@@ -558,6 +581,73 @@ START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
 }
 END_TEST
 
+
+/* "Apart from that robotlb checks each balancer every
+ * ROBOTLB_RESYNC_INTERVAL seconds ... which bounds how long a change made
+ * to the balancer in Hetzner survives" (1 s here): a target removed and a
+ * service changed by hand are put back. */
+START_TEST(every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner)
+{
+    struct env e;
+    struct hzt_resp r;
+    char path[128];
+    env_start(&e, NULL, NULL, NULL, 1);
+    add_node(&e, "n1", "10.0.1.201");
+    add_node(&e, "n2", "10.0.1.202");
+    char *uid = add_service(&e, "keep", 30093, NULL, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.201,10.0.1.202"), 20000, "both targets");
+    json_t *a = lbs_of(&e, uid);
+    long id = (long)json_integer_value(json_object_get(json_array_get(a, 0), "id"));
+    json_decref(a);
+    snprintf(path, sizeof(path), "/load_balancers/%ld/actions/remove_target", id);
+    long adds0 = count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target");
+    /* (423 while the daemon's last action still runs) */
+    long st = 0;
+    for (int i = 0; i < 50 && st != 201; i++) {
+        ck_assert_int_eq(hzt_req(&e.hz, "POST", path, "tok-a", "user",
+                                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.202\"}}", &r),
+                         0);
+        st = r.status;
+        hzt_resp_free(&r);
+        if (st == 423)
+            tu_sleep_ms(100);
+    }
+    ck_assert_int_eq(st, 201);
+    WAIT_FOR(&e,
+             count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target") > adds0 &&
+                 targets_are(&e, uid, "10.0.1.201,10.0.1.202"),
+             20000, "the next resync to put the target back");
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "a deleted endpoint slice of such a service rechecks every balancer":
+ * the Local Service's last slice goes, and so do its targets. */
+START_TEST(a_deleted_endpoint_slice_rechecks_the_balancers)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.211");
+    add_node(&e, "n2", "10.0.1.212");
+    char *uid = add_service(&e, "eps", 30094, NULL, ",\"externalTrafficPolicy\":\"Local\"");
+    kube_req(&e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+             "application/json",
+             "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
+             "\"name\":\"eps-1\",\"namespace\":\"default\",\"labels\":{"
+             "\"kubernetes.io/service-name\":\"eps\"}},\"addressType\":\"IPv4\",\"endpoints\":["
+             "{\"addresses\":[\"10.244.1.9\"],\"nodeName\":\"n2\",\"conditions\":{\"ready\":true}}"
+             "]}",
+             201, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.212"), 20000, "the serving node as target");
+    kube_req(&e, "DELETE", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/eps-1",
+             NULL, NULL, 200, NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, ""), 20000, "the targets to go with the slice");
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* Balancers labelled robotlb/service-uid holding ntargets targets, from the
  * fake's state (not rate limited), and the 429 answers it gave. */
 static void
@@ -650,6 +740,8 @@ suite(void)
     tcase_add_test(tc, a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_event);
     tcase_add_test(tc, a_service_without_target_nodes_waits_with_a_warning_event);
     tcase_add_test(tc, lb_private_ip_requests_the_balancers_address_in_the_network);
+    tcase_add_test(tc, every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner);
+    tcase_add_test(tc, a_deleted_endpoint_slice_rechecks_the_balancers);
     suite_add_tcase(s, tc);
     TCase *budget = tcase_create("budget");
     tcase_add_checked_fixture(budget, setup, teardown);

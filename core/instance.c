@@ -82,6 +82,9 @@ stop_next(struct core *c)
         }
         ctx->st = CORE_INST_STOPPING;
         ctx->stop_done = d;
+        /* Its stop ends its write loop too: a gate closing later must not
+         * call gate_close on a stopped instance. */
+        ctx->gated_active = 0;
         int64_t g = c->cfg.shutdown_grace_ms;
         struct timeval tv = {(time_t)(g / 1000), (suseconds_t)((g % 1000) * 1000)};
         evtimer_add(c->stop_timer, &tv);

@@ -228,6 +228,9 @@ core_kube_http(plb_kube *k, const char *method, const char *path, const char *ct
         *err = -ENOMEM;
         goto out;
     }
+    /* plb_kube_opts.timeout_ms: every request but a watch. */
+    if (timeout_ms == 0 && mode != PLB_HTTP_LINES)
+        timeout_ms = k->timeout_ms;
     struct plb_http_opts ho = {
         .size = sizeof(ho),
         .method = method,

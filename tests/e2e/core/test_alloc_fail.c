@@ -41,8 +41,8 @@ START_TEST(every_allocation_failure_in_check_config_is_clean)
     free(out);
     ck_assert_int_gt(total, 50);
 
-    /* Fail them in turn: about 60 runs spread evenly over the whole
-     * run (library start-up is most of it), plus every one of the last 60 (config parsing and checks). */
+    /* Fail them in turn: about 60 runs spread evenly over the whole run
+     * (library start-up is most of it), plus every one of the last 60. */
     int failures = 0;
     long stride = total / 60 > 1 ? total / 60 : 1;
     for (long n = 1; n <= total; n += (n >= total - 60 ? 1 : stride)) {

@@ -39,6 +39,8 @@ struct hz_svc_state {
     json_t *warned;   /* reason -> message of the warnings in force */
     int busy;         /* a reconcile is in flight */
     int dirty;        /* something changed meanwhile: sync again after it */
+    int by_name;      /* look its names up one by one (a create met a
+                         name the lists did not show) */
     uint64_t fail_fp; /* fingerprint of the desired state that failed */
     int64_t retry_at; /* ... not tried again before this (monotonic ms) */
     struct hz_svc_state *next;
@@ -452,6 +454,8 @@ struct rec {
     int waiting;   /* no decision possible (wait/blocked): retry at resync */
     int cancelled; /* the gate closed */
     int labelled;  /* the balancer carries the Service's label now */
+    int name_conflict; /* the create met a taken name */
+    struct rec *qnext; /* in ks->nameq */
 };
 
 /* One write of a plan in flight. */
@@ -598,6 +602,8 @@ rec_finish(struct rec *r)
             st->fail_fp = 0;
             st->retry_at = 0;
         }
+        if (r->name_conflict)
+            st->by_name = 1;
     }
     if (!r->cancelled && r->lb && r->labelled) {
         if (!(ks->by_uid || (ks->by_uid = json_object())) ||
@@ -790,6 +796,7 @@ create_done(void *arg, const struct hz_result *res)
     } else {
         log_refusal(r, "create", res);
         r->failed = 1;
+        r->name_conflict = res->code && strcmp(res->code, "uniqueness_error") == 0;
     }
     if (r->refs == 0)
         rec_finish(r);
@@ -825,12 +832,45 @@ rec_go(struct rec *r, json_t *lb)
 struct netq {
     struct rec *r;
     json_t *lb; /* the balancer to change, or NULL to create */
+    struct netq *next; /* in ks->netq */
 };
 
+static void net_one(struct netq *q, const struct hz_result *res);
+
+/* One lookup per network name serves every reconcile waiting for it. */
 static void
 net_done(void *arg, const struct hz_result *res)
 {
-    struct netq *q = arg;
+    struct netq *lead = arg;
+    struct hz_kside *ks = lead->r->ks;
+    char *name = hz_strdup(lead->r->d.network);
+    struct netq *mine = NULL, **pp = &ks->netq;
+    /* take the waiters for this name off the list first: the callbacks
+     * below may start other lookups */
+    while (*pp) {
+        struct netq *q = *pp;
+        if (q != lead && name && strcmp(q->r->d.network, name) == 0) {
+            *pp = q->next;
+            q->next = mine;
+            mine = q;
+        } else if (q == lead) {
+            *pp = q->next;
+        } else {
+            pp = &q->next;
+        }
+    }
+    hz_free(name);
+    net_one(lead, res);
+    while (mine) {
+        struct netq *q = mine;
+        mine = q->next;
+        net_one(q, res);
+    }
+}
+
+static void
+net_one(struct netq *q, const struct hz_result *res)
+{
     struct rec *r = q->r;
     json_t *lb = q->lb;
     json_t *net = json_array_get(json_object_get(res->body, "networks"), 0);
@@ -874,6 +914,24 @@ rec_network(struct rec *r, json_t *lb)
         rec_go(r, lb);
         return;
     }
+    for (q = r->ks->netq; q; q = q->next) {
+        if (strcmp(q->r->d.network, r->d.network) == 0) {
+            /* a lookup of this name is in flight: wait for its answer */
+            struct netq *w = hz_calloc(sizeof(*w));
+            if (!w) {
+                json_decref(lb);
+                r->failed = 1;
+                rec_finish(r);
+                return;
+            }
+            w->r = r;
+            w->lb = lb;
+            w->next = r->ks->netq;
+            r->ks->netq = w;
+            r->refs++;
+            return;
+        }
+    }
     enc = qenc(r->d.network);
     path = enc ? hz_asprintf("/networks?name=%s", enc) : NULL;
     q = path ? hz_calloc(sizeof(*q)) : NULL;
@@ -895,6 +953,8 @@ rec_network(struct rec *r, json_t *lb)
         rec_finish(r);
         return;
     }
+    q->next = r->ks->netq;
+    r->ks->netq = q;
     r->refs++;
     hz_free(path);
 }
@@ -1011,6 +1071,84 @@ rec_lookup(struct rec *r, const char *name, int legacy)
     return rc;
 }
 
+/* The balancer named name among the unlabelled list's items and the
+ * labelled ones of the resync index (new reference), or NULL. */
+static json_t *
+find_named(const struct hz_kside *ks, json_t *items, const char *name)
+{
+    size_t i;
+    const char *k;
+    json_t *lb;
+    json_array_foreach(items, i, lb) {
+        const char *n = json_string_value(json_object_get(lb, "name"));
+        if (n && strcmp(n, name) == 0)
+            return json_incref(lb);
+    }
+    json_object_foreach(ks->by_uid, k, lb) {
+        const char *n = json_string_value(json_object_get(lb, "name"));
+        if (n && strcmp(n, name) == 0)
+            return json_incref(lb);
+    }
+    return NULL;
+}
+
+/* The unlabelled list answered: every waiting reconcile finds its names in
+ * it (or among the labelled balancers) and decides. */
+static void
+unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
+{
+    struct hz_kside *ks = arg;
+    struct rec *q = ks->nameq;
+    ks->nameq = NULL;
+    ks->unl_listing = 0;
+    if (!items && res->err != -ECANCELED)
+        hz_log(ks->log, PLB_LOG_WARN, "listing unlabelled balancers failed: %d %s: %s",
+               res->status, res->code ? res->code : "-", res->message ? res->message : "-");
+    while (q) {
+        struct rec *r = q;
+        q = q->qnext;
+        r->refs--;
+        if (res->err == -ECANCELED) {
+            r->cancelled = 1;
+        } else if (!items) {
+            r->failed = 1;
+        } else {
+            r->by_name = find_named(ks, items, r->d.name);
+            if (!r->annotated && strcmp(r->legacy, r->d.name) != 0)
+                r->by_legacy = find_named(ks, items, r->legacy);
+        }
+        if (r->cancelled || r->failed)
+            rec_finish(r);
+        else
+            rec_decide(r);
+    }
+}
+
+/* Wait for the names of r in ONE paginated list of the unlabelled
+ * balancers, shared by every Service that needs a lookup now (the labelled
+ * ones are in the resync index): a few requests instead of two per
+ * Service. */
+static void
+rec_names(struct rec *r)
+{
+    struct hz_kside *ks = r->ks;
+    int rc;
+    if (!ks->unl_listing) {
+        rc = hz_api_list(ks->api, "/load_balancers?label_selector=!" HZ_LABEL_UID,
+                         "load_balancers", unlabelled_done, ks);
+        if (rc < 0) {
+            hz_log(ks->log, PLB_LOG_WARN, "%s: cannot list unlabelled balancers: %s", r->key,
+                   strerror(-rc));
+            r->failed = 1;
+            return;
+        }
+        ks->unl_listing = 1;
+    }
+    r->qnext = ks->nameq;
+    ks->nameq = r;
+    r->refs++;
+}
+
 /* Start a reconcile of st's Service toward d (stolen). */
 static void
 rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, uint64_t fp,
@@ -1039,7 +1177,10 @@ rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, ui
      * the earlier release's "<service>" (which a robotlb/balancer name
      * replaces). */
     hz_name_legacy(strchr(st->key, '/') + 1, r->legacy);
-    if (rec_lookup(r, r->d.name, 0) == 0 && !r->annotated && strcmp(r->legacy, r->d.name) != 0)
+    if (!st->by_name)
+        rec_names(r);
+    else if (rec_lookup(r, r->d.name, 0) == 0 && !r->annotated &&
+             strcmp(r->legacy, r->d.name) != 0)
         rec_lookup(r, r->legacy, 1);
     if (r->refs == 0)
         rec_finish(r);

@@ -8,6 +8,8 @@
 
 struct hz_svc_state;
 struct kop;
+struct rec;
+struct netq;
 
 struct hz_kside {
     const struct plb_host *host; /* borrowed */
@@ -22,6 +24,9 @@ struct hz_kside {
     plb_timer *sync_timer;
     plb_timer *recheck_timer;    /* the earliest retry of a Service */
     json_t *nets;                /* network name -> id, looked up once */
+    struct netq *netq;           /* reconciles waiting for a network lookup */
+    struct rec *nameq;           /* reconciles waiting for the unlabelled list */
+    int unl_listing;             /* that list is in flight */
     json_t *fresh;               /* UID -> monotonic ms its by_uid entry was
                                     read back after our writes; a resync list
                                     started earlier keeps it (owned) */

@@ -1,23 +1,33 @@
 /*
  * hz_kube.c: the Kubernetes side of mod_hetzner_lb — informers for
  * Services, Nodes and EndpointSlices on every replica (so a new leader acts
- * at once), and the per-Service sync that needs no target nodes:
+ * at once), and the per-Service sync. Any change of a Service, Node or
+ * EndpointSlice, every resync list and every due recheck syncs every
+ * Service:
  *
  *   - which Services: type LoadBalancer with loadBalancerClass unset or
  *     "robotlb";
- *   - robotlb/ annotations validated; a bad value is a warning Event and the
- *     last good set stays;
- *   - status: a Service whose balancer carries its robotlb/service-uid label
- *     gets status.loadBalancer.ingress with the balancer's IPv4 (and IPv6
- *     with ipv6_ingress) and the ipMode of robotlb/ip-mode or default_ip_mode;
+ *   - robotlb/ annotations validated (the node selector by the daemon's
+ *     lb_selector_check); a bad value is a warning Event and the last good
+ *     set stays;
+ *   - target nodes from the daemon's lb_select_targets, capped at the
+ *     balancer type's max targets (a warning names the limit);
+ *   - the desired balancer compared with the labelled one of the resync
+ *     list: nothing is sent when they agree; otherwise a reconcile finds
+ *     (labelled; else by name in one shared list of unlabelled balancers),
+ *     adopts or creates the balancer, sends the plan's writes on the
+ *     Service's lane and reads the balancer back once;
+ *   - a refused target (or a failed write) rechecks the Service after
+ *     refused_recheck_interval while what it asks for is unchanged;
+ *   - status: status.loadBalancer.ingress with the balancer's IPv4 (and IPv6
+ *     with ipv6_ingress) and the ipMode of robotlb/ip-mode or default_ip_mode,
+ *     through lb_status_write;
  *   - a Service that stops being one (type change, other class, deletion)
  *     gets its labelled balancer deleted — never a balancer by its name;
  *   - the robotlb/finalizer of earlier releases is removed.
  *
  * Every write (Hetzner, status, Events, finalizers) happens only while the
- * gate is open. Creating, adopting and changing balancers needs the
- * Service's target nodes, which the core's target selection computes; it is
- * not offered through the module ABI yet, so this file does not do it.
+ * gate is open.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -691,6 +701,9 @@ op_done(void *arg, const struct hz_result *res)
         r->cancelled = 1;
     } else if (res->dry_run || ok_status(res)) {
         hz_log(r->ks->log, PLB_LOG_DEBUG, "%s: %s done", r->key, what);
+        /* a dry run changes nothing: log it again at the next resync, not
+         * on every sync */
+        r->waiting |= res->dry_run;
     } else if ((o->kind == HZ_OP_ADD_TARGET && res->code &&
                 strcmp(res->code, "target_already_defined") == 0) ||
                (o->kind == HZ_OP_REMOVE_TARGET && res->status == 404)) {
@@ -780,6 +793,7 @@ create_done(void *arg, const struct hz_result *res)
     } else if (res->dry_run) {
         hz_log(r->ks->log, PLB_LOG_INFO, "%s: dry run: the balancer \"%s\" is not created",
                r->key, r->d.name);
+        r->waiting = 1;
     } else if (res->status == 201 && lb) {
         hz_log(r->ks->log, PLB_LOG_INFO, "%s: created balancer %lld \"%s\"", r->key,
                (long long)json_integer_value(json_object_get(lb, "id")), r->d.name);

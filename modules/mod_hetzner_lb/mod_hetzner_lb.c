@@ -12,12 +12,8 @@
  * stop     cancels timers and requests
  *
  * kube     (hz_kube.c) informers for Services, Nodes and EndpointSlices on
- *          every replica; the Service sync that needs no target nodes
- *          (annotations, status from the labelled balancer, deleting the
- *          balancer of a Service that stops being ours, finalizer removal)
- *
- * Creating, adopting and changing balancers needs the core's target-node
- * selection through the module ABI, which is not there yet.
+ *          every replica; the Service sync and reconcile (targets, create,
+ *          adopt, update, status, deletes, warnings, finalizer removal)
  */
 #include <errno.h>
 #include <string.h>

@@ -92,8 +92,10 @@ env_start(struct env *e, const char *seed_extra, const char *const *hz_args, con
     snprintf(conf, sizeof(conf),
              "instances = (\n  { module = \"hetzner_lb\"; name = \"hz\";\n"
              "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
-             "  dynamic_node_selector = true; default_network = \"k8s\";\n  %s } );\n",
-             e->hz.url, kc, extra ? extra : "");
+             "  %s default_network = \"k8s\";\n  %s } );\n",
+             e->hz.url, kc,
+             extra && strstr(extra, "dynamic_node_selector") ? "" : "dynamic_node_selector = true;",
+             extra ? extra : "");
     snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
     snprintf(e->log, sizeof(e->log), "%s/prismlb.log", dir);
     ck_assert_int_eq(tu_write_file(path, conf), 0);
@@ -648,6 +650,87 @@ START_TEST(a_deleted_endpoint_slice_rechecks_the_balancers)
 }
 END_TEST
 
+
+/* "Setting ROBOTLB_DYNAMIC_NODE_SELECTOR to false replaces both with the
+ * node selector from the robotlb/node-selector annotation" (key=value,
+ * key!=value); "Nodes labelled
+ * node.kubernetes.io/exclude-from-external-load-balancers ... stay out of
+ * every balancer"; a bad selector is a warning Event. */
+START_TEST(without_the_dynamic_node_selector_the_node_selector_annotation_picks_the_targets)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, "dynamic_node_selector = false;", 300);
+    add_node(&e, "amd", "10.0.1.221");
+    add_node(&e, "arm", "10.0.1.222");
+    add_node(&e, "cp", "10.0.1.223");
+    add_node(&e, "excl", "10.0.1.224");
+    kube_req(&e, "PATCH", "/api/v1/nodes/amd", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\"}}}", 200, NULL);
+    kube_req(&e, "PATCH", "/api/v1/nodes/arm", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"arm64\"}}}", 200, NULL);
+    kube_req(&e, "PATCH", "/api/v1/nodes/cp", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
+             "\"node-role.kubernetes.io/control-plane\":\"true\"}}}",
+             200, NULL);
+    kube_req(&e, "PATCH", "/api/v1/nodes/excl", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
+             "\"node.kubernetes.io/exclude-from-external-load-balancers\":\"\"}}}",
+             200, NULL);
+    char *uid = add_service(&e, "sel", 30095,
+                            ",\"annotations\":{\"robotlb/node-selector\":"
+                            "\"node-role.kubernetes.io/control-plane!=true,"
+                            "beta.kubernetes.io/arch=amd64\"}",
+                            NULL);
+    char *bad = add_service(&e, "badsel", 30096,
+                            ",\"annotations\":{\"robotlb/node-selector\":\"a=b,,c\"}", NULL);
+    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.221"), 20000, "the one matching node");
+    WAIT_FOR(&e, has_event(&e, "InvalidAnnotation", "robotlb/node-selector"), 20000,
+             "the warning Event for the bad selector");
+    json_t *a = lbs_of(&e, bad);
+    ck_assert_uint_eq(json_array_size(a), 0);
+    json_decref(a);
+    free(uid);
+    free(bad);
+    env_stop(&e);
+}
+END_TEST
+
+
+static int
+log_has(struct env *e, const char *needle)
+{
+    char *text = tu_read_file(e->log, NULL);
+    int found = text && strstr(text, needle);
+    free(text);
+    return found;
+}
+
+/* "Dry run: a setting that logs each Hetzner write it would make and makes
+ * none, so a robotlb user can preview the takeover of their project": the
+ * create is logged, nothing but GETs reach Hetzner. */
+START_TEST(dry_run_logs_the_create_it_would_make_and_makes_none)
+{
+    struct env e;
+    struct hzt_resp r;
+    size_t i;
+    json_t *x;
+    env_start(&e, NULL, NULL, "dry_run = true;", 300);
+    add_node(&e, "n1", "10.0.1.231");
+    char *uid = add_service(&e, "dry", 30097, NULL, NULL);
+    WAIT_FOR(&e, log_has(&e, "hetzner dry run: would POST /load_balancers"), 20000,
+             "the logged create");
+    tu_sleep_ms(1000);
+    ck_assert_int_eq(total_lbs(&e), 0);
+    ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    json_array_foreach(json_object_get(r.body, "requests"), i, x) {
+        ck_assert_str_eq(json_string_value(json_object_get(x, "method")), "GET");
+    }
+    hzt_resp_free(&r);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* Balancers labelled robotlb/service-uid holding ntargets targets, from the
  * fake's state (not rate limited), and the 429 answers it gave. */
 static void
@@ -742,6 +825,9 @@ suite(void)
     tcase_add_test(tc, lb_private_ip_requests_the_balancers_address_in_the_network);
     tcase_add_test(tc, every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner);
     tcase_add_test(tc, a_deleted_endpoint_slice_rechecks_the_balancers);
+    tcase_add_test(tc, dry_run_logs_the_create_it_would_make_and_makes_none);
+    tcase_add_test(tc,
+                   without_the_dynamic_node_selector_the_node_selector_annotation_picks_the_targets);
     suite_add_tcase(s, tc);
     TCase *budget = tcase_create("budget");
     tcase_add_checked_fixture(budget, setup, teardown);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reactor.h"
+#include "settings.h"
 
 static const char *
 h_instance_name(plb_ctx *ctx)
@@ -223,6 +224,8 @@ const struct plb_host core_host = {
     .realloc = core_realloc,
     .free = core_free,
     .strdup = core_strdup,
+
+    .check_format = core_format_check_tls,
 
     .version = h_version,
     .revision = h_revision,

@@ -57,6 +57,13 @@ char *core_settings_doc(const struct plb_setting *table);
 /* Number of entries before PLB_SETTINGS_END. */
 size_t core_settings_count(const struct plb_setting *table);
 
+/* NULL if value has the format, else why not: a static message or one
+ * written into buf (len bytes). */
+const char *core_format_check(enum plb_setting_format format, const char *value, char *buf,
+                              size_t len);
+/* The same with a thread-local buffer, for the host table. */
+const char *core_format_check_tls(enum plb_setting_format format, const char *value);
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t core_edit_distance(const char *a, const char *b);
 

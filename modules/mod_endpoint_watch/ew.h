@@ -44,14 +44,6 @@ extern const struct plb_setting ew_settings[];
 int ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
                     void (*report)(plb_check *, const char *, const char *, ...));
 
-/* Is s a "host:port" endpoint: host an IP address ("[v6]" for IPv6) or an
- * RFC 1123 hostname, port a number in 1-65535? NULL if so, else a static
- * message saying what is wrong (without the entry). */
-const char *ew_endpoint_problem(const char *s);
-/* RFC 1123 hostname (dot-separated labels). 1 or 0. */
-int ew_rfc1123_hostname(const char *s);
-/* IPv4 or IPv6 literal without brackets. 1 or 0. */
-int ew_ip_literal(const char *s);
 
 /* ------------------------------------------------------------------------ */
 /* EndpointSlices (slices.c)                                                */

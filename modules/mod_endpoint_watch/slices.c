@@ -95,7 +95,7 @@ visit(const plb_obj *slice, void *arg)
         size_t m = h->obj_len(addrs);
         for (size_t j = 0; j < m; j++) {
             const char *addr = h->obj_str(h->obj_at(addrs, j));
-            if (!addr || !(ew_ip_literal(addr) || ew_rfc1123_hostname(addr))) {
+            if (!addr || !*addr || h->check_format(PLB_FMT_HOST, addr)) {
                 a->l->invalid++;
                 continue;
             }

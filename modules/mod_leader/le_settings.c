@@ -12,26 +12,6 @@
 /* A message naming the problem; thread-local, as the ABI allows. */
 static _Thread_local char msgbuf[256];
 
-/* DNS-1123 label: namespaces. */
-static const char *
-valid_label(const void *value)
-{
-    const char *const *s = value;
-    const char *p = *s;
-    size_t n = p ? strlen(p) : 0;
-    if (!p)
-        return NULL;
-    if (n == 0 || n > 63)
-        return "must be 1 to 63 characters (an RFC 1123 label)";
-    for (size_t i = 0; i < n; i++) {
-        if (!(islower((unsigned char)p[i]) || isdigit((unsigned char)p[i]) || p[i] == '-'))
-            return "must consist of lower case letters, digits and '-' (an RFC 1123 label)";
-    }
-    if (p[0] == '-' || p[n - 1] == '-')
-        return "must start and end with a letter or digit (an RFC 1123 label)";
-    return NULL;
-}
-
 /* DNS-1123 subdomain: object names. */
 static const char *
 valid_subdomain(const void *value)
@@ -78,37 +58,6 @@ valid_identity(const void *value)
     return NULL;
 }
 
-static const char *
-valid_server(const void *value)
-{
-    const char *const *s = value;
-    if (!*s)
-        return NULL;
-    if (strncmp(*s, "https://", 8) != 0 && strncmp(*s, "http://", 7) != 0)
-        return "must be an http:// or https:// URL (\"https://kcp.example:6443/clusters/root:org\")";
-    const char *host = strstr(*s, "://") + 3;
-    if (!*host || *host == '/')
-        return "must name a host (\"https://127.0.0.1:6443\")";
-    return NULL;
-}
-
-static const char *
-valid_server_name(const void *value)
-{
-    const char *const *s = value;
-    const char *p = *s;
-    if (!p)
-        return NULL;
-    if (!*p)
-        return "must not be empty";
-    for (const char *q = p; *q; q++) {
-        unsigned char c = (unsigned char)*q;
-        if (!(isalnum(c) || c == '-' || c == '.' || c == ':'))
-            return "must be a host name or IP address (no port, scheme, path or brackets)";
-    }
-    return NULL;
-}
-
 #define OFF(f) PLB_OFFSET(struct ld_config, f)
 
 const struct plb_setting ld_settings[] = {
@@ -116,7 +65,7 @@ const struct plb_setting ld_settings[] = {
      .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .validate = valid_subdomain,
      .doc = "Name of the coordination.k8s.io/v1 Lease that is the lock"},
     {.name = "lease_namespace", .type = PLB_SET_STRING, .offset = OFF(lease_namespace),
-     .validate = valid_label,
+     .flags = PLB_SET_NONEMPTY, .format = PLB_FMT_DNS_LABEL,
      .doc = "Namespace of the Lease; unset: the kubeconfig context's or the service "
             "account's namespace, else \"default\""},
     {.name = "identity", .type = PLB_SET_STRING, .offset = OFF(identity),
@@ -147,11 +96,12 @@ const struct plb_setting ld_settings[] = {
             "even when $KUBECONFIG is set; excludes kubeconfig"},
     {.name = "kube_context", .type = PLB_SET_STRING, .offset = OFF(kube_context),
      .validate = valid_identity, .doc = "kubeconfig context; unset: its current-context"},
-    {.name = "server", .type = PLB_SET_STRING, .offset = OFF(server), .validate = valid_server,
+    {.name = "server", .type = PLB_SET_STRING, .offset = OFF(server),
+     .format = PLB_FMT_HTTP_URL,
      .doc = "API server URL overriding the kubeconfig's or the in-cluster one; a path such as "
             "/clusters/root:org:ws selects a kcp workspace"},
     {.name = "tls_server_name", .type = PLB_SET_STRING, .offset = OFF(tls_server_name),
-     .validate = valid_server_name,
+     .flags = PLB_SET_NONEMPTY, .format = PLB_FMT_TLS_NAME,
      .doc = "Name the API server certificate is verified against; unset: the server URL's "
             "host (or the kubeconfig's tls-server-name)"},
     {.name = "service_account_dir", .type = PLB_SET_PATH, .offset = OFF(service_account_dir),

@@ -18,66 +18,11 @@
 static const char *const selections[] = {"random", "latency", NULL};
 static const char *const checks[] = {"tcp", "readyz", NULL};
 
-/* RFC 1123 hostname: dot-separated labels of letters, digits and hyphens,
- * 1 to 63 characters, not starting or ending with a hyphen; 253 in all. */
-static int
-rfc1123_hostname(const char *s)
-{
-    size_t n = strlen(s), label = 0;
-    if (n == 0 || n > 253)
-        return 0;
-    for (size_t i = 0; i <= n; i++) {
-        char ch = s[i];
-        if (ch == '.' || ch == '\0') {
-            if (label == 0 || s[i - 1] == '-')
-                return 0;
-            label = 0;
-            continue;
-        }
-        if (!isalnum((unsigned char)ch) && ch != '-')
-            return 0;
-        if (label == 0 && ch == '-')
-            return 0;
-        if (++label > 63)
-            return 0;
-    }
-    return 1;
-}
-
-static int
-ip_literal(const char *s)
-{
-    unsigned char buf[sizeof(struct in6_addr)];
-    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
-}
-
-static const char *
-valid_bind_address(const void *value)
-{
-    const char *const *s = value;
-    if (!*s || !**s)
-        return "must not be empty";
-    if (ip_literal(*s) || rfc1123_hostname(*s))
-        return NULL;
-    return "must be a valid IP address or RFC 1123 hostname";
-}
-
 static const char *
 not_negative(const void *value)
 {
     const int64_t *v = value;
     return *v < 0 ? "must not be negative" : NULL;
-}
-
-static const char *
-valid_server_name(const void *value)
-{
-    const char *const *s = value;
-    if (!*s || !**s)
-        return "must not be empty";
-    if (strpbrk(*s, ":/@[] \t\r\n"))
-        return "must be a host name (no port, scheme, path or brackets)";
-    return NULL;
 }
 
 #define OFF(f) PLB_OFFSET(struct tp_config, f)
@@ -88,7 +33,7 @@ const struct plb_setting tp_settings[] = {
      .offset = OFF(bind_address),
      .def = "127.0.0.1",
      .flags = PLB_SET_NONEMPTY,
-     .validate = valid_bind_address,
+     .format = PLB_FMT_HOST,
      .doc = "Address of the TCP load balancer listener: an IP address or RFC 1123 hostname"},
     {.name = "bind_port",
      .type = PLB_SET_INT,
@@ -161,7 +106,7 @@ const struct plb_setting tp_settings[] = {
      .offset = OFF(health_check_server_name),
      .def = "kubernetes.default.svc",
      .flags = PLB_SET_NONEMPTY,
-     .validate = valid_server_name,
+     .format = PLB_FMT_TLS_NAME,
      .doc = "Name the upstream serving certificates are verified against (and sent as SNI); "
             "must not be empty"},
     PLB_SETTINGS_END,

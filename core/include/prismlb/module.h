@@ -39,7 +39,7 @@
  *                    servers, HTTP client, metrics, endpoint links, gates,
  *                    health checks, Kubernetes client and informers,
  *                    JSON objects, Service load-balancer target selection
- *                    and status.
+ *                    and status, setting formats.
  */
 #ifndef PRISMLB_MODULE_H
 #define PRISMLB_MODULE_H
@@ -104,6 +104,21 @@ enum plb_setting_type {
                            exist and to provide the role in `role` */
 };
 
+/* Formats the daemon checks a STRING value, or each item of a STRING_LIST,
+ * against (before the setting's own validator; NULL and "" are left to
+ * PLB_SET_NONEMPTY). The same checks are offered at run time as
+ * plb_host.check_format. */
+enum plb_setting_format {
+    PLB_FMT_NONE = 0,
+    PLB_FMT_HOST,      /* an IP address or an RFC 1123 hostname */
+    PLB_FMT_HOST_PORT, /* host:port, [IPv6]:port; port 1-65535 */
+    PLB_FMT_TLS_NAME,  /* a name to verify a certificate against: a hostname
+                          or IP, no port, scheme, path or brackets */
+    PLB_FMT_HTTP_URL,  /* an http:// or https:// URL naming a host */
+    PLB_FMT_DNS_LABEL, /* an RFC 1123 label: a-z, 0-9, '-', at most 63,
+                          a letter or digit at both ends */
+};
+
 /* Flags of a setting. */
 #define PLB_SET_REQUIRED 0x1u /* no default: must be given */
 #define PLB_SET_SECRET 0x2u   /* never printed (logs, --check-config output) */
@@ -143,6 +158,7 @@ struct plb_setting {
     /* Extra check of one value, or NULL. `value` points at the parsed field.
      * Return NULL if valid, else a static or thread-local message. */
     const char *(*validate)(const void *value);
+    enum plb_setting_format format; /* checked by the daemon; 0: none */
 };
 
 /* Helpers for settings tables. */
@@ -605,6 +621,10 @@ struct plb_host {
     void *(*realloc)(void *p, size_t n);
     void (*free)(void *p);
     char *(*strdup)(const char *s);
+
+    /* NULL if value has the format, else why not (a static or thread-local
+     * message, valid until the next call). */
+    const char *(*check_format)(enum plb_setting_format format, const char *value);
 
     /* Version strings of the daemon: "0.1.0", git revision. Borrowed. */
     const char *(*version)(void);

@@ -98,7 +98,7 @@ START_TEST(names_and_client_settings)
              "must consist of lower case letters, digits and '-' (an RFC 1123 label)");
     rejected("identity = \"\";", "identity", "must not be empty (unset it for hostname_pid)");
     rejected("server = \"kcp.example:6443\";", "server",
-             "must be an http:// or https:// URL (\"https://kcp.example:6443/clusters/root:org\")");
+             "must be an http:// or https:// URL (\"https://127.0.0.1:6443\")");
     rejected("server = \"http://127.0.0.1:8080\"; tls_server_name = \"kcp\";", "tls_server_name",
              "has no effect with a plain http:// server");
     rejected("in_cluster = true; kubeconfig = \"/k\";", "in_cluster",

@@ -233,6 +233,59 @@ START_TEST(merge_dedups_and_sorts)
 }
 END_TEST
 
+START_TEST(formats_accept_and_reject)
+{
+    char buf[256];
+    ck_assert_ptr_null(core_format_check(PLB_FMT_HOST, "10.0.0.1", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_HOST, "fd00::1", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_HOST, "api.example.com", buf, sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HOST, "bad_host", buf, sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HOST, "-a.example", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_HOST_PORT, "10.0.0.1:6443", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_HOST_PORT, "[fd00::1]:6443", buf, sizeof(buf)));
+    ck_assert_str_eq(core_format_check(PLB_FMT_HOST_PORT, "10.0.0.1", buf, sizeof(buf)),
+                     "must be host:port (the port is missing)");
+    ck_assert_str_eq(core_format_check(PLB_FMT_HOST_PORT, "10.0.0.1:65536", buf, sizeof(buf)),
+                     "has a port that is not a number in the range 1-65535");
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HOST_PORT, "fd00::1:6443", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_TLS_NAME, "kubernetes.default.svc", buf,
+                                         sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_TLS_NAME, "https://k", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_HTTP_URL, "https://127.0.0.1:7445/clusters/x",
+                                         buf, sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HTTP_URL, "127.0.0.1:7445", buf, sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HTTP_URL, "https://", buf, sizeof(buf)));
+    ck_assert_ptr_null(core_format_check(PLB_FMT_DNS_LABEL, "kube-system", buf, sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_DNS_LABEL, "Kube", buf, sizeof(buf)));
+    ck_assert_ptr_nonnull(core_format_check(PLB_FMT_DNS_LABEL, "a-", buf, sizeof(buf)));
+    /* Empty values are left to PLB_SET_NONEMPTY. */
+    ck_assert_ptr_null(core_format_check(PLB_FMT_DNS_LABEL, "", buf, sizeof(buf)));
+}
+END_TEST
+
+START_TEST(list_formats_name_the_entry)
+{
+    static const struct plb_setting t[] = {
+        {.name = "eps", .type = PLB_SET_STRING_LIST, .offset = 0,
+         .format = PLB_FMT_HOST_PORT},
+        PLB_SETTINGS_END,
+    };
+    struct plb_strv v = {0, NULL};
+    struct core_errors e = {0};
+    config_t cf;
+    config_init(&cf);
+    ck_assert_int_eq(config_read_string(&cf, "eps = [\"10.0.0.1:6443\", \"10.0.0.2\"];"),
+                     CONFIG_TRUE);
+    ck_assert_int_eq(core_settings_parse(t, &v, config_root_setting(&cf), "t.conf", "i", "/",
+                                         NULL, &e),
+                     1);
+    ck_assert(has_error(&e, "t.conf:1: i.eps: entry 2 \"10.0.0.2\" must be host:port"));
+    core_settings_free(t, &v);
+    core_errors_clear(&e);
+    config_destroy(&cf);
+}
+END_TEST
+
 START_TEST(allocation_failures_are_errors_not_crashes)
 {
     /* Sweep every allocation of a parse: each failure must be reported
@@ -272,6 +325,8 @@ suite(void)
     tcase_add_test(tc, settings_doc_lists_every_setting);
     tcase_add_test(tc, edit_distance);
     tcase_add_test(tc, merge_dedups_and_sorts);
+    tcase_add_test(tc, formats_accept_and_reject);
+    tcase_add_test(tc, list_formats_name_the_entry);
     tcase_add_test(tc, allocation_failures_are_errors_not_crashes);
     suite_add_tcase(s, tc);
     return s;

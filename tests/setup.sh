@@ -13,7 +13,7 @@ test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 
 case "$what" in
-  demo)  pkgs="$build_pkgs curl" ;;
+  demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl" ;;
   test)  pkgs="$build_pkgs $test_pkgs" ;;
   bench) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
   *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;

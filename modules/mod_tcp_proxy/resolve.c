@@ -134,6 +134,15 @@ on_poll(plb_timer *t, void *arg)
         return;
     }
     struct addrinfo *ai = e == 0 ? r->gcb.ar_result : NULL;
+    /* One address is used: the first IPv4 one when there is one. Where
+     * /etc/hosts maps "localhost" to both 127.0.0.1 and ::1, address
+     * selection puts ::1 first, while API servers usually listen on IPv4. */
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        if (a->ai_family == AF_INET) {
+            ai = a;
+            break;
+        }
+    }
     /* Unlinked first: the callback may cancel other resolutions. */
     unlink_res(r);
     if (ai)

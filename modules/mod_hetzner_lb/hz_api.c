@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <strings.h>
 
 #include "hz_api.h"
@@ -95,13 +96,11 @@ struct hz_api {
     int64_t poll_ms;
     int cancelling;
     struct hz_api_stats st;
-};
-
-static const char *const json_headers[] = {
-    "Content-Type: application/json",
-    "Accept: application/json",
-    "User-Agent: prismlb-mod_hetzner_lb/1.0",
-    NULL,
+    /* Request headers; the User-Agent names the replica (instance, host and
+     * process), so Hetzner's logs and the fake's writer detector can tell
+     * the replicas of a Deployment apart. */
+    char user_agent[320];
+    const char *headers[4];
 };
 
 static int64_t
@@ -250,7 +249,7 @@ send_call(struct hz_call *c)
         .size = sizeof(o),
         .method = c->method,
         .url = url,
-        .headers = json_headers,
+        .headers = api->headers,
         .body = c->body,
         .body_len = c->body_len,
         .bearer_token_file = api->token_file,
@@ -654,6 +653,17 @@ hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out)
     api->poll_ms = POLL_FIRST_MS;
     api->st.limit = api->st.remaining = -1;
     hz_pace_init(&api->pace);
+    char hostname[128] = "unknown";
+    if (gethostname(hostname, sizeof(hostname) - 1) != 0)
+        snprintf(hostname, sizeof(hostname), "unknown");
+    hostname[sizeof(hostname) - 1] = '\0';
+    snprintf(api->user_agent, sizeof(api->user_agent),
+             "User-Agent: prismlb-mod_hetzner_lb/1.0 (%s; %s_%ld)",
+             api->ctx ? api->host->instance_name(api->ctx) : "-", hostname, (long)getpid());
+    api->headers[0] = "Content-Type: application/json";
+    api->headers[1] = "Accept: application/json";
+    api->headers[2] = api->user_agent;
+    api->headers[3] = NULL;
     if (!(api->endpoint = hz_strdup(cfg->endpoint)))
         goto nomem;
     l = strlen(api->endpoint);

@@ -8,10 +8,10 @@
  * robotlb/service-uid=<uid>`, and after `kubectl cordon` the node's target
  * is gone from `load-balancer describe -o json`.
  *
- * The two-replica case of issue 9 (leader killed mid-reconcile, the fake's
- * concurrent-writer detector) is not here: the detector tells writers apart
- * by User-Agent, and mod_hetzner_lb sends the same one from every replica
- * with no setting to change it.
+ * Two replicas, each mod_leader + mod_hetzner_lb gated by it: the leader
+ * is killed mid-reconcile, every Service still converges, and the fake's
+ * concurrent-writer detector (which tells replicas apart by User-Agent,
+ * which names the replica) reports no overlapping writes.
  */
 #include <check.h>
 #include <signal.h>
@@ -356,6 +356,152 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
 }
 END_TEST
 
+/* Balancers labelled robotlb/service-uid with exactly `targets` targets. */
+static int
+converged_balancers(struct hzt_fake *hz, size_t targets)
+{
+    struct hzt_resp r;
+    int n = 0;
+    if (hzt_req(hz, "GET", "/load_balancers?label_selector=robotlb/service-uid&per_page=50",
+                "tok-a", NULL, NULL, &r) != 0)
+        return -1;
+    json_t *lbs = json_object_get(r.body, "load_balancers");
+    size_t i;
+    json_t *lb;
+    json_array_foreach(lbs, i, lb)
+    {
+        if (json_array_size(json_object_get(lb, "targets")) == targets)
+            n++;
+    }
+    hzt_resp_free(&r);
+    return n;
+}
+
+/* "Two replicas with mod_leader: the leader is killed mid-reconcile; every
+ * Service converges; the fake's concurrent-writer detector reports no
+ * overlap." */
+START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
+{
+    struct env e; /* e.d unused: two daemons below */
+    struct tu_proc d[2];
+    char logs[2][700], kc[4300], seed[2048], conf[16384], path[700], menv[8400], exe[4096];
+    memset(&e, 0, sizeof(e));
+    ck_assert_int_eq(fake_start(&e.kube, NULL), 0);
+    snprintf(seed, sizeof(seed), SEED, "");
+    ck_assert_int_eq(hzt_start(&e.hz, seed, NULL), 0);
+    snprintf(kc, sizeof(kc), "%s/kubeconfig", e.kube.dir);
+    snprintf(conf, sizeof(conf),
+             "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
+             "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
+             "contexts:\n- context:\n    cluster: fake\n    user: me\n  name: fake\n"
+             "current-context: fake\nusers:\n- name: me\n  user:\n"
+             "    client-certificate: client.crt\n    client-key: client.key\n",
+             e.kube.server[0]);
+    ck_assert_int_eq(tu_write_file(kc, conf), 0);
+
+    /* three nodes inside the vSwitch subnet, ten Services */
+    for (int i = 0; i < 3; i++) {
+        char body[1024], sp[256];
+        snprintf(body, sizeof(body), "{\"metadata\":{\"name\":\"n%d\"}}", i);
+        kube_req(&e, "POST", "/api/v1/nodes", "application/json", body, 201, NULL);
+        snprintf(body, sizeof(body),
+                 "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+                 "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.1.%d\"}]}}",
+                 31 + i);
+        snprintf(sp, sizeof(sp), "/api/v1/nodes/n%d/status", i);
+        kube_req(&e, "PATCH", sp, "application/merge-patch+json", body, 200, NULL);
+    }
+    for (int i = 0; i < 10; i++) {
+        char body[1024];
+        snprintf(body, sizeof(body),
+                 "{\"metadata\":{\"name\":\"svc-%d\"},\"spec\":{\"type\":\"LoadBalancer\","
+                 "\"ports\":[{\"port\":80,\"nodePort\":%d}]}}",
+                 i, 30100 + i);
+        kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json", body,
+                 201, NULL);
+    }
+
+    /* Every Hetzner answer 150 ms late, so that killing the leader lands in
+     * the middle of its reconcile. */
+    struct hzt_resp f;
+    ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/faults", NULL, NULL, "{\"latency_ms\":150}",
+                             &f),
+                     0);
+    ck_assert_int_eq(f.status, 200);
+    hzt_resp_free(&f);
+
+    /* two replicas */
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s", tu_build_path("modules"));
+    for (int r = 0; r < 2; r++) {
+        snprintf(conf, sizeof(conf),
+                 "instances = (\n"
+                 "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
+                 "    lease_namespace = \"default\"; kubeconfig = \"%s\"; identity = \"r%d\";\n"
+                 "    lease_duration = \"3s\"; renew_deadline = \"2s\";"
+                 " retry_period = \"500ms\"; },\n"
+                 "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
+                 "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
+                 "    dynamic_node_selector = true; default_network = \"k8s\"; }\n);\n",
+                 kc, r, e.hz.url, kc);
+        snprintf(path, sizeof(path), "%s/replica%d.conf", dir, r);
+        snprintf(logs[r], sizeof(logs[r]), "%s/replica%d.log", dir, r);
+        ck_assert_int_eq(tu_write_file(path, conf), 0);
+        char *argv[] = {exe, "--config", path, NULL};
+        char *env[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", "ROBOTLB_RESYNC_INTERVAL=300", NULL};
+        ck_assert_int_eq(tu_spawn(&d[r], argv, env, logs[r]), 0);
+    }
+
+    /* Mid-reconcile: a few balancers exist, not all. Kill the holder. */
+    long long deadline = tu_now_ms() + 30000;
+    int n;
+    while ((n = converged_balancers(&e.hz, 3)) < 1 && tu_now_ms() < deadline)
+        tu_sleep_ms(20);
+    ck_assert_msg(n >= 1, "no balancer appeared");
+    ck_assert_msg(n < 10, "every balancer converged before the kill: not mid-reconcile");
+    json_t *lease = NULL;
+    kube_req(&e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/hetzner-lb", NULL,
+             NULL, 200, &lease);
+    const char *holder =
+        json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
+    ck_assert_msg(holder && (!strcmp(holder, "r0") || !strcmp(holder, "r1")), "holder %s",
+                  holder ? holder : "(none)");
+    int leader = holder[1] - '0', other = 1 - leader;
+    json_decref(lease);
+    long long t_kill = tu_now_ms();
+    fprintf(stderr, "killing leader r%d with %d of 10 balancers converged\n", leader, n);
+    tu_stop(&d[leader], SIGKILL, 5000);
+
+    /* Every Service converges under the other replica, including one
+     * created after the kill, which only the new leader can provision. */
+    kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json",
+             "{\"metadata\":{\"name\":\"svc-late\"},\"spec\":{\"type\":\"LoadBalancer\","
+             "\"ports\":[{\"port\":80,\"nodePort\":30199}]}}",
+             201, NULL);
+    deadline = tu_now_ms() + 60000;
+    while ((n = converged_balancers(&e.hz, 3)) < 11 && tu_now_ms() < deadline) {
+        ck_assert_msg(!tu_exited(&d[other]), "the surviving replica exited");
+        tu_sleep_ms(100);
+    }
+    ck_assert_msg(n == 11, "only %d of 11 balancers converged", n);
+    fprintf(stderr, "all 11 converged %.1f s after the kill (lease_duration 3 s)\n",
+            (tu_now_ms() - t_kill) / 1000.0);
+
+    /* No two replicas wrote the same balancer in overlapping windows. */
+    struct hzt_resp w;
+    ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/writers", NULL, NULL, NULL, &w), 0);
+    json_t *overlaps = json_object_get(w.body, "overlaps");
+    ck_assert_msg(json_is_array(overlaps) && json_array_size(overlaps) == 0,
+                  "concurrent writers: %s", w.raw ? w.raw : "(none)");
+    hzt_resp_free(&w);
+
+    int st = tu_stop(&d[other], SIGTERM, 10000);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "survivor exit status %d", st);
+    ck_assert_int_eq(hzt_stop(&e.hz), 0);
+    ck_assert_int_eq(fake_stop(&e.kube), 0);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -364,6 +510,7 @@ suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer);
+    tcase_add_test(tc, leader_killed_mid_reconcile_every_service_converges_without_overlap);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -270,4 +270,7 @@ const struct plb_host core_host = {
     .lb_targets_clear = core_lb_host_clear,
     .lb_selector_check = core_lb_host_selector_check,
     .lb_status_write = core_lb_host_status_write,
+
+    .listener_fd = core_listener_fd,
+    .io_activate = core_io_activate,
 };

@@ -265,6 +265,12 @@ core_listener_port(const plb_listener *l)
     return l ? l->port : -1;
 }
 
+int
+core_listener_fd(const plb_listener *l)
+{
+    return l ? (int)evconnlistener_get_fd(l->lev) : -1;
+}
+
 void
 core_listener_pause(plb_listener *l, int paused)
 {

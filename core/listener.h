@@ -39,6 +39,7 @@ plb_listener *core_listen_tcp(struct event_base *base, const char *addr, int por
 
 /* The bound port (the ephemeral one when asked for 0); -1 for NULL. */
 int core_listener_port(const plb_listener *l);
+int core_listener_fd(const plb_listener *l); /* borrowed; -1 for NULL */
 
 /* Stop (paused != 0) or resume accepting. Pending connections wait in the
  * kernel backlog while paused. A resume during a resource back-off takes

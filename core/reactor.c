@@ -256,6 +256,8 @@ io_fire(evutil_socket_t fd, short what, void *p)
         w |= PLB_IO_WRITE;
     if (what & EV_TIMEOUT)
         w |= PLB_IO_TIMEOUT;
+    if (what & EV_CLOSED)
+        w |= PLB_IO_CLOSED;
     (void)fd;
     /* Last: the callback may free io. */
     io->cb(io, io->fd, w, io->arg);
@@ -267,13 +269,20 @@ core_io_new(struct event_base *base, int fd, int what, plb_io_cb cb, void *arg)
     plb_io *io;
     short ev = EV_PERSIST;
 
-    if (!base || !cb || fd < 0 || (what & ~(PLB_IO_READ | PLB_IO_WRITE)) != 0 ||
+    if (!base || !cb || fd < 0 ||
+        (what & ~(PLB_IO_READ | PLB_IO_WRITE | PLB_IO_EDGE | PLB_IO_CLOSED)) != 0 ||
         (what & (PLB_IO_READ | PLB_IO_WRITE)) == 0)
         return NULL;
     if (what & PLB_IO_READ)
         ev |= EV_READ;
     if (what & PLB_IO_WRITE)
         ev |= EV_WRITE;
+    if (what & PLB_IO_EDGE)
+        ev |= EV_ET;
+    /* A hint: left out where the backend cannot report it (EOF still shows
+     * as a read of 0). */
+    if ((what & PLB_IO_CLOSED) && (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE))
+        ev |= EV_CLOSED;
     io = core_calloc(1, sizeof *io);
     if (!io)
         return NULL;
@@ -296,14 +305,32 @@ core_io_add(plb_io *io, int64_t timeout_ms)
 
     if (!io || timeout_ms < 0 || timeout_ms > CORE_TIMER_MAX_MS)
         return -EINVAL;
-    /* event_add with no timeout would keep an earlier one: start afresh. */
-    if (event_del(io->ev) != 0)
-        return -ENOMEM;
-    if (timeout_ms == 0)
+    if (timeout_ms == 0) {
+        /* event_add without a timeout keeps an earlier one: remove it. An
+         * added watch stays in the kernel's list either way. */
+        if (event_pending(io->ev, EV_READ | EV_WRITE, NULL))
+            return event_remove_timer(io->ev) == 0 ? 0 : -ENOMEM;
         return event_add(io->ev, NULL) == 0 ? 0 : -ENOMEM;
+    }
+    /* On an added watch this only reschedules the timeout. */
     tv.tv_sec = (time_t)(timeout_ms / 1000);
     tv.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000;
     return event_add(io->ev, &tv) == 0 ? 0 : -ENOMEM;
+}
+
+void
+core_io_activate(plb_io *io, int what)
+{
+    short ev = 0;
+
+    if (!io)
+        return;
+    if (what & PLB_IO_READ)
+        ev |= EV_READ;
+    if (what & PLB_IO_WRITE)
+        ev |= EV_WRITE;
+    if (ev)
+        event_active(io->ev, ev, 0);
 }
 
 void

@@ -73,17 +73,24 @@ double core_jitter_delay(int64_t delay_ms, double jitter, double unit_random);
 double core_random_unit(void);
 
 /* New watch of fd (borrowed: stays the caller's, never closed here) on base
- * for what = PLB_IO_READ and/or PLB_IO_WRITE; persistent once added. cb gets
- * the PLB_IO_* bits that fired (PLB_IO_TIMEOUT alone on a timeout). Free with
- * core_io_free. NULL for a NULL base or cb, a negative fd, what without READ
- * or WRITE or with other bits, or on allocation failure. */
+ * for what = PLB_IO_READ and/or PLB_IO_WRITE, optionally with PLB_IO_EDGE
+ * (edge-triggered) and PLB_IO_CLOSED (report the peer's FIN where the
+ * backend can); persistent once added. cb gets the PLB_IO_* bits that fired
+ * (PLB_IO_TIMEOUT alone on a timeout). Free with core_io_free. NULL for a
+ * NULL base or cb, a negative fd, what without READ or WRITE or with other
+ * bits, or on allocation failure. */
 plb_io *core_io_new(struct event_base *base, int fd, int what, plb_io_cb cb, void *arg);
 
-/* Start (or restart) watching. timeout_ms > 0 also reports PLB_IO_TIMEOUT
- * after that long without activity (the watch stays added); 0 means no
- * timeout. 0, -EINVAL (NULL io, negative or too large timeout), or -ENOMEM
- * if libevent failed to add the event. */
+/* Start watching, or change the timeout of a watch already added (without
+ * touching the kernel's interest list). timeout_ms > 0 also reports
+ * PLB_IO_TIMEOUT after that long without activity (the watch stays added);
+ * 0 means no timeout. 0, -EINVAL (NULL io, negative or too large timeout),
+ * or -ENOMEM if libevent failed to add the event. */
 int core_io_add(plb_io *io, int64_t timeout_ms);
+
+/* Run io's callback with what (PLB_IO_READ/WRITE bits) on the next loop
+ * iteration, as if the fd had become ready. NULL is fine. */
+void core_io_activate(plb_io *io, int what);
 
 /* Stop watching until core_io_add. NULL is fine. Safe from the callback. */
 void core_io_del(plb_io *io);

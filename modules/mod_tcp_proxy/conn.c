@@ -138,6 +138,24 @@ tp_sockopts(int fd)
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+int
+tp_sockopts_present(int fd)
+{
+    int ka = 0, idle = 0, intvl = 0, cnt = 0, nodelay = 0;
+    unsigned int ut = 0;
+    socklen_t l = sizeof(int), lu = sizeof(ut);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &ka, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &lu) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &l) < 0)
+        return 0;
+    return ka && idle == TP_KEEPALIVE_IDLE_S && intvl == TP_KEEPALIVE_INTVL_S &&
+           cnt == TP_KEEPALIVE_CNT && ut == TP_USER_TIMEOUT_MS && nodelay;
+}
+
 static struct tp_pipe *
 pipe_get(struct tp *tp)
 {
@@ -586,12 +604,14 @@ pump(struct tp_conn *c, int i)
             }
         }
         if (dr->eof) {
+            /* Both directions ended: close() sends the last FIN, no
+             * shutdown needed (nothing is left unread on either socket). */
+            if (c->dir[!i].shut)
+                goto close;
             if (!dr->shut) {
                 shutdown(dst, SHUT_WR);
                 dr->shut = 1;
             }
-            if (c->dir[!i].shut)
-                goto close; /* both directions ended */
             break;
         }
         if (moved >= PUMP_BUDGET) {
@@ -770,7 +790,14 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     c->cfd = fd;
     c->ufd = -1;
     c->state = TP_CONN_NEW;
-    tp_sockopts(fd);
+    if (tp->client_opts == TP_OPTS_UNVERIFIED) {
+        tp->client_opts = tp_sockopts_present(fd) ? TP_OPTS_INHERITED : TP_OPTS_PER_SOCKET;
+        if (tp->client_opts == TP_OPTS_PER_SOCKET)
+            TP_LOG(tp, PLB_LOG_INFO, "accepted sockets do not inherit the listener's options: "
+                                     "setting them on each");
+    }
+    if (tp->client_opts == TP_OPTS_PER_SOCKET)
+        tp_sockopts(fd);
     attach(c, u->data);
     conn_drive(c, TP_EV_START);
 }

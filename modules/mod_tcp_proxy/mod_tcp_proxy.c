@@ -263,6 +263,10 @@ listen_on(struct tp *tp, const char *ip)
         return err ? err : -EINVAL;
     }
     TP_LOG(tp, PLB_LOG_INFO, "listening on %s:%d", ip, tp->host->listener_port(tp->listener));
+    /* Set once here, the client side's options reach every accepted socket
+     * without system calls of its own (checked on the first one). */
+    tp_sockopts(tp->host->listener_fd(tp->listener));
+    tp->client_opts = TP_OPTS_UNVERIFIED;
     /* Until the first endpoint set arrives, connections wait in the
      * backlog instead of being closed for want of an upstream. */
     if (tp_pool_count(tp->pool) == 0) {

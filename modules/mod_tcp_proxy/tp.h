@@ -134,6 +134,15 @@ struct tp {
     int paused;      /* listener paused until the first endpoint set */
     int ready_state; /* last value given to health_set, -1 none */
     int no_splice;   /* splice(2) unavailable: buffered copy only */
+    int client_opts; /* enum tp_client_opts */
+};
+
+/* How accepted sockets get their options: from the listening socket (set
+ * there once, checked on the first accepted socket) or one by one. */
+enum tp_client_opts {
+    TP_OPTS_UNVERIFIED = 0, /* set on the listener; not yet checked */
+    TP_OPTS_INHERITED,      /* accepted sockets have them */
+    TP_OPTS_PER_SOCKET,     /* set on each accepted socket */
 };
 
 /* Logging tagged with the instance. */
@@ -170,6 +179,8 @@ void tp_conns_close_all(struct tp *tp);
 void tp_pipes_free(struct tp *tp);
 /* Socket options of both sides: keepalive, user timeout, no delay. */
 void tp_sockopts(int fd);
+/* 1 if fd carries every option tp_sockopts sets (read back). */
+int tp_sockopts_present(int fd);
 /* Read the system's keepalive defaults once (at start; procfs). */
 void tp_sockopts_init(void);
 

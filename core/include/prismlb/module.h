@@ -34,6 +34,11 @@
  * function here may be called from another thread. No hook may block.
  *
  * Changelog (every ABI change, newest first):
+ *   2026-11-29  1.1  listener_fd: the listening socket, for options that
+ *                    accepted sockets inherit; edge-triggered watches
+ *                    (PLB_IO_EDGE), the peer's FIN as PLB_IO_CLOSED, and
+ *                    io_activate to resume one; io_add on an added watch
+ *                    changes only its timeout.
  *   2026-11-29  1.0  First ABI: descriptor, settings tables, lifecycle,
  *                    logging, timers, fd watches, TCP listeners, HTTP
  *                    servers, HTTP client, metrics, endpoint links, gates,
@@ -53,7 +58,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 1
-#define PLB_ABI_MINOR 0
+#define PLB_ABI_MINOR 1
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -183,6 +188,17 @@ typedef void (*plb_timer_cb)(plb_timer *t, void *arg);
 #define PLB_IO_READ 0x02
 #define PLB_IO_WRITE 0x04
 #define PLB_IO_TIMEOUT 0x01
+/* Since 1.1, for io_new: edge-triggered. The watch fires when the fd becomes
+ * readable or writable again, not while it stays so: read until EAGAIN (or a
+ * short read of a stream socket) and write until EAGAIN before expecting
+ * another call, or resume later with io_activate. Fires once when added if
+ * the fd is ready then. */
+#define PLB_IO_EDGE 0x08
+/* Since 1.1, for io_new with PLB_IO_READ, and in what: the peer has shut
+ * its writing side (on Linux EPOLLRDHUP): once every byte before the FIN is
+ * read, the next read returns 0. A hint, only where the system reports it;
+ * a read of 0 stays the definite EOF. */
+#define PLB_IO_CLOSED 0x10
 /* what: PLB_IO_* bits that fired. */
 typedef void (*plb_io_cb)(plb_io *io, int fd, int what, void *arg);
 
@@ -498,11 +514,14 @@ struct plb_host {
 
     /* --- file descriptors --- */
 
-    /* Watch fd for PLB_IO_READ/WRITE (persistent until io_del). The fd stays
-     * the module's. New; free with io_free. */
+    /* Watch fd for PLB_IO_READ/WRITE, optionally with PLB_IO_EDGE and
+     * PLB_IO_CLOSED (1.1), persistent until io_del. The fd stays the
+     * module's. New; free with io_free. */
     plb_io *(*io_new)(plb_ctx *ctx, int fd, int what, plb_io_cb cb, void *arg);
     /* Start watching; timeout_ms > 0 adds PLB_IO_TIMEOUT after that long
-     * without activity. 0 or -errno. */
+     * without activity. On a watch already added it replaces the timeout
+     * (0: none) and nothing else (daemons before 1.1 re-add the watch).
+     * 0 or -errno. */
     int (*io_add)(plb_io *io, int64_t timeout_ms);
     void (*io_del)(plb_io *io);
     void (*io_free)(plb_io *io); /* NULL is fine */
@@ -769,6 +788,19 @@ struct plb_host {
     plb_kube_op *(*lb_status_write)(plb_kube *k, const plb_obj *svc, const char *const *ips,
                                     size_t n, const char *ip_mode, plb_kube_done_cb done,
                                     void *arg, int *err);
+
+    /* --- since 1.1 --- */
+
+    /* The listening socket of l, borrowed: set options on it that accepted
+     * sockets inherit (on Linux SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL,
+     * TCP_KEEPCNT, TCP_USER_TIMEOUT and TCP_NODELAY are copied to each
+     * accepted socket), saving system calls per connection. Do not close
+     * it, read from it or clear O_NONBLOCK. */
+    int (*listener_fd)(const plb_listener *l);
+    /* Call io's callback with what (PLB_IO_READ and/or PLB_IO_WRITE) on the
+     * next loop iteration, as if the fd had become ready: how an
+     * edge-triggered watch resumes work it set aside for fairness. */
+    void (*io_activate)(plb_io *io, int what);
 };
 
 /* True when the daemon's host table has the named member. */

@@ -12,7 +12,8 @@ min-max and the ratio to HAProxy.
 Environment: PRISMLB_BUILD_ROOT (default ./build), ROUNDS (5), IPERF_SECONDS
 (4), WRK_SECONDS (5), IDLE_CONNS (10000; capped by RLIMIT_NOFILE, since a
 proxy holds two descriptors per connection), HAPROXY_NBTHREAD (HAProxy's
-default when unset). Every process is started here
+default when unset), MEASURE (a comma list of bulk, rps, cps, mem: what to
+measure; all by default). Every process is started here
 and stopped by its PID; every wait is bounded.
 """
 import json
@@ -38,6 +39,7 @@ IDLE_WANT = int(os.environ.get("IDLE_CONNS", "10000"))
 # HAProxy's threads: its default (one per CPU) unless set; 1 compares the
 # per-thread efficiency with single-threaded prismlb.
 HAPROXY_NBTHREAD = os.environ.get("HAPROXY_NBTHREAD", "")
+MEASURE = set(os.environ.get("MEASURE", "bulk,rps,cps,mem").split(","))
 
 procs = []  # (name, Popen) started here, stopped by PID
 
@@ -300,7 +302,7 @@ stream {
                                "per_conn")} for p in order}
     # Memory first, on fresh processes: allocators keep what they got, so
     # a second measurement in the same process would see no growth.
-    for p in order[1:]:
+    for p in order[1:] if "mem" in MEASURE else []:
         base, loaded, got = idle_memory(paths[p]["http"], pids[p](), idle_n)
         res[p]["rss_idle"].append(base)
         res[p]["rss_loaded"].append(loaded)
@@ -310,15 +312,15 @@ stream {
     for rnd in range(ROUNDS):
         rot = order[rnd % 4:] + order[:rnd % 4]  # rotate the position of each path
         log("round %d/%d, order %s" % (rnd + 1, ROUNDS, " ".join(rot)))
-        for p in rot:
+        for p in rot if "bulk" in MEASURE else []:
             res[p]["gbps"].append(iperf(paths[p]["iperf"]))
             log("  %-8s iperf3 %.2f Gbit/s" % (p, res[p]["gbps"][-1]))
-        for p in rot:
+        for p in rot if "rps" in MEASURE else []:
             rps, p99 = wrk(paths[p]["http"], False)
             res[p]["rps"].append(rps)
             res[p]["p99"].append(p99)
             log("  %-8s keep-alive %.0f req/s p99 %.2f ms" % (p, rps, p99))
-        for p in rot:
+        for p in rot if "cps" in MEASURE else []:
             cps, _ = wrk(paths[p]["http"], True)
             res[p]["cps"].append(cps)
             log("  %-8s new connections %.0f /s" % (p, cps))
@@ -344,7 +346,7 @@ def report(res, order, idle_n):
           % idle_n)
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in order:
-        r = lambda k: "%.2f" % (med(p, k) / med(h, k))
+        r = lambda k: "%.2f" % (med(p, k) / med(h, k)) if res[h][k] else "—"
         print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             p, fmt(res[p]["gbps"], g), r("gbps"), fmt(res[p]["rps"], i), r("rps"),
             fmt(res[p]["p99"], ms), r("p99"), fmt(res[p]["cps"], i), r("cps"),

@@ -7,7 +7,13 @@
 
 #include <stddef.h>
 
+#include "prismlb/module.h"
 #include "testutil.h"
+
+/* The module ABI as prismlb_build_info's abi label spells it: "1.1". */
+#define ME_STR_(x) #x
+#define ME_STR(x) ME_STR_(x)
+#define ME_ABI ME_STR(PLB_ABI_MAJOR) "." ME_STR(PLB_ABI_MINOR)
 
 /* A daemon under test, with its private directory (config, log, traces). */
 struct me_daemon {

@@ -81,7 +81,7 @@ START_TEST(endpoints_answer_get)
     assert_contains(r.body, "\nprocess_virtual_memory_bytes ");
     assert_contains(r.body, "\nprocess_start_time_seconds ");
     assert_contains(r.body, "prismlb_build_info{version=\"");
-    assert_contains(r.body, "abi=\"1.0\"} 1\n");
+    assert_contains(r.body, "abi=\"" ME_ABI "\"} 1\n");
     /* The values are real: RSS of a running daemon is far above zero, the
      * start time is within the last hour. */
     const char *p = strstr(r.body, "\nprocess_resident_memory_bytes ");

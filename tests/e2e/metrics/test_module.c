@@ -708,7 +708,9 @@ START_TEST(start_wires_server_timer_and_checks)
             bi = &F.metrics[i];
     }
     ck_assert_ptr_nonnull(bi);
-    ck_assert_str_eq(bi->labels, "9.8.7,abc1234,1.0,");
+    char want[64];
+    snprintf(want, sizeof(want), "9.8.7,abc1234,%d.%d,", PLB_ABI_MAJOR, PLB_ABI_MINOR);
+    ck_assert_str_eq(bi->labels, want);
     ck_assert(bi->value == 1);
 
     inst_stop(&in);

@@ -282,7 +282,7 @@ START_TEST(prometheus_scrapes_daemon)
     ck_assert_msg(up, "Prometheus never saw up == 1 within 30 s; its log:\n%s", plog);
     ck_assert_msg(have_build && have_rss, "no prismlb metric value within 30 s; its log:\n%s",
                   plog);
-    ck_assert_str_eq(abi, "1.0");
+    ck_assert_str_eq(abi, ME_ABI);
     ck_assert_msg(build_version[0] != '\0', "prismlb_build_info has no version label");
     ck_assert_str_eq(health_copy, "up");
     ck_assert_str_eq(error_copy, "");

@@ -12,6 +12,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,8 +302,44 @@ START_TEST(test_listen_errors)
     ck_assert_ptr_null(core_listen_tcp(base, "nope", 0, 0, acc_cb, &b, NULL));
 
     ck_assert_int_eq(core_listener_port(NULL), -1);
+    ck_assert_int_eq(core_listener_fd(NULL), -1);
     core_listener_pause(NULL, 1);
     core_listener_free(NULL);
+    core_listener_free(a.l);
+}
+END_TEST
+
+/* Options set on the listening socket reach every accepted socket: the
+ * promise listener_fd makes to modules. */
+START_TEST(test_listener_fd_options_are_inherited)
+{
+    struct acc a = {.stop_after = 1};
+    int err = 0, one = 1, idle = 17, ut = 23000, v;
+    socklen_t vl = sizeof v;
+
+    a.l = core_listen_tcp(base, "127.0.0.1", 0, 16, acc_cb, &a, &err);
+    ck_assert_ptr_nonnull(a.l);
+    int lfd = core_listener_fd(a.l);
+    ck_assert_int_ge(lfd, 0);
+    ck_assert_int_ne(fcntl(lfd, F_GETFL) & O_NONBLOCK, 0);
+    ck_assert_int_eq(setsockopt(lfd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one), 0);
+    ck_assert_int_eq(setsockopt(lfd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle), 0);
+    ck_assert_int_eq(setsockopt(lfd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof ut), 0);
+    ck_assert_int_eq(setsockopt(lfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one), 0);
+
+    int cfd = client_connect("127.0.0.1", core_listener_port(a.l), NULL, 0);
+    run_for(3000);
+    ck_assert_int_eq(a.n, 1);
+    ck_assert_int_eq(getsockopt(a.fd[0], SOL_SOCKET, SO_KEEPALIVE, &v, &vl), 0);
+    ck_assert_int_eq(v, 1);
+    ck_assert_int_eq(getsockopt(a.fd[0], IPPROTO_TCP, TCP_KEEPIDLE, &v, &vl), 0);
+    ck_assert_int_eq(v, idle);
+    ck_assert_int_eq(getsockopt(a.fd[0], IPPROTO_TCP, TCP_USER_TIMEOUT, &v, &vl), 0);
+    ck_assert_int_eq(v, ut);
+    ck_assert_int_eq(getsockopt(a.fd[0], IPPROTO_TCP, TCP_NODELAY, &v, &vl), 0);
+    ck_assert_int_eq(v, 1);
+    close(cfd);
+    acc_close_all(&a);
     core_listener_free(a.l);
 }
 END_TEST
@@ -529,6 +566,7 @@ listener_suite(void)
     tcase_add_test(tc, test_accept_ipv6);
     tcase_add_test(tc, test_v6only);
     tcase_add_test(tc, test_listen_errors);
+    tcase_add_test(tc, test_listener_fd_options_are_inherited);
     tcase_add_test(tc, test_pause_resume);
     tcase_add_test(tc, test_free_inside_accept);
     tcase_add_test(tc, test_emfile_backoff);

@@ -396,6 +396,7 @@ struct iorec {
     int free_at;
     int del_at;
     int stop_after;
+    int noread; /* leave the data unread */
     plb_io *io;
 };
 
@@ -410,7 +411,7 @@ io_cb(plb_io *io, int fd, int what, void *arg)
         r->at[r->n] = core_now_ms();
     }
     r->n++;
-    if (what & PLB_IO_READ) {
+    if ((what & PLB_IO_READ) && !r->noread) {
         ssize_t k = read(fd, r->buf + r->got, sizeof r->buf - 1 - r->got);
         if (k > 0)
             r->got += (size_t)k;
@@ -531,6 +532,93 @@ START_TEST(test_io_timeout)
 }
 END_TEST
 
+/* Edge-triggered: one call per arrival, not one per loop iteration while
+ * data waits; io_activate resumes it without new data. */
+START_TEST(test_io_edge)
+{
+    int fds[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    struct iorec r = {.noread = 1};
+    r.io = core_io_new(base, fds[0], PLB_IO_READ | PLB_IO_EDGE, io_cb, &r);
+    ck_assert_ptr_nonnull(r.io);
+    ck_assert_int_eq(core_io_add(r.io, 0), 0);
+    ck_assert_int_eq(write(fds[1], "a", 1), 1);
+    run_for(100);
+    ck_assert_int_eq(r.n, 1); /* unread, yet not reported again */
+    ck_assert_int_eq(r.what[0], PLB_IO_READ);
+    ck_assert_int_eq(write(fds[1], "b", 1), 1);
+    run_for(100);
+    ck_assert_int_eq(r.n, 2); /* new data: a new edge */
+    core_io_activate(r.io, PLB_IO_READ);
+    core_io_activate(NULL, PLB_IO_READ);
+    run_for(100);
+    ck_assert_int_eq(r.n, 3);
+    ck_assert_int_eq(r.what[2], PLB_IO_READ);
+    core_io_free(r.io);
+
+    /* Level-triggered (the default) keeps reporting unread data. */
+    struct iorec l = {.noread = 1, .stop_after = 3};
+    l.io = core_io_new(base, fds[0], PLB_IO_READ, io_cb, &l);
+    ck_assert_ptr_nonnull(l.io);
+    ck_assert_int_eq(core_io_add(l.io, 0), 0);
+    run_for(2000);
+    ck_assert_int_eq(l.n, 3);
+    core_io_free(l.io);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
+/* The peer's shutdown(SHUT_WR) is reported as READ with CLOSED. */
+START_TEST(test_io_closed)
+{
+    int fds[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    struct iorec r = {.stop_after = 1};
+    r.io = core_io_new(base, fds[0], PLB_IO_READ | PLB_IO_EDGE | PLB_IO_CLOSED, io_cb, &r);
+    ck_assert_ptr_nonnull(r.io);
+    ck_assert_int_eq(core_io_add(r.io, 0), 0);
+    ck_assert_int_eq(write(fds[1], "bye", 3), 3);
+    ck_assert_int_eq(shutdown(fds[1], SHUT_WR), 0);
+    run_for(2000);
+    ck_assert_int_eq(r.n, 1);
+    ck_assert_int_eq(r.what[0], PLB_IO_READ | PLB_IO_CLOSED);
+    ck_assert_uint_eq(r.got, 3); /* the data before the FIN came with it */
+    core_io_free(r.io);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
+/* io_add on an added watch changes its timeout and keeps it added. */
+START_TEST(test_io_add_again_changes_the_timeout)
+{
+    int fds[2];
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    struct iorec r = {.stop_after = 1};
+    r.io = core_io_new(base, fds[0], PLB_IO_READ, io_cb, &r);
+    ck_assert_ptr_nonnull(r.io);
+    ck_assert_int_eq(core_io_add(r.io, 20), 0);
+    ck_assert_int_eq(core_io_add(r.io, 0), 0); /* timeout gone, still added */
+    run_for(100);
+    ck_assert_int_eq(r.n, 0);
+    ck_assert_int_eq(write(fds[1], "q", 1), 1);
+    run_for(2000);
+    ck_assert_int_eq(r.n, 1);
+    ck_assert_int_eq(r.what[0], PLB_IO_READ);
+    int64_t start = core_now_ms();
+    r.stop_after = 2;
+    ck_assert_int_eq(core_io_add(r.io, 30), 0); /* a timeout again */
+    run_for(2000);
+    ck_assert_int_eq(r.n, 2);
+    ck_assert_int_eq(r.what[1], PLB_IO_TIMEOUT);
+    ck_assert_int_ge(r.at[1] - start, 25);
+    core_io_free(r.io);
+    close(fds[0]);
+    close(fds[1]);
+}
+END_TEST
+
 START_TEST(test_io_bad_arguments)
 {
     int fds[2];
@@ -541,6 +629,7 @@ START_TEST(test_io_bad_arguments)
     ck_assert_ptr_null(core_io_new(base, fds[0], 0, io_cb, &r));
     ck_assert_ptr_null(core_io_new(base, fds[0], PLB_IO_TIMEOUT, io_cb, &r));
     ck_assert_ptr_null(core_io_new(base, fds[0], PLB_IO_READ | 0x100, io_cb, &r));
+    ck_assert_ptr_null(core_io_new(base, fds[0], PLB_IO_EDGE | PLB_IO_CLOSED, io_cb, &r));
     ck_assert_ptr_null(core_io_new(base, fds[0], PLB_IO_READ, NULL, &r));
     core_io_del(NULL);
     core_io_free(NULL);
@@ -600,6 +689,9 @@ reactor_suite(void)
     tcase_add_test(tc, test_io_read);
     tcase_add_test(tc, test_io_write);
     tcase_add_test(tc, test_io_timeout);
+    tcase_add_test(tc, test_io_edge);
+    tcase_add_test(tc, test_io_closed);
+    tcase_add_test(tc, test_io_add_again_changes_the_timeout);
     tcase_add_test(tc, test_io_bad_arguments);
     tcase_add_test(tc, test_alloc_failure);
     suite_add_tcase(s, tc);

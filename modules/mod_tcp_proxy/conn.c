@@ -18,7 +18,14 @@
  * come from a per-instance pool and are held only while data sits in them;
  * a partial send of copied data keeps its remainder in a buffer allocated
  * for that direction until it is flushed. So an idle connection owns two
- * sockets, two read watches and this struct, and nothing else.
+ * sockets, two watches and this struct, and nothing else.
+ *
+ * Each socket has one edge-triggered watch for reading and writing, added
+ * once and never changed: readiness is remembered per socket (set by an
+ * event, cleared by EAGAIN or, for copies, a short read), so a connection
+ * costs two epoll_ctl calls to add and two to remove, whatever its traffic.
+ * A short copy read that follows a reported FIN is the EOF: no read of 0
+ * is needed to learn it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,10 +67,8 @@ enum tp_conn_event {
     TP_EV_RESOLVE_FAILED,
     TP_EV_DIAL_WRITABLE,
     TP_EV_DIAL_TIMEOUT,
-    TP_EV_CLIENT_READ,
-    TP_EV_UPSTREAM_READ,
-    TP_EV_CLIENT_WRITE,
-    TP_EV_UPSTREAM_WRITE,
+    TP_EV_CLIENT_READY,   /* the client socket's watch fired */
+    TP_EV_UPSTREAM_READY, /* the upstream socket's watch fired (open) */
     TP_EV_UPSTREAM_DRAINING,
     TP_EV_KILL,
 };
@@ -82,19 +87,25 @@ struct tp_conn {
     struct tp *tp;
     struct tp_upd *d; /* the upstream it is on (dialing or open) */
     struct tp_conn *prev, *next;
-    plb_io *crd, *urd, *cwr, *uwr;
+    plb_io *cio, *uio; /* the sockets' watches */
     struct tp_resolve *res;
     struct tp_dir dir[2];
     int cfd, ufd;
     uint8_t state;
     uint8_t retried;
-    uint8_t on; /* watches added: bit per io, see W_* */
+    uint8_t rdy;     /* R_*, W_*, H_* */
+    uint8_t ev_what; /* PLB_IO_* of the upstream event being driven */
 };
 
-#define W_CRD 0x1
-#define W_URD 0x2
-#define W_CWR 0x4
-#define W_UWR 0x8
+/* What each socket is known to allow. */
+#define R_C 0x01 /* the client socket may have data to read */
+#define R_U 0x02
+#define W_C 0x04 /* the client socket may take data */
+#define W_U 0x08
+#define H_C 0x10 /* the client's FIN was reported */
+#define H_U 0x20
+
+#define WATCH (PLB_IO_READ | PLB_IO_WRITE | PLB_IO_EDGE | PLB_IO_CLOSED)
 
 static char copy_buf[COPY_BUF]; /* the loop is single-threaded */
 
@@ -210,51 +221,8 @@ tp_pipes_free(struct tp *tp)
     tp->npipes = 0;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Watches                                                                  */
-
-static void on_crd(plb_io *io, int fd, int what, void *arg);
-static void on_urd(plb_io *io, int fd, int what, void *arg);
-static void on_cwr(plb_io *io, int fd, int what, void *arg);
-static void on_uwr(plb_io *io, int fd, int what, void *arg);
-
-/* Turn one watch on or off, creating it on first use. 0 or -errno. */
-static int
-watch(struct tp_conn *c, uint8_t bit, int on)
-{
-    const struct plb_host *h = c->tp->host;
-    plb_io **io;
-    int fd, what;
-    plb_io_cb cb;
-
-    if (!!(c->on & bit) == !!on)
-        return 0;
-    switch (bit) {
-    case W_CRD:
-        io = &c->crd, fd = c->cfd, what = PLB_IO_READ, cb = on_crd;
-        break;
-    case W_URD:
-        io = &c->urd, fd = c->ufd, what = PLB_IO_READ, cb = on_urd;
-        break;
-    case W_CWR:
-        io = &c->cwr, fd = c->cfd, what = PLB_IO_WRITE, cb = on_cwr;
-        break;
-    default:
-        io = &c->uwr, fd = c->ufd, what = PLB_IO_WRITE, cb = on_uwr;
-        break;
-    }
-    if (!on) {
-        h->io_del(*io);
-        c->on &= (uint8_t)~bit;
-        return 0;
-    }
-    if (!*io && !(*io = h->io_new(c->tp->ctx, fd, what, cb, c)))
-        return -ENOMEM;
-    if (h->io_add(*io, 0) < 0)
-        return -ENOMEM;
-    c->on |= bit;
-    return 0;
-}
+static void on_cio(plb_io *io, int fd, int what, void *arg);
+static void on_uio(plb_io *io, int fd, int what, void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Upstream lists                                                           */
@@ -313,10 +281,8 @@ conn_close(struct tp_conn *c)
 
     c->state = TP_CONN_CLOSED;
     tp_resolve_cancel(c->res);
-    h->io_free(c->crd);
-    h->io_free(c->urd);
-    h->io_free(c->cwr);
-    h->io_free(c->uwr);
+    h->io_free(c->cio);
+    h->io_free(c->uio);
     if (c->cfd >= 0)
         close(c->cfd);
     if (c->ufd >= 0)
@@ -381,16 +347,20 @@ dial_connect(struct tp_conn *c)
         return TP_EV_DIAL_TIMEOUT; /* a failed dial, counted as such */
     tp_sockopts(c->ufd);
     c->state = TP_CONN_DIALING;
-    if (connect(c->ufd, sa, d->salen) == 0)
-        return TP_EV_DIAL_WRITABLE;
-    if (errno != EINPROGRESS)
+    /* The watch is added after connect(): an unconnected socket polls as
+     * hung up, which would read as a failed dial. */
+    int now = connect(c->ufd, sa, d->salen) == 0;
+    if (!now && errno != EINPROGRESS)
         return TP_EV_DIAL_TIMEOUT;
-    /* The write watch doubles as the dial timer: dial timeout is
+    /* The socket's watch doubles as the dial timer: dial timeout is
      * health_timeout. */
-    c->uwr = c->tp->host->io_new(c->tp->ctx, c->ufd, PLB_IO_WRITE, on_uwr, c);
-    if (!c->uwr || c->tp->host->io_add(c->uwr, c->tp->cfg->health_timeout_ms) < 0)
+    c->uio = c->tp->host->io_new(c->tp->ctx, c->ufd, WATCH, on_uio, c);
+    if (!c->uio || c->tp->host->io_add(c->uio, now ? 0 : c->tp->cfg->health_timeout_ms) < 0)
         return TP_EV_DIAL_TIMEOUT;
-    c->on |= W_UWR;
+    if (now) {
+        c->ev_what = PLB_IO_WRITE;
+        return TP_EV_DIAL_WRITABLE;
+    }
     return -1;
 }
 
@@ -401,9 +371,8 @@ dial_abort(struct tp_conn *c)
     const struct plb_host *h = c->tp->host;
     tp_resolve_cancel(c->res);
     c->res = NULL;
-    h->io_free(c->uwr);
-    c->uwr = NULL;
-    c->on &= (uint8_t)~W_UWR;
+    h->io_free(c->uio);
+    c->uio = NULL;
     if (c->ufd >= 0)
         close(c->ufd);
     c->ufd = -1;
@@ -446,24 +415,34 @@ dial_failed(struct tp_conn *c, const char *why)
         tp_after_event(tp);
 }
 
-/* The dial succeeded: start forwarding. -1 when c must be closed. The pool
- * event comes last: it may close c (the caller touches c no more). */
+/* The dial succeeded (what: the upstream event that said so): start
+ * forwarding. -1 when c must be closed. The pool event comes last: it may
+ * close c (the caller touches c no more). */
 static int
-established(struct tp_conn *c)
+established(struct tp_conn *c, int what)
 {
     struct tp *tp = c->tp;
+    const struct plb_host *h = tp->host;
     int was = c->d->up->healthy;
 
-    tp->host->io_del(c->uwr);
-    c->on &= (uint8_t)~W_UWR;
     c->state = TP_CONN_OPEN;
     tp->nconns++;
     tp_pool_dial_result(tp->pool, c->d->up, 1);
     tp_metrics_conn(tp, 1, 1);
-    if (watch(c, W_CRD, 1) < 0 || watch(c, W_URD, 1) < 0) {
+    /* Both sockets take data until they say EAGAIN; the client's data, if
+     * any, is reported by its watch as soon as it is added. */
+    c->rdy = W_C | W_U;
+    if (what & PLB_IO_READ)
+        c->rdy |= R_U;
+    if (what & PLB_IO_CLOSED)
+        c->rdy |= H_U;
+    if (h->io_add(c->uio, 0) < 0 || !(c->cio = h->io_new(tp->ctx, c->cfd, WATCH, on_cio, c)) ||
+        h->io_add(c->cio, 0) < 0) {
         TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a new connection (out of memory)");
         return -1;
     }
+    if (c->rdy & R_U) /* the upstream spoke first: forward it next */
+        h->io_activate(c->uio, PLB_IO_READ);
     if (was != (int)c->d->up->healthy)
         tp_after_event(tp);
     return 0;
@@ -511,10 +490,13 @@ flush(struct tp *tp, struct tp_dir *dr, int dst)
 
 /* Read from src and, in copy mode, send at once. Returns bytes read, 0 on
  * EOF, -EAGAIN when nothing is there, another -errno on error. Data that
- * could not be sent stays in dr (pipe or buffer). */
+ * could not be sent stays in dr (pipe or buffer). *drained: a copy read
+ * came back short, so src held no more (a splice can come back short with
+ * data left, when the pipe runs out of slots: it never says drained). */
 static ssize_t
-fill(struct tp *tp, struct tp_dir *dr, int src, int dst)
+fill(struct tp *tp, struct tp_dir *dr, int src, int dst, int *drained)
 {
+    *drained = 0;
     ssize_t n;
 
     if (dr->bulk && !tp->no_splice) {
@@ -545,6 +527,7 @@ fill(struct tp *tp, struct tp_dir *dr, int src, int dst)
     while (n < 0 && errno == EINTR);
     if (n <= 0)
         return n == 0 ? 0 : -errno;
+    *drained = n < (ssize_t)sizeof(copy_buf);
 #ifndef TP_FORCE_COPY
     if (n == (ssize_t)sizeof(copy_buf))
         dr->bulk = 1; /* more is coming: splice from now on */
@@ -581,26 +564,27 @@ pending(const struct tp_dir *dr)
     return (dr->pipe && dr->len) || (dr->buf && dr->off < dr->len);
 }
 
-/* Move data in direction i as far as the sockets allow, then set the
- * watches. 0, or -1 when c was closed. */
+/* Move data in direction i as far as the sockets allow. 0, or -1 when c
+ * was closed. */
 static int
 pump(struct tp_conn *c, int i)
 {
     struct tp *tp = c->tp;
     struct tp_dir *dr = &c->dir[i];
     int src = i ? c->ufd : c->cfd, dst = i ? c->cfd : c->ufd;
-    uint8_t rd = i ? W_URD : W_CRD, wr = i ? W_CWR : W_UWR;
-    int want_rd = 0, want_wr = 0;
+    uint8_t r = i ? R_U : R_C, w = i ? W_C : W_U, fin = i ? H_U : H_C;
     size_t moved = 0;
 
     for (;;) {
         if (pending(dr)) {
-            int r = flush(tp, dr, dst);
-            if (r < 0)
+            if (!(c->rdy & w))
+                return 0; /* the destination's watch says when */
+            int f = flush(tp, dr, dst);
+            if (f < 0)
                 goto close;
-            if (r == 0) {
-                want_wr = 1;
-                break;
+            if (f == 0) {
+                c->rdy &= (uint8_t)~w;
+                return 0;
             }
         }
         if (dr->eof) {
@@ -612,16 +596,20 @@ pump(struct tp_conn *c, int i)
                 shutdown(dst, SHUT_WR);
                 dr->shut = 1;
             }
-            break;
+            return 0;
         }
+        if (!(c->rdy & r))
+            return 0;
         if (moved >= PUMP_BUDGET) {
-            want_rd = 1;
-            break;
+            /* Fairness: the rest after the other connections' turn. */
+            tp->host->io_activate(i ? c->uio : c->cio, PLB_IO_READ);
+            return 0;
         }
-        ssize_t n = fill(tp, dr, src, dst);
+        int drained;
+        ssize_t n = fill(tp, dr, src, dst, &drained);
         if (n == -EAGAIN) {
-            want_rd = 1;
-            break;
+            c->rdy &= (uint8_t)~r;
+            return 0;
         }
         if (n < 0)
             goto close;
@@ -630,24 +618,16 @@ pump(struct tp_conn *c, int i)
             continue;
         }
         moved += (size_t)n;
-        if (dr->pipe)
-            continue; /* spliced in: splice it out at the top */
-        if (pending(dr)) {
-            want_wr = 1; /* copy mode: the send was partial */
-            break;
-        }
-        /* A short copy read drained the socket: wait for the next event
-         * instead of paying for a read that says EAGAIN. */
-        if (!dr->bulk && n < (ssize_t)sizeof(copy_buf)) {
-            want_rd = 1;
-            break;
+        if (pending(dr) && !dr->pipe)
+            c->rdy &= (uint8_t)~w; /* copy mode: the send was partial */
+        if (drained) {
+            /* Everything before a reported FIN has been read: EOF. */
+            if (c->rdy & fin)
+                dr->eof = 1;
+            else
+                c->rdy &= (uint8_t)~r;
         }
     }
-    if (watch(c, rd, want_rd) < 0 || watch(c, wr, want_wr) < 0) {
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a connection (out of memory): closing it");
-        goto close;
-    }
-    return 0;
 close:
     conn_close(c);
     return -1;
@@ -696,15 +676,21 @@ conn_drive(struct tp_conn *c, enum tp_conn_event ev)
             dial_failed(c, c->ufd < 0 ? strerror(errno) : "timeout or refused");
             return;
         case TP_EV_DIAL_WRITABLE: {
-            int soerr = 0;
-            socklen_t sl = sizeof(soerr);
-            if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
-                soerr = errno;
-            if (soerr) {
-                dial_failed(c, strerror(soerr));
-                return;
+            /* Writable alone is a completed connect; an error shows as
+             * readable and writable (so does a server that spoke first):
+             * only then ask the socket. */
+            int what = c->ev_what;
+            if (what != PLB_IO_WRITE) {
+                int soerr = 0;
+                socklen_t sl = sizeof(soerr);
+                if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+                    soerr = errno;
+                if (soerr) {
+                    dial_failed(c, strerror(soerr));
+                    return;
+                }
             }
-            if (established(c) < 0)
+            if (established(c, what) < 0)
                 conn_close(c);
             return;
         }
@@ -713,13 +699,10 @@ conn_drive(struct tp_conn *c, enum tp_conn_event ev)
         }
     case TP_CONN_OPEN:
         switch (ev) {
-        case TP_EV_CLIENT_READ:
-        case TP_EV_UPSTREAM_WRITE:
-            pump(c, 0);
-            return;
-        case TP_EV_UPSTREAM_READ:
-        case TP_EV_CLIENT_WRITE:
-            pump(c, 1);
+        case TP_EV_CLIENT_READY:
+        case TP_EV_UPSTREAM_READY:
+            if (pump(c, 0) == 0)
+                pump(c, 1);
             return;
         default:
             return; /* a change of tier or a drain does not move it */
@@ -730,35 +713,36 @@ conn_drive(struct tp_conn *c, enum tp_conn_event ev)
 }
 
 static void
-on_crd(plb_io *io, int fd, int what, void *arg)
-{
-    (void)io, (void)fd, (void)what;
-    conn_drive(arg, TP_EV_CLIENT_READ);
-}
-
-static void
-on_urd(plb_io *io, int fd, int what, void *arg)
-{
-    (void)io, (void)fd, (void)what;
-    conn_drive(arg, TP_EV_UPSTREAM_READ);
-}
-
-static void
-on_cwr(plb_io *io, int fd, int what, void *arg)
-{
-    (void)io, (void)fd, (void)what;
-    conn_drive(arg, TP_EV_CLIENT_WRITE);
-}
-
-static void
-on_uwr(plb_io *io, int fd, int what, void *arg)
+on_cio(plb_io *io, int fd, int what, void *arg)
 {
     struct tp_conn *c = arg;
     (void)io, (void)fd;
-    if (c->state == TP_CONN_DIALING)
+    if (what & PLB_IO_READ)
+        c->rdy |= R_C;
+    if (what & PLB_IO_WRITE)
+        c->rdy |= W_C;
+    if (what & PLB_IO_CLOSED)
+        c->rdy |= H_C;
+    conn_drive(c, TP_EV_CLIENT_READY);
+}
+
+static void
+on_uio(plb_io *io, int fd, int what, void *arg)
+{
+    struct tp_conn *c = arg;
+    (void)io, (void)fd;
+    if (c->state == TP_CONN_DIALING) {
+        c->ev_what = (uint8_t)what;
         conn_drive(c, (what & PLB_IO_TIMEOUT) ? TP_EV_DIAL_TIMEOUT : TP_EV_DIAL_WRITABLE);
-    else
-        conn_drive(c, TP_EV_UPSTREAM_WRITE);
+        return;
+    }
+    if (what & PLB_IO_READ)
+        c->rdy |= R_U;
+    if (what & PLB_IO_WRITE)
+        c->rdy |= W_U;
+    if (what & PLB_IO_CLOSED)
+        c->rdy |= H_U;
+    conn_drive(c, TP_EV_UPSTREAM_READY);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -97,13 +97,15 @@ struct tp_conn {
     uint8_t ev_what; /* PLB_IO_* of the upstream event being driven */
 };
 
-/* What each socket is known to allow. */
+/* What each socket is known to allow; an upstream bit is its client bit
+ * shifted left by one. */
 #define R_C 0x01 /* the client socket may have data to read */
 #define R_U 0x02
 #define W_C 0x04 /* the client socket may take data */
 #define W_U 0x08
 #define H_C 0x10 /* the client's FIN was reported */
 #define H_U 0x20
+#define UPSTREAM(bits) ((uint8_t)((bits) << 1))
 
 #define WATCH (PLB_IO_READ | PLB_IO_WRITE | PLB_IO_EDGE | PLB_IO_CLOSED)
 
@@ -418,6 +420,14 @@ dial_failed(struct tp_conn *c, const char *why)
 /* The dial succeeded (what: the upstream event that said so): start
  * forwarding. -1 when c must be closed. The pool event comes last: it may
  * close c (the caller touches c no more). */
+/* The readiness bits an event reports, as the client socket's. */
+static uint8_t
+reported(int what)
+{
+    return (uint8_t)(((what & PLB_IO_READ) ? R_C : 0) | ((what & PLB_IO_WRITE) ? W_C : 0) |
+                     ((what & PLB_IO_CLOSED) ? H_C : 0));
+}
+
 static int
 established(struct tp_conn *c, int what)
 {
@@ -431,11 +441,7 @@ established(struct tp_conn *c, int what)
     tp_metrics_conn(tp, 1, 1);
     /* Both sockets take data until they say EAGAIN; the client's data, if
      * any, is reported by its watch as soon as it is added. */
-    c->rdy = W_C | W_U;
-    if (what & PLB_IO_READ)
-        c->rdy |= R_U;
-    if (what & PLB_IO_CLOSED)
-        c->rdy |= H_U;
+    c->rdy = W_C | W_U | UPSTREAM(reported(what));
     if (h->io_add(c->uio, 0) < 0 || !(c->cio = h->io_new(tp->ctx, c->cfd, WATCH, on_cio, c)) ||
         h->io_add(c->cio, 0) < 0) {
         TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a new connection (out of memory)");
@@ -717,12 +723,7 @@ on_cio(plb_io *io, int fd, int what, void *arg)
 {
     struct tp_conn *c = arg;
     (void)io, (void)fd;
-    if (what & PLB_IO_READ)
-        c->rdy |= R_C;
-    if (what & PLB_IO_WRITE)
-        c->rdy |= W_C;
-    if (what & PLB_IO_CLOSED)
-        c->rdy |= H_C;
+    c->rdy |= reported(what);
     conn_drive(c, TP_EV_CLIENT_READY);
 }
 
@@ -736,12 +737,7 @@ on_uio(plb_io *io, int fd, int what, void *arg)
         conn_drive(c, (what & PLB_IO_TIMEOUT) ? TP_EV_DIAL_TIMEOUT : TP_EV_DIAL_WRITABLE);
         return;
     }
-    if (what & PLB_IO_READ)
-        c->rdy |= R_U;
-    if (what & PLB_IO_WRITE)
-        c->rdy |= W_U;
-    if (what & PLB_IO_CLOSED)
-        c->rdy |= H_U;
+    c->rdy |= UPSTREAM(reported(what));
     conn_drive(c, TP_EV_UPSTREAM_READY);
 }
 

@@ -434,13 +434,20 @@ write_later_cb(plb_timer *t, void *arg)
     (void)t;
 }
 
+/* A socketpair with r watching fds[0] for what (not yet added). */
+static void
+watch_pair(int fds[2], struct iorec *r, int what)
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
+    r->io = core_io_new(base, fds[0], what, io_cb, r);
+    ck_assert_ptr_nonnull(r->io);
+}
+
 START_TEST(test_io_read)
 {
     int fds[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     struct iorec r = {.stop_after = 1};
-    r.io = core_io_new(base, fds[0], PLB_IO_READ, io_cb, &r);
-    ck_assert_ptr_nonnull(r.io);
+    watch_pair(fds, &r, PLB_IO_READ);
     ck_assert_int_eq(core_io_add(r.io, 0), 0);
     plb_timer *w = core_timer_new(base, write_later_cb, &fds[1]);
     ck_assert_ptr_nonnull(w);
@@ -478,10 +485,8 @@ END_TEST
 START_TEST(test_io_write)
 {
     int fds[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     struct iorec r = {.free_at = 1}; /* also: free from inside the callback */
-    r.io = core_io_new(base, fds[0], PLB_IO_READ | PLB_IO_WRITE, io_cb, &r);
-    ck_assert_ptr_nonnull(r.io);
+    watch_pair(fds, &r, PLB_IO_READ | PLB_IO_WRITE);
     ck_assert_int_eq(core_io_add(r.io, 1000), 0);
     run_for(200);
     ck_assert_int_eq(r.n, 1);
@@ -495,10 +500,8 @@ END_TEST
 START_TEST(test_io_timeout)
 {
     int fds[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     struct iorec r = {.stop_after = 3};
-    r.io = core_io_new(base, fds[0], PLB_IO_READ, io_cb, &r);
-    ck_assert_ptr_nonnull(r.io);
+    watch_pair(fds, &r, PLB_IO_READ);
     int64_t start = core_now_ms();
     ck_assert_int_eq(core_io_add(r.io, 30), 0);
     run_for(3000);
@@ -537,10 +540,8 @@ END_TEST
 START_TEST(test_io_edge)
 {
     int fds[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     struct iorec r = {.noread = 1};
-    r.io = core_io_new(base, fds[0], PLB_IO_READ | PLB_IO_EDGE, io_cb, &r);
-    ck_assert_ptr_nonnull(r.io);
+    watch_pair(fds, &r, PLB_IO_READ | PLB_IO_EDGE);
     ck_assert_int_eq(core_io_add(r.io, 0), 0);
     ck_assert_int_eq(write(fds[1], "a", 1), 1);
     run_for(100);
@@ -573,10 +574,8 @@ END_TEST
 START_TEST(test_io_closed)
 {
     int fds[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     struct iorec r = {.stop_after = 1};
-    r.io = core_io_new(base, fds[0], PLB_IO_READ | PLB_IO_EDGE | PLB_IO_CLOSED, io_cb, &r);
-    ck_assert_ptr_nonnull(r.io);
+    watch_pair(fds, &r, PLB_IO_READ | PLB_IO_EDGE | PLB_IO_CLOSED);
     ck_assert_int_eq(core_io_add(r.io, 0), 0);
     ck_assert_int_eq(write(fds[1], "bye", 3), 3);
     ck_assert_int_eq(shutdown(fds[1], SHUT_WR), 0);
@@ -594,10 +593,8 @@ END_TEST
 START_TEST(test_io_add_again_changes_the_timeout)
 {
     int fds[2];
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds), 0);
     struct iorec r = {.stop_after = 1};
-    r.io = core_io_new(base, fds[0], PLB_IO_READ, io_cb, &r);
-    ck_assert_ptr_nonnull(r.io);
+    watch_pair(fds, &r, PLB_IO_READ);
     ck_assert_int_eq(core_io_add(r.io, 20), 0);
     ck_assert_int_eq(core_io_add(r.io, 0), 0); /* timeout gone, still added */
     run_for(100);

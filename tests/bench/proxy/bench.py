@@ -5,7 +5,8 @@ design BENCH.md): direct (no proxy), prismlb (mod_tcp_proxy), HAProxy
 
 Measures per path: bulk throughput (iperf3), keep-alive request rate and
 p99 latency (wrk -c32 to a local nginx HTTP server), new connections per
-second (wrk with Connection: close), and for the proxies their RSS idle and
+second (wrk with Connection: close), the proxy's CPU time per request in
+both wrk runs, and for the proxies their RSS idle and
 with IDLE_CONNS idle connections (once, on fresh processes). Prints a Markdown table of medians with
 min-max and the ratio to HAProxy.
 
@@ -129,7 +130,20 @@ def iperf(port):
     return json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e9
 
 
-def wrk(port, close):
+def cpu_seconds(pids):
+    """User + system CPU time of pids (all their threads) so far."""
+    ticks = 0
+    for pid in pids:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(port, close, pids):
+    """req/s, p99 ms, and the proxy's CPU microseconds per request (None
+    without pids)."""
+    cpu0 = cpu_seconds(pids)
     argv = ["wrk", "-t2", "-c32", "-d%ds" % WRK_S, "--latency", "--timeout", "5s"]
     if close:
         argv += ["-H", "Connection: close"]
@@ -137,7 +151,10 @@ def wrk(port, close):
     rc, out = run(argv, WRK_S + 30)
     if rc != 0:
         raise RuntimeError("wrk failed: " + out[-400:])
+    cpu = cpu_seconds(pids) - cpu0
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    done = int(re.search(r"(\d+) requests in", out).group(1))
+    per_req = cpu * 1e6 / max(done, 1) if pids else None
     m = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
     p99 = float(m.group(1)) * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
     errs = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
@@ -145,7 +162,7 @@ def wrk(port, close):
     if errs or socket_errs:
         log("  wrk port %d: %s %s" % (port, errs.group(0) if errs else "",
                                       socket_errs.group(0) if socket_errs else ""))
-    return rps, p99
+    return rps, p99, per_req
 
 
 def idle_memory(port, pids, n):
@@ -299,7 +316,8 @@ stream {
 
     order = ["direct", "prismlb", "haproxy", "nginx"]
     res = {p: {k: [] for k in ("gbps", "rps", "p99", "cps", "rss_idle", "rss_loaded",
-                               "per_conn")} for p in order}
+                               "per_conn", "cpu_req", "cpu_conn")} for p in order}
+    pids["direct"] = lambda: []
     # Memory first, on fresh processes: allocators keep what they got, so
     # a second measurement in the same process would see no growth.
     for p in order[1:] if "mem" in MEASURE else []:
@@ -316,14 +334,20 @@ stream {
             res[p]["gbps"].append(iperf(paths[p]["iperf"]))
             log("  %-8s iperf3 %.2f Gbit/s" % (p, res[p]["gbps"][-1]))
         for p in rot if "rps" in MEASURE else []:
-            rps, p99 = wrk(paths[p]["http"], False)
+            rps, p99, per_req = wrk(paths[p]["http"], False, pids[p]())
             res[p]["rps"].append(rps)
             res[p]["p99"].append(p99)
-            log("  %-8s keep-alive %.0f req/s p99 %.2f ms" % (p, rps, p99))
+            if per_req is not None:
+                res[p]["cpu_req"].append(per_req)
+            log("  %-8s keep-alive %.0f req/s p99 %.2f ms, proxy CPU %s us/req"
+                % (p, rps, p99, "-" if per_req is None else "%.1f" % per_req))
         for p in rot if "cps" in MEASURE else []:
-            cps, _ = wrk(paths[p]["http"], True)
+            cps, _, per_conn = wrk(paths[p]["http"], True, pids[p]())
             res[p]["cps"].append(cps)
-            log("  %-8s new connections %.0f /s" % (p, cps))
+            if per_conn is not None:
+                res[p]["cpu_conn"].append(per_conn)
+            log("  %-8s new connections %.0f /s, proxy CPU %s us/conn"
+                % (p, cps, "-" if per_conn is None else "%.1f" % per_conn))
     report(res, order, idle_n)
     return 0
 
@@ -342,21 +366,25 @@ def report(res, order, idle_n):
     ms = lambda v: "%.2f" % v
     kib = lambda v: "%.0f" % (v / 1024.0 * 1024.0)
     print("| path | bulk Gbit/s | ×HAProxy | keep-alive req/s | ×HAProxy | p99 ms | ×HAProxy "
-          "| new conn/s | ×HAProxy | RSS idle KiB | RSS with %d idle KiB | bytes/idle conn |"
-          % idle_n)
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| new conn/s | ×HAProxy | CPU µs/req | CPU µs/conn | RSS idle KiB "
+          "| RSS with %d idle KiB | bytes/idle conn |" % idle_n)
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for p in order:
         r = lambda k: "%.2f" % (med(p, k) / med(h, k)) if res[h][k] else "—"
-        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             p, fmt(res[p]["gbps"], g), r("gbps"), fmt(res[p]["rps"], i), r("rps"),
             fmt(res[p]["p99"], ms), r("p99"), fmt(res[p]["cps"], i), r("cps"),
+            fmt(res[p]["cpu_req"], g), fmt(res[p]["cpu_conn"], g),
             fmt(res[p]["rss_idle"], kib), fmt(res[p]["rss_loaded"], kib),
             fmt(res[p]["per_conn"], i)))
     print()
     print("Medians of %d interleaved rounds (min–max); iperf3 -t %d, wrk -t2 -c32 -d%ds; "
           "ratios are medians over HAProxy's (for p99, lower is better). Memory: VmRSS "
           "(all processes of nginx) measured once on fresh processes before the rounds; "
-          "bytes/idle conn = (RSS with the idle connections - RSS idle) / connections."
+          "bytes/idle conn = (RSS with the idle connections - RSS idle) / connections. "
+          "CPU µs/req and µs/conn: the proxy's user + system CPU time (all its threads "
+          "and processes) during the keep-alive and the Connection: close wrk runs, "
+          "over the requests wrk completed."
           % (ROUNDS, IPERF_S, WRK_S))
 
 

@@ -13,15 +13,7 @@ build=$(cd "${1:?usage: $0 BUILD_DIR [N] [M]}" && pwd)
 n=${2:-1000}
 m=${3:-50}
 work=$(mktemp -d)
-hz_pid= kube_pid= d_pid=
-cleanup() {
-  for p in $d_pid $hz_pid $kube_pid; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in $d_pid $hz_pid $kube_pid; do
-    i=0; while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
+. "$(dirname "$0")/fakes.sh"
 
 cat >"$work/seed.json" <<SEED
 {"tokens": ["tok"], "max_load_balancers": $((n + 10)),
@@ -29,39 +21,7 @@ cat >"$work/seed.json" <<SEED
    "subnets": [{"type": "cloud", "ip_range": "10.0.0.0/22"},
                {"type": "vswitch", "ip_range": "10.0.8.0/22", "vswitch_id": 1}]}]}
 SEED
-"$build/tests/fakes/hetzner/prismlb-fake-hcloud" --listen 127.0.0.1:0 \
-  --port-file "$work/hz.url" --seed "$work/seed.json" >"$work/hz.log" 2>&1 &
-hz_pid=$!
-mkdir "$work/tls"
-"$build/tests/fakes/kube/prismlb-fake-kube" --tls-dir "$work/tls" \
-  --state-file "$work/kube.state" >"$work/kube.log" 2>&1 &
-kube_pid=$!
-i=0
-while { [ ! -s "$work/hz.url" ] || ! grep -q '^ready' "$work/kube.state" 2>/dev/null; } \
-      && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done
-hz=$(cat "$work/hz.url")
-base=${hz%/v1}
-kube=$(sed -n 's/^server 0 //p' "$work/kube.state")
-cat >"$work/kubeconfig" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- cluster:
-    certificate-authority: $work/tls/ca.crt
-    server: $kube
-  name: fake
-contexts:
-- context:
-    cluster: fake
-    user: me
-  name: fake
-current-context: fake
-users:
-- name: me
-  user:
-    client-certificate: $work/tls/client.crt
-    client-key: $work/tls/client.key
-KC
+start_fakes
 cat >"$work/prismlb.conf" <<CONF
 instances = ( { module = "hetzner_lb"; name = "hz"; hcloud_endpoint = "$hz";
   kubeconfig = "$work/kubeconfig"; resync_interval = "300s";

@@ -418,8 +418,10 @@ dial_failed(struct tp_conn *c, const char *why)
 }
 
 /* The dial succeeded (what: the upstream event that said so): start
- * forwarding. -1 when c must be closed. The pool event comes last: it may
- * close c (the caller touches c no more). */
+ * forwarding. -1 when c must be closed, 1 when forwarding closed it. The
+ * pool event comes last: it may close c (the caller touches c no more). */
+static int pump(struct tp_conn *c, int i);
+
 /* The readiness bits an event reports, as the client socket's. */
 static uint8_t
 reported(int what)
@@ -439,19 +441,20 @@ established(struct tp_conn *c, int what)
     tp->nconns++;
     tp_pool_dial_result(tp->pool, c->d->up, 1);
     tp_metrics_conn(tp, 1, 1);
-    /* Both sockets take data until they say EAGAIN; the client's data, if
-     * any, is reported by its watch as soon as it is added. */
-    c->rdy = W_C | W_U | UPSTREAM(reported(what));
+    /* Both sockets take data until they say EAGAIN. The client has most
+     * likely spoken already (a TLS hello, a request): read it now rather
+     * than an event later. */
+    c->rdy = R_C | W_C | W_U | UPSTREAM(reported(what));
     if (h->io_add(c->uio, 0) < 0 || !(c->cio = h->io_new(tp->ctx, c->cfd, WATCH, on_cio, c)) ||
         h->io_add(c->cio, 0) < 0) {
         TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a new connection (out of memory)");
         return -1;
     }
-    if (c->rdy & R_U) /* the upstream spoke first: forward it next */
-        h->io_activate(c->uio, PLB_IO_READ);
-    if (was != (int)c->d->up->healthy)
+    int changed = was != (int)c->d->up->healthy;
+    int closed = pump(c, 0) < 0 || pump(c, 1) < 0;
+    if (changed)
         tp_after_event(tp);
-    return 0;
+    return closed;
 }
 
 /* ------------------------------------------------------------------------ */

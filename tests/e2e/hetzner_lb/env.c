@@ -71,8 +71,7 @@ env_start(struct env *e, const char *seed_extra, const char *const *hz_args, con
     ck_assert_int_eq(tu_write_file(path, conf), 0);
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
     snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
-    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s:%s", mods,
-             tu_build_path("tests/modules"));
+    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s:%s", mods, tu_build_path("tests/modules"));
     snprintf(renv, sizeof(renv), "ROBOTLB_RESYNC_INTERVAL=%d", resync_s);
     char *argv[] = {exe, "--config", path, "--log-level", "debug", NULL};
     char *env[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", renv, NULL};
@@ -91,8 +90,8 @@ env_stop(struct env *e)
 }
 
 void
-kube_req(struct env *e, const char *method, const char *path, const char *ctype,
-         const char *body, int want, json_t **out)
+kube_req(struct env *e, const char *method, const char *path, const char *ctype, const char *body,
+         int want, json_t **out)
 {
     struct http_res r;
     ck_assert_int_eq(fake_api(&e->kube, 0, method, path, ctype, body, 1, NULL, 10000, &r), 0);

@@ -1,0 +1,51 @@
+/*
+ * hz_kube_int.h: what hz_kube.c (informers, sync, events, status) and
+ * hz_reconcile.c (one Service's reconcile) share inside mod_hetzner_lb.
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_KUBE_INT_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_KUBE_INT_H
+
+#include "hz_kube.h"
+
+/* One Service we track (by namespace/name). */
+struct hz_svc_state {
+    char *key; /* "ns/name" */
+    char *uid;
+    struct hz_annot good; /* last good annotations */
+    int have_good;
+    char *last_bad;   /* the last annotation problem reported */
+    json_t *warned;   /* reason -> message of the warnings in force */
+    int busy;         /* a reconcile is in flight */
+    int dirty;        /* something changed meanwhile: sync again after it */
+    int by_name;      /* look its names up one by one (a create met a
+                         name the lists did not show) */
+    uint64_t fail_fp; /* fingerprint of the desired state that failed */
+    int64_t retry_at; /* ... not tried again before this (monotonic ms) */
+    struct hz_svc_state *next;
+};
+
+/* A string at a, b[, c] of o (borrowed from o), or NULL. */
+HZ_HIDDEN const char *hz_ks_str(const struct hz_kside *ks, const plb_obj *o, const char *a,
+                                const char *b, const char *c);
+/* The state of Service key ("ns/name"); created when create is set. NULL
+ * when absent (or out of memory). */
+HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_kside *ks, const char *key, int create);
+/* Write svc's status.loadBalancer.ingress from lb (borrowed) when it
+ * differs from what the Service shows. */
+HZ_HIDDEN void hz_status_update(struct hz_kside *ks, const struct hz_svc_state *st,
+                                const plb_obj *svc, json_t *lb);
+/* A warning Event for svc, once while the same reason and message hold. */
+HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                            const char *reason, const char *msg);
+/* The condition behind reason is over: warn again when it returns. */
+HZ_HIDDEN void hz_warn_clear(struct hz_svc_state *st, const char *reason);
+/* Delete the balancer labelled with uid (from the resync list), if any. */
+HZ_HIDDEN void hz_delete_labelled(struct hz_kside *ks, const char *uid);
+
+/* Reconcile st's Service svc (borrowed) when what it asks for differs from
+ * its labelled balancer (hz_reconcile.c). */
+HZ_HIDDEN void hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc);
+/* Arm the recheck timer for the earliest Service retry that is due. */
+HZ_HIDDEN void hz_recheck_arm(struct hz_kside *ks);
+
+#endif

@@ -1,0 +1,893 @@
+/*
+ * hz_reconcile.c: one Service's reconcile for mod_hetzner_lb (see
+ * hz_kube.c for when it runs): select the target nodes, build what the
+ * Service asks for, compare it with its labelled balancer of the resync
+ * list, and only when they differ find (labelled; else by name in one
+ * shared list of unlabelled balancers), adopt or create the balancer, send
+ * the plan's writes on the Service's lane, read the balancer back once and
+ * write the Service's status. A refused target or a failed write rechecks
+ * the Service after refused_recheck_interval while what it asks for is
+ * unchanged.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hz_kube_int.h"
+
+/* One reconcile of one Service, from the lookups to the status. */
+struct rec {
+    struct hz_kside *ks;
+    char *key, *uid;
+    struct hz_desired d;
+    uint64_t fp;
+    int annotated;
+    char legacy[HZ_NAME_MAX + 1];
+    json_t *by_name, *by_legacy; /* GET ?name= answers' first item (owned) */
+    json_t *lb;                  /* the freshest JSON of its balancer (owned) */
+    int64_t net_id;
+    int with_targets;
+    int refs;          /* calls in flight */
+    int failed;        /* a write failed: retry after refused_recheck_interval */
+    int refused;       /* Hetzner refused a target: likewise */
+    int waiting;       /* no decision possible (wait/blocked): retry at resync */
+    int cancelled;     /* the gate closed */
+    int labelled;      /* the balancer carries the Service's label now */
+    int name_conflict; /* the create met a taken name */
+    struct rec *qnext; /* in ks->nameq */
+};
+
+/* One write of a plan in flight. */
+struct rop {
+    struct rec *r;
+    enum hz_op_kind kind;
+    char *ip;
+};
+
+static void rec_plan(struct rec *r, json_t *lb);
+
+static void
+fp_s(uint64_t *h, const char *s)
+{
+    for (; s && *s; s++) {
+        *h ^= (unsigned char)*s;
+        *h *= 0x100000001b3ULL;
+    }
+    *h ^= 0xff;
+    *h *= 0x100000001b3ULL;
+}
+
+static void
+fp_i(uint64_t *h, long long v)
+{
+    char b[24];
+    snprintf(b, sizeof(b), "%lld", v);
+    fp_s(h, b);
+}
+
+/* Fingerprint of everything the Service asks for. */
+static uint64_t
+desired_fp(const struct hz_desired *d)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    fp_s(&h, d->name);
+    fp_s(&h, d->type);
+    fp_s(&h, d->location);
+    fp_i(&h, d->algorithm);
+    fp_s(&h, d->network);
+    fp_s(&h, d->private_ip);
+    fp_i(&h, d->interval);
+    fp_i(&h, d->timeout);
+    fp_i(&h, d->retries);
+    fp_i(&h, d->proxy);
+    for (size_t i = 0; i < d->nservices; i++) {
+        fp_i(&h, d->services[i].listen);
+        fp_i(&h, d->services[i].dest);
+    }
+    for (size_t i = 0; i < d->ntargets; i++)
+        fp_s(&h, d->targets[i]);
+    return h;
+}
+
+/* Arm the recheck timer for the earliest retry still ahead. */
+void
+hz_recheck_arm(struct hz_kside *ks)
+{
+    int64_t now = ks->host->now_ms(ks->ctx), first = 0;
+    if (!ks->svc_inf)
+        return; /* stopped */
+    for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
+        if (s->fail_fp && s->retry_at > now && (!first || s->retry_at < first))
+            first = s->retry_at;
+    if (first && ks->recheck_timer)
+        ks->host->timer_arm(ks->recheck_timer, first - now, 0, 0);
+}
+
+/* Percent-encode s for a query value. */
+static char *
+qenc(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *o = hz_calloc(strlen(s) * 3 + 1), *p = o;
+    if (!o)
+        return NULL;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '.' || c == '_' || c == '~') {
+            *p++ = (char)c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[c >> 4];
+            *p++ = hex[c & 15];
+        }
+    }
+    return o;
+}
+
+static const plb_obj *
+rec_svc(const struct rec *r, struct hz_svc_state **stp)
+{
+    struct hz_kside *ks = r->ks;
+    struct hz_svc_state *st = hz_state_get(ks, r->key, 0);
+    char ns[256];
+    const char *slash = strchr(r->key, '/');
+    const plb_obj *svc;
+    *stp = NULL;
+    if (!st || !st->uid || strcmp(st->uid, r->uid) != 0 || !slash || !ks->svc_inf)
+        return NULL;
+    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - r->key), r->key);
+    svc = ks->host->informer_get(ks->svc_inf, ns, slash + 1);
+    if (!svc || !hz_ks_str(ks, svc, "metadata", "uid", NULL) ||
+        strcmp(hz_ks_str(ks, svc, "metadata", "uid", NULL), r->uid) != 0)
+        return NULL;
+    *stp = st;
+    return svc;
+}
+
+static void
+rec_free(struct rec *r)
+{
+    hz_free(r->key);
+    hz_free(r->uid);
+    hz_desired_clear(&r->d);
+    json_decref(r->by_name);
+    json_decref(r->by_legacy);
+    json_decref(r->lb);
+    hz_free(r);
+}
+
+/* The reconcile ended: remember the balancer, write the status, decide when
+ * to look again. */
+static void
+rec_finish(struct rec *r)
+{
+    struct hz_kside *ks = r->ks;
+    struct hz_svc_state *st = hz_state_get(ks, r->key, 0);
+    struct hz_svc_state *sst;
+    const plb_obj *svc;
+
+    if (st && st->uid && strcmp(st->uid, r->uid) == 0) {
+        st->busy = 0;
+        if (r->cancelled) {
+            /* the next leader (or this one, when the gate opens) decides */
+        } else if (r->refused || r->failed || r->waiting) {
+            int64_t wait = r->waiting ? ks->cfg->resync_interval_ms : ks->cfg->refused_recheck_ms;
+            st->fail_fp = r->fp;
+            st->retry_at = ks->host->now_ms(ks->ctx) + wait;
+            hz_log(ks->log, PLB_LOG_INFO, "%s: checked again in %lld ms", r->key, (long long)wait);
+        } else {
+            st->fail_fp = 0;
+            st->retry_at = 0;
+        }
+        if (r->name_conflict)
+            st->by_name = 1;
+    }
+    if (!r->cancelled && r->lb && r->labelled) {
+        if (!(ks->by_uid || (ks->by_uid = json_object())) ||
+            json_object_set(ks->by_uid, r->uid, r->lb) < 0 ||
+            !(ks->fresh || (ks->fresh = json_object())) ||
+            json_object_set_new(ks->fresh, r->uid, json_integer(ks->host->now_ms(ks->ctx))) < 0)
+            hz_log(ks->log, PLB_LOG_ERROR, "%s: out of memory", r->key);
+        if ((svc = rec_svc(r, &sst)))
+            hz_status_update(ks, sst, svc, r->lb);
+        else if (ks->svc_inf)
+            /* deleted or no longer ours while its balancer was created:
+             * the deletion found nothing to delete then */
+            hz_delete_labelled(ks, r->uid);
+    }
+    if (st && st->dirty && !r->cancelled) {
+        st->dirty = 0;
+        hz_kube_sync_soon(ks);
+    }
+    hz_recheck_arm(ks);
+    rec_free(r);
+}
+
+static int
+rec_call(struct rec *r, const char *method, const char *path, json_t *body, hz_result_cb cb,
+         void *arg)
+{
+    int rc = hz_api_call(r->ks->api, r->uid, method, path, body, cb, arg);
+    if (rc < 0) {
+        hz_log(r->ks->log, PLB_LOG_WARN, "%s: %s %s: cannot start: %s", r->key, method, path,
+               strerror(-rc));
+        r->failed = 1;
+        return rc;
+    }
+    r->refs++;
+    return 0;
+}
+
+static int
+ok_status(const struct hz_result *res)
+{
+    return res->err == 0 && res->status >= 200 && res->status < 300 && !res->action_failed;
+}
+
+static void
+log_refusal(const struct rec *r, const char *what, const struct hz_result *res)
+{
+    hz_log(r->ks->log, PLB_LOG_WARN, "%s: %s: %d %s: %s", r->key, what, res->status,
+           res->code ? res->code : "-", res->message ? res->message : "-");
+}
+
+/* The final GET of the balancer after the writes. */
+static void
+refresh_done(void *arg, const struct hz_result *res)
+{
+    struct rec *r = arg;
+    r->refs--;
+    if (res->err == -ECANCELED)
+        r->cancelled = 1;
+    else if (res->status == 200 && json_object_get(res->body, "load_balancer")) {
+        json_t *lb = json_object_get(res->body, "load_balancer");
+        const char *uid =
+            json_string_value(json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
+        json_decref(r->lb);
+        r->lb = json_incref(lb);
+        r->labelled = uid && strcmp(uid, r->uid) == 0;
+    } else if (!res->dry_run) {
+        log_refusal(r, "reading the balancer back", res);
+        r->failed = 1;
+    }
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+static void
+op_done(void *arg, const struct hz_result *res)
+{
+    struct rop *o = arg;
+    struct rec *r = o->r;
+    char what[128];
+    r->refs--;
+    snprintf(what, sizeof(what), "%s%s%s", hz_op_name(o->kind), o->ip ? " " : "",
+             o->ip ? o->ip : "");
+    if (res->err == -ECANCELED) {
+        r->cancelled = 1;
+    } else if (res->dry_run || ok_status(res)) {
+        hz_log(r->ks->log, PLB_LOG_DEBUG, "%s: %s done", r->key, what);
+        /* a dry run changes nothing: log it again at the next resync, not
+         * on every sync */
+        r->waiting |= res->dry_run;
+    } else if ((o->kind == HZ_OP_ADD_TARGET && res->code &&
+                strcmp(res->code, "target_already_defined") == 0) ||
+               (o->kind == HZ_OP_REMOVE_TARGET && res->status == 404)) {
+        /* already as wanted (the list we planned from was older) */
+    } else if (o->kind == HZ_OP_ADD_TARGET) {
+        /* The client waits out 429 itself: any answer here is a refusal. */
+        log_refusal(r, what, res);
+        r->refused = 1;
+    } else {
+        log_refusal(r, what, res);
+        r->failed = 1;
+    }
+    hz_free(o->ip);
+    hz_free(o);
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+/* Send the writes that turn lb (new reference, stolen) into what the
+ * Service asks for, then read it back. */
+static void
+rec_plan(struct rec *r, json_t *lb)
+{
+    struct hz_actual a;
+    struct hz_plan p;
+    char path[64];
+    int rc;
+
+    json_decref(r->lb);
+    r->lb = lb;
+    if ((rc = hz_actual_parse(lb, &a)) < 0) {
+        hz_log(r->ks->log, PLB_LOG_WARN, "%s: cannot read the balancer: %s", r->key, strerror(-rc));
+        r->failed = 1;
+        rec_finish(r);
+        return;
+    }
+    rc = hz_plan_build(&r->d, &a, r->net_id, &p);
+    r->labelled = a.uid && strcmp(a.uid, r->uid) == 0;
+    if (rc < 0) {
+        hz_log(r->ks->log, PLB_LOG_WARN, "%s: no plan for balancer %lld: %s", r->key,
+               (long long)a.id, strerror(-rc));
+        hz_actual_clear(&a);
+        r->failed = 1;
+        rec_finish(r);
+        return;
+    }
+    for (size_t i = 0; i < p.n; i++) {
+        struct rop *o = hz_calloc(sizeof(*o));
+        if (!o || (p.ops[i].target_ip && !(o->ip = hz_strdup(p.ops[i].target_ip)))) {
+            hz_free(o);
+            r->failed = 1;
+            break;
+        }
+        o->r = r;
+        o->kind = p.ops[i].kind;
+        hz_log(r->ks->log, PLB_LOG_INFO, "%s: balancer %lld \"%s\": %s%s%s", r->key,
+               (long long)a.id, a.name, hz_op_name(o->kind), o->ip ? " " : "", o->ip ? o->ip : "");
+        if (rec_call(r, p.ops[i].method, p.ops[i].path, json_incref(p.ops[i].body), op_done, o) <
+            0) {
+            hz_free(o->ip);
+            hz_free(o);
+            break;
+        }
+    }
+    if (p.n && !r->failed) {
+        snprintf(path, sizeof(path), "/load_balancers/%lld", (long long)a.id);
+        rec_call(r, "GET", path, NULL, refresh_done, r);
+    }
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+static void rec_create(struct rec *r);
+
+static void
+create_done(void *arg, const struct hz_result *res)
+{
+    struct rec *r = arg;
+    json_t *lb = json_object_get(res->body, "load_balancer");
+    r->refs--;
+    if (res->err == -ECANCELED) {
+        r->cancelled = 1;
+    } else if (res->dry_run) {
+        hz_log(r->ks->log, PLB_LOG_INFO, "%s: dry run: the balancer \"%s\" is not created", r->key,
+               r->d.name);
+        r->waiting = 1;
+    } else if (res->status == 201 && lb) {
+        hz_log(r->ks->log, PLB_LOG_INFO, "%s: created balancer %lld \"%s\"", r->key,
+               (long long)json_integer_value(json_object_get(lb, "id")), r->d.name);
+        rec_plan(r, json_incref(lb));
+        return;
+    } else if (res->status == 422 && r->with_targets) {
+        /* A target Hetzner refuses fails the whole create: create without
+         * targets and add them one by one, so that the others stay. */
+        log_refusal(r, "create with targets", res);
+        r->with_targets = 0;
+        rec_create(r);
+        if (r->refs)
+            return;
+    } else {
+        log_refusal(r, "create", res);
+        r->failed = 1;
+        r->name_conflict = res->code && strcmp(res->code, "uniqueness_error") == 0;
+    }
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+static void
+rec_create(struct rec *r)
+{
+    json_t *body = hz_create_body(&r->d, r->net_id, r->with_targets);
+    if (!body) {
+        r->failed = 1;
+        return;
+    }
+    hz_log(r->ks->log, PLB_LOG_INFO, "%s: creating balancer \"%s\" (%s, %s, %zu target(s))", r->key,
+           r->d.name, r->d.type, r->d.location, r->with_targets ? r->d.ntargets : 0);
+    rec_call(r, "POST", "/load_balancers", body, create_done, r);
+}
+
+/* The network is known (or none is asked for): create or change. */
+static void
+rec_go(struct rec *r, json_t *lb)
+{
+    if (lb) {
+        rec_plan(r, lb);
+        return;
+    }
+    r->with_targets = r->net_id > 0 && !r->d.private_ip && r->d.ntargets > 0;
+    rec_create(r);
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+struct netq {
+    struct rec *r;
+    json_t *lb;        /* the balancer to change, or NULL to create */
+    struct netq *next; /* in ks->netq */
+};
+
+static void net_one(struct netq *q, const struct hz_result *res);
+
+/* One lookup per network name serves every reconcile waiting for it. */
+static void
+net_done(void *arg, const struct hz_result *res)
+{
+    struct netq *lead = arg;
+    struct hz_kside *ks = lead->r->ks;
+    char *name = hz_strdup(lead->r->d.network);
+    struct netq *mine = NULL, **pp = &ks->netq;
+    /* take the waiters for this name off the list first: the callbacks
+     * below may start other lookups */
+    while (*pp) {
+        struct netq *q = *pp;
+        if (q != lead && name && strcmp(q->r->d.network, name) == 0) {
+            *pp = q->next;
+            q->next = mine;
+            mine = q;
+        } else if (q == lead) {
+            *pp = q->next;
+        } else {
+            pp = &q->next;
+        }
+    }
+    hz_free(name);
+    net_one(lead, res);
+    while (mine) {
+        struct netq *q = mine;
+        mine = q->next;
+        net_one(q, res);
+    }
+}
+
+static void
+net_one(struct netq *q, const struct hz_result *res)
+{
+    struct rec *r = q->r;
+    json_t *lb = q->lb;
+    json_t *net = json_array_get(json_object_get(res->body, "networks"), 0);
+    hz_free(q);
+    r->refs--;
+    if (res->err == -ECANCELED) {
+        r->cancelled = 1;
+    } else if (res->status == 200 && json_is_integer(json_object_get(net, "id"))) {
+        r->net_id = json_integer_value(json_object_get(net, "id"));
+        if ((r->ks->nets || (r->ks->nets = json_object())) &&
+            json_object_set_new(r->ks->nets, r->d.network, json_integer(r->net_id)) < 0)
+            hz_log(r->ks->log, PLB_LOG_ERROR, "out of memory");
+        rec_go(r, lb);
+        return;
+    } else if (res->status == 200) {
+        struct hz_svc_state *st;
+        const plb_obj *svc = rec_svc(r, &st);
+        char msg[512];
+        snprintf(msg, sizeof(msg), "the Hetzner network \"%s\" does not exist", r->d.network);
+        if (svc)
+            hz_warn_once(r->ks, st, svc, "NetworkNotFound", msg);
+        r->failed = 1;
+    } else {
+        log_refusal(r, "network lookup", res);
+        r->failed = 1;
+    }
+    json_decref(lb);
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+/* Find d.network's id (once per daemon), then go on with lb (stolen). */
+static void
+rec_network(struct rec *r, json_t *lb)
+{
+    json_t *id = r->d.network ? json_object_get(r->ks->nets, r->d.network) : NULL;
+    struct netq *q;
+    char *enc, *path;
+    if (!r->d.network || id) {
+        r->net_id = id ? json_integer_value(id) : 0;
+        rec_go(r, lb);
+        return;
+    }
+    for (q = r->ks->netq; q; q = q->next) {
+        if (strcmp(q->r->d.network, r->d.network) == 0) {
+            /* a lookup of this name is in flight: wait for its answer */
+            struct netq *w = hz_calloc(sizeof(*w));
+            if (!w) {
+                json_decref(lb);
+                r->failed = 1;
+                rec_finish(r);
+                return;
+            }
+            w->r = r;
+            w->lb = lb;
+            w->next = r->ks->netq;
+            r->ks->netq = w;
+            r->refs++;
+            return;
+        }
+    }
+    enc = qenc(r->d.network);
+    path = enc ? hz_asprintf("/networks?name=%s", enc) : NULL;
+    q = path ? hz_calloc(sizeof(*q)) : NULL;
+    hz_free(enc);
+    if (!q) {
+        hz_free(path);
+        json_decref(lb);
+        r->failed = 1;
+        rec_finish(r);
+        return;
+    }
+    q->r = r;
+    q->lb = lb;
+    if (hz_api_call(r->ks->api, NULL, "GET", path, NULL, net_done, q) < 0) {
+        hz_free(q);
+        json_decref(lb);
+        r->failed = 1;
+        hz_free(path);
+        rec_finish(r);
+        return;
+    }
+    q->next = r->ks->netq;
+    r->ks->netq = q;
+    r->refs++;
+    hz_free(path);
+}
+
+/* Both name lookups answered: decide whose balancer it is. */
+static void
+rec_decide(struct rec *r)
+{
+    struct hz_actual an, al;
+    struct hz_own_in in = {0};
+    struct hz_own_out out;
+    struct hz_svc_state *st;
+    const plb_obj *svc;
+    int okn = 0, okl = 0;
+
+    memset(&an, 0, sizeof(an));
+    memset(&al, 0, sizeof(al));
+    if ((r->by_name && !(okn = hz_actual_parse(r->by_name, &an) == 0)) ||
+        (r->by_legacy && !(okl = hz_actual_parse(r->by_legacy, &al) == 0))) {
+        hz_actual_clear(&an);
+        r->failed = 1;
+        rec_finish(r);
+        return;
+    }
+    in.uid = r->uid;
+    in.name = r->d.name;
+    in.annotated = r->annotated;
+    in.legacy_name = r->legacy;
+    in.by_name = okn ? &an : NULL;
+    in.by_legacy = okl ? &al : NULL;
+    in.node_ips = (const char *const *)r->d.targets;
+    in.nnode_ips = r->d.ntargets;
+    hz_own_decide(&in, &out);
+    svc = rec_svc(r, &st);
+    if (svc && out.kind != HZ_OWN_WAIT)
+        hz_warn_clear(st, "NoTargetNodes");
+    if (svc && out.kind != HZ_OWN_BLOCKED)
+        hz_warn_clear(st, "BalancerNameTaken");
+    switch (out.kind) {
+    case HZ_OWN_WAIT:
+    case HZ_OWN_BLOCKED:
+        if (svc)
+            hz_warn_once(r->ks, st, svc,
+                         out.kind == HZ_OWN_WAIT ? "NoTargetNodes" : "BalancerNameTaken",
+                         out.warning);
+        r->waiting = 1;
+        rec_finish(r);
+        break;
+    case HZ_OWN_CREATE:
+        rec_network(r, NULL);
+        break;
+    case HZ_OWN_MANAGE:
+    case HZ_OWN_ADOPT:
+        if (out.kind == HZ_OWN_ADOPT)
+            hz_log(r->ks->log, PLB_LOG_INFO,
+                   "%s: adopting the unlabelled balancer %lld \"%s\" (it targets the "
+                   "service's nodes)",
+                   r->key, (long long)out.lb->id, out.lb->name);
+        rec_network(r, json_incref(out.lb == &an ? r->by_name : r->by_legacy));
+        break;
+    }
+    hz_actual_clear(&an);
+    hz_actual_clear(&al);
+}
+
+struct lookup {
+    struct rec *r;
+    int legacy;
+};
+
+static void
+lookup_done(void *arg, const struct hz_result *res)
+{
+    struct lookup *l = arg;
+    struct rec *r = l->r;
+    json_t *item = json_array_get(json_object_get(res->body, "load_balancers"), 0);
+    r->refs--;
+    if (res->err == -ECANCELED)
+        r->cancelled = 1;
+    else if (res->status != 200) {
+        log_refusal(r, l->legacy ? "looking up the earlier release's name" : "name lookup", res);
+        r->failed = 1;
+    } else if (item) {
+        json_t **slot = l->legacy ? &r->by_legacy : &r->by_name;
+        json_decref(*slot);
+        *slot = json_incref(item);
+    }
+    hz_free(l);
+    if (r->refs)
+        return;
+    if (r->cancelled || r->failed)
+        rec_finish(r);
+    else
+        rec_decide(r);
+}
+
+static int
+rec_lookup(struct rec *r, const char *name, int legacy)
+{
+    struct lookup *l = hz_calloc(sizeof(*l));
+    char *enc = qenc(name);
+    char *path = enc ? hz_asprintf("/load_balancers?name=%s", enc) : NULL;
+    int rc = -ENOMEM;
+    hz_free(enc);
+    if (l && path) {
+        l->r = r;
+        l->legacy = legacy;
+        if ((rc = rec_call(r, "GET", path, NULL, lookup_done, l)) == 0)
+            l = NULL;
+    }
+    hz_free(l);
+    hz_free(path);
+    return rc;
+}
+
+/* The balancer named name among the unlabelled list's items and the
+ * labelled ones of the resync index (new reference), or NULL. */
+static json_t *
+find_named(const struct hz_kside *ks, json_t *items, const char *name)
+{
+    size_t i;
+    const char *k;
+    json_t *lb;
+    json_array_foreach(items, i, lb)
+    {
+        const char *n = json_string_value(json_object_get(lb, "name"));
+        if (n && strcmp(n, name) == 0)
+            return json_incref(lb);
+    }
+    json_object_foreach(ks->by_uid, k, lb)
+    {
+        const char *n = json_string_value(json_object_get(lb, "name"));
+        if (n && strcmp(n, name) == 0)
+            return json_incref(lb);
+    }
+    return NULL;
+}
+
+/* The unlabelled list answered: every waiting reconcile finds its names in
+ * it (or among the labelled balancers) and decides. */
+static void
+unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
+{
+    struct hz_kside *ks = arg;
+    struct rec *q = ks->nameq;
+    ks->nameq = NULL;
+    ks->unl_listing = 0;
+    if (!items && res->err != -ECANCELED)
+        hz_log(ks->log, PLB_LOG_WARN, "listing unlabelled balancers failed: %d %s: %s", res->status,
+               res->code ? res->code : "-", res->message ? res->message : "-");
+    while (q) {
+        struct rec *r = q;
+        q = q->qnext;
+        r->refs--;
+        if (res->err == -ECANCELED) {
+            r->cancelled = 1;
+        } else if (!items) {
+            r->failed = 1;
+        } else {
+            r->by_name = find_named(ks, items, r->d.name);
+            if (!r->annotated && strcmp(r->legacy, r->d.name) != 0)
+                r->by_legacy = find_named(ks, items, r->legacy);
+        }
+        if (r->cancelled || r->failed)
+            rec_finish(r);
+        else
+            rec_decide(r);
+    }
+}
+
+/* Wait for the names of r in ONE paginated list of the unlabelled
+ * balancers, shared by every Service that needs a lookup now (the labelled
+ * ones are in the resync index): a few requests instead of two per
+ * Service. */
+static void
+rec_names(struct rec *r)
+{
+    struct hz_kside *ks = r->ks;
+    int rc;
+    if (!ks->unl_listing) {
+        rc = hz_api_list(ks->api, "/load_balancers?label_selector=!" HZ_LABEL_UID, "load_balancers",
+                         unlabelled_done, ks);
+        if (rc < 0) {
+            hz_log(ks->log, PLB_LOG_WARN, "%s: cannot list unlabelled balancers: %s", r->key,
+                   strerror(-rc));
+            r->failed = 1;
+            return;
+        }
+        ks->unl_listing = 1;
+    }
+    r->qnext = ks->nameq;
+    ks->nameq = r;
+    r->refs++;
+}
+
+/* Start a reconcile of st's Service toward d (stolen). */
+static void
+rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, uint64_t fp,
+          json_t *labelled)
+{
+    struct rec *r = hz_calloc(sizeof(*r));
+    if (!r || !(r->key = hz_strdup(st->key)) || !(r->uid = hz_strdup(st->uid))) {
+        if (r) {
+            hz_free(r->key);
+            hz_free(r);
+        }
+        hz_desired_clear(d);
+        return;
+    }
+    r->ks = ks;
+    r->d = *d;
+    memset(d, 0, sizeof(*d));
+    r->fp = fp;
+    r->annotated = st->good.balancer != NULL;
+    st->busy = 1;
+    if (labelled) {
+        rec_network(r, json_incref(labelled));
+        return;
+    }
+    /* Not labelled yet: the balancer under the name it asks for, and under
+     * the earlier release's "<service>" (which a robotlb/balancer name
+     * replaces). */
+    hz_name_legacy(strchr(st->key, '/') + 1, r->legacy);
+    if (!st->by_name)
+        rec_names(r);
+    else if (rec_lookup(r, r->d.name, 0) == 0 && !r->annotated && strcmp(r->legacy, r->d.name) != 0)
+        rec_lookup(r, r->legacy, 1);
+    if (r->refs == 0)
+        rec_finish(r);
+}
+
+/* Read svc's ports (new array in *out). 0 or -ENOMEM. */
+static int
+read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, size_t *n)
+{
+    const struct plb_host *h = ks->host;
+    const plb_obj *ports = h->obj_get(svc, "spec", "ports", NULL);
+    size_t np = h->obj_len(ports);
+    *out = NULL;
+    *n = 0;
+    if (np == 0)
+        return 0;
+    if (!(*out = hz_calloc(np * sizeof(**out))))
+        return -ENOMEM;
+    for (size_t i = 0; i < np; i++) {
+        const plb_obj *p = h->obj_at(ports, i);
+        (*out)[i].protocol = h->obj_str(h->obj_get(p, "protocol", NULL));
+        (*out)[i].port = (int)h->obj_int(h->obj_get(p, "port", NULL), 0);
+        (*out)[i].node_port = (int)h->obj_int(h->obj_get(p, "nodePort", NULL), 0);
+    }
+    *n = np;
+    return 0;
+}
+
+/* Select the Service's target nodes, build what it asks for, and reconcile
+ * when that differs from its labelled balancer (or it has none). The steady
+ * state costs no request: the resync list is compared. */
+void
+hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
+{
+    const struct plb_host *h = ks->host;
+    struct plb_lb_targets t = {0};
+    struct hz_port *ports = NULL;
+    struct hz_desired d;
+    struct hz_svc hs;
+    const char **ips = NULL;
+    size_t nports = 0, nips = 0, max;
+    const char *type = st->good.type ? st->good.type : ks->cfg->default_balancer_type;
+    char err[1024];
+    uint64_t fp;
+    int rc;
+
+    if (!PLB_HOST_HAS(h, lb_status_write))
+        return;
+    max = hz_type_max_targets(type);
+    rc = h->lb_select_targets(
+        ks->ctx, svc,
+        ks->cfg->dynamic_node_selector ? PLB_LB_POLICY_TRAFFIC : PLB_LB_POLICY_SELECTOR,
+        st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
+    if (rc == -EINVAL) {
+        hz_warn_once(ks, st, svc, "InvalidAnnotation", err);
+        return;
+    }
+    if (rc < 0) {
+        hz_log(ks->log, PLB_LOG_ERROR, "%s: target selection: %s", st->key, strerror(-rc));
+        return;
+    }
+    if (t.dropped) {
+        snprintf(err, sizeof(err),
+                 "%zu nodes are selected but the balancer type %s holds %zu targets: %zu "
+                 "node(s) are left out; pick a bigger type through ROBOTLB_DEFAULT_LB_TYPE or "
+                 "the robotlb/balancer-type annotation to use the whole cluster",
+                 t.n + t.dropped, type, max, t.dropped);
+        hz_warn_once(ks, st, svc, "TooManyTargets", err);
+    } else {
+        hz_warn_clear(st, "TooManyTargets");
+    }
+    if (t.n && !(ips = hz_calloc(t.n * sizeof(*ips)))) {
+        h->lb_targets_clear(&t);
+        return;
+    }
+    for (size_t i = 0; i < t.n; i++)
+        if (t.v[i].ip)
+            ips[nips++] = t.v[i].ip;
+    if (read_ports(ks, svc, &ports, &nports) < 0) {
+        hz_free(ips);
+        h->lb_targets_clear(&t);
+        return;
+    }
+    hs = (struct hz_svc){.uid = st->uid,
+                         .name = hz_ks_str(ks, svc, "metadata", "name", NULL),
+                         .ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL),
+                         .ports = ports,
+                         .nports = nports};
+    rc = hz_desired_build(ks->cfg, &st->good, &hs, ips, nips, &d, err, sizeof(err));
+    hz_free(ips);
+    hz_free(ports);
+    h->lb_targets_clear(&t);
+    if (rc == -ENOENT) {
+        /* no balancer is created; an existing one and the status stay */
+        hz_warn_once(ks, st, svc, "NoExposablePort", err);
+        return;
+    }
+    if (rc < 0)
+        return;
+    hz_warn_clear(st, "NoExposablePort");
+    fp = desired_fp(&d);
+    if (st->busy) {
+        st->dirty = 1;
+        hz_desired_clear(&d);
+        return;
+    }
+    if (st->fail_fp == fp && h->now_ms(ks->ctx) < st->retry_at) {
+        hz_desired_clear(&d);
+        return;
+    }
+    json_t *lb = json_object_get(ks->by_uid, st->uid);
+    json_t *netid = d.network ? json_object_get(ks->nets, d.network) : NULL;
+    if (lb && (!d.network || netid)) {
+        /* Compare with the list: nothing to send when nothing differs. */
+        struct hz_actual a;
+        struct hz_plan p = {0};
+        if (hz_actual_parse(lb, &a) == 0) {
+            rc = hz_plan_build(&d, &a, netid ? json_integer_value(netid) : 0, &p);
+            hz_actual_clear(&a);
+            if (rc == 0 && p.n == 0) {
+                st->fail_fp = 0;
+                st->retry_at = 0;
+                hz_desired_clear(&d);
+                return;
+            }
+            hz_plan_clear(&p);
+        }
+    }
+    rec_start(ks, st, &d, fp, lb);
+}

@@ -57,14 +57,21 @@ tu_sleep_ms(int ms)
 }
 
 char *
-tu_mkdtemp(void)
+tu_mkdtemp_prefix(const char *prefix)
 {
     const char *tmp = getenv("TMPDIR");
     char buf[4096];
-    snprintf(buf, sizeof(buf), "%s/prismlb-test-XXXXXX", tmp ? tmp : "/tmp");
+    /* mkdtemp(3) replaces the six trailing X with random characters. */
+    snprintf(buf, sizeof(buf), "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", prefix);
     if (!mkdtemp(buf))
         return NULL;
     return strdup(buf);
+}
+
+char *
+tu_mkdtemp(void)
+{
+    return tu_mkdtemp_prefix("prismlb-test");
 }
 
 int

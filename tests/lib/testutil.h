@@ -21,9 +21,13 @@ const char *tu_build_path(const char *rel);
 /* Path of a source file: $PRISMLB_SOURCE_ROOT/rel. Returns a static buffer. */
 const char *tu_source_path(const char *rel);
 
-/* A fresh private directory under $TMPDIR (new, caller frees the string;
- * tu_rmrf removes it). */
+/* A fresh private directory under $TMPDIR (or /tmp) named
+ * "prismlb-test-" and six random characters (new, caller frees the string;
+ * tu_rmrf removes it). NULL on failure. */
 char *tu_mkdtemp(void);
+/* The same with a name prefix of the caller's (a fake's own prefix keeps
+ * its directory apart from the tests'). */
+char *tu_mkdtemp_prefix(const char *prefix);
 int tu_rmrf(const char *path);
 
 /* Start argv[0] (PATH is searched) with extra "K=V" environment entries

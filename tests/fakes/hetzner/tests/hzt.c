@@ -47,18 +47,6 @@ spawn_tied(struct tu_proc *p, char *const argv[], const char *log_path)
     return 0;
 }
 
-/* A private directory with a prefix of its own (new). A run once lost the
- * fake's prismlb-test-* directory between creation and start-up, most
- * likely to a cleanup by another session sharing /tmp. */
-static char *
-private_dir(void)
-{
-    const char *tmp = getenv("TMPDIR");
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s/hzfake-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(buf) ? strdup(buf) : NULL;
-}
-
 int
 hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
 {
@@ -66,7 +54,9 @@ hzt_start(struct hzt_fake *f, const char *seed_json, const char *const *args)
     char *argv[32];
     int n = 0;
     memset(f, 0, sizeof(*f));
-    if (!(f->dir = private_dir()))
+    /* A prefix of its own: a run once lost a prismlb-test-* directory
+     * between creation and start-up to a cleanup of the tests'. */
+    if (!(f->dir = tu_mkdtemp_prefix("hzfake")))
         return -1;
     snprintf(portfile, sizeof(portfile), "%s/port", f->dir);
     snprintf(seed, sizeof(seed), "%s/seed.json", f->dir);

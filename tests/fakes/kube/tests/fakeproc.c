@@ -12,10 +12,7 @@
 char *
 fake_private_dir(void)
 {
-    const char *tmp = getenv("TMPDIR");
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s/fakekube-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    return mkdtemp(buf) ? strdup(buf) : NULL;
+    return tu_mkdtemp_prefix("fakekube");
 }
 
 /* See fakeproc.h. */

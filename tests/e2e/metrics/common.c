@@ -4,10 +4,8 @@
 #include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,50 +13,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-int
-me_spawn(struct tu_proc *p, char *const argv[], char *const envp_extra[], const char *log_path)
-{
-    int fd = -1;
-    memset(p, 0, sizeof(*p));
-    if (log_path) {
-        fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd < 0)
-            return -errno;
-    }
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return -e;
-    }
-    if (pid == 0) {
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-            _exit(127); /* the test already ended */
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        int nul = open("/dev/null", O_RDONLY);
-        if (nul >= 0) {
-            dup2(nul, 0);
-            close(nul);
-        }
-        for (size_t i = 0; envp_extra && envp_extra[i]; i++)
-            putenv(envp_extra[i]);
-        setpgid(0, 0);
-        execvp(argv[0], argv);
-        fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    if (fd >= 0)
-        close(fd);
-    p->pid = pid;
-    return 0;
-}
 
 const char *
 me_module_path_env(void)
@@ -109,7 +63,7 @@ me_daemon_start(struct me_daemon *d, const char *conf_text, int wait_port)
     char *argv[] = {exe, "--config", d->conf, NULL};
     char *env[] = {(char *)me_module_path_env(), NULL};
     d->started_ms = tu_now_ms();
-    ck_assert_int_eq(me_spawn(&d->proc, argv, env, d->log), 0);
+    ck_assert_int_eq(tu_spawn(&d->proc, argv, env, d->log), 0);
     if (wait_port <= 0)
         return;
     long long deadline = tu_now_ms() + 10000;

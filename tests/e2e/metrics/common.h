@@ -25,13 +25,6 @@ struct me_daemon {
     long long ready_ms;   /* tu_now_ms() once wait_port accepted */
 };
 
-/* tu_spawn, and the child also gets SIGKILL when the test process ends
- * (PR_SET_PDEATHSIG): a failing ck_assert ends a test with _exit, which
- * would otherwise leave the daemon or Prometheus running. Same contract as
- * tu_spawn. */
-int me_spawn(struct tu_proc *p, char *const argv[], char *const envp_extra[],
-             const char *log_path);
-
 /* "PRISMLB_MODULE_PATH=<build>/modules:<build>/tests/modules" (static). */
 const char *me_module_path_env(void);
 

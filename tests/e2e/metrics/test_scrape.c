@@ -228,7 +228,7 @@ START_TEST(prometheus_scrapes_daemon)
     char *argv[] = {PROMETHEUS, cfg_arg, tsdb_arg, listen_arg, "--log.level=warn", NULL};
     struct tu_proc prom;
     long long t0 = tu_now_ms();
-    ck_assert_int_eq(me_spawn(&prom, argv, NULL, log), 0);
+    ck_assert_int_eq(tu_spawn(&prom, argv, NULL, log), 0);
 
     int up = 0, have_build = 0, have_rss = 0;
     char build_version[128] = "", abi[32] = "";

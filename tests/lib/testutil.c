@@ -56,6 +56,16 @@ tu_sleep_ms(int ms)
         ;
 }
 
+int
+tu_check_config(const char *path, const char *module_path_env, char **out)
+{
+    char exe[4096];
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+    char *argv[] = {exe, "--check-config", "--config", (char *)path, NULL};
+    char *env[] = {(char *)module_path_env, NULL};
+    return tu_run(argv, env, out, 30000);
+}
+
 char *
 tu_mkdtemp_prefix(const char *prefix)
 {

@@ -49,6 +49,11 @@ int tu_wait_exit(struct tu_proc *p, int timeout_ms);
  * spawn failure. */
 int tu_run(char *const argv[], char *const envp_extra[], char **out, int timeout_ms);
 
+/* `prismlb --check-config --config path` from the build tree, with the
+ * environment entry module_path_env ("PRISMLB_MODULE_PATH=...", or NULL):
+ * its exit status, *out its output (new). */
+int tu_check_config(const char *path, const char *module_path_env, char **out);
+
 /* Read a whole file (new, NUL-terminated). NULL on error. */
 char *tu_read_file(const char *path, size_t *len);
 int tu_write_file(const char *path, const char *data);

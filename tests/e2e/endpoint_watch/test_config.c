@@ -38,11 +38,7 @@ teardown(void)
 static int
 check_file(const char *path, char **out)
 {
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--check-config", "--config", (char *)path, NULL};
-    char *env[] = {module_path, NULL};
-    return tu_run(argv, env, out, 30000);
+    return tu_check_config(path, module_path, out);
 }
 
 /* A config whose line 3 holds `line3` inside the instance "ew". */

@@ -33,11 +33,7 @@ teardown(void)
 static int
 check_file(const char *path, char **out)
 {
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--check-config", "--config", (char *)path, NULL};
-    char *env[] = {(char *)le_module_path_env(), NULL};
-    return tu_run(argv, env, out, 30000);
+    return tu_check_config(path, le_module_path_env(), out);
 }
 
 /* A config whose line 3 is `line3` inside the leader instance "le". */

@@ -32,11 +32,7 @@ teardown(void)
 static int
 check_file(const char *path, char **out)
 {
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--check-config", "--config", (char *)path, NULL};
-    char *env[] = {(char *)me_module_path_env(), NULL};
-    return tu_run(argv, env, out, 30000);
+    return tu_check_config(path, me_module_path_env(), out);
 }
 
 /* Write text to DIR/name, run --check-config; exit status, *out (new). */

@@ -47,10 +47,7 @@ run_check(const char *line4, char **out)
              ");\n",
              line4);
     ck_assert_int_eq(tu_write_file(path, text), 0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", path,
-                    NULL};
-    char *env[] = {module_path, NULL};
-    return tu_run(argv, env, out, 30000);
+    return tu_check_config(path, module_path, out);
 }
 
 /* The setting on line 4 is rejected: "DIR/proxy.conf:4: instances.kubeprism.SETTING: MSG". */

@@ -37,10 +37,7 @@ check_config(const char *name, const char *text, char **out)
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     ck_assert_int_eq(tu_write_file(path, text), 0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", path,
-                    NULL};
-    char *env[] = {module_path, NULL};
-    return tu_run(argv, env, out, 30000);
+    return tu_check_config(path, module_path, out);
 }
 
 /* Assert the output holds "DIR/name:LINE: rest". */

@@ -66,6 +66,15 @@ tu_check_config(const char *path, const char *module_path_env, char **out)
     return tu_run(argv, env, out, 30000);
 }
 
+int
+tu_file_has(const char *path, const char *needle)
+{
+    char *text = tu_read_file(path, NULL);
+    int found = text && strstr(text, needle);
+    free(text);
+    return found;
+}
+
 char *
 tu_mkdtemp_prefix(const char *prefix)
 {

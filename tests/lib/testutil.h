@@ -54,6 +54,9 @@ int tu_run(char *const argv[], char *const envp_extra[], char **out, int timeout
  * its exit status, *out its output (new). */
 int tu_check_config(const char *path, const char *module_path_env, char **out);
 
+/* 1 when the file at path holds needle (a daemon's log line, say). */
+int tu_file_has(const char *path, const char *needle);
+
 /* Read a whole file (new, NUL-terminated). NULL on error. */
 char *tu_read_file(const char *path, size_t *len);
 int tu_write_file(const char *path, const char *data);

@@ -529,15 +529,6 @@ count_requests(struct env2 *e)
     return n;
 }
 
-static int
-log_has(struct env2 *e, const char *needle)
-{
-    char *text = tu_read_file(e->log, NULL);
-    int found = text && strstr(text, needle);
-    free(text);
-    return found;
-}
-
 /* "every write to Hetzner or to Kubernetes happens only while the gate is
  * open; informers run on every replica, so a new leader acts at once":
  * before the gate opens nothing reaches Hetzner and no Event is written;
@@ -574,7 +565,7 @@ START_TEST(writes_happen_only_while_the_gate_is_open)
     ck_assert(lb_exists(&e, lb));
     WAIT_FOR(!lb_exists(&e, lb), 15000, "the delete once the gate opened");
     WAIT_FOR(has_event(&e, "InvalidAnnotation", "robotlb/ip-mode"), 15000, "the Event");
-    WAIT_FOR(log_has(&e, "gate closed"), 15000, "the gate to close");
+    WAIT_FOR(tu_file_has(e.log, "gate closed"), 15000, "the gate to close");
     tu_sleep_ms(500);
     char *late = create_service(&e, "late", "ClusterIP", NULL, NULL);
     snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", late);

@@ -372,8 +372,6 @@ START_TEST(a_taken_name_gives_a_warning_event_naming_the_old_uid)
 }
 END_TEST
 
-
-
 /* "A balancer type caps how many targets it holds: lb11, the default type,
  * holds 25. When more nodes are selected than the type holds, the extra
  * ones are dropped in a stable order and a warning names the limit." */
@@ -467,7 +465,6 @@ START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
 }
 END_TEST
 
-
 /* "Apart from that robotlb checks each balancer every
  * ROBOTLB_RESYNC_INTERVAL seconds ... which bounds how long a change made
  * to the balancer in Hetzner survives" (1 s here): a target removed and a
@@ -534,7 +531,6 @@ START_TEST(a_deleted_endpoint_slice_rechecks_the_balancers)
 }
 END_TEST
 
-
 /* "Setting ROBOTLB_DYNAMIC_NODE_SELECTOR to false replaces both with the
  * node selector from the robotlb/node-selector annotation" (key=value,
  * key!=value); "Nodes labelled
@@ -579,16 +575,6 @@ START_TEST(without_the_dynamic_node_selector_the_node_selector_annotation_picks_
 }
 END_TEST
 
-
-static int
-log_has(struct env *e, const char *needle)
-{
-    char *text = tu_read_file(e->log, NULL);
-    int found = text && strstr(text, needle);
-    free(text);
-    return found;
-}
-
 /* "Dry run: a setting that logs each Hetzner write it would make and makes
  * none, so a robotlb user can preview the takeover of their project": the
  * create is logged, nothing but GETs reach Hetzner. */
@@ -601,7 +587,7 @@ START_TEST(dry_run_logs_the_create_it_would_make_and_makes_none)
     env_start(&e, NULL, NULL, "dry_run = true;", 300);
     add_node(&e, "n1", "10.0.1.231");
     char *uid = add_service(&e, "dry", 30097, NULL, NULL);
-    WAIT_FOR(&e, log_has(&e, "hetzner dry run: would POST /load_balancers"), 20000,
+    WAIT_FOR(&e, tu_file_has(e.log, "hetzner dry run: would POST /load_balancers"), 20000,
              "the logged create");
     tu_sleep_ms(1000);
     ck_assert_int_eq(total_lbs(&e), 0);

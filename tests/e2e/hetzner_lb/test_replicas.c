@@ -9,7 +9,9 @@
  * is gone from `load-balancer describe -o json`.
  *
  * Two replicas, each mod_leader + mod_hetzner_lb gated by it: the leader
- * is killed mid-reconcile, every Service still converges, and the fake's
+ * is killed mid-reconcile (the fake holds every action running until the
+ * kill, so no Service can finish before it), every Service still
+ * converges, and the fake's
  * concurrent-writer detector (which tells replicas apart by User-Agent,
  * which names the replica) reports no overlapping writes.
  */
@@ -261,6 +263,45 @@ converged_balancers(struct hzt_fake *hz, size_t targets)
     return n;
 }
 
+/* POST /_admin/faults with body; it must answer 200. */
+static void
+faults(struct hzt_fake *hz, const char *body)
+{
+    struct hzt_resp f;
+    ck_assert_int_eq(hzt_req(hz, "POST", "/_admin/faults", NULL, NULL, body, &f), 0);
+    ck_assert_msg(f.status == 200, "faults %s: %ld %s", body, f.status, f.raw ? f.raw : "");
+    hzt_resp_free(&f);
+}
+
+/* Actions the fake holds running (hold_actions). */
+static long
+held_actions(struct hzt_fake *hz)
+{
+    struct hzt_resp f;
+    ck_assert_int_eq(hzt_req(hz, "GET", "/_admin/faults", NULL, NULL, NULL, &f), 0);
+    long n = (long)json_integer_value(json_object_get(f.body, "held_actions"));
+    hzt_resp_free(&f);
+    return n;
+}
+
+/* Services of the default namespace whose status shows an ingress IP. */
+static int
+services_with_ingress(struct env *e)
+{
+    json_t *list = NULL, *svc;
+    size_t i;
+    int n = 0;
+    kube_req(e, "GET", "/api/v1/namespaces/default/services", NULL, NULL, 200, &list);
+    json_array_foreach(json_object_get(list, "items"), i, svc)
+    {
+        json_t *ing = json_object_get(
+            json_object_get(json_object_get(svc, "status"), "loadBalancer"), "ingress");
+        n += json_array_size(ing) > 0;
+    }
+    json_decref(list);
+    return n;
+}
+
 /* "Two replicas with mod_leader: the leader is killed mid-reconcile; every
  * Service converges; the fake's concurrent-writer detector reports no
  * overlap." */
@@ -305,14 +346,10 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
                  201, NULL);
     }
 
-    /* Every Hetzner answer 150 ms late, so that killing the leader lands in
-     * the middle of its reconcile. */
-    struct hzt_resp f;
-    ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/faults", NULL, NULL, "{\"latency_ms\":150}",
-                             &f),
-                     0);
-    ck_assert_int_eq(f.status, 200);
-    hzt_resp_free(&f);
+    /* Every action the leader starts stays running (its balancer locked)
+     * until the test releases it: the leader cannot finish a single
+     * Service before it is killed, whatever the machine's speed. */
+    faults(&e.hz, "{\"hold_actions\":true}");
 
     /* two replicas */
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
@@ -336,13 +373,18 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
         ck_assert_int_eq(tu_spawn(&d[r], argv, env, logs[r]), 0);
     }
 
-    /* Mid-reconcile: a few balancers exist, not all. Kill the holder. */
+    /* Mid-reconcile: balancers exist and their actions are held running,
+     * so no Service has its status yet. Kill the holder. */
     long long deadline = tu_now_ms() + 30000;
     int n;
-    while ((n = converged_balancers(&e.hz, 3)) < 1 && tu_now_ms() < deadline)
+    long nheld = 0;
+    while (((n = converged_balancers(&e.hz, 3)) < 1 || (nheld = held_actions(&e.hz)) < 1) &&
+           tu_now_ms() < deadline)
         tu_sleep_ms(20);
     ck_assert_msg(n >= 1, "no balancer appeared");
-    ck_assert_msg(n < 10, "every balancer converged before the kill: not mid-reconcile");
+    ck_assert_msg(nheld >= 1, "no action of the leader is running");
+    ck_assert_msg(services_with_ingress(&e) == 0,
+                  "a Service got its status while every action was held: not mid-reconcile");
     json_t *lease = NULL;
     kube_req(&e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/hetzner-lb", NULL,
              NULL, 200, &lease);
@@ -353,8 +395,11 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
     int leader = holder[1] - '0', other = 1 - leader;
     json_decref(lease);
     long long t_kill = tu_now_ms();
-    fprintf(stderr, "killing leader r%d with %d of 10 balancers converged\n", leader, n);
+    fprintf(stderr, "killing leader r%d with %d of 10 balancers created, %ld actions held\n",
+            leader, n, nheld);
     tu_stop(&d[leader], SIGKILL, 5000);
+    /* the held actions end now; the old leader is gone */
+    faults(&e.hz, "{\"hold_actions\":false}");
 
     /* Every Service converges under the other replica, including one
      * created after the kill, which only the new leader can provision. */
@@ -368,6 +413,12 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
         tu_sleep_ms(100);
     }
     ck_assert_msg(n == 11, "only %d of 11 balancers converged", n);
+    int ni;
+    while ((ni = services_with_ingress(&e)) < 11 && tu_now_ms() < deadline) {
+        ck_assert_msg(!tu_exited(&d[other]), "the surviving replica exited");
+        tu_sleep_ms(100);
+    }
+    ck_assert_msg(ni == 11, "only %d of 11 Services show their balancer's IP", ni);
     fprintf(stderr, "all 11 converged %.1f s after the kill (lease_duration 3 s)\n",
             (tu_now_ms() - t_kill) / 1000.0);
 

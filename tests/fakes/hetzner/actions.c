@@ -25,6 +25,40 @@ action_done(evutil_socket_t fd, short what, void *arg)
         lb->running_action = 0;
 }
 
+/* Start a's completion timer: it ends after the configured duration. */
+static int
+arm(struct hz_fake *f, struct hz_action *a)
+{
+    struct timeval tv = {f->cfg.action_ms / 1000, (f->cfg.action_ms % 1000) * 1000};
+    return evtimer_add(a->timer, &tv);
+}
+
+size_t
+hz_actions_held(const struct hz_fake *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_actions; i++)
+        n += f->actions[i]->held;
+    return n;
+}
+
+int
+hz_actions_release(struct hz_fake *f)
+{
+    int rc = 0;
+    for (size_t i = 0; i < f->n_actions; i++) {
+        struct hz_action *a = f->actions[i];
+        if (!a->held)
+            continue;
+        if (arm(f, a) < 0) {
+            rc = -1;
+            continue;
+        }
+        a->held = 0;
+    }
+    return rc;
+}
+
 static void
 action_free(struct hz_action *a)
 {
@@ -65,8 +99,9 @@ hz_action_start(struct hz_fake *f, const char *command, int lb_id, const char *e
     }
     if (!(a->timer = evtimer_new(f->base, action_done, a)))
         goto fail;
-    struct timeval tv = {f->cfg.action_ms / 1000, (f->cfg.action_ms % 1000) * 1000};
-    if (evtimer_add(a->timer, &tv) < 0)
+    if (f->faults.hold_actions)
+        a->held = 1; /* the timer is armed by hz_actions_release */
+    else if (arm(f, a) < 0)
         goto fail;
     a->id = (int)f->n_actions + 1;
     f->actions[f->n_actions++] = a;

@@ -185,14 +185,16 @@ reply_requests(struct hz_req *r)
 }
 
 static json_t *
-faults_json(const struct hz_faults *fl)
+faults_json(struct hz_fake *f)
 {
-    return json_pack("{s:{s:i, s:i, s:s?}, s:i, s:{s:s?, s:s?, s:i}, s:{s:i, s:s?, s:s?}}",
-                     "fail_requests", "count", fl->fail_count, "status", fl->fail_status, "code",
-                     fl->fail_code, "latency_ms", fl->latency_ms, "refuse_ip", "ip", fl->refuse_ip,
-                     "code", fl->refuse_code, "status", fl->refuse_status, "fail_actions", "count",
-                     fl->action_fail_count, "code", fl->action_fail_code, "message",
-                     fl->action_fail_message);
+    const struct hz_faults *fl = &f->faults;
+    return json_pack(
+        "{s:{s:i, s:i, s:s?}, s:i, s:{s:s?, s:s?, s:i}, s:{s:i, s:s?, s:s?}, s:b, s:I}",
+        "fail_requests", "count", fl->fail_count, "status", fl->fail_status, "code", fl->fail_code,
+        "latency_ms", fl->latency_ms, "refuse_ip", "ip", fl->refuse_ip, "code", fl->refuse_code,
+        "status", fl->refuse_status, "fail_actions", "count", fl->action_fail_count, "code",
+        fl->action_fail_code, "message", fl->action_fail_message, "hold_actions",
+        fl->hold_actions, "held_actions", (json_int_t)hz_actions_held(f));
 }
 
 static void
@@ -283,6 +285,15 @@ faults_apply(struct hz_req *r, json_t *b)
             goto oom;
         fl->action_fail_count = (int)count;
     }
+    if ((v = json_object_get(b, "hold_actions"))) {
+        if (!json_is_boolean(v)) {
+            hz_reply_invalid(r, "hold_actions", "must be true or false");
+            return -1;
+        }
+        fl->hold_actions = json_is_true(v);
+        if (!fl->hold_actions && hz_actions_release(r->f) < 0)
+            goto oom;
+    }
     return 0;
 oom:
     hz_reply_error(r, 500, "server_error", "out of memory", NULL);
@@ -314,7 +325,7 @@ state_json(struct hz_fake *f)
     /* "o" steals all three; a NULL from the other renderers fails the pack. */
     return json_pack("{s:o, s:o, s:o, s:o, s:o, s:i}", "load_balancers", lbs, "networks", nets,
                      "actions", acts, "rate_limits", hz_rate_json(f), "faults",
-                     faults_json(&f->faults), "max_load_balancers", f->max_lbs);
+                     faults_json(f), "max_load_balancers", f->max_lbs);
 fail:
     json_decref(lbs);
     json_decref(nets);
@@ -345,14 +356,18 @@ hz_admin_handle(struct hz_req *r)
     } else if (!strcmp(what, "writers") && m == EVHTTP_REQ_GET) {
         resp = json_pack("{s:i, s:O}", "window_ms", f->cfg.overlap_ms, "overlaps", f->overlaps);
     } else if (!strcmp(what, "faults") && m == EVHTTP_REQ_GET) {
-        resp = faults_json(&f->faults);
+        resp = faults_json(f);
     } else if (!strcmp(what, "faults") && m == EVHTTP_REQ_POST) {
         if (faults_apply(r, r->body) < 0)
             return;
-        resp = faults_json(&f->faults);
+        resp = faults_json(f);
     } else if (!strcmp(what, "faults") && m == EVHTTP_REQ_DELETE) {
         faults_clear(&f->faults);
-        resp = faults_json(&f->faults);
+        if (hz_actions_release(f) < 0) {
+            hz_reply_error(r, 500, "server_error", "cannot release the held actions", NULL);
+            return;
+        }
+        resp = faults_json(f);
     } else if (!strcmp(what, "reset") && m == EVHTTP_REQ_POST) {
         log_clear(f);
         counts_free(&f->counts);

@@ -124,6 +124,7 @@ struct hz_action {
     char *error_code; /* set once failed */
     char *error_message;
     struct event *timer;  /* pending completion, NULL when done */
+    int held;             /* started under hold_actions: timer not armed yet */
     struct hz_fake *fake; /* back pointer for the timer */
 };
 
@@ -173,6 +174,7 @@ struct hz_faults {
     int action_fail_count; /* next N actions end in error */
     char *action_fail_code;
     char *action_fail_message;
+    int hold_actions; /* actions started now stay running until released */
 };
 
 struct hz_delayed; /* http.c */
@@ -371,6 +373,12 @@ void hz_actions_get(struct hz_req *r, long id);
 /* GET /actions and /load_balancers[/{id}]/actions; lb_only selects balancer
  * actions, lb_id filters by one balancer (0 = all). */
 void hz_actions_list(struct hz_req *r, int lb_only, int lb_id);
+/* Number of actions held running by the hold_actions fault. */
+size_t hz_actions_held(const struct hz_fake *f);
+/* Release every held action: each now runs its configured duration, then
+ * ends as it would have. Returns 0 or -1 when a timer cannot be armed
+ * (that action stays held). */
+int hz_actions_release(struct hz_fake *f);
 /* Cancel pending timers and free every action (shutdown). */
 void hz_actions_free(struct hz_fake *f);
 

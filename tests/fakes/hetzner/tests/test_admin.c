@@ -137,6 +137,105 @@ START_TEST(test_admin_log_counts_writers)
 }
 END_TEST
 
+/* held_actions of GET /_admin/faults. */
+static long
+held(void)
+{
+    struct hzt_resp r;
+    req("GET", "/_admin/faults", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    long n = (long)json_integer_value(json_object_get(r.body, "held_actions"));
+    hzt_resp_free(&r);
+    return n;
+}
+
+/* "hold_actions" keeps every new action running (and its balancer locked)
+ * until released; released, each ends as it would have. The fake runs
+ * 0 ms actions here, so an action not held has ended before the next
+ * request is read. */
+START_TEST(test_hold_actions_until_released)
+{
+    static const char *args[] = {"--action-duration-ms", "0", NULL};
+    stop_fake();
+    start_with(args);
+    struct hzt_resp r;
+    char st[32];
+    /* not held: ends at once */
+    action_ok(2, "attach_to_network", "{\"network\":7}", "success");
+    req("POST", "/_admin/faults", "{\"hold_actions\":true}", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(json_is_true(json_object_get(r.body, "hold_actions")));
+    hzt_resp_free(&r);
+    req("POST", "/load_balancers/2/actions/add_target",
+        "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.40\"}}", &r);
+    ck_assert_int_eq(r.status, 201);
+    long id = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
+    hzt_resp_free(&r);
+    req("POST", "/load_balancers",
+        "{\"name\":\"held\",\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\"}", &r);
+    ck_assert_int_eq(r.status, 201);
+    long lb = (long)json_integer_value(json_object_get(json_object_get(r.body, "load_balancer"), "id"));
+    long cid = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
+    hzt_resp_free(&r);
+    ck_assert_int_eq(held(), 2);
+    /* still running, the balancers still locked, after other requests */
+    for (int i = 0; i < 3; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/actions/%ld", i % 2 ? cid : id);
+        req("GET", path, NULL, &r);
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(r.body, "action"), "status")),
+            "running");
+        hzt_resp_free(&r);
+    }
+    expect_error("POST", "/load_balancers/2/actions/add_target",
+                 "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.41\"}}", 423, "locked");
+    char lpath[64];
+    snprintf(lpath, sizeof(lpath), "/load_balancers/%ld", lb);
+    expect_error("DELETE", lpath, NULL, 423, "locked");
+    req("GET", "/_admin/state", NULL, &r);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(r.body, "faults"), "held_actions")), 2);
+    hzt_resp_free(&r);
+    /* a bad value changes nothing */
+    expect_error("POST", "/_admin/faults", "{\"hold_actions\":1}", 400, "invalid_input");
+    ck_assert_int_eq(held(), 2);
+    /* released: both end, and the lock goes with them */
+    req("POST", "/_admin/faults", "{\"hold_actions\":false}", &r);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert(json_is_false(json_object_get(r.body, "hold_actions")));
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
+    ck_assert_str_eq(st, "success");
+    ck_assert_int_eq(hzt_wait_action(&F, TOK, cid, st, sizeof(st), 5000), 0);
+    ck_assert_str_eq(st, "success");
+    ck_assert_int_eq(held(), 0);
+    action_ok(2, "add_target", "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.41\"}}", "success");
+    /* DELETE /_admin/faults releases too */
+    req("POST", "/_admin/faults", "{\"hold_actions\":true}", &r);
+    hzt_resp_free(&r);
+    req("POST", "/load_balancers/2/actions/add_target",
+        "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.42\"}}", &r);
+    ck_assert_int_eq(r.status, 201);
+    id = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
+    hzt_resp_free(&r);
+    ck_assert_int_eq(held(), 1);
+    req("DELETE", "/_admin/faults", NULL, &r);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    ck_assert_int_eq(hzt_wait_action(&F, TOK, id, st, sizeof(st), 5000), 0);
+    ck_assert_str_eq(st, "success");
+    /* held at shutdown: freed cleanly (stop_fake checks exit 0, LSan) */
+    req("POST", "/_admin/faults", "{\"hold_actions\":true}", &r);
+    hzt_resp_free(&r);
+    req("POST", "/load_balancers/2/actions/add_target",
+        "{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.43\"}}", &r);
+    ck_assert_int_eq(r.status, 201);
+    hzt_resp_free(&r);
+    ck_assert_int_eq(held(), 1);
+}
+END_TEST
+
 /* Run the fake with args to completion; returns its exit code, output in
  * *out (new). */
 static int
@@ -238,6 +337,7 @@ main(int argc, char **argv)
     const TTest *const tests[] = {
         test_injected_5xx_conflict_latency_refuse,
         test_admin_log_counts_writers,
+        test_hold_actions_until_released,
         test_command_line_errors,
         test_exits_with_parent_unless_detached,
     };

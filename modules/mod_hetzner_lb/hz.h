@@ -67,6 +67,8 @@ struct hz_config {
     char *log_level;          /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
     char *kubeconfig;         /* PATH or NULL (in-cluster, $KUBECONFIG) */
     char *kube_context;
+    char *load_balancer_class; /* the spec.loadBalancerClass served, or NULL:
+                                  unset or "robotlb" */
 };
 
 HZ_HIDDEN extern const struct plb_setting hz_settings_table[];
@@ -85,6 +87,10 @@ HZ_HIDDEN const char *hz_validate_log_level(const char *s);
 HZ_HIDDEN int hz_log_level_parse(const char *s);
 /* The default algorithm of c as enum hz_algorithm. */
 HZ_HIDDEN int hz_config_algorithm(const struct hz_config *c);
+/* 1 when a Service whose spec.loadBalancerClass is svc_class (NULL: unset)
+ * is served under the load_balancer_class setting served (NULL: unset or
+ * "robotlb", robotlb's rule; else exactly that class). */
+HZ_HIDDEN int hz_class_served(const char *served, const char *svc_class);
 
 /* ------------------------------------------------------------------ */
 /* Memory (hz_mem.c)                                                    */
@@ -135,6 +141,7 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_ANN_ALGORITHM "robotlb/lb-algorithm"
 #define HZ_ANN_TYPE "robotlb/balancer-type"
 #define HZ_ANN_IP_MODE "robotlb/ip-mode"
+#define HZ_ANN_PUBLIC "robotlb/lb-public-interface"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -159,6 +166,7 @@ struct hz_annot {
     int algorithm;       /* robotlb/lb-algorithm: enum hz_algorithm */
     char *type;          /* robotlb/balancer-type */
     int ip_mode;         /* robotlb/ip-mode: enum hz_ip_mode */
+    int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -210,6 +218,8 @@ struct hz_desired {
     int interval, timeout, retries;
     int proxy;
     int ip_mode;         /* enum hz_ip_mode (for the Service status) */
+    int public_iface;    /* 1: public interface enabled; 0: private only
+                            (needs a network) */
     struct hz_svc_port *services;
     size_t nservices;
     char **targets;      /* target IPs (node InternalIPs), as given */
@@ -222,8 +232,9 @@ struct hz_desired {
  * with a nodePort: listen = port, destination = nodePort, proxy protocol
  * from the annotation or default; UDP/SCTP ports and ports without a
  * nodePort are skipped. Returns 0; -ENOENT when no port can be exposed
- * (err says why, for a warning Event; *out left empty); -ENOMEM. Free
- * with hz_desired_clear. */
+ * (err says why, for a warning Event; *out left empty); -EINVAL when a
+ * private-only balancer (robotlb/lb-public-interface "false") has no
+ * network (err says so); -ENOMEM. Free with hz_desired_clear. */
 HZ_HIDDEN int hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a,
                                const struct hz_svc *svc, const char *const *target_ips,
                                size_t ntargets, struct hz_desired *out, char *err,
@@ -251,6 +262,7 @@ struct hz_actual {
     char *type, *location;
     int algorithm;       /* enum hz_algorithm, -1 when unknown */
     char *ipv4, *ipv6;   /* public addresses or NULL */
+    int public_enabled;  /* public_net.enabled (1 when absent) */
     struct hz_act_net *nets;
     size_t nnets;
     char **ip_targets;   /* targets of type ip */
@@ -270,7 +282,10 @@ HZ_HIDDEN int hz_actual_on_network(const struct hz_actual *a, int64_t network);
 /* The body of POST /load_balancers for d (new): name, type, location,
  * algorithm, the ownership label, services with their health checks, and,
  * when network_id > 0 and no private IP is asked for, the network and the
- * IP targets (with_targets). A requested private IP needs attach_to_network
+ * IP targets (with_targets). The public interface is disabled in the body
+ * only when d asks for it and the network is in the body (Hetzner refuses
+ * a private-only balancer without one); else the plan disables it after
+ * attach_to_network. A requested private IP needs attach_to_network
  * after the create, which the plan then issues. NULL on ENOMEM. */
 HZ_HIDDEN json_t *hz_create_body(const struct hz_desired *d, int64_t network_id,
                                  int with_targets);
@@ -286,6 +301,8 @@ HZ_HIDDEN json_t *hz_service_json(const struct hz_desired *d, const struct hz_sv
 enum hz_op_kind {
     HZ_OP_SET_LABELS = 1,   /* PUT /load_balancers/{id} {labels} */
     HZ_OP_ATTACH_NETWORK,   /* actions/attach_to_network */
+    HZ_OP_ENABLE_PUBLIC,    /* actions/enable_public_interface */
+    HZ_OP_DISABLE_PUBLIC,   /* actions/disable_public_interface */
     HZ_OP_CHANGE_ALGORITHM, /* actions/change_algorithm */
     HZ_OP_REMOVE_TARGET,    /* actions/remove_target */
     HZ_OP_DELETE_SERVICE,   /* actions/delete_service */
@@ -310,7 +327,7 @@ struct hz_plan {
 };
 
 /* The minimal writes that turn a into d, in an order Hetzner accepts:
- * labels (adoption), network, algorithm, target removals, service
+ * labels (adoption), network, public interface, algorithm, target removals, service
  * deletions, type, service additions and updates, target additions.
  * network_id is the id of d->network (0 when d has none). Returns 0 (an
  * empty plan when nothing differs), -EPERM when a is labelled for another

@@ -43,7 +43,7 @@ hz_annot_clear(struct hz_annot *a)
     hz_free(a->type);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
-    a->proxy_mode = a->algorithm = a->ip_mode = -1;
+    a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = -1;
 }
 
 /* Error text accumulated as "key: why (value "v"); key2: ...". */
@@ -93,6 +93,21 @@ get_int(hz_annot_get_fn get, void *arg, const char *key, int lo, int hi, int *ou
         return;
     }
     *out = (int)n;
+}
+
+/* A boolean annotation: exactly "true" or "false". */
+static void
+get_bool(hz_annot_get_fn get, void *arg, const char *key, int *out, struct errbuf *e)
+{
+    const char *v = get(arg, key);
+    if (!v)
+        return;
+    if (strcmp(v, "true") == 0)
+        *out = 1;
+    else if (strcmp(v, "false") == 0)
+        *out = 0;
+    else
+        bad(e, key, "\"%.64s\" is neither true nor false", v);
 }
 
 /* A string annotation: non-empty, without blanks. */
@@ -149,15 +164,9 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
             &a.check_interval, &e);
     get_int(get, arg, HZ_ANN_TIMEOUT, HZ_HC_TIMEOUT_MIN, HZ_HC_TIMEOUT_MAX, &a.timeout, &e);
     get_int(get, arg, HZ_ANN_RETRIES, HZ_HC_RETRIES_MIN, HZ_HC_RETRIES_MAX, &a.retries, &e);
-    if ((v = get(arg, HZ_ANN_PROXY_MODE))) {
-        /* robotlb reads it as a Rust bool: exactly "true" or "false". */
-        if (strcmp(v, "true") == 0)
-            a.proxy_mode = 1;
-        else if (strcmp(v, "false") == 0)
-            a.proxy_mode = 0;
-        else
-            bad(&e, HZ_ANN_PROXY_MODE, "\"%.64s\" is neither true nor false", v);
-    }
+    /* robotlb reads booleans as a Rust bool: exactly "true" or "false". */
+    get_bool(get, arg, HZ_ANN_PROXY_MODE, &a.proxy_mode, &e);
+    get_bool(get, arg, HZ_ANN_PUBLIC, &a.public_iface, &e);
     if ((rc = get_word(get, arg, HZ_ANN_LOCATION, &a.location, &e)) < 0)
         goto fail;
     if ((v = get(arg, HZ_ANN_ALGORITHM))) {

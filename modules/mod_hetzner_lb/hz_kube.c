@@ -6,7 +6,7 @@
  * Service:
  *
  *   - which Services: type LoadBalancer with loadBalancerClass unset or
- *     "robotlb";
+ *     "robotlb" (or the load_balancer_class setting's class);
  *   - robotlb/ annotations validated (the node selector by the daemon's
  *     lb_selector_check); a bad value is a warning Event and the last good
  *     set stays;
@@ -327,20 +327,29 @@ has_finalizer(const struct hz_kside *ks, const plb_obj *svc)
 }
 
 int
-hz_kube_is_ours(const struct plb_host *h, const plb_obj *svc)
+hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc)
 {
+    const struct plb_host *h = ks->host;
     const char *type = h->obj_str(h->obj_get(svc, "spec", "type", NULL));
     const char *cls = h->obj_str(h->obj_get(svc, "spec", "loadBalancerClass", NULL));
-    return type && strcmp(type, "LoadBalancer") == 0 && (!cls || strcmp(cls, "robotlb") == 0);
+    return type && strcmp(type, "LoadBalancer") == 0 &&
+           hz_class_served(ks->cfg->load_balancer_class, cls);
 }
 
-/* Status ingress of lb for st's Service (new) or NULL. */
+/* Status ingress of lb for st's Service (new) or NULL: the public IPv4
+ * (and IPv6 with ipv6_ingress); for a balancer whose public interface is
+ * disabled, its first private network IP. */
 static json_t *
 ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb)
 {
     json_t *pn = json_object_get(lb, "public_net");
     const char *v4 = json_string_value(json_object_get(json_object_get(pn, "ipv4"), "ip"));
     const char *v6 = json_string_value(json_object_get(json_object_get(pn, "ipv6"), "ip"));
+    if (json_is_false(json_object_get(pn, "enabled"))) {
+        v4 = json_string_value(json_object_get(
+            json_array_get(json_object_get(lb, "private_net"), 0), "ip"));
+        v6 = NULL;
+    }
     int mode = st->have_good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
     const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
     json_t *arr = json_array();
@@ -442,7 +451,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (has_finalizer(ks, svc))
         remove_finalizer(ks, ns, name);
-    if (!hz_kube_is_ours(h, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
+    if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
         hz_delete_labelled(ks, uid);
         state_drop(ks, key);
         return;
@@ -563,7 +572,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
     snprintf(key, sizeof(key), "%s/%s", hz_ks_str(ks, old, "metadata", "namespace", NULL),
              hz_ks_str(ks, old, "metadata", "name", NULL));
     state_drop(ks, key);
-    if (uid && hz_kube_is_ours(ks->host, old) &&
+    if (uid && hz_kube_is_ours(ks, old) &&
         (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
         ks->deleted = nd;
         if ((nd[ks->ndeleted] = hz_strdup(uid)))

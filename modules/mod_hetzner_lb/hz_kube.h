@@ -48,7 +48,7 @@ HZ_HIDDEN void hz_kube_stop(struct hz_kside *ks);
 /* Free everything (destroy). */
 HZ_HIDDEN void hz_kube_free(struct hz_kside *ks);
 /* 1 when svc is a Service of ours: type LoadBalancer, loadBalancerClass
- * unset or "robotlb". */
-HZ_HIDDEN int hz_kube_is_ours(const struct plb_host *h, const plb_obj *svc);
+ * served (hz_class_served under ks->cfg->load_balancer_class). */
+HZ_HIDDEN int hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc);
 
 #endif

@@ -68,6 +68,16 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
+    d.public_iface = a->public_iface >= 0 ? a->public_iface : 1;
+    if (!d.public_iface && !net) {
+        if (errlen)
+            snprintf(err, errlen,
+                     "%s: \"false\" makes a private-only balancer, which needs a network "
+                     "(robotlb/lb-network or default_network)",
+                     HZ_ANN_PUBLIC);
+        hz_desired_clear(&d);
+        return -EINVAL;
+    }
 
     if (svc->nports && !(d.services = hz_calloc(svc->nports * sizeof(*d.services))))
         goto nomem;
@@ -190,6 +200,7 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     a.algorithm = hz_algorithm_from_api(
         json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")));
     v = json_object_get(lb, "public_net");
+    a.public_enabled = !json_is_false(json_object_get(v, "enabled"));
     if (dup_str(json_object_get(json_object_get(v, "ipv4"), "ip"), &a.ipv4) < 0 ||
         dup_str(json_object_get(json_object_get(v, "ipv6"), "ip"), &a.ipv6) < 0)
         goto nomem;
@@ -275,7 +286,8 @@ hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets)
     json_t *body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name,
                              "load_balancer_type", d->type, "location", d->location,
                              "algorithm", "type", hz_algorithm_api_name(d->algorithm), "labels",
-                             HZ_LABEL_UID, d->uid, "public_interface", 1);
+                             HZ_LABEL_UID, d->uid, "public_interface",
+                             d->public_iface || network_id <= 0 || d->private_ip);
     json_t *services = json_array();
     if (!body || !services)
         goto fail;

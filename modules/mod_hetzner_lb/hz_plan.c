@@ -20,6 +20,8 @@ hz_op_name(enum hz_op_kind k)
     switch (k) {
     case HZ_OP_SET_LABELS: return "set_labels";
     case HZ_OP_ATTACH_NETWORK: return "attach_to_network";
+    case HZ_OP_ENABLE_PUBLIC: return "enable_public_interface";
+    case HZ_OP_DISABLE_PUBLIC: return "disable_public_interface";
     case HZ_OP_CHANGE_ALGORITHM: return "change_algorithm";
     case HZ_OP_REMOVE_TARGET: return "remove_target";
     case HZ_OP_DELETE_SERVICE: return "delete_service";
@@ -155,6 +157,11 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
         if ((rc = push(&p, &cap, a, HZ_OP_ATTACH_NETWORK, b, NULL)) < 0)
             goto fail;
     }
+    /* After the network: Hetzner refuses a private-only balancer without one. */
+    if (a->public_enabled != d->public_iface &&
+        (rc = push(&p, &cap, a, d->public_iface ? HZ_OP_ENABLE_PUBLIC : HZ_OP_DISABLE_PUBLIC,
+                   json_object(), NULL)) < 0)
+        goto fail;
     if (a->algorithm != d->algorithm &&
         (rc = push(&p, &cap, a, HZ_OP_CHANGE_ALGORITHM,
                    json_pack("{s:s}", "type", hz_algorithm_api_name(d->algorithm)), NULL)) < 0)

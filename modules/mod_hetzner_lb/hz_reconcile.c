@@ -81,6 +81,7 @@ desired_fp(const struct hz_desired *d)
     fp_i(&h, d->timeout);
     fp_i(&h, d->retries);
     fp_i(&h, d->proxy);
+    fp_i(&h, d->public_iface);
     for (size_t i = 0; i < d->nservices; i++) {
         fp_i(&h, d->services[i].listen);
         fp_i(&h, d->services[i].dest);
@@ -856,6 +857,10 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
     if (rc == -ENOENT) {
         /* no balancer is created; an existing one and the status stay */
         hz_warn_once(ks, st, svc, "NoExposablePort", err);
+        return;
+    }
+    if (rc == -EINVAL) {
+        hz_warn_once(ks, st, svc, "InvalidAnnotation", err);
         return;
     }
     if (rc < 0)

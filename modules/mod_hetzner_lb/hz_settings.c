@@ -113,6 +113,48 @@ v_endpoint(const void *value)
     return NULL;
 }
 
+int
+hz_class_served(const char *served, const char *svc_class)
+{
+    if (!served)
+        return !svc_class || strcmp(svc_class, "robotlb") == 0;
+    return svc_class && strcmp(svc_class, served) == 0;
+}
+
+/* A label-style key as Kubernetes validates spec.loadBalancerClass: an
+ * optional DNS subdomain prefix and '/', then a name of at most 63
+ * characters, alphanumeric at both ends, '-', '_' and '.' inside. */
+static const char *
+v_class(const void *value)
+{
+    const char *s = *(char *const *)value, *name, *slash;
+    size_t n;
+    if (!s)
+        return NULL;
+    slash = strchr(s, '/');
+    name = slash ? slash + 1 : s;
+    if (slash) {
+        size_t pl = (size_t)(slash - s);
+        if (pl == 0 || pl > 253 || strchr(name, '/'))
+            return "must be a name or prefix/name (the prefix a DNS subdomain)";
+        for (const char *p = s; p < slash; p++)
+            if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' ||
+                  *p == '.'))
+                return "the prefix must be a DNS subdomain (lowercase letters, digits, '-', '.')";
+    }
+    n = strlen(name);
+    if (n == 0 || n > 63)
+        return "the name must be 1 to 63 characters";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!(isalnum(c) || ((c == '-' || c == '_' || c == '.') && i > 0 && i + 1 < n)) ||
+            c > 0x7f)
+            return "the name must be letters, digits, '-', '_' and '.', alphanumeric at both "
+                   "ends";
+    }
+    return NULL;
+}
+
 #define OFF(f) PLB_OFFSET(struct hz_config, f)
 
 const struct plb_setting hz_settings_table[] = {
@@ -135,10 +177,10 @@ const struct plb_setting hz_settings_table[] = {
      .doc = "Network (name) balancers are attached to when a Service has no "
             "robotlb/lb-network annotation; unset: only the annotation's network is used"},
     {.name = "dynamic_node_selector", .type = PLB_SET_BOOL,
-     .offset = OFF(dynamic_node_selector), .def = "false", .env = "ROBOTLB_DYNAMIC_NODE_SELECTOR",
+     .offset = OFF(dynamic_node_selector), .def = "true", .env = "ROBOTLB_DYNAMIC_NODE_SELECTOR",
      .doc = "Select target nodes by the Service's externalTrafficPolicy (Cluster: every node; "
-            "Local: the nodes serving its endpoints); false: by the robotlb/node-selector "
-            "annotation. Off unless given, as robotlb's binary (its Helm chart sets it true)"},
+            "Local: the nodes serving its endpoints), the behaviour robotlb's document "
+            "describes; false: by the robotlb/node-selector annotation instead"},
     {.name = "default_lb_retries", .type = PLB_SET_INT, .offset = OFF(default_lb_retries),
      .def = "3", .min = HZ_HC_RETRIES_MIN, .max = HZ_HC_RETRIES_MAX,
      .env = "ROBOTLB_DEFAULT_LB_RETRIES",
@@ -186,6 +228,11 @@ const struct plb_setting hz_settings_table[] = {
      .doc = "robotlb's log level (off, error, warn, info, debug, trace): lowers this module's "
             "verbosity only; the daemon's global log_level still caps it; unset: the "
             "daemon's level alone"},
+    {.name = "load_balancer_class", .type = PLB_SET_STRING, .offset = OFF(load_balancer_class),
+     .validate = v_class,
+     .doc = "The spec.loadBalancerClass of the Services served; unset: Services without a "
+            "class and those of class robotlb, as robotlb; set: only that class, so that "
+            "another controller (hcloud-cloud-controller-manager) keeps the others"},
     {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = OFF(kubeconfig),
      .doc = "kubeconfig file; unset: the in-cluster service account when "
             "KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config"},

@@ -62,10 +62,8 @@ env_start(struct env *e, const char *seed_extra, const char *const *hz_args, con
     snprintf(conf, sizeof(conf),
              "instances = (\n  { module = \"hetzner_lb\"; name = \"hz\";\n"
              "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
-             "  %s default_network = \"k8s\";\n  %s } );\n",
-             e->hz.url, kc,
-             extra && strstr(extra, "dynamic_node_selector") ? "" : "dynamic_node_selector = true;",
-             extra ? extra : "");
+             "  default_network = \"k8s\";\n  %s } );\n",
+             e->hz.url, kc, extra ? extra : "");
     snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
     snprintf(e->log, sizeof(e->log), "%s/prismlb.log", dir);
     ck_assert_int_eq(tu_write_file(path, conf), 0);

@@ -252,7 +252,9 @@ END_TEST
 
 /* "Local: only the nodes kube-proxy serves the traffic from, read from the
  * service's EndpointSlice resources": endpoints on 2 of 4 nodes, 2 targets;
- * a third node's endpoint becoming ready adds it. */
+ * a third node's endpoint becoming ready adds it. With no
+ * dynamic_node_selector in the config: selection by the traffic policy is
+ * the default. */
 START_TEST(local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from)
 {
     struct env e;
@@ -461,6 +463,66 @@ START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
     ck_assert_str_eq(json_string_value(json_object_get(net, "ip")), "10.0.0.10");
     json_decref(a);
     free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* robotlb/lb-public-interface: "false": a private-only balancer, its
+ * public interface disabled and the Service's external IP its private one
+ * (in the create body; and with lb-private-ip, disabled after the
+ * attach). */
+START_TEST(lb_public_interface_false_makes_a_private_only_balancer)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.95");
+    char *u1 = add_service(&e, "inner", 30095,
+                           ",\"annotations\":{\"robotlb/lb-public-interface\":\"false\"}", NULL);
+    char *u2 = add_service(&e, "inner2", 30096,
+                           ",\"annotations\":{\"robotlb/lb-public-interface\":\"false\","
+                           "\"robotlb/lb-private-ip\":\"10.0.0.20\"}",
+                           NULL);
+    WAIT_FOR(&e, ingress_ip(&e, "inner", ip, sizeof(ip)) && strncmp(ip, "10.0.0.", 7) == 0,
+             20000, "the private IP in the status");
+    WAIT_FOR(&e, ingress_ip(&e, "inner2", ip, sizeof(ip)) && strcmp(ip, "10.0.0.20") == 0, 20000,
+             "the requested private IP in the status");
+    for (int k = 0; k < 2; k++) {
+        json_t *a = lbs_of(&e, k ? u2 : u1);
+        json_t *lb = json_array_get(a, 0);
+        ck_assert(json_is_false(json_object_get(json_object_get(lb, "public_net"), "enabled")));
+        json_decref(a);
+    }
+    free(u1);
+    free(u2);
+    env_stop(&e);
+}
+END_TEST
+
+/* load_balancer_class set: only Services of that class get a balancer;
+ * one without a class and one of class robotlb are left to another
+ * controller. */
+START_TEST(load_balancer_class_serves_only_that_class)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, "load_balancer_class = \"example.com/hetzner\";", 300);
+    add_node(&e, "n1", "10.0.1.97");
+    char *none = add_service(&e, "plain", 30097, NULL, NULL);
+    char *rlb = add_service(&e, "rlb", 30098, NULL, ",\"loadBalancerClass\":\"robotlb\"");
+    char *ours =
+        add_service(&e, "ours", 30099, NULL, ",\"loadBalancerClass\":\"example.com/hetzner\"");
+    WAIT_FOR(&e, ingress_ip(&e, "ours", ip, sizeof(ip)), 20000, "the served Service's status");
+    json_t *a = lbs_of(&e, none), *b = lbs_of(&e, rlb);
+    ck_assert_uint_eq(json_array_size(a), 0);
+    ck_assert_uint_eq(json_array_size(b), 0);
+    ck_assert_int_eq(total_lbs(&e), 1);
+    ck_assert_int_eq(ingress_ip(&e, "plain", ip, sizeof(ip)), 0);
+    json_decref(a);
+    json_decref(b);
+    free(none);
+    free(rlb);
+    free(ours);
     env_stop(&e);
 }
 END_TEST
@@ -693,6 +755,8 @@ suite(void)
     tcase_add_test(tc, a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_event);
     tcase_add_test(tc, a_service_without_target_nodes_waits_with_a_warning_event);
     tcase_add_test(tc, lb_private_ip_requests_the_balancers_address_in_the_network);
+    tcase_add_test(tc, lb_public_interface_false_makes_a_private_only_balancer);
+    tcase_add_test(tc, load_balancer_class_serves_only_that_class);
     tcase_add_test(tc, every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner);
     tcase_add_test(tc, a_deleted_endpoint_slice_rechecks_the_balancers);
     tcase_add_test(tc, dry_run_logs_the_create_it_would_make_and_makes_none);

@@ -134,6 +134,23 @@ START_TEST(lb_proxy_mode_is_true_or_false)
 }
 END_TEST
 
+/* robotlb/lb-public-interface: "false" makes a private-only balancer. */
+START_TEST(lb_public_interface_is_true_or_false)
+{
+    const char *kv[] = {"robotlb/lb-public-interface", "false", NULL};
+    const char *none[] = {NULL};
+    struct hz_annot a;
+    char err[256];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.public_iface, 0);
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)none, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.public_iface, -1);
+    hz_annot_clear(&a);
+    expect_bad("robotlb/lb-public-interface", "no", "\"no\"");
+}
+END_TEST
+
 /* "How often to run health probes." "Timeout for a single probe." "How many
  * failed probes before marking the node as unhealthy." — whole numbers
  * within Hetzner's bounds. */
@@ -200,6 +217,7 @@ suite(void)
     tcase_add_test(tc, lb_algorithm_is_least_connection_or_round_robin);
     tcase_add_test(tc, ip_mode_is_vip_or_proxy);
     tcase_add_test(tc, lb_proxy_mode_is_true_or_false);
+    tcase_add_test(tc, lb_public_interface_is_true_or_false);
     tcase_add_test(tc, health_check_annotations_are_whole_numbers_within_hetzner_bounds);
     tcase_add_test(tc, lb_private_ip_is_an_ipv4_address);
     tcase_add_test(tc, a_balancer_name_with_blanks_is_refused);

@@ -214,6 +214,7 @@ START_TEST(the_actual_balancer_is_read_from_the_api_json)
     ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
     ck_assert_str_eq(a.ipv4, "1.2.3.4");
     ck_assert_str_eq(a.ipv6, "2001:db8::1");
+    ck_assert_int_eq(a.public_enabled, 1);
     ck_assert_uint_eq(a.nnets, 1);
     ck_assert_int_eq(a.nets[0].network, 7);
     ck_assert_int_eq(hz_actual_on_network(&a, 7), 1);
@@ -284,6 +285,52 @@ START_TEST(every_balancer_created_is_labelled_with_the_service_uid)
 }
 END_TEST
 
+/* robotlb/lb-public-interface "false": a private-only balancer. Created
+ * with the public interface disabled when the network is in the create
+ * body; with a requested private IP (attached after the create) it is
+ * created public and the plan disables it; without a network it is refused
+ * with a message for a warning Event. */
+START_TEST(a_private_only_balancer_needs_a_network_and_is_created_without_public_interface)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 2);
+    struct hz_desired d;
+    char err[256];
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.public_iface, 1);
+    json_t *b = hz_create_body(&d, 0, 0);
+    ck_assert(json_is_true(json_object_get(b, "public_interface")));
+    json_decref(b);
+    hz_desired_clear(&d);
+
+    a.public_iface = 0;
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/lb-public-interface"));
+    ck_assert_ptr_nonnull(strstr(err, "network"));
+
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.public_iface, 0);
+    b = hz_create_body(&d, 7, 1);
+    ck_assert(json_is_false(json_object_get(b, "public_interface")));
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "network")), 7);
+    json_decref(b);
+    d.private_ip = hz_strdup("10.0.0.9");
+    b = hz_create_body(&d, 7, 1);
+    ck_assert(json_is_true(json_object_get(b, "public_interface")));
+    json_decref(b);
+    hz_desired_clear(&d);
+
+    json_t *j = parse_json("{\"id\":1,\"name\":\"x\",\"public_net\":{\"enabled\":false}}");
+    struct hz_actual act;
+    ck_assert_int_eq(hz_actual_parse(j, &act), 0);
+    ck_assert_int_eq(act.public_enabled, 0);
+    hz_actual_clear(&act);
+    json_decref(j);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -299,6 +346,8 @@ suite(void)
     tcase_add_test(tc, when_no_port_can_be_exposed_there_is_no_balancer_and_a_warning);
     tcase_add_test(tc, the_actual_balancer_is_read_from_the_api_json);
     tcase_add_test(tc, every_balancer_created_is_labelled_with_the_service_uid);
+    tcase_add_test(tc,
+                   a_private_only_balancer_needs_a_network_and_is_created_without_public_interface);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -553,6 +553,72 @@ START_TEST(without_any_balancer_one_is_created_under_the_service_name)
 }
 END_TEST
 
+/* robotlb/lb-public-interface: "false" disables the public interface of a
+ * balancer after it is on the network (Hetzner refuses a private-only
+ * balancer without one); "true" (or removing the annotation) enables it
+ * again; a balancer already as asked needs no request. */
+START_TEST(the_public_interface_follows_lb_public_interface)
+{
+    static const struct hz_port pt[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = pt, .nports = 1};
+    struct hz_config c = default_config();
+    struct hz_annot an;
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    char err[256];
+    memset(&an, 0, sizeof(an));
+    hz_annot_clear(&an);
+    an.public_iface = 0;
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &an, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    /* on network 7 already: one write */
+    actual(&a, 5, "web.shop", "uid-1", NULL, svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_DISABLE_PUBLIC);
+    ck_assert_str_eq(p.ops[0].path, "/load_balancers/5/actions/disable_public_interface");
+    hz_plan_clear(&p);
+    /* not on network 8 yet: attach first, then disable */
+    ck_assert_int_eq(hz_plan_build(&d, &a, 8, &p), 0);
+    ck_assert_uint_eq(p.n, 2);
+    ck_assert_uint_lt(index_of(&p, HZ_OP_ATTACH_NETWORK), index_of(&p, HZ_OP_DISABLE_PUBLIC));
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    /* already private-only: nothing */
+    actual(&a, 5, "web.shop", "uid-1", NULL, svc80,
+           ",\"public_net\":{\"enabled\":false,\"ipv4\":{\"ip\":\"1.2.3.4\"}}");
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 0);
+    hz_plan_clear(&p);
+    /* asked public again: enabled */
+    d.public_iface = 1;
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_ENABLE_PUBLIC);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* load_balancer_class: unset serves Services without a class and those of
+ * class robotlb (robotlb's rule: `.spec.loadBalancerClass // "robotlb"`);
+ * set, only that class, so that a Service without a class is left to
+ * hcloud-cloud-controller-manager. */
+START_TEST(load_balancer_class_picks_the_services_served)
+{
+    ck_assert_int_eq(hz_class_served(NULL, NULL), 1);
+    ck_assert_int_eq(hz_class_served(NULL, "robotlb"), 1);
+    ck_assert_int_eq(hz_class_served(NULL, "example.com/other"), 0);
+    ck_assert_int_eq(hz_class_served("example.com/hetzner", "example.com/hetzner"), 1);
+    ck_assert_int_eq(hz_class_served("example.com/hetzner", NULL), 0);
+    ck_assert_int_eq(hz_class_served("example.com/hetzner", "robotlb"), 0);
+    ck_assert_int_eq(hz_class_served("robotlb", "robotlb"), 1);
+    ck_assert_int_eq(hz_class_served("robotlb", NULL), 0);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -593,6 +659,8 @@ suite(void)
     tcase_add_test(tc, without_target_nodes_the_service_waits_with_a_warning);
     tcase_add_test(tc, services_of_one_name_in_two_namespaces_one_keeps_the_old_balancer);
     tcase_add_test(tc, without_any_balancer_one_is_created_under_the_service_name);
+    tcase_add_test(tc, the_public_interface_follows_lb_public_interface);
+    tcase_add_test(tc, load_balancer_class_picks_the_services_served);
     suite_add_tcase(s, tc);
     return s;
 }

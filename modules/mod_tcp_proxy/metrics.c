@@ -51,6 +51,12 @@ tp_metrics_init(struct tp *tp)
         "Failed connection attempts to an upstream (none when no upstream was available; "
         "not those caused by proxy shutdown); deleted once the upstream is drained and removed",
         l_up, NULL, 0);
+    m->dial_retries = h->metric_new(
+        x, PLB_METRIC_COUNTER, "prismlb_dial_retries_total",
+        "Client connections moved to another upstream before any upstream byte reached the "
+        "client: a dial refused, reset, unreachable or timed out, a reset right after it, or "
+        "an upstream starting to drain during the dial",
+        l_proxy, NULL, 0);
     m->rtt = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_rtt_seconds",
                            "Smoothed health check connect time, name resolution included; only "
                            "with upstream_selection=latency, after the first successful check",
@@ -69,13 +75,15 @@ tp_metrics_init(struct tp *tp)
                               "by health checks and client dials (1 healthy, 0 unhealthy)",
                               l_up, NULL, 0);
     if (!m->upstreams_active || !m->upstreams_known || !m->connections_active ||
-        !m->connections_total || !m->connection_errors || !m->rtt || !m->tier || !m->ready ||
-        !m->health)
+        !m->connections_total || !m->connection_errors || !m->dial_retries || !m->rtt || !m->tier ||
+        !m->ready || !m->health)
         return -ENOMEM;
     const char *lv[] = {tp->name};
     int rc = h->metric_set(m->connections_active, lv, 0);
     if (rc == 0)
         rc = h->metric_add(m->connections_total, lv, 0);
+    if (rc == 0)
+        rc = h->metric_add(m->dial_retries, lv, 0);
     if (rc == 0)
         rc = h->metric_set(m->upstreams_active, lv, 0);
     if (rc == 0)
@@ -143,6 +151,13 @@ tp_metrics_conn_error(struct tp *tp, struct tp_upd *d)
 }
 
 void
+tp_metrics_dial_retry(struct tp *tp)
+{
+    const char *lp[] = {tp->name};
+    check_rc(tp, tp->host->metric_add(tp->m.dial_retries, lp, 1), "prismlb_dial_retries_total");
+}
+
+void
 tp_metrics_forget(struct tp *tp, struct tp_upd *d)
 {
     const struct plb_host *h = tp->host;
@@ -173,4 +188,5 @@ tp_metrics_fini(struct tp *tp)
     h->metric_remove(tp->m.upstreams_known, lp);
     h->metric_remove(tp->m.connections_active, lp);
     h->metric_remove(tp->m.connections_total, lp);
+    h->metric_remove(tp->m.dial_retries, lp);
 }

@@ -16,6 +16,7 @@ struct tp_pool {
     struct tp_up **ups;
     size_t n, cap;
     unsigned next_gid;
+    uint32_t next_id;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -151,6 +152,7 @@ up_new(struct tp_pool *p, const char *addr)
     u->healthy = 1;
     u->probe_pending = 1;
     u->tier = -1;
+    u->id = ++p->next_id ? p->next_id : ++p->next_id;
     p->ups[p->n++] = u;
     return u;
 }
@@ -404,14 +406,25 @@ tp_pool_rebuild_tiers(struct tp_pool *p)
 /* Candidate filter for one pick. */
 struct pick_ctx {
     const struct tp_up *exclude;
+    const uint32_t *tried;
+    size_t ntried;
     int ready_only;
     int tier; /* -1: any; else only this tier (and upstreams without sample) */
 };
 
 static int
+was_tried(const struct tp_up *u, const uint32_t *tried, size_t ntried)
+{
+    for (size_t i = 0; i < ntried; i++)
+        if (tried[i] == u->id)
+            return 1;
+    return 0;
+}
+
+static int
 candidate(const struct tp_up *u, const struct pick_ctx *c)
 {
-    if (u == c->exclude || !tp_up_pickable(u))
+    if (u == c->exclude || !tp_up_pickable(u) || was_tried(u, c->tried, c->ntried))
         return 0;
     if (c->ready_only && !u->ready)
         return 0;
@@ -420,11 +433,73 @@ candidate(const struct tp_up *u, const struct pick_ctx *c)
     return 1;
 }
 
+/* Uniform among the k upstreams for which ok(u, arg) holds. */
+static struct tp_up *
+pick_among(struct tp_pool *p, int (*ok)(const struct tp_up *, const void *), const void *arg)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < p->n; i++)
+        k += ok(p->ups[i], arg) ? 1 : 0;
+    if (k == 0)
+        return NULL;
+    double r = p->env.random(p->env.arg);
+    size_t want = (size_t)(r * (double)k);
+    if (want >= k)
+        want = k - 1;
+    for (size_t i = 0; i < p->n; i++) {
+        if (!ok(p->ups[i], arg))
+            continue;
+        if (want == 0)
+            return p->ups[i];
+        want--;
+    }
+    return NULL;
+}
+
+static int
+candidate_cb(const struct tp_up *u, const void *arg)
+{
+    return candidate(u, arg);
+}
+
+static struct tp_up *pick(struct tp_pool *p, struct pick_ctx c);
+
 struct tp_up *
 tp_pool_pick(struct tp_pool *p, const struct tp_up *exclude)
 {
     struct pick_ctx c = {.exclude = exclude, .ready_only = 0, .tier = -1};
+    return pick(p, c);
+}
 
+struct tp_up *
+tp_pool_pick_untried(struct tp_pool *p, const uint32_t *tried, size_t ntried)
+{
+    struct pick_ctx c = {.tried = tried, .ntried = ntried, .ready_only = 0, .tier = -1};
+    return pick(p, c);
+}
+
+struct last_resort_ctx {
+    const uint32_t *tried;
+    size_t ntried;
+};
+
+static int
+last_resort_cb(const struct tp_up *u, const void *arg)
+{
+    const struct last_resort_ctx *c = arg;
+    return !u->healthy && !u->draining && !was_tried(u, c->tried, c->ntried);
+}
+
+struct tp_up *
+tp_pool_pick_last_resort(struct tp_pool *p, const uint32_t *tried, size_t ntried)
+{
+    struct last_resort_ctx c = {tried, ntried};
+    return pick_among(p, last_resort_cb, &c);
+}
+
+static struct tp_up *
+pick(struct tp_pool *p, struct pick_ctx c)
+{
     /* Readiness filters first: ready upstreams only while any is ready,
      * else every TCP-healthy one. */
     if (p->check == TP_CHECK_READYZ) {
@@ -446,23 +521,7 @@ tp_pool_pick(struct tp_pool *p, const struct tp_up *exclude)
         }
         c.tier = best; /* -1 when only unsampled candidates exist */
     }
-    size_t k = 0;
-    for (size_t i = 0; i < p->n; i++)
-        k += candidate(p->ups[i], &c) ? 1 : 0;
-    if (k == 0)
-        return NULL;
-    double r = p->env.random(p->env.arg);
-    size_t want = (size_t)(r * (double)k);
-    if (want >= k)
-        want = k - 1;
-    for (size_t i = 0; i < p->n; i++) {
-        if (!candidate(p->ups[i], &c))
-            continue;
-        if (want == 0)
-            return p->ups[i];
-        want--;
-    }
-    return NULL;
+    return pick_among(p, candidate_cb, &c);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -51,6 +51,7 @@ struct tp_up {
     int64_t drain_deadline;     /* monotonic ms; valid while draining */
     int64_t close_deadline;     /* monotonic ms; valid while closing */
     uint32_t nconns;            /* connections currently on this upstream */
+    uint32_t id;                /* unique in the pool's life, never 0 */
     void *data;                 /* the owner's per-upstream state */
 };
 
@@ -116,6 +117,12 @@ void tp_pool_conn_closed(struct tp_pool *p, struct tp_up *u);
 /* Pick an upstream for a new connection, never `exclude` (may be NULL).
  * NULL when nothing is pickable. Borrowed. */
 struct tp_up *tp_pool_pick(struct tp_pool *p, const struct tp_up *exclude);
+/* The same, never an upstream whose id is among tried[0..ntried). */
+struct tp_up *tp_pool_pick_untried(struct tp_pool *p, const uint32_t *tried, size_t ntried);
+/* The last resort when nothing is pickable (health state can be up to two
+ * intervals stale): a random unhealthy, non-draining upstream whose id is
+ * not among tried. NULL when there is none. Borrowed. */
+struct tp_up *tp_pool_pick_last_resort(struct tp_pool *p, const uint32_t *tried, size_t ntried);
 /* Pickable: healthy and not draining. */
 int tp_up_pickable(const struct tp_up *u);
 /* Readiness for /readyz of the daemon: an upstream healthy and not draining. */

@@ -7,6 +7,7 @@
  *   resolve.c   asynchronous name resolution for hostname endpoints
  *   health.c    per-upstream health checks: TCP connect timing + /readyz
  *   conn.c      the data path: one state machine per proxied connection
+ *   pump.c      its forwarding, socket options and pipes (conn_int.h)
  *   metrics.c   the metric families and their series
  *   mod_tcp_proxy.c  descriptor, lifecycle, endpoint links, pool glue
  */
@@ -102,7 +103,7 @@ struct tp_upd {
 
 struct tp_metrics {
     plb_metric *upstreams_active, *upstreams_known, *connections_active, *connections_total,
-        *connection_errors, *rtt, *tier, *ready, *health;
+        *connection_errors, *dial_retries, *rtt, *tier, *ready, *health;
 };
 
 struct tp_pipe {
@@ -169,7 +170,7 @@ void tp_health_cancel(struct tp_upd *d);
 /* Data path (conn.c)                                                       */
 
 void tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg);
-/* The upstream starts draining: dialing connections get their one retry. */
+/* The upstream starts draining: dialing connections move to another one. */
 void tp_conns_upstream_draining(struct tp_upd *d);
 /* Close every connection of an upstream now. */
 void tp_conns_close_upstream(struct tp_upd *d);
@@ -192,6 +193,8 @@ int tp_metrics_init(struct tp *tp);
 void tp_metrics_refresh(struct tp *tp);
 void tp_metrics_conn(struct tp *tp, int established_delta, int total_inc);
 void tp_metrics_conn_error(struct tp *tp, struct tp_upd *d);
+/* A fresh connection moved to another upstream. */
+void tp_metrics_dial_retry(struct tp *tp);
 /* Remove the series of one upstream (drained and removed). */
 void tp_metrics_forget(struct tp *tp, struct tp_upd *d);
 /* Remove every series of the instance. */

@@ -10,6 +10,9 @@ client certificate signed by DIR/ca.crt; with --token-file it requires
 "Authorization: Bearer <contents of F>" (F read on every request, so tests
 rotate it) and answers 401 otherwise. Any other path answers 200 with body
 "ID\\n" on a kept-alive connection. One line per /readyz request on stdout.
+While the file DIR/ID.cert exists, holding "CERT KEY" (two paths), new
+connections are served with that certificate instead (a rotation); kept-alive
+connections keep the one they were established with.
 """
 import http.server
 import os
@@ -62,6 +65,11 @@ def main():
 
         def get_request(self):
             sock, addr = self.socket.accept()
+            rotated = os.path.join(d, ident + ".cert")
+            if os.path.exists(rotated):
+                with open(rotated) as f:
+                    crt, key = f.read().split()
+                ctx.load_cert_chain(crt, key)
             return ctx.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), addr
 
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -319,6 +320,169 @@ START_TEST(a_dial_whose_upstream_starts_draining_is_retried_on_another)
 }
 END_TEST
 
+/* Occurrences of needle in the daemon's log. */
+static int
+log_count(const char *needle)
+{
+    char *log = proxy_log(&px);
+    int n = 0;
+    for (const char *q = log; (q = strstr(q, needle)); q++)
+        n++;
+    free(log);
+    return n;
+}
+
+/* Clients opening connections in a loop while an upstream stops. */
+struct loop_client {
+    pthread_t thread;
+    int port;
+    volatile int *after; /* connections each must open after the stop */
+    int ok, failed, before, since;
+    volatile int *stop_flag;
+};
+
+static void *
+loop_client_run(void *arg)
+{
+    struct loop_client *lc = arg;
+    long long end = tu_now_ms() + 30000;
+    while (tu_now_ms() < end) {
+        int stopped = __atomic_load_n(lc->stop_flag, __ATOMIC_ACQUIRE);
+        if (stopped && lc->since >= *lc->after)
+            break;
+        int fd = tcp_connect(lc->port, 3000);
+        char b[2] = {0, 0};
+        long n = fd >= 0 ? read_full(fd, b, 2, 5000) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n == 2 && b[1] == '\n')
+            lc->ok++;
+        else
+            lc->failed++;
+        if (stopped)
+            lc->since++;
+        else
+            __atomic_add_fetch(&lc->before, 1, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+START_TEST(an_upstream_stopped_while_clients_connect_fails_no_client)
+{
+    enum { CLIENTS = 20 };
+    struct srv s[2];
+    ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
+    ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
+    const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
+    start_proxy(FAST, eps, 2);
+
+    static struct loop_client lc[CLIENTS];
+    static volatile int stop_flag, after = 20;
+    stop_flag = 0;
+    memset(lc, 0, sizeof(lc));
+    for (int i = 0; i < CLIENTS; i++) {
+        lc[i].port = px.port;
+        lc[i].stop_flag = &stop_flag;
+        lc[i].after = &after;
+        ck_assert_int_eq(pthread_create(&lc[i].thread, NULL, loop_client_run, &lc[i]), 0);
+    }
+    /* Every client is looping, and A has served some of them. */
+    long long end = tu_now_ms() + 10000;
+    for (;;) {
+        int all = 1;
+        for (int i = 0; i < CLIENTS; i++)
+            all &= __atomic_load_n(&lc[i].before, __ATOMIC_ACQUIRE) >= 2;
+        if (all && srv_accepts(&s[0]) >= 10)
+            break;
+        ck_assert_msg(tu_now_ms() < end, "the clients did not get going");
+        tu_sleep_ms(5);
+    }
+    srv_stop(&s[0]); /* its port refuses from now on; its queue is reset */
+    __atomic_store_n(&stop_flag, 1, __ATOMIC_RELEASE);
+    int ok = 0, failed = 0;
+    for (int i = 0; i < CLIENTS; i++) {
+        pthread_join(lc[i].thread, NULL);
+        ok += lc[i].ok;
+        failed += lc[i].failed;
+        ck_assert_int_ge(lc[i].since, 20);
+    }
+    ck_assert_msg(failed == 0, "%d of %d client connections failed", failed, ok + failed);
+    /* Dials to the stopped upstream happened and were moved. */
+    char *log = proxy_log(&px);
+    ck_assert_msg(strstr(log, "retrying on") != NULL, "no redial: %s", log);
+    free(log);
+    stop_proxy();
+    srv_stop(&s[1]);
+}
+END_TEST
+
+/* An upstream that takes the client's bytes and resets before answering:
+ * the bytes go again to another upstream, and the client sees only its
+ * answer. Connections are opened until the resetting upstream had three. */
+START_TEST(an_upstream_reset_before_its_first_byte_is_replayed_on_another)
+{
+    struct srv r, e;
+    ck_assert_int_eq(srv_start(&r, SRV_RESET, 'R'), 0);
+    ck_assert_int_eq(srv_start(&e, SRV_ECHO, 'E'), 0);
+    const char *eps[] = {srv_ep(&r), srv_ep(&e)};
+    start_proxy(FAST, eps, 2);
+    const char *moved = "(Connection reset by peer): retrying on";
+    for (int n = 0; n < 64 && log_count(moved) < 3; n++) {
+        int fd = tcp_connect(px.port, 3000);
+        ck_assert_int_ge(fd, 0);
+        assert_echoes(fd);
+        close(fd);
+    }
+    ck_assert_msg(log_count(moved) >= 3, "%s", proxy_log(&px));
+    stop_proxy();
+    srv_stop(&r);
+    srv_stop(&e);
+}
+END_TEST
+
+/* Health state can be stale: with every upstream marked unhealthy (by two
+ * failed client dials each), one that answers again is still used. */
+START_TEST(with_every_upstream_unhealthy_one_that_answers_serves_the_client)
+{
+    struct srv s[2];
+    ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
+    ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
+    int port_b = s[1].port;
+    const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
+    char ep_a[32], ep_b[32];
+    snprintf(ep_a, sizeof(ep_a), "%s", eps[0]);
+    snprintf(ep_b, sizeof(ep_b), "%s", eps[1]);
+    /* One check at the start, the next 30 s later: only client dials move
+     * the health state during the test. */
+    start_proxy("health_interval = \"30s\"; health_timeout = \"1s\";", eps, 2);
+    char line[96];
+    (void)hello(NULL); /* served while both answer */
+    srv_stop(&s[0]);
+    srv_stop(&s[1]);
+    /* Each connection dials both and fails: two make both unhealthy. */
+    for (int i = 0; i < 2; i++) {
+        int fd = tcp_connect(px.port, 3000);
+        ck_assert_int_ge(fd, 0);
+        char b[2];
+        ck_assert_int_le(read_full(fd, b, 2, 5000), 0);
+        close(fd);
+    }
+    snprintf(line, sizeof(line), "upstream %s is unhealthy", ep_a);
+    ck_assert_int_eq(proxy_wait_log(&px, line, 3000), 0);
+    snprintf(line, sizeof(line), "upstream %s is unhealthy", ep_b);
+    ck_assert_int_eq(proxy_wait_log(&px, line, 3000), 0);
+    /* B answers again; the proxy has not checked it since. */
+    struct srv b2;
+    ck_assert_int_eq(srv_start_port(&b2, SRV_HELLO, 'B', port_b), 0);
+    ck_assert_int_eq(hello(NULL), 'B');
+    char *log = proxy_log(&px);
+    ck_assert_msg(strstr(log, "the last resort") != NULL, "%s", log);
+    free(log);
+    stop_proxy();
+    srv_stop(&b2);
+}
+END_TEST
+
 START_TEST(a_blackholed_upstream_does_not_delay_the_probes_of_others)
 {
     /* One live upstream between two blackholed ones in the sorted endpoint
@@ -467,6 +631,9 @@ suite(void)
     tcase_add_test(tc, re_adding_an_endpoint_aborts_its_drain);
     tcase_add_test(tc, a_drain_timeout_of_0_closes_at_once);
     tcase_add_test(tc, a_dial_whose_upstream_starts_draining_is_retried_on_another);
+    tcase_add_test(tc, an_upstream_stopped_while_clients_connect_fails_no_client);
+    tcase_add_test(tc, an_upstream_reset_before_its_first_byte_is_replayed_on_another);
+    tcase_add_test(tc, with_every_upstream_unhealthy_one_that_answers_serves_the_client);
     tcase_add_test(tc, a_blackholed_upstream_does_not_delay_the_probes_of_others);
     tcase_add_test(tc, shutdown_force_closes_connections_promptly);
     tcase_add_test(tc, shutdown_while_an_upstream_drains_closes_its_connections_too);

@@ -108,20 +108,24 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     close(fd);
     wait_metric(series("prismlb_connections_active", NULL), 0, 3000);
 
-    /* b dies: client dials to it fail and are counted; it is excluded. */
+    /* b dies: client dials to it fail and are counted, and the clients are
+     * moved to a (counted too) without noticing; b is excluded. */
+    double retries0 = -1, retries = -1, errs = 0;
+    ck_assert_int_eq(scrape(series("prismlb_dial_retries_total", NULL), &retries0), 0);
+    ck_assert(retries0 == 0);
     srv_stop(&b);
-    int failures = 0;
-    for (int i = 0; i < 20 && failures == 0; i++) {
+    for (int i = 0; i < 64 && errs < 1; i++) {
         fd = tcp_connect(px.port, 3000);
         ck_assert_int_ge(fd, 0);
-        if (write_full(fd, "x", 1) < 0 || read_full(fd, &c, 1, 3000) != 1)
-            failures++;
+        ck_assert_int_eq(write_full(fd, "x", 1), 0);
+        ck_assert_int_eq(read_full(fd, &c, 1, 3000), 1);
         close(fd);
+        if (scrape(series("prismlb_connection_errors_total", eb), &errs) < 0)
+            errs = 0;
     }
-    ck_assert_int_eq(failures, 1);
-    double errs = 0;
-    ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &errs), 0);
     ck_assert(errs >= 1);
+    ck_assert_int_eq(scrape(series("prismlb_dial_retries_total", NULL), &retries), 0);
+    ck_assert(retries >= 1);
     wait_metric(series("prismlb_health_check_status", eb), 0, 4000);
     wait_metric(series("prismlb_upstreams_active", NULL), 1, 1000);
     wait_metric(series("prismlb_upstreams", NULL), 2, 1000);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tp_e2e.h"
@@ -234,6 +235,65 @@ START_TEST(a_missing_credential_fails_the_probe_not_the_start)
 }
 END_TEST
 
+/* Lines of a readyz server's log containing needle. */
+static int
+rz_count(const struct rz *r, const char *needle)
+{
+    char log[4200];
+    snprintf(log, sizeof(log), "%s/%c.log", pki, r->id);
+    char *s = tu_read_file(log, NULL);
+    int n = 0;
+    for (const char *q = s; q && (q = strstr(q, needle)); q++)
+        n++;
+    free(s);
+    return n;
+}
+
+/* Every probe makes a new TLS connection: a serving certificate rotated to
+ * one another CA signed fails the next probes, where a kept-alive
+ * connection would go on passing them. */
+START_TEST(a_serving_certificate_from_another_ca_turns_the_upstream_not_ready)
+{
+    /* A second PKI: the same names, another CA. */
+    char other[4300], script[4096], marker[8700];
+    snprintf(other, sizeof(other), "%s/other", pki);
+    ck_assert_int_eq(mkdir(other, 0700), 0);
+    snprintf(script, sizeof(script), "%s", tu_source_path("tests/e2e/tcp_proxy/gen_certs.sh"));
+    char *argv[] = {"sh", script, other, NULL};
+    char *out = NULL;
+    ck_assert_msg(tu_run(argv, NULL, &out, 60000) == 0, "gen_certs.sh: %s", out);
+    free(out);
+
+    struct rz a;
+    rz_start(&a, 'A', NULL);
+    const char *eps[] = {a.ep};
+    char settings[16384], ready[64], unready[64];
+    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
+    snprintf(unready, sizeof(unready), "upstream %s is not ready", a.ep);
+    readyz_settings(settings, sizeof(settings), NULL);
+    struct proxy p;
+    assert_proxy_started(&p, settings, eps, 1);
+    ck_assert_msg(wait_count(&p, ready, 1, 6000) == 0, "%s", proxy_log(&p));
+    /* A second passing probe: with kept-alive probes, there is a
+     * connection from before the rotation to go on with. */
+    long long end = tu_now_ms() + 4000;
+    while (rz_count(&a, "readyz 200") < 2) {
+        ck_assert_msg(tu_now_ms() < end, "no second probe");
+        tu_sleep_ms(20);
+    }
+    snprintf(marker, sizeof(marker), "%s/server.crt %s/server.key\n", other, other);
+    ck_assert_int_eq(tu_write_file(pki_path("A.cert"), marker), 0);
+    long long swapped = tu_now_ms();
+    /* Two failed probes: the first within one interval, the second one
+     * interval later, each done within health_timeout. */
+    ck_assert_msg(proxy_wait_log(&p, unready, 2 * 1100 + 1000 + 500) == 0, "%s", proxy_log(&p));
+    long long took = tu_now_ms() - swapped;
+    ck_assert_msg(took <= 2 * 1100 + 1000, "not ready %lld ms after the rotation", took);
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    rz_stop(&a);
+}
+END_TEST
+
 struct client {
     struct tu_proc proc;
     char log[4200];
@@ -333,6 +393,7 @@ suite(void)
     tcase_add_test(tc, readyz_probes_present_the_client_certificate);
     tcase_add_test(tc, readyz_probes_reread_a_rotated_token_file);
     tcase_add_test(tc, a_missing_credential_fails_the_probe_not_the_start);
+    tcase_add_test(tc, a_serving_certificate_from_another_ca_turns_the_upstream_not_ready);
     tcase_add_test(
         tc, an_unready_upstream_loses_its_connections_after_drain_timeout_while_another_is_ready);
     tcase_add_test(tc, with_no_upstream_ready_existing_connections_stay);

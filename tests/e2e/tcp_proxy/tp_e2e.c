@@ -35,6 +35,16 @@ conn_thread(void *arg)
         if (write_full(c->fd, hello, 2) < 0)
             goto out;
     }
+    if (c->s->mode == SRV_RESET) {
+        /* The client's first bytes arrived (so a proxy sent them), then
+         * a reset: close with a zero linger. */
+        struct pollfd pf = {c->fd, POLLIN, 0};
+        if (poll(&pf, 1, 10000) > 0)
+            (void)read(c->fd, buf, sizeof(buf));
+        struct linger lg = {1, 0};
+        (void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+        goto out;
+    }
     for (;;) {
         struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {c->s->stop_pipe[0], POLLIN, 0}};
         if (poll(pf, 2, -1) < 0 && errno != EINTR)

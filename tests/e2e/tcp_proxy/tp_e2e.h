@@ -16,6 +16,7 @@ enum srv_mode {
     SRV_ECHO,      /* echo everything; FIN after the echo of the client's FIN */
     SRV_HELLO,     /* write "<id>\n" on accept, then echo */
     SRV_BLACKHOLE, /* listen with backlog 0, never accept, queue kept full */
+    SRV_RESET,     /* read what the client sent first, then reset (RST) */
 };
 
 #define SRV_MAX_ACCEPTS 256

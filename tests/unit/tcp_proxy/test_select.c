@@ -228,6 +228,58 @@ START_TEST(no_healthy_upstream_means_no_pick)
 }
 END_TEST
 
+/* A redial never goes back to an upstream it tried; with readyz the ready
+ * filter applies to the untried ones. */
+START_TEST(a_redial_picks_only_untried_upstreams)
+{
+    struct tp_pool *p = pool(TP_SEL_RANDOM, TP_CHECK_READYZ, 30000);
+    set(p, "a:1,b:1,c:1");
+    struct tp_up *a = up(p, "a:1"), *b = up(p, "b:1"), *c = up(p, "c:1");
+    ck_assert(a->id && b->id && c->id && a->id != b->id && b->id != c->id && a->id != c->id);
+    tp_pool_probe_result(p, a, 1);
+    tp_pool_probe_result(p, b, 1);
+    uint32_t tried[3] = {a->id};
+    for (int i = 0; i < 20; i++)
+        ck_assert_ptr_eq(tp_pool_pick_untried(p, tried, 1), b); /* the ready one left */
+    tried[1] = b->id;
+    for (int i = 0; i < 20; i++)
+        ck_assert_ptr_eq(tp_pool_pick_untried(p, tried, 2), c); /* none ready: any healthy */
+    tried[2] = c->id;
+    ck_assert_ptr_null(tp_pool_pick_untried(p, tried, 3));
+    tp_pool_free(p);
+}
+END_TEST
+
+/* With nothing pickable, the unhealthy, non-draining upstreams are the last
+ * resort, each once. */
+START_TEST(the_last_resort_is_an_untried_unhealthy_upstream_that_does_not_drain)
+{
+    struct tp_pool *p = pool(TP_SEL_RANDOM, TP_CHECK_TCP, 30000);
+    set(p, "a:1,b:1,c:1");
+    struct tp_up *a = up(p, "a:1"), *b = up(p, "b:1");
+    ck_assert_ptr_null(tp_pool_pick_last_resort(p, NULL, 0)); /* all healthy */
+    fail_twice(p, "a:1");
+    fail_twice(p, "b:1");
+    fail_twice(p, "c:1");
+    set(p, "a:1,b:1"); /* c drains */
+    ck_assert_ptr_null(tp_pool_pick(p, NULL));
+    int seen_a = 0, seen_b = 0;
+    rnd_i = 0;
+    for (int i = 0; i < RND_STEPS; i++) {
+        struct tp_up *u = tp_pool_pick_last_resort(p, NULL, 0);
+        ck_assert(u == a || u == b);
+        seen_a += u == a;
+        seen_b += u == b;
+    }
+    ck_assert_int_eq(seen_a, RND_STEPS / 2); /* uniform */
+    ck_assert_int_eq(seen_b, RND_STEPS / 2);
+    uint32_t tried[2] = {a->id, b->id};
+    ck_assert_ptr_eq(tp_pool_pick_last_resort(p, tried, 1), b);
+    ck_assert_ptr_null(tp_pool_pick_last_resort(p, tried, 2));
+    tp_pool_free(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Graceful draining                                                        */
 
@@ -930,6 +982,8 @@ suite(void)
     tcase_add_test(h, two_consecutive_failures_exclude_an_upstream_one_success_re_includes_it);
     tcase_add_test(h, failed_and_successful_client_dials_count_toward_the_same_streak);
     tcase_add_test(h, no_healthy_upstream_means_no_pick);
+    tcase_add_test(h, a_redial_picks_only_untried_upstreams);
+    tcase_add_test(h, the_last_resort_is_an_untried_unhealthy_upstream_that_does_not_drain);
     tcase_add_test(h, a_removed_endpoint_gets_no_new_connections_but_keeps_its_existing_ones);
     tcase_add_test(h, remaining_connections_are_force_closed_when_the_drain_timeout_expires);
     tcase_add_test(h, re_adding_the_endpoint_before_the_timeout_aborts_the_drain);

@@ -1,0 +1,398 @@
+/*
+ * pump: the forwarding of an open connection (conn.c runs the state
+ * machine), the socket options of both sides and the pipe pool.
+ *
+ * Forwarding per direction is adaptive: small reads go through one shared
+ * copy buffer (recv + send: the cheapest path for request/response
+ * traffic); once a read fills that buffer the direction switches to
+ * splice(2) through a pipe, zero-copy, until reads get small again. Pipes
+ * come from a per-instance pool and are held only while data sits in them;
+ * a partial send of copied data keeps its remainder in a buffer allocated
+ * for that direction until it is flushed. So an idle connection owns two
+ * sockets, two watches and this struct, and nothing else.
+ *
+ * Each socket has one edge-triggered watch for reading and writing, added
+ * once and never changed: readiness is remembered per socket (set by an
+ * event, cleared by EAGAIN or, for copies, a short read), so a connection
+ * costs two epoll_ctl calls to add and two to remove, whatever its traffic.
+ * A short copy read that follows a reported FIN is the EOF: no read of 0
+ * is needed to learn it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn_int.h"
+
+static char copy_buf[COPY_BUF]; /* the loop is single-threaded */
+
+/* ------------------------------------------------------------------------ */
+/* Socket options and pipes                                                 */
+
+/* Whether TCP_KEEPCNT must be set on each socket: not when the system's
+ * default probe count already is TP_KEEPALIVE_CNT (saves a system call per
+ * socket on every connection). */
+static int set_keepcnt = 1;
+
+void
+tp_sockopts_init(void)
+{
+    char buf[32];
+    int fd = open("/proc/sys/net/ipv4/tcp_keepalive_probes", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n > 0) {
+        buf[n] = '\0';
+        set_keepcnt = atoi(buf) != TP_KEEPALIVE_CNT;
+    }
+}
+
+void
+tp_sockopts(int fd)
+{
+    int one = 1, idle = TP_KEEPALIVE_IDLE_S, intvl = TP_KEEPALIVE_INTVL_S, cnt = TP_KEEPALIVE_CNT;
+    unsigned int ut = TP_USER_TIMEOUT_MS;
+    /* Best effort: a socket without them still works. */
+    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+    if (set_keepcnt)
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+int
+tp_sockopts_present(int fd)
+{
+    int ka = 0, idle = 0, intvl = 0, cnt = 0, nodelay = 0;
+    unsigned int ut = 0;
+    socklen_t l = sizeof(int), lu = sizeof(ut);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &ka, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, &l) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &lu) < 0 ||
+        getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &l) < 0)
+        return 0;
+    return ka && idle == TP_KEEPALIVE_IDLE_S && intvl == TP_KEEPALIVE_INTVL_S &&
+           cnt == TP_KEEPALIVE_CNT && ut == TP_USER_TIMEOUT_MS && nodelay;
+}
+
+static struct tp_pipe *
+pipe_get(struct tp *tp)
+{
+    struct tp_pipe *p = tp->pipes;
+    int fds[2];
+
+    if (p) {
+        tp->pipes = p->next;
+        tp->npipes--;
+        p->next = NULL;
+        return p;
+    }
+    p = tp->host->alloc(sizeof(*p));
+    if (!p)
+        return NULL;
+    if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
+        tp->host->free(p);
+        return NULL;
+    }
+    if (PIPE_SIZE > 0)
+        (void)fcntl(fds[1], F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+    p->rd = fds[0];
+    p->wr = fds[1];
+    return p;
+}
+
+/* Give back an empty pipe (a pipe with data in it is closed instead). */
+static void
+pipe_put(struct tp *tp, struct tp_pipe *p, int empty)
+{
+    if (empty && tp->npipes < SPARE_PIPES && !tp->stopping) {
+        p->next = tp->pipes;
+        tp->pipes = p;
+        tp->npipes++;
+        return;
+    }
+    close(p->rd);
+    close(p->wr);
+    tp->host->free(p);
+}
+
+void
+tp_pipes_free(struct tp *tp)
+{
+    while (tp->pipes) {
+        struct tp_pipe *p = tp->pipes;
+        tp->pipes = p->next;
+        close(p->rd);
+        close(p->wr);
+        tp->host->free(p);
+    }
+    tp->npipes = 0;
+}
+
+void
+tp_dir_release(struct tp *tp, struct tp_dir *dr)
+{
+    if (dr->pipe)
+        pipe_put(tp, dr->pipe, 0);
+    dr->pipe = NULL;
+    tp->host->free(dr->buf);
+    dr->buf = NULL;
+    dr->len = dr->off = 0;
+}
+
+void
+tp_redial_free(struct tp *tp, struct tp_conn *c)
+{
+    tp->host->free(c->tried);
+    tp->host->free(c->replay);
+    c->tried = NULL;
+    c->replay = NULL;
+    c->rlen = c->ntried = c->tcap = 0;
+}
+
+/* The first upstream byte is on its way to the client (or the replay
+ * would grow too large): no redial from now on. */
+static void
+unfresh(struct tp_conn *c)
+{
+    c->fresh = 0;
+    tp_redial_free(c->tp, c);
+}
+
+/* Keep n bytes read from the client (in copy_buf) for a redial. */
+static void
+replay_keep(struct tp_conn *c, const char *data, size_t n)
+{
+    const struct plb_host *h = c->tp->host;
+    if (n > REPLAY_MAX - c->rlen) {
+        unfresh(c);
+        return;
+    }
+    char *nb = h->realloc(c->replay, c->rlen + n);
+    if (!nb) {
+        unfresh(c);
+        return;
+    }
+    memcpy(nb + c->rlen, data, n);
+    c->replay = nb;
+    c->rlen += (uint32_t)n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Forwarding                                                               */
+
+/* Send what d holds to dst. 1: all flushed; 0: would block; -1: error. */
+static int
+flush(struct tp *tp, struct tp_dir *dr, int dst)
+{
+    while (dr->pipe && dr->len) {
+        ssize_t n =
+            splice(dr->pipe->rd, NULL, dst, NULL, dr->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            dr->len -= (uint32_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+    if (dr->pipe) {
+        pipe_put(tp, dr->pipe, 1);
+        dr->pipe = NULL;
+    }
+    while (dr->buf && dr->off < dr->len) {
+        ssize_t n = send(dst, dr->buf + dr->off, dr->len - dr->off, MSG_NOSIGNAL);
+        if (n > 0) {
+            dr->off += (uint32_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n < 0 && errno == EAGAIN ? 0 : -1;
+    }
+    if (dr->buf) {
+        tp->host->free(dr->buf);
+        dr->buf = NULL;
+        dr->len = dr->off = 0;
+    }
+    return 1;
+}
+
+/* Read from src and, in copy mode, send at once. Returns bytes read, 0 on
+ * EOF, -EAGAIN when nothing is there, another -errno on error. Data that
+ * could not be sent stays in dr (pipe or buffer). *drained: a copy read
+ * came back short, so src held no more (a splice can come back short with
+ * data left, when the pipe runs out of slots: it never says drained).
+ * keep: a fresh connection whose client bytes are kept for a redial (copy
+ * mode then), or NULL. *bad: the socket of an error. */
+static ssize_t
+fill(struct tp *tp, struct tp_dir *dr, int src, int dst, int *drained, struct tp_conn *keep,
+     int *bad)
+{
+    int copy_only = keep != NULL;
+    *drained = 0;
+    *bad = src;
+    ssize_t n;
+
+    if (dr->bulk && !tp->no_splice && !copy_only) {
+        struct tp_pipe *p = pipe_get(tp);
+        if (p) {
+            do
+                n = splice(src, NULL, p->wr, NULL, SPLICE_LEN, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            while (n < 0 && errno == EINTR);
+            if (n > 0) {
+                dr->pipe = p;
+                dr->len = (uint32_t)n;
+                if (n < SMALL_READ)
+                    dr->bulk = 0;
+                return n;
+            }
+            int e = errno;
+            pipe_put(tp, p, 1);
+            if (n == 0)
+                return 0;
+            if (e != EINVAL)
+                return -e;
+            tp->no_splice = 1; /* not for these fds: copy from now on */
+            TP_LOG(tp, PLB_LOG_WARN, "splice(2) unavailable: using buffered copies");
+        }
+    }
+    do
+        n = recv(src, copy_buf, sizeof(copy_buf), 0);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0)
+        return n == 0 ? 0 : -errno;
+    *drained = n < (ssize_t)sizeof(copy_buf);
+#ifndef TP_FORCE_COPY
+    if (n == (ssize_t)sizeof(copy_buf))
+        dr->bulk = 1; /* more is coming: splice from now on */
+#endif
+    if (keep)
+        replay_keep(keep, copy_buf, (size_t)n);
+    *bad = dst;
+    ssize_t sent = 0;
+    while (sent < n) {
+        ssize_t w = send(dst, copy_buf + sent, (size_t)(n - sent), MSG_NOSIGNAL);
+        if (w > 0) {
+            sent += w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno != EAGAIN)
+            return -errno;
+        break;
+    }
+    if (sent < n) {
+        /* Bounded: at most one copy buffer per direction, and reading stops
+         * until it is flushed. */
+        dr->buf = tp->host->alloc((size_t)(n - sent));
+        if (!dr->buf)
+            return -ENOMEM;
+        memcpy(dr->buf, copy_buf + sent, (size_t)(n - sent));
+        dr->len = (uint32_t)(n - sent);
+        dr->off = 0;
+    }
+    return n;
+}
+
+static int
+pending(const struct tp_dir *dr)
+{
+    return (dr->pipe && dr->len) || (dr->buf && dr->off < dr->len);
+}
+
+/* Move data in direction i as far as the sockets allow. 0, or -1 when c
+ * was closed. */
+int
+tp_pump(struct tp_conn *c, int i)
+{
+    struct tp *tp = c->tp;
+    struct tp_dir *dr = &c->dir[i];
+    int src = i ? c->ufd : c->cfd, dst = i ? c->cfd : c->ufd;
+    uint8_t r = i ? R_U : R_C, w = i ? W_C : W_U, fin = i ? H_U : H_C;
+    size_t moved = 0;
+    int err = 0, bad = -1;
+
+    for (;;) {
+        if (pending(dr)) {
+            if (!(c->rdy & w))
+                return 0; /* the destination's watch says when */
+            int f = flush(tp, dr, dst);
+            if (f < 0) {
+                err = errno;
+                bad = dst;
+                goto close;
+            }
+            if (f == 0) {
+                c->rdy &= (uint8_t)~w;
+                return 0;
+            }
+        }
+        if (dr->eof) {
+            /* Both directions ended: close() sends the last FIN, no
+             * shutdown needed (nothing is left unread on either socket). */
+            if (c->dir[!i].shut)
+                goto close;
+            if (!dr->shut) {
+                shutdown(dst, SHUT_WR);
+                dr->shut = 1;
+            }
+            return 0;
+        }
+        if (!(c->rdy & r))
+            return 0;
+        if (moved >= PUMP_BUDGET) {
+            /* Fairness: the rest after the other connections' turn. */
+            tp->host->io_activate(i ? c->uio : c->cio, PLB_IO_READ);
+            return 0;
+        }
+        int drained;
+        ssize_t n = fill(tp, dr, src, dst, &drained, !i && c->fresh ? c : NULL, &bad);
+        if (n == -EAGAIN) {
+            c->rdy &= (uint8_t)~r;
+            return 0;
+        }
+        if (n < 0) {
+            err = (int)-n;
+            goto close;
+        }
+        if (n == 0) {
+            dr->eof = 1;
+            continue;
+        }
+        if (i && c->fresh)
+            unfresh(c); /* the first upstream byte reached the client */
+        moved += (size_t)n;
+        if (pending(dr) && !dr->pipe)
+            c->rdy &= (uint8_t)~w; /* copy mode: the send was partial */
+        if (drained) {
+            /* Everything before a reported FIN has been read: EOF. */
+            if (c->rdy & fin)
+                dr->eof = 1;
+            else
+                c->rdy &= (uint8_t)~r;
+        }
+    }
+close:
+    /* An upstream that resets before its first byte is a failed dial. */
+    if (c->fresh && bad >= 0 && bad == c->ufd && tp_conn_retryable(err)) {
+        tp_conn_dial_failed(c, err, strerror(err));
+        return -1;
+    }
+    tp_conn_close(c);
+    return -1;
+}

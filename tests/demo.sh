@@ -101,9 +101,10 @@ via_proxy /version; echo
 say "stop API server 1 (its port refuses connections)"
 curl -fsS -X POST http://127.0.0.1:16440/servers/1/stop >/dev/null
 n=0
-for k in 1 2 3 4 5 6; do via_proxy /api >/dev/null 2>&1 && n=$((n + 1)); done
-echo "  $n of 6 requests through the proxy succeeded (a connection that picks the"
-echo "  stopped server before two failed checks exclude it is refused)"
+for k in 1 2 3 4 5 6 7 8 9 10 11 12; do via_proxy /api >/dev/null 2>&1 && n=$((n + 1)); done
+echo "  $n of 12 requests through the proxy right after the stop succeeded (a dial"
+echo "  the stopped server refuses moves to another server before any byte reached curl)"
+[ "$n" = 12 ] || { echo "demo: a request failed right after the server stopped" >&2; exit 1; }
 two() { [ "$(upstreams)" = 2 ]; }
 wait_for "the health checks to exclude it" two
 echo "  upstreams healthy now: $(upstreams)"

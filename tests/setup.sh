@@ -9,11 +9,12 @@ what=${1:-test}
 build_pkgs="gcc libc6-dev pkg-config meson ninja-build git
   libevent-dev libcurl4-openssl-dev libjansson-dev libssl-dev libconfig-dev"
 test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
-  python3 python3-kubernetes python3-prometheus-client prometheus hcloud-cli unzip iproute2"
+  python3 python3-kubernetes python3-prometheus-client prometheus hcloud-cli unzip iproute2
+  libprotobuf-c-dev protobuf-c-compiler"
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 
 case "$what" in
-  demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl" ;;
+  demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl libprotobuf-c-dev protobuf-c-compiler" ;;
   test)  pkgs="$build_pkgs $test_pkgs" ;;
   bench) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
   *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;

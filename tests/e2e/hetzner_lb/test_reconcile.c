@@ -467,6 +467,46 @@ START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
 }
 END_TEST
 
+/* "Every port of the service needs an allocated nodePort ... ports without
+ * one are skipped": with allocateLoadBalancerNodePorts: false the API
+ * server allocates none, but keeps the one a port sets itself; that port is
+ * exposed, the other skipped. */
+START_TEST(with_allocate_node_ports_false_the_port_that_sets_a_node_port_is_exposed)
+{
+    struct env e;
+    char ip[64];
+    json_t *o;
+    env_start(&e, NULL, NULL, NULL, 300);
+    add_node(&e, "n1", "10.0.1.94");
+    kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json",
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"mixed\","
+             "\"namespace\":\"default\"},\"spec\":{\"type\":\"LoadBalancer\","
+             "\"allocateLoadBalancerNodePorts\":false,\"selector\":{\"app\":\"mixed\"},"
+             "\"ports\":[{\"name\":\"http\",\"port\":80,\"nodePort\":30111},"
+             "{\"name\":\"https\",\"port\":443}]}}",
+             201, &o);
+    json_t *ports = json_object_get(json_object_get(o, "spec"), "ports");
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ports, 0), "nodePort")),
+                     30111);
+    ck_assert_ptr_null(json_object_get(json_array_get(ports, 1), "nodePort"));
+    char *uid =
+        strdup(json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")));
+    json_decref(o);
+    ck_assert_ptr_nonnull(uid);
+    WAIT_FOR(&e, ingress_ip(&e, "mixed", ip, sizeof(ip)), 20000, "the status");
+    json_t *a = lbs_of(&e, uid);
+    json_t *svcs = json_object_get(json_array_get(a, 0), "services");
+    ck_assert_uint_eq(json_array_size(svcs), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(svcs, 0), "listen_port")),
+                     80);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_array_get(svcs, 0), "destination_port")), 30111);
+    json_decref(a);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* robotlb/lb-public-interface: "false": a private-only balancer, its
  * public interface disabled and the Service's external IP its private one
  * (in the create body; and with lb-private-ip, disabled after the
@@ -756,6 +796,7 @@ suite(void)
     tcase_add_test(tc, a_service_without_target_nodes_waits_with_a_warning_event);
     tcase_add_test(tc, lb_private_ip_requests_the_balancers_address_in_the_network);
     tcase_add_test(tc, lb_public_interface_false_makes_a_private_only_balancer);
+    tcase_add_test(tc, with_allocate_node_ports_false_the_port_that_sets_a_node_port_is_exposed);
     tcase_add_test(tc, load_balancer_class_serves_only_that_class);
     tcase_add_test(tc, every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner);
     tcase_add_test(tc, a_deleted_endpoint_slice_rechecks_the_balancers);

@@ -50,7 +50,10 @@ fk_dry_run(struct fk_rq *rq)
     return d && !strcmp(d, "All");
 }
 
-/* Parse the request body as a JSON object, checking the media type.
+#define PROTOBUF_TYPE "application/vnd.kubernetes.protobuf"
+
+/* Parse the request body as a JSON object, checking the media type (where
+ * JSON is accepted, a protobuf Namespace is too: fk_proto_to_json).
  * New object or NULL with *err (new Status). */
 static json_t *
 read_body(struct fk_rq *rq, const char *const *types, json_t **err)
@@ -62,6 +65,18 @@ read_body(struct fk_rq *rq, const char *const *types, json_t **err)
     int ok = 0;
 
     *err = NULL;
+    if (ct && !strcmp(types[0], "application/json") &&
+        !strncasecmp(ct, PROTOBUF_TYPE, strlen(PROTOBUF_TYPE)) &&
+        (ct[strlen(PROTOBUF_TYPE)] == '\0' || ct[strlen(PROTOBUF_TYPE)] == ';')) {
+        size_t len = 0;
+        if (!(body = fk_rq_body(rq, &len))) {
+            *err = fk_err_bad_request("the request body is empty");
+            return NULL;
+        }
+        v = fk_proto_to_json((const unsigned char *)body, len, err);
+        free(body);
+        return v;
+    }
     if (ct) {
         for (size_t i = 0; types[i]; i++)
             if (!strncasecmp(ct, types[i], strlen(types[i])) &&

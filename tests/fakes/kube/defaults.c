@@ -350,11 +350,14 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
         }
         np = json_object_get(p, "nodePort");
         snprintf(field, sizeof(field), "spec.ports[%zu].nodePort", i);
-        if (np && !want_np) {
+        /* The apiserver allows a nodePort on NodePort and LoadBalancer
+         * Services; with allocateLoadBalancerNodePorts: false it allocates
+         * none, but one the user sets is kept (and must be free). */
+        if (np && !is_external(type)) {
             snprintf(msg, sizeof(msg), "Forbidden: may not be used when `type` is '%s'", type);
             return fk_status_invalid(k, name, field, "FieldValueForbidden", msg);
         }
-        if (!want_np)
+        if (!want_np && !np)
             continue;
         if (!np && ospec) {
             /* Keep the port this service already holds for the same port. */

@@ -328,6 +328,11 @@ struct fk_target {
 json_t *fk_err_not_found(const struct fk_kind *k, const char *name);
 json_t *fk_err_conflict(const struct fk_kind *k, const char *name, const char *why);
 json_t *fk_err_bad_request(const char *msg);
+/* Decode a body of Content-Type application/vnd.kubernetes.protobuf (the
+ * magic "k8s\0" and a runtime.Unknown) into the JSON object of its kind:
+ * Namespace only (proto.c). New object, or NULL with *err (new Status: 415
+ * for another kind, 400 for a body that does not decode). */
+json_t *fk_proto_to_json(const unsigned char *body, size_t len, json_t **err);
 /* 1 when the request asks for dryRun=All. */
 int fk_dry_run(struct fk_rq *rq);
 /* The verbs. Each replies and frees rq. */

@@ -2,6 +2,7 @@
  * kubectl 1.35 against the fake over HTTPS with a client certificate:
  * apply (with server-side field validation), get -o json with defaults,
  * get -w seeing another client's change, patch (merge and strategic),
+ * create namespace (a protobuf body),
  * label, annotate, cordon, delete --wait (sendInitialEvents) and
  * finalizers.
  */
@@ -347,6 +348,38 @@ START_TEST(patch_label_annotate_cordon)
 }
 END_TEST
 
+/* kubectl create namespace sends a protobuf body
+ * (application/vnd.kubernetes.protobuf), as it does to a real API server;
+ * the Namespace is created with its defaults. `create service` (also
+ * protobuf, a kind the fake decodes from JSON only) is refused with 415. */
+START_TEST(create_namespace_with_a_protobuf_body)
+{
+    char *out = NULL;
+    json_t *ns;
+    int rc = kc(&out, "create", "namespace", "demo", NULL);
+    ck_assert_msg(rc == 0, "create namespace: %s", out);
+    ck_assert_msg(strstr(out, "namespace/demo created"), "%s", out);
+    free(out);
+    ck_assert(logged("POST", "/api/v1/namespaces", NULL));
+    ns = kc_get("namespace", NULL, "demo");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ns, "status"), "phase")),
+                     "Active");
+    ck_assert_str_eq(json_string_value(json_object_get(
+                         json_object_get(json_object_get(ns, "metadata"), "labels"),
+                         "kubernetes.io/metadata.name")),
+                     "demo");
+    json_decref(ns);
+    rc = kc(&out, "create", "namespace", "demo", NULL);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "AlreadyExists"), "%s", out);
+    free(out);
+    rc = kc(&out, "create", "service", "clusterip", "s1", "-n", "demo", "--tcp=80:80", NULL);
+    ck_assert_int_ne(rc, 0);
+    ck_assert_msg(strstr(out, "accepted media types include: application/json"), "%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(finalizer_and_delete_wait)
 {
     char *out = NULL;
@@ -427,6 +460,7 @@ suite(void)
     tcase_add_test(tc, watch_sees_other_clients_change);
     tcase_add_test(tc, patch_label_annotate_cordon);
     tcase_add_test(tc, finalizer_and_delete_wait);
+    tcase_add_test(tc, create_namespace_with_a_protobuf_body);
     suite_add_tcase(s, tc);
     return s;
 }

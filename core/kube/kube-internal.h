@@ -2,7 +2,7 @@
  * kube-internal: the core's Kubernetes client (internal declarations).
  *
  * Pure parts (no I/O, no loop), each in its own file and unit tested:
- *   yaml.c       the YAML subset kubectl and kubeadm write, into jansson;
+ *   yaml.c       kubeconfig YAML through libyaml, into jansson;
  *   kubeconfig.c kubeconfig and in-cluster configuration, URL building;
  *   backoff.c    the reconnect state machine of the spec, clock injected;
  *   cache.c      the informer cache and the diff after a re-list;
@@ -35,17 +35,16 @@ struct event_base;
 /* ------------------------------------------------------------------------ */
 /* yaml.c                                                                    */
 
-/* Parse text (len bytes, need not be NUL-terminated) written in the YAML
- * subset of kubeconfig files: block mappings and sequences (a sequence may
- * sit at its key's indentation), plain, single- and double-quoted scalars
- * (plain and quoted scalars may continue on more-indented lines), comments,
- * flow collections of plain or quoted scalars ("[]", "{}", "[a, b]",
- * "{a: 1}"), one optional "---" document start. Plain scalars true/false,
- * null/~ and decimal integers become JSON booleans, null and integers; every
- * other scalar is a string. Text whose first significant character is '{'
- * or '[' is read as JSON. Anchors, aliases, tags, block scalars ('|', '>'),
- * tabs in indentation, duplicate keys and several documents are errors.
- * New value, or NULL with "line N: what" in err (errlen >= 1). */
+/* Parse text (len bytes, need not be NUL-terminated), one YAML document
+ * (libyaml: anchors, aliases, merge keys, block and flow scalars and
+ * collections, tags !!str/!!int/!!bool/!!null), into a new jansson value.
+ * Plain scalars true/false (three spellings), null/~/empty and integers
+ * (decimal, 0x, 0o) become JSON booleans, null and integers; every other
+ * scalar is a string; a mapping key is the text of its scalar. Text whose
+ * first significant character is '{' or '[' is read as JSON first. Nesting
+ * deeper than 64, aliases expanding to more than 100,000 values in total,
+ * duplicate keys, complex keys and several documents are errors. NULL with
+ * "line N: what" in err (errlen >= 1). */
 json_t *core_kube_yaml_parse(const char *text, size_t len, char *err, size_t errlen);
 
 /* ------------------------------------------------------------------------ */

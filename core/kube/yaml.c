@@ -1,16 +1,14 @@
 /*
- * yaml: the YAML subset kubeconfig files use, read into jansson values.
+ * yaml: kubeconfig files (YAML 1.1, as kubectl, kubeadm and people write
+ * them) read with libyaml into jansson values.
  *
- * A pure function over a buffer: no I/O, no globals, every allocation
- * through core/alloc.h. The grammar (see core_kube_yaml_parse) is the one
- * kubectl (go-yaml through sigs.k8s.io/yaml), kubeadm and hand-written
- * kubeconfigs use. Anything outside it is rejected with the line number,
- * never guessed at.
- *
- * Method: the text is cut into lines (indentation, content with comments
- * removed, raw content); a recursive descent walks them by indentation. A
- * sequence item "- x" is handled by rewriting its line in place into "x" at
- * the column of x, so "- key: v" followed by "  key2: w" reads as a mapping.
+ * A pure function over a buffer: no I/O, no globals. libyaml's parser
+ * events build the tree; jansson allocates through core/alloc.h (libyaml
+ * allocates with libc). Anchors and aliases (an alias is a copy of its
+ * anchor's value, bounded in total), merge keys ("<<"), block scalars,
+ * tags !!str/!!int/!!bool/!!null and flow collections are YAML; the
+ * conversion to JSON follows sigs.k8s.io/yaml, which client-go reads
+ * kubeconfigs with, for the scalars kubeconfigs hold.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -18,837 +16,461 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <yaml.h>
 
 #include "alloc.h"
 #include "kube-internal.h"
 
 #define YAML_MAX_DEPTH 64
+/* Values an input may produce through aliases, in total: a few nested
+ * aliases must not expand into gigabytes ("billion laughs"). */
+#define YAML_MAX_ALIAS_NODES 100000
 
-struct yline {
-    int no;          /* 1-based line number */
-    int indent;      /* column of the content */
-    const char *s;   /* content (after indentation) */
-    size_t n;        /* length without comment and trailing blanks */
-    size_t raw;      /* length without trailing blanks, comment kept */
+struct frame {
+    json_t *v;     /* the container being filled (borrowed from its parent) */
+    char *key;     /* a mapping's key waiting for its value (core_malloc) */
+    json_t *merge; /* "<<" values to merge at the end (array, owned) */
+    char *anchor;  /* the anchor naming v, recorded once v is complete */
 };
 
-struct yp {
-    struct yline *l;
-    size_t nl, i;
+struct anchor {
+    char *name;
+    json_t *v; /* owned reference */
+};
+
+struct yb {
+    struct frame st[YAML_MAX_DEPTH + 1];
     int depth;
+    json_t *root;
+    struct anchor *an;
+    size_t nan, can;
+    size_t alias_nodes;
     char *err;
     size_t errlen;
     int failed;
 };
 
-static void fail(struct yp *p, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(struct yb *b, size_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void
-fail(struct yp *p, int line, const char *fmt, ...)
+fail(struct yb *b, size_t line, const char *fmt, ...)
 {
-    if (p->failed)
+    if (b->failed)
         return;
-    p->failed = 1;
-    int k = snprintf(p->err, p->errlen, "line %d: ", line);
-    if (k < 0 || (size_t)k >= p->errlen)
+    b->failed = 1;
+    if (!b->err || !b->errlen)
+        return;
+    int k = snprintf(b->err, b->errlen, "line %zu: ", line + 1);
+    if (k < 0 || (size_t)k >= b->errlen)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->err + k, p->errlen - (size_t)k, fmt, ap);
+    vsnprintf(b->err + k, b->errlen - (size_t)k, fmt, ap);
     va_end(ap);
 }
 
-/* A growing string. */
-struct sbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-};
-
-static void
-sb_add(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *q = core_realloc(b->p, cap);
-        if (!q) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-/* Length of s[0..n) without a comment ('#' at the start or after a blank,
- * outside quotes) and trailing blanks. */
-static size_t
-strip_comment(const char *s, size_t n)
-{
-    char q = 0;
-    size_t end = n;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (q == '"') {
-            if (c == '\\' && i + 1 < n)
-                i++;
-            else if (c == '"')
-                q = 0;
-        } else if (q == '\'') {
-            if (c == '\'')
-                q = 0;
-        } else if ((c == '"' || c == '\'') && (i == 0 || strchr(" \t[{,:", s[i - 1]))) {
-            q = c;
-        } else if (c == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
-            end = i;
-            break;
-        }
-    }
-    while (end > 0 && (s[end - 1] == ' ' || s[end - 1] == '\t'))
-        end--;
-    return end;
-}
-
-/* Cut text into significant lines. 0 or -1 (error set). */
 static int
-split_lines(struct yp *p, const char *text, size_t len)
+is_one_of(const char *s, size_t n, const char *const *words)
 {
-    size_t cap = 16;
-    int no = 0, ended = 0;
-    size_t pos = 0;
-    p->l = core_malloc(cap * sizeof(*p->l));
-    if (!p->l)
-        goto oom;
-    while (pos < len) {
-        const char *s = text + pos;
-        const char *nl = memchr(s, '\n', len - pos);
-        size_t n = nl ? (size_t)(nl - s) : len - pos;
-        pos += n + (nl ? 1 : 0);
-        no++;
-        if (n > 0 && s[n - 1] == '\r')
-            n--;
-        if (memchr(s, '\0', n)) {
-            fail(p, no, "NUL byte in text");
-            return -1;
-        }
-        size_t ind = 0;
-        while (ind < n && s[ind] == ' ')
-            ind++;
-        if (ind < n && s[ind] == '\t') {
-            /* A tab where indentation goes: YAML forbids it, unless the
-             * line is blank. */
-            size_t k = ind;
-            while (k < n && (s[k] == ' ' || s[k] == '\t'))
-                k++;
-            if (k < n && s[k] != '#') {
-                fail(p, no, "tab character in indentation");
-                return -1;
-            }
-            continue;
-        }
-        if (ind > 10000) {
-            fail(p, no, "indentation too deep");
-            return -1;
-        }
-        size_t cn = strip_comment(s + ind, n - ind);
-        if (cn == 0)
-            continue; /* blank or comment */
-        if (ind == 0 && cn == 3 && (memcmp(s, "---", 3) == 0 || memcmp(s, "...", 3) == 0)) {
-            if (s[0] == '-' && p->nl == 0 && !ended)
-                continue; /* the document start */
-            if (s[0] == '.' && !ended) {
-                ended = 1;
-                continue;
-            }
-            fail(p, no, "only one YAML document is supported");
-            return -1;
-        }
-        if (ended) {
-            fail(p, no, "text after the end of the document");
-            return -1;
-        }
-        size_t raw = n - ind;
-        while (raw > 0 && (s[ind + raw - 1] == ' ' || s[ind + raw - 1] == '\t'))
-            raw--;
-        if (p->nl == cap) {
-            cap *= 2;
-            struct yline *q = core_realloc(p->l, cap * sizeof(*q));
-            if (!q)
-                goto oom;
-            p->l = q;
-        }
-        p->l[p->nl++] = (struct yline){no, (int)ind, s + ind, cn, raw};
-    }
+    for (; *words; words++)
+        if (strlen(*words) == n && memcmp(s, *words, n) == 0)
+            return 1;
     return 0;
-oom:
-    fail(p, no, "out of memory");
-    return -1;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Scalars.                                                                  */
-
-static void
-put_utf8(struct sbuf *b, unsigned long cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | (cp >> 6));
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12));
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | (cp >> 18));
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    sb_add(b, u, n);
-}
-
+/* An integer in decimal, 0x hex or 0o octal with an optional sign; 0 and
+ * *out on success, -1 when s is no such integer (or out of range). */
 static int
-hexval(char c)
+parse_int(const char *s, size_t n, long long *out)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* A double-quoted scalar at s[0] == '"' into out; *end gets the index after
- * the closing quote. 0 or -1 (error set). */
-static int
-dq_scan(struct yp *p, int line, const char *s, size_t n, size_t *end, struct sbuf *out)
-{
-    size_t i = 1;
-    while (i < n && s[i] != '"') {
-        if (s[i] != '\\') {
-            size_t k = i;
-            while (k < n && s[k] != '"' && s[k] != '\\')
-                k++;
-            sb_add(out, s + i, k - i);
-            i = k;
-            continue;
-        }
-        if (i + 1 >= n)
-            break;
-        char c = s[i + 1];
-        char e = 0;
-        switch (c) {
-        case '0': e = '\0'; break;
-        case 'a': e = '\a'; break;
-        case 'b': e = '\b'; break;
-        case 't': case '\t': e = '\t'; break;
-        case 'n': e = '\n'; break;
-        case 'v': e = '\v'; break;
-        case 'f': e = '\f'; break;
-        case 'r': e = '\r'; break;
-        case 'e': e = 0x1b; break;
-        case ' ': case '"': case '/': case '\\': e = c; break;
-        default: break;
-        }
-        if (e || c == '0') {
-            sb_add(out, &e, 1);
-            i += 2;
-            continue;
-        }
-        int digits = c == 'x' ? 2 : c == 'u' ? 4 : c == 'U' ? 8 : 0;
-        if (c == 'N' || c == '_' || c == 'L' || c == 'P') {
-            put_utf8(out, c == 'N' ? 0x85 : c == '_' ? 0xA0 : c == 'L' ? 0x2028 : 0x2029);
-            i += 2;
-            continue;
-        }
-        if (!digits) {
-            fail(p, line, "unknown escape \\%c in double-quoted scalar", c);
-            return -1;
-        }
-        unsigned long cp = 0;
-        for (int d = 0; d < digits; d++) {
-            int v = i + 2 + (size_t)d < n ? hexval(s[i + 2 + d]) : -1;
-            if (v < 0) {
-                fail(p, line, "bad \\%c escape in double-quoted scalar", c);
-                return -1;
-            }
-            cp = cp * 16 + (unsigned long)v;
-        }
-        if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-            fail(p, line, "escape \\%c names no Unicode scalar value", c);
-            return -1;
-        }
-        put_utf8(out, cp);
-        i += 2 + (size_t)digits;
-    }
-    if (i >= n) {
-        fail(p, line, "unterminated double-quoted scalar");
+    char num[24];
+    if (n == 0 || n >= sizeof(num))
         return -1;
-    }
-    *end = i + 1;
+    memcpy(num, s, n);
+    num[n] = '\0';
+    size_t d = (num[0] == '-' || num[0] == '+') ? 1 : 0;
+    int base = 10;
+    if (n > d + 2 && num[d] == '0' && (num[d + 1] == 'x' || num[d + 1] == 'o'))
+        base = num[d + 1] == 'x' ? 16 : 8;
+    const char *digits = base == 10 ? num + d : num + d + 2;
+    if (!*digits)
+        return -1;
+    for (const char *c = digits; *c; c++)
+        if (!(base == 16 ? isxdigit((unsigned char)*c)
+              : base == 8 ? (*c >= '0' && *c <= '7')
+                          : isdigit((unsigned char)*c)))
+            return -1;
+    errno = 0;
+    long long v = strtoll(digits, NULL, base);
+    if (errno)
+        return -1;
+    *out = num[0] == '-' ? -v : v;
     return 0;
 }
 
-/* A single-quoted scalar at s[0] == '\''. */
-static int
-sq_scan(struct yp *p, int line, const char *s, size_t n, size_t *end, struct sbuf *out)
-{
-    size_t i = 1;
-    for (;;) {
-        const char *q = i < n ? memchr(s + i, '\'', n - i) : NULL;
-        if (!q) {
-            fail(p, line, "unterminated single-quoted scalar");
-            return -1;
-        }
-        size_t k = (size_t)(q - s);
-        sb_add(out, s + i, k - i);
-        if (k + 1 < n && s[k + 1] == '\'') {
-            sb_add(out, "'", 1);
-            i = k + 2;
-            continue;
-        }
-        *end = k + 1;
-        return 0;
-    }
-}
-
+/* The JSON value of a scalar event. Plain scalars resolve to booleans
+ * (true/false in three spellings), null (null, ~, empty) and integers;
+ * every other scalar, and every quoted or block scalar, is a string. An
+ * explicit tag decides instead. NULL on ENOMEM or a bad tagged value. */
 static json_t *
-new_string(struct yp *p, int line, struct sbuf *b)
+scalar_json(struct yb *b, const yaml_event_t *ev)
 {
-    if (b->oom) {
-        fail(p, line, "out of memory");
-        return NULL;
-    }
-    json_t *j = json_stringn(b->p ? b->p : "", b->len);
-    if (!j)
-        fail(p, line, "scalar is not valid UTF-8 (or out of memory)");
-    return j;
-}
-
-/* A plain scalar's value: YAML 1.2 core schema booleans, null, integers,
- * else a string. */
-static json_t *
-plain_value(struct yp *p, int line, const char *s, size_t n)
-{
-    static const char *const tru[] = {"true", "True", "TRUE"};
-    static const char *const fal[] = {"false", "False", "FALSE"};
-    static const char *const nul[] = {"null", "Null", "NULL", "~"};
+    static const char *const tru[] = {"true", "True", "TRUE", NULL};
+    static const char *const fal[] = {"false", "False", "FALSE", NULL};
+    static const char *const nul[] = {"null", "Null", "NULL", "~", "", NULL};
+    const char *s = (const char *)ev->data.scalar.value;
+    size_t n = ev->data.scalar.length;
+    const char *tag = (const char *)ev->data.scalar.tag;
+    int plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    long long iv;
     json_t *j;
-    for (size_t k = 0; k < 3; k++) {
-        if (strlen(tru[k]) == n && memcmp(s, tru[k], n) == 0)
-            return json_true();
-        if (strlen(fal[k]) == n && memcmp(s, fal[k], n) == 0)
-            return json_false();
-    }
-    for (size_t k = 0; k < 4; k++)
-        if (strlen(nul[k]) == n && memcmp(s, nul[k], n) == 0)
-            return json_null();
-    if (n > 0 && n < 24) {
-        char num[24];
-        memcpy(num, s, n);
-        num[n] = '\0';
-        size_t d = (num[0] == '-' || num[0] == '+') ? 1 : 0;
-        int base = 10;
-        if (d == 0 && n > 2 && num[0] == '0' && (num[1] == 'x' || num[1] == 'o'))
-            base = num[1] == 'x' ? 16 : 8;
-        const char *digits = base == 10 ? num + d : num + 2;
-        int ok = *digits != '\0';
-        for (const char *c = digits; *c && ok; c++)
-            ok = base == 16 ? isxdigit((unsigned char)*c) : base == 8 ? (*c >= '0' && *c <= '7')
-                                                                       : isdigit((unsigned char)*c);
-        if (ok) {
-            errno = 0;
-            long long v = strtoll(digits, NULL, base);
-            if (errno == 0) {
-                j = json_integer(num[0] == '-' ? -v : v);
-                if (!j)
-                    fail(p, line, "out of memory");
-                return j;
-            }
+
+    if (tag && strcmp(tag, YAML_STR_TAG) == 0)
+        plain = 0;
+    else if (tag && strcmp(tag, "!") != 0) {
+        if (strcmp(tag, YAML_INT_TAG) == 0 && parse_int(s, n, &iv) == 0)
+            j = json_integer(iv);
+        else if (strcmp(tag, YAML_BOOL_TAG) == 0 && (is_one_of(s, n, tru) || is_one_of(s, n, fal)))
+            j = is_one_of(s, n, tru) ? json_true() : json_false();
+        else if (strcmp(tag, YAML_NULL_TAG) == 0 && is_one_of(s, n, nul))
+            j = json_null();
+        else {
+            fail(b, ev->start_mark.line, "cannot read \"%.40s\" as %s", s, tag);
+            return NULL;
         }
-    }
-    struct sbuf b = {0};
-    sb_add(&b, s, n);
-    j = new_string(p, line, &b);
-    core_free(b.p);
-    return j;
-}
-
-static int
-forbidden_start(struct yp *p, int line, char c)
-{
-    const char *what = NULL;
-    switch (c) {
-    case '&': what = "anchors are"; break;
-    case '*': what = "aliases are"; break;
-    case '!': what = "tags are"; break;
-    case '|': case '>': what = "block scalars are"; break;
-    case '%': what = "directives are"; break;
-    case '@': case '`': what = "reserved indicators are"; break;
-    case '?': what = "complex keys are"; break;
-    default: return 0;
-    }
-    fail(p, line, "%s not supported in kubeconfig YAML", what);
-    return 1;
-}
-
-static json_t *flow_value(struct yp *p, int line, const char *s, size_t n, size_t *pos);
-
-static void
-skip_blank(const char *s, size_t n, size_t *pos)
-{
-    while (*pos < n && (s[*pos] == ' ' || s[*pos] == '\t' || s[*pos] == '\n'))
-        (*pos)++;
-}
-
-/* A scalar inside a flow collection: quoted, nested flow, or plain up to
- * ',', ']', '}' or ": ". */
-static json_t *
-flow_item(struct yp *p, int line, const char *s, size_t n, size_t *pos, int in_map)
-{
-    skip_blank(s, n, pos);
-    if (*pos >= n) {
-        fail(p, line, "unterminated flow collection");
-        return NULL;
-    }
-    char c = s[*pos];
-    if (c == '[' || c == '{')
-        return flow_value(p, line, s, n, pos);
-    if (forbidden_start(p, line, c))
-        return NULL;
-    if (c == '"' || c == '\'') {
-        struct sbuf b = {0};
-        size_t end = 0;
-        int rc = c == '"' ? dq_scan(p, line, s + *pos, n - *pos, &end, &b)
-                          : sq_scan(p, line, s + *pos, n - *pos, &end, &b);
-        json_t *j = rc < 0 ? NULL : new_string(p, line, &b);
-        core_free(b.p);
-        *pos += end;
+        if (!j)
+            fail(b, ev->start_mark.line, "out of memory");
         return j;
     }
-    size_t st = *pos;
-    while (*pos < n) {
-        char d = s[*pos];
-        if (d == ',' || d == ']' || d == '}')
-            break;
-        if (in_map && d == ':' && (*pos + 1 >= n || strchr(" \t\n,]}", s[*pos + 1])))
-            break;
-        (*pos)++;
+    if (plain) {
+        if (is_one_of(s, n, tru))
+            return json_true();
+        if (is_one_of(s, n, fal))
+            return json_false();
+        if (is_one_of(s, n, nul))
+            return json_null();
+        if (parse_int(s, n, &iv) == 0) {
+            if (!(j = json_integer(iv)))
+                fail(b, ev->start_mark.line, "out of memory");
+            return j;
+        }
     }
-    size_t e = *pos;
-    while (e > st && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\n'))
-        e--;
-    return plain_value(p, line, s + st, e - st);
-}
-
-/* "[...]" or "{...}" at s[*pos]. */
-static json_t *
-flow_value(struct yp *p, int line, const char *s, size_t n, size_t *pos)
-{
-    char open = s[*pos], close = open == '[' ? ']' : '}';
-    json_t *out = open == '[' ? json_array() : json_object();
-    if (!out) {
-        fail(p, line, "out of memory");
-        return NULL;
-    }
-    if (++p->depth > YAML_MAX_DEPTH) {
-        fail(p, line, "nesting deeper than %d", YAML_MAX_DEPTH);
-        goto fail;
-    }
-    (*pos)++;
-    for (;;) {
-        skip_blank(s, n, pos);
-        if (*pos < n && s[*pos] == close) {
-            (*pos)++;
-            break;
-        }
-        json_t *k = flow_item(p, line, s, n, pos, open == '{');
-        if (!k)
-            goto fail;
-        if (open == '[') {
-            if (json_array_append_new(out, k) < 0) {
-                fail(p, line, "out of memory");
-                goto fail;
-            }
-        } else {
-            skip_blank(s, n, pos);
-            json_t *v;
-            if (*pos < n && s[*pos] == ':') {
-                (*pos)++;
-                skip_blank(s, n, pos);
-                v = (*pos < n && (s[*pos] == ',' || s[*pos] == '}'))
-                        ? json_null() : flow_item(p, line, s, n, pos, 1);
-            } else {
-                v = json_null();
-            }
-            if (!v || !json_is_string(k) || json_object_get(out, json_string_value(k))) {
-                if (v && json_is_string(k))
-                    fail(p, line, "duplicate key \"%s\"", json_string_value(k));
-                else if (v)
-                    fail(p, line, "flow mapping key must be a string");
-                json_decref(k);
-                json_decref(v);
-                goto fail;
-            }
-            int rc = json_object_set_new(out, json_string_value(k), v);
-            json_decref(k);
-            if (rc < 0) {
-                fail(p, line, "out of memory");
-                goto fail;
-            }
-        }
-        skip_blank(s, n, pos);
-        if (*pos < n && s[*pos] == ',') {
-            (*pos)++;
-            continue;
-        }
-        if (*pos < n && s[*pos] == close) {
-            (*pos)++;
-            break;
-        }
-        if (*pos >= n) {
-            fail(p, line, "unterminated flow collection");
-            goto fail;
-        }
-        fail(p, line, "expected ',' or '%c' in flow collection", close);
-        goto fail;
-    }
-    p->depth--;
-    return out;
-fail:
-    json_decref(out);
-    return NULL;
-}
-
-/* A scalar value starting with s[0..n) on line `line` (content of that line
- * only), continued on the following lines indented more than parent. */
-static json_t *
-scalar_value(struct yp *p, int parent, const struct yline *first, const char *s, size_t n)
-{
-    int line = first->no;
-    char c = s[0];
-    int quoted = c == '"' || c == '\'' || c == '[' || c == '{';
-    struct sbuf b = {0};
-    json_t *j = NULL;
-
-    if (forbidden_start(p, line, c))
-        return NULL;
-    if (c == '-' && (n == 1 || s[1] == ' ')) {
-        fail(p, line, "a sequence item is not allowed here");
-        return NULL;
-    }
-    /* Quoted and flow values keep comment-like text of their own lines. */
-    size_t firstlen = quoted ? (size_t)(first->s + first->raw - s) : n;
-    sb_add(&b, s, firstlen);
-    while (p->i < p->nl && p->l[p->i].indent > parent) {
-        const struct yline *ln = &p->l[p->i++];
-        if (c == '"' && b.len > 0 && b.p[b.len - 1] == '\\') {
-            size_t k = b.len - 1, bs = 0;
-            while (k < b.len && b.p[k] == '\\') {
-                bs++;
-                if (k == 0)
-                    break;
-                k--;
-            }
-            if (bs % 2 == 1) { /* escaped line break: no space */
-                b.len--;
-                sb_add(&b, ln->s, quoted ? ln->raw : ln->n);
-                continue;
-            }
-        }
-        sb_add(&b, " ", 1);
-        sb_add(&b, ln->s, quoted ? ln->raw : ln->n);
-    }
-    if (b.oom) {
-        fail(p, line, "out of memory");
-        goto out;
-    }
-    if (quoted) {
-        size_t end = 0;
-        if (c == '[' || c == '{') {
-            j = flow_value(p, line, b.p, b.len, &end);
-        } else {
-            struct sbuf v = {0};
-            int rc = c == '"' ? dq_scan(p, line, b.p, b.len, &end, &v)
-                              : sq_scan(p, line, b.p, b.len, &end, &v);
-            j = rc < 0 ? NULL : new_string(p, line, &v);
-            core_free(v.p);
-        }
-        if (j) {
-            size_t rest = end;
-            skip_blank(b.p, b.len, &rest);
-            if (rest < b.len && b.p[rest] != '#') {
-                fail(p, line, "unexpected text after a quoted scalar or flow collection");
-                json_decref(j);
-                j = NULL;
-            }
-        }
-        goto out;
-    }
-    for (size_t k = 0; k + 1 < b.len; k++)
-        if (b.p[k] == ':' && (b.p[k + 1] == ' ' || b.p[k + 1] == '\t')) {
-            fail(p, line, "mapping values are not allowed in this context");
-            goto out;
-        }
-    j = plain_value(p, line, b.p, b.len);
-out:
-    core_free(b.p);
+    if (!(j = json_stringn(s, n)))
+        fail(b, ev->start_mark.line, "out of memory");
     return j;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Block structure.                                                          */
-
-static int
-is_dash(const struct yline *ln)
+/* Number of values in v (v itself included), stopping past limit. */
+static size_t
+count_nodes(const json_t *v, size_t limit)
 {
-    return ln->s[0] == '-' && (ln->n == 1 || ln->s[1] == ' ' || ln->s[1] == '\t');
+    size_t n = 1, i;
+    const char *k;
+    json_t *x;
+    if (json_is_array(v)) {
+        json_array_foreach(v, i, x) {
+            if (n > limit)
+                break;
+            n += count_nodes(x, limit - n);
+        }
+    } else if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x) {
+            if (n > limit)
+                break;
+            n += count_nodes(x, limit - n);
+        }
+    }
+    return n;
 }
 
-/* If ln is "key: ..." put the key into key and the value's offset into *val
- * and return 1; 0 when the line is no mapping entry; -1 on error. */
 static int
-key_of(struct yp *p, const struct yline *ln, struct sbuf *key, size_t *val)
+remember(struct yb *b, const char *name, json_t *v, size_t line)
 {
-    const char *s = ln->s;
-    size_t n = ln->n, k;
-    if (s[0] == '"' || s[0] == '\'') {
-        size_t end = 0;
-        struct yp probe = *p; /* a quoted scalar that is not a key is no error here */
-        char dummy[8];
-        probe.err = dummy;
-        probe.errlen = sizeof(dummy);
-        probe.failed = 0;
-        int rc = s[0] == '"' ? dq_scan(&probe, ln->no, s, n, &end, key)
-                             : sq_scan(&probe, ln->no, s, n, &end, key);
-        if (rc < 0)
+    for (size_t i = 0; i < b->nan; i++) {
+        if (strcmp(b->an[i].name, name) == 0) { /* redefined: the later wins */
+            json_decref(b->an[i].v);
+            b->an[i].v = json_incref(v);
             return 0;
-        k = end;
-        while (k < n && (s[k] == ' ' || s[k] == '\t'))
-            k++;
-        if (k < n && s[k] == ':' && (k + 1 == n || s[k + 1] == ' ' || s[k + 1] == '\t')) {
-            *val = k + 1;
-            return 1;
         }
-        key->len = 0;
-        return 0;
     }
-    if (s[0] == '[' || s[0] == '{')
-        return 0;
-    if (s[0] == '?' && (n == 1 || s[1] == ' ')) {
-        fail(p, ln->no, "complex keys are not supported in kubeconfig YAML");
-        return -1;
+    if (b->nan == b->can) {
+        size_t nc = b->can ? b->can * 2 : 8;
+        struct anchor *na = core_realloc(b->an, nc * sizeof(*na));
+        if (!na)
+            goto nomem;
+        b->an = na;
+        b->can = nc;
     }
-    for (k = 0; k < n; k++)
-        if (s[k] == ':' && (k + 1 == n || s[k + 1] == ' ' || s[k + 1] == '\t'))
-            break;
-    if (k == n)
-        return 0;
-    size_t e = k;
-    while (e > 0 && (s[e - 1] == ' ' || s[e - 1] == '\t'))
-        e--;
-    if (e == 0)
-        return 0;
-    if (forbidden_start(p, ln->no, s[0]))
-        return -1;
-    sb_add(key, s, e);
-    *val = k + 1;
-    return 1;
+    if (!(b->an[b->nan].name = core_strdup(name)))
+        goto nomem;
+    b->an[b->nan++].v = json_incref(v);
+    return 0;
+nomem:
+    fail(b, line, "out of memory");
+    return -1;
 }
 
-static json_t *parse_node(struct yp *p, int parent);
-
-static json_t *
-parse_seq(struct yp *p, int ind)
+/* Put v (stolen) where the current container wants it. */
+static int
+place(struct yb *b, json_t *v, size_t line)
 {
-    json_t *a = json_array();
-    if (!a) {
-        fail(p, p->l[p->i].no, "out of memory");
-        return NULL;
+    struct frame *f;
+    if (b->depth == 0) {
+        b->root = v;
+        return 0;
     }
-    while (!p->failed && p->i < p->nl && p->l[p->i].indent == ind && is_dash(&p->l[p->i])) {
-        struct yline *ln = &p->l[p->i];
-        size_t k = 1;
-        json_t *item;
-        while (k < ln->n && (ln->s[k] == ' ' || ln->s[k] == '\t'))
-            k++;
-        if (k >= ln->n) {
-            p->i++;
-            item = (p->i < p->nl && p->l[p->i].indent > ind) ? parse_node(p, ind) : json_null();
-        } else {
-            ln->indent = ind + (int)k;
-            ln->s += k;
-            ln->n -= k;
-            ln->raw -= k;
-            item = parse_node(p, ind);
-        }
-        if (!item || json_array_append_new(a, item) < 0) {
-            fail(p, ln->no, "out of memory");
-            goto fail;
-        }
+    f = &b->st[b->depth - 1];
+    if (json_is_array(f->v)) {
+        if (json_array_append_new(f->v, v) < 0)
+            goto nomem;
+        return 0;
     }
-    if (!p->failed && p->i < p->nl && p->l[p->i].indent > ind)
-        fail(p, p->l[p->i].no, "bad indentation after a sequence item");
-    if (p->failed)
-        goto fail;
-    return a;
-fail:
-    json_decref(a);
-    return NULL;
+    /* a mapping: v is a key or a value */
+    if (!f->key) {
+        const char *k = json_string_value(v);
+        char num[32];
+        if (json_is_integer(v)) {
+            snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+            k = num;
+        } else if (json_is_true(v) || json_is_false(v)) {
+            k = json_is_true(v) ? "true" : "false";
+        } else if (json_is_null(v)) {
+            k = "null";
+        }
+        if (!k) {
+            json_decref(v);
+            fail(b, line, "complex keys (a mapping or sequence as a key) are not supported");
+            return -1;
+        }
+        f->key = core_strdup(k);
+        json_decref(v);
+        if (!f->key)
+            goto nomem_kept;
+        return 0;
+    }
+    if (strcmp(f->key, "<<") == 0) { /* merge key: applied at the end */
+        if (!json_is_object(v) && !json_is_array(v)) {
+            json_decref(v);
+            fail(b, line, "a merge key (<<) needs a mapping or a list of mappings");
+            return -1;
+        }
+        if ((!f->merge && !(f->merge = json_array())) || json_array_append_new(f->merge, v) < 0)
+            goto nomem_kept;
+    } else if (json_object_get(f->v, f->key)) {
+        fail(b, line, "duplicate key \"%.60s\"", f->key);
+        json_decref(v);
+        return -1;
+    } else if (json_object_set_new(f->v, f->key, v) < 0) {
+        goto nomem_kept;
+    }
+    core_free(f->key);
+    f->key = NULL;
+    return 0;
+nomem:
+    json_decref(v);
+nomem_kept:
+    fail(b, line, "out of memory");
+    return -1;
 }
 
-static json_t *
-parse_map(struct yp *p, int ind)
+/* Open a container (new json_t) for a start event. */
+static int
+open_container(struct yb *b, json_t *v, const yaml_char_t *anchor, size_t line)
 {
-    json_t *m = json_object();
-    struct sbuf key = {0};
-    if (!m) {
-        fail(p, p->l[p->i].no, "out of memory");
-        return NULL;
+    if (!v) {
+        fail(b, line, "out of memory");
+        return -1;
     }
-    while (!p->failed && p->i < p->nl && p->l[p->i].indent == ind) {
-        const struct yline *ln = &p->l[p->i];
-        size_t val = 0;
-        json_t *v;
-        key.len = 0;
-        if (is_dash(ln)) {
-            fail(p, ln->no, "expected a mapping key, found a sequence item");
+    if (b->depth >= YAML_MAX_DEPTH) {
+        json_decref(v);
+        fail(b, line, "nesting deeper than %d levels", YAML_MAX_DEPTH);
+        return -1;
+    }
+    json_incref(v); /* one for the frame, one for the parent */
+    if (place(b, v, line) < 0) {
+        json_decref(v);
+        return -1;
+    }
+    struct frame *f = &b->st[b->depth++];
+    memset(f, 0, sizeof(*f));
+    f->v = v;
+    if (anchor && !(f->anchor = core_strdup((const char *)anchor))) {
+        fail(b, line, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static int
+close_container(struct yb *b, size_t line)
+{
+    struct frame *f = &b->st[--b->depth];
+    int rc = 0;
+    size_t i;
+    json_t *m, *x;
+
+    if (f->key) {
+        fail(b, line, "mapping key \"%.60s\" has no value", f->key);
+        rc = -1;
+    }
+    /* Merge keys: explicit keys win, then earlier merges over later. */
+    json_array_foreach(f->merge, i, m) {
+        if (rc < 0)
             break;
+        size_t j;
+        json_t *list = json_is_array(m) ? m : NULL;
+        for (j = 0; rc == 0 && (list ? j < json_array_size(list) : j < 1); j++) {
+            x = list ? json_array_get(list, j) : m;
+            if (!json_is_object(x)) {
+                fail(b, line, "a merge key (<<) needs a mapping or a list of mappings");
+                rc = -1;
+            } else if (json_object_update_missing(f->v, x) < 0) {
+                fail(b, line, "out of memory");
+                rc = -1;
+            }
         }
-        int r = key_of(p, ln, &key, &val);
-        if (r < 0)
-            break;
-        if (r == 0) {
-            fail(p, ln->no, "expected \"key: value\"");
-            break;
+    }
+    if (rc == 0 && f->anchor)
+        rc = remember(b, f->anchor, f->v, line);
+    json_decref(f->merge);
+    core_free(f->key);
+    core_free(f->anchor);
+    json_decref(f->v);
+    return rc;
+}
+
+static int
+on_alias(struct yb *b, const yaml_event_t *ev)
+{
+    const char *name = (const char *)ev->data.alias.anchor;
+    size_t line = ev->start_mark.line;
+    for (size_t i = b->nan; i-- > 0;) {
+        if (strcmp(b->an[i].name, name) != 0)
+            continue;
+        size_t n = count_nodes(b->an[i].v, YAML_MAX_ALIAS_NODES);
+        if (n > YAML_MAX_ALIAS_NODES - b->alias_nodes) {
+            fail(b, line, "aliases expand to more than %d values", YAML_MAX_ALIAS_NODES);
+            return -1;
         }
-        if (key.oom) {
-            fail(p, ln->no, "out of memory");
-            break;
+        b->alias_nodes += n;
+        json_t *c = json_deep_copy(b->an[i].v);
+        if (!c) {
+            fail(b, line, "out of memory");
+            return -1;
         }
-        if (json_object_getn(m, key.p ? key.p : "", key.len)) {
-            fail(p, ln->no, "duplicate key \"%.*s\"", (int)key.len, key.p ? key.p : "");
-            break;
+        return place(b, c, line);
+    }
+    /* an anchor still open (an alias inside its own node) is not known yet */
+    fail(b, line, "unknown anchor \"%.60s\" (an alias must follow its complete anchor)", name);
+    return -1;
+}
+
+/* One event; 1 at the end of the stream, 0 to go on, -1 on error. */
+static int
+on_event(struct yb *b, const yaml_event_t *ev, int *docs)
+{
+    size_t line = ev->start_mark.line;
+    switch (ev->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        if (++*docs > 1) {
+            fail(b, line, "only one YAML document is allowed in a kubeconfig");
+            return -1;
         }
-        while (val < ln->n && (ln->s[val] == ' ' || ln->s[val] == '\t'))
-            val++;
-        p->i++;
-        if (val < ln->n)
-            v = scalar_value(p, ind, ln, ln->s + val, ln->n - val);
-        else if (p->i < p->nl && p->l[p->i].indent > ind)
-            v = parse_node(p, ind);
-        else if (p->i < p->nl && p->l[p->i].indent == ind && is_dash(&p->l[p->i]))
-            v = parse_seq(p, ind);
-        else
-            v = json_null();
+        return 0;
+    case YAML_SCALAR_EVENT: {
+        json_t *v = scalar_json(b, ev);
         if (!v)
-            break;
-        if (json_object_setn_new(m, key.p ? key.p : "", key.len, v) < 0) {
-            fail(p, ln->no, "out of memory");
-            break;
+            return -1;
+        if (ev->data.scalar.anchor && remember(b, (const char *)ev->data.scalar.anchor, v, line) < 0) {
+            json_decref(v);
+            return -1;
         }
+        return place(b, v, line);
     }
-    core_free(key.p);
-    if (!p->failed && p->i < p->nl && p->l[p->i].indent > ind)
-        fail(p, p->l[p->i].no, "bad indentation of a mapping entry");
-    if (p->failed) {
-        json_decref(m);
-        return NULL;
+    case YAML_ALIAS_EVENT:
+        return on_alias(b, ev);
+    case YAML_SEQUENCE_START_EVENT:
+        return open_container(b, json_array(), ev->data.sequence_start.anchor, line);
+    case YAML_MAPPING_START_EVENT:
+        return open_container(b, json_object(), ev->data.mapping_start.anchor, line);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        return close_container(b, line);
+    case YAML_STREAM_END_EVENT:
+        return 1;
+    default:
+        return 0;
     }
-    return m;
-}
-
-/* The node starting at the current line, indented more than parent. */
-static json_t *
-parse_node(struct yp *p, int parent)
-{
-    const struct yline *ln = &p->l[p->i];
-    json_t *j;
-    size_t val = 0;
-    struct sbuf key = {0};
-
-    if (++p->depth > YAML_MAX_DEPTH) {
-        fail(p, ln->no, "nesting deeper than %d", YAML_MAX_DEPTH);
-        return NULL;
-    }
-    if (is_dash(ln)) {
-        j = parse_seq(p, ln->indent);
-    } else {
-        int r = key_of(p, ln, &key, &val);
-        core_free(key.p);
-        if (r < 0)
-            j = NULL;
-        else if (r > 0)
-            j = parse_map(p, ln->indent);
-        else {
-            p->i++;
-            j = scalar_value(p, parent, ln, ln->s, ln->n);
-        }
-    }
-    p->depth--;
-    return j;
 }
 
 json_t *
 core_kube_yaml_parse(const char *text, size_t len, char *err, size_t errlen)
 {
-    struct yp p = {.err = err, .errlen = errlen};
-    json_t *root = NULL;
+    struct yb b = {.err = err, .errlen = errlen};
+    yaml_parser_t parser;
+    yaml_event_t ev;
     char jerr[200] = "";
-    size_t k = 0;
+    int docs = 0, rc = 0;
+    size_t f = 0;
 
     if (err && errlen)
         err[0] = '\0';
     if (!text)
         len = 0;
-    if (len >= 3 && (unsigned char)text[0] == 0xEF && (unsigned char)text[1] == 0xBB &&
-        (unsigned char)text[2] == 0xBF)
-        k = 3; /* UTF-8 byte order mark */
     /* JSON is YAML too; jansson reads it faster and exactly. */
-    size_t f = k;
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        f = 3;
     while (f < len && isspace((unsigned char)text[f]))
         f++;
     if (f < len && (text[f] == '{' || text[f] == '[')) {
         json_error_t je;
-        root = json_loadb(text + k, len - k, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        size_t k = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+        json_t *root =
+            json_loadb(text + k, len - k, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
         if (root)
             return root;
         /* Perhaps a YAML flow document that is not JSON: try that, and
          * report the JSON error if it fails too. */
         snprintf(jerr, sizeof(jerr), "line %d: %s", je.line, je.text);
     }
-    if (split_lines(&p, text + k, len - k) < 0)
-        goto out;
-    if (p.i >= p.nl) {
-        root = json_null();
-        goto out;
+    if (!yaml_parser_initialize(&parser)) {
+        fail(&b, 0, "out of memory");
+        return NULL;
     }
-    root = parse_node(&p, -1);
-    if (root && p.i < p.nl)
-        fail(&p, p.l[p.i].no, "unexpected text (bad indentation?)");
-    if (p.failed) {
-        json_decref(root);
-        root = NULL;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)(text ? text : ""), len);
+    while (rc == 0) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            if (parser.context)
+                fail(&b, parser.problem_mark.line, "%s %s at line %zu",
+                     parser.problem ? parser.problem : "YAML error", parser.context,
+                     parser.context_mark.line + 1);
+            else
+                fail(&b, parser.problem_mark.line, "%s",
+                     parser.problem ? parser.problem : "YAML error");
+            rc = -1;
+            break;
+        }
+        rc = on_event(&b, &ev, &docs);
+        yaml_event_delete(&ev);
     }
-out:
-    if (!root && jerr[0] && err)
-        snprintf(err, errlen, "%s", jerr);
-    core_free(p.l);
-    return root;
+    yaml_parser_delete(&parser);
+    while (b.depth > 0) {
+        struct frame *fr = &b.st[--b.depth];
+        json_decref(fr->merge);
+        core_free(fr->key);
+        core_free(fr->anchor);
+        json_decref(fr->v);
+    }
+    for (size_t i = 0; i < b.nan; i++) {
+        core_free(b.an[i].name);
+        json_decref(b.an[i].v);
+    }
+    core_free(b.an);
+    if (rc < 0 || b.failed) {
+        json_decref(b.root);
+        if (jerr[0] && err)
+            snprintf(err, errlen, "%s", jerr);
+        return NULL;
+    }
+    return b.root ? b.root : json_null();
 }

@@ -150,6 +150,48 @@ START_TEST(clear_errors)
 }
 END_TEST
 
+/* A kubeconfig with an anchor and an alias, a merge key and block scalars
+ * (a folded tls-server-name, a literal token with strip chomping): the
+ * context's cluster is read through the merge of the anchored one. */
+START_TEST(load_file_with_anchors_and_block_scalars)
+{
+    char *dir = tu_mkdtemp();
+    char path[512], err[256];
+    struct core_kube_config c = {0};
+    snprintf(path, sizeof(path), "%s/config", dir);
+    ck_assert_int_eq(tu_write_file(path,
+                                   "apiVersion: v1\n"
+                                   "kind: Config\n"
+                                   "clusters:\n"
+                                   "- name: base\n"
+                                   "  cluster: &c\n"
+                                   "    server: https://10.0.0.1:6443\n"
+                                   "    tls-server-name: >-\n"
+                                   "      kubernetes.default.svc\n"
+                                   "- name: prod\n"
+                                   "  cluster:\n"
+                                   "    <<: *c\n"
+                                   "    server: https://10.0.0.2:6443\n"
+                                   "contexts:\n"
+                                   "- name: prod\n"
+                                   "  context: {cluster: prod, user: admin}\n"
+                                   "current-context: prod\n"
+                                   "users:\n"
+                                   "- name: admin\n"
+                                   "  user:\n"
+                                   "    token: |-\n"
+                                   "      s3cr3t\n"),
+                     0);
+    ck_assert_int_eq(core_kube_config_load(&c, path, NULL, err, sizeof(err)), 0);
+    ck_assert_str_eq(c.server, "https://10.0.0.2:6443");
+    ck_assert_str_eq(c.tls_server_name, "kubernetes.default.svc");
+    ck_assert_str_eq(c.token, "s3cr3t");
+    core_kube_config_clear(&c);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 START_TEST(load_file_yaml_and_json)
 {
     char *dir = tu_mkdtemp();
@@ -172,7 +214,7 @@ START_TEST(load_file_yaml_and_json)
     core_kube_config_clear(&c);
     ck_assert_int_eq(tu_write_file(path, "a: 1\n  b: 2\n"), 0);
     ck_assert_int_eq(core_kube_config_load(&c, path, NULL, err, sizeof(err)), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(err, "config: line 1: mapping values"));
+    ck_assert_ptr_nonnull(strstr(err, "config: line 2: mapping values"));
     snprintf(path, sizeof(path), "%s/missing", dir);
     ck_assert_int_eq(core_kube_config_load(&c, path, NULL, err, sizeof(err)), -ENOENT);
     tu_rmrf(dir);
@@ -302,6 +344,7 @@ kubeconfig_suite(void)
     tcase_add_test(tc, named_contexts_tokens_and_relative_paths);
     tcase_add_test(tc, clear_errors);
     tcase_add_test(tc, load_file_yaml_and_json);
+    tcase_add_test(tc, load_file_with_anchors_and_block_scalars);
     tcase_add_test(tc, in_cluster);
     tcase_add_test(tc, base64);
     tcase_add_test(tc, url_join_keeps_the_prefix_once);

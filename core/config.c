@@ -14,7 +14,10 @@
 #include "core.h"
 #include "log.h"
 
-static const char *const log_levels[] = {"error", "warn", "info", "debug", NULL};
+/* The index is the plb_log_level for the first four; extractedprism's (zap's)
+ * dpanic, panic and fatal are accepted and mean error. */
+static const char *const log_levels[] = {"error", "warn", "info", "debug",
+                                         "dpanic", "panic", "fatal", NULL};
 static const char *const log_formats[] = {"logfmt", "json", NULL};
 
 const struct plb_setting core_settings_table[] = {
@@ -24,7 +27,9 @@ const struct plb_setting core_settings_table[] = {
             "$PRISMLB_MODULE_PATH, else the installed module directory"},
     {.name = "log_level", .type = PLB_SET_ENUM,
      .offset = offsetof(struct core_config, log_level), .def = "info",
-     .enum_values = log_levels, .doc = "Least severe level written"},
+     .enum_values = log_levels,
+     .doc = "Least severe level written (dpanic, panic and fatal, extractedprism's, mean "
+            "error)"},
     {.name = "log_format", .type = PLB_SET_ENUM,
      .offset = offsetof(struct core_config, log_format), .def = "logfmt",
      .enum_values = log_formats, .doc = "Log line format"},
@@ -283,6 +288,8 @@ core_config_load(struct core *c, const char *file, struct core_errors *err)
     const config_setting_t *root = config_root_setting(&cf);
     core_settings_parse(core_settings_table, &c->cfg, root, file, "", c->config_dir, top_keys,
                         err);
+    if (c->cfg.log_level > PLB_LOG_DEBUG)
+        c->cfg.log_level = PLB_LOG_ERROR; /* dpanic, panic, fatal */
 
     const config_setting_t *list = config_setting_get_member(root, "instances");
     if (!list) {

@@ -1,11 +1,14 @@
 /*
- * health: the verdicts of /healthz and /readyz, from the checks every
- * instance registered with the host, and their kube-apiserver style text.
+ * health: the verdicts of /healthz (/livez) and /readyz, from the checks
+ * every instance registered with the host, and their kube-apiserver style
+ * text: one check alone (/readyz/<instance>/<check>), ?exclude=<check>.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "mm.h"
+
+#define MAX_EXCLUDES 16
 
 struct eval {
     const void *self;
@@ -14,12 +17,44 @@ struct eval {
     int64_t threshold_ms;
     int verbose;
     int failed;
+    const char *only;  /* one check, "instance/check", or NULL */
+    int found;         /* only: it exists */
+    char why[256];     /* only: why it failed */
+    char excl[MAX_EXCLUDES][128];
+    int excl_used[MAX_EXCLUDES];
+    size_t nexcl;
     struct mm_buf *out;
 };
+
+/* Is info the check "instance/check" named by name? */
+static int
+is_named(const struct plb_health_info *info, const char *name)
+{
+    size_t il = strlen(info->instance);
+    return strncmp(name, info->instance, il) == 0 && name[il] == '/' &&
+           strcmp(name + il + 1, info->check) == 0;
+}
+
+static int
+is_excluded(struct eval *e, const struct plb_health_info *info)
+{
+    for (size_t i = 0; i < e->nexcl; i++) {
+        if (is_named(info, e->excl[i])) {
+            e->excl_used[i] = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
 
 static void
 check_line(struct eval *e, const struct plb_health_info *info, int ok, const char *why)
 {
+    if (e->only) {
+        if (!ok)
+            snprintf(e->why, sizeof(e->why), "%s", why);
+        return;
+    }
     if (ok && !e->verbose)
         return;
     mm_buf_printf(e->out, "[%c]", ok ? '+' : '-');
@@ -41,6 +76,21 @@ visit(const struct plb_health_info *info, void *arg)
     struct eval *e = arg;
     if (info->kind != e->kind)
         return;
+    if (e->only) {
+        if (!is_named(info, e->only))
+            return;
+        e->found = 1;
+    } else if (is_excluded(e, info)) {
+        /* kube-apiserver lists an excluded check as passing */
+        if (e->verbose) {
+            mm_buf_printf(e->out, "[+]");
+            mm_buf_put_line_safe(e->out, info->instance);
+            mm_buf_printf(e->out, "/");
+            mm_buf_put_line_safe(e->out, info->check);
+            mm_buf_printf(e->out, " excluded: ok\n");
+        }
+        return;
+    }
     if (info->kind == PLB_HEALTH_LIVE) {
         /* Another mod_metrics instance beats the same loop as we do; its
          * interval may be longer than our threshold, so judge only ours. */
@@ -66,27 +116,118 @@ visit(const struct plb_health_info *info, void *arg)
     check_line(e, info, 0, info->reason && *info->reason ? info->reason : "not ready");
 }
 
+static int
+hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode the query value v (vl bytes) into out; 0, or -1 when it
+ * does not fit or has a bad escape. */
+static int
+query_value(const char *v, size_t vl, char *out, size_t outlen)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < vl; i++) {
+        char c = v[i];
+        if (c == '%') {
+            if (i + 2 >= vl)
+                return -1;
+            int hi = hexval(v[i + 1]);
+            int lo = hexval(v[i + 2]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            c = (char)(hi * 16 + lo);
+            i += 2;
+        } else if (c == '+') {
+            c = ' ';
+        }
+        if (n + 1 >= outlen)
+            return -1;
+        out[n++] = c;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+/* Collect the exclude=<check> parameters of query into e. */
+static void
+parse_excludes(struct eval *e, const char *query)
+{
+    const char *p = query ? query : "";
+    while (*p) {
+        size_t len = strcspn(p, "&;");
+        if (len > 8 && strncmp(p, "exclude=", 8) == 0 && e->nexcl < MAX_EXCLUDES &&
+            query_value(p + 8, len - 8, e->excl[e->nexcl], sizeof(e->excl[0])) == 0)
+            e->nexcl++;
+        p += len;
+        if (*p)
+            p++;
+    }
+}
+
 int
 mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
-               enum plb_health_kind kind, int64_t threshold_ms, int verbose, struct mm_buf *out)
+               enum plb_health_kind kind, int64_t threshold_ms, const char *query,
+               struct mm_buf *out)
 {
     struct eval e = {
         .self = self,
         .kind = kind,
         .now_ms = host->now_ms(ctx),
         .threshold_ms = threshold_ms,
-        .verbose = verbose,
+        .verbose = mm_query_verbose(query),
         .out = out,
     };
+    parse_excludes(&e, query);
     host->health_foreach(ctx, visit, &e);
     const char *name = kind == PLB_HEALTH_LIVE ? "healthz" : "readyz";
+    for (size_t i = 0; i < e.nexcl; i++) {
+        if (!e.excl_used[i]) {
+            mm_buf_printf(out, "warning: some health checks cannot be excluded: no matches for ");
+            mm_buf_put_line_safe(out, e.excl[i]);
+            mm_buf_printf(out, "\n");
+        }
+    }
     if (e.failed)
         mm_buf_printf(out, "%s check failed\n", name);
-    else if (verbose)
+    else if (e.verbose)
         mm_buf_printf(out, "%s check passed\n", name);
     else
         mm_buf_printf(out, "ok\n");
     return !e.failed;
+}
+
+int
+mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const void *self,
+                   enum plb_health_kind kind, int64_t threshold_ms, const char *check,
+                   struct mm_buf *out)
+{
+    struct eval e = {
+        .self = self,
+        .kind = kind,
+        .now_ms = host->now_ms(ctx),
+        .threshold_ms = threshold_ms,
+        .only = check,
+        .out = out,
+    };
+    host->health_foreach(ctx, visit, &e);
+    if (!e.found)
+        return -1;
+    if (e.failed) {
+        mm_buf_printf(out, "internal server error: ");
+        mm_buf_put_line_safe(out, e.why);
+        mm_buf_printf(out, "\n");
+        return 0;
+    }
+    mm_buf_printf(out, "ok\n");
+    return 1;
 }
 
 int

@@ -68,13 +68,25 @@ MM_HIDDEN int mm_is_sibling_loop_check(const void *self, const struct plb_health
  *                           "[-]instance/check failed: reason" line per
  *                           check, then "<name> check passed|failed"
  *   failing, not verbose:   only the failing lines, then "<name> check failed"
- * (name is "healthz" or "readyz", as kube-apiserver writes them).
+ * (name is "healthz" or "readyz", as kube-apiserver writes them). The query
+ * string (borrowed, may be NULL) gives ?verbose and ?exclude=instance/check
+ * (repeatable, up to 16): an excluded check does not count and reads
+ * "[+]instance/check excluded: ok" when verbose; one matching nothing adds
+ * "warning: some health checks cannot be excluded: no matches for X".
  * self is the evaluating instance, for mm_is_sibling_loop_check. Returns 1
  * when every check passed, 0 otherwise. out->oom reports allocation failure.
  */
 MM_HIDDEN int mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
-                             enum plb_health_kind kind, int64_t threshold_ms, int verbose,
+                             enum plb_health_kind kind, int64_t threshold_ms, const char *query,
                              struct mm_buf *out);
+
+/* One check of `kind`, named "instance/check" (kube-apiserver's
+ * /readyz/<check>): 1 and "ok\n" when it passes, 0 and "internal server
+ * error: reason\n" when it fails, -1 (out untouched) when there is no such
+ * check. */
+MM_HIDDEN int mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const void *self,
+                                 enum plb_health_kind kind, int64_t threshold_ms,
+                                 const char *check, struct mm_buf *out);
 
 /* Does the query string ask for verbose output ("verbose", "verbose=1",
  * "verbose=true", among other parameters)? Pure. */

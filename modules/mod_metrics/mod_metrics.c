@@ -5,9 +5,13 @@
  *                  (this instance's timer, check "event-loop") and every
  *                  instance's liveness checks beat within
  *                  liveness_threshold; 503 naming the stale ones otherwise.
+ *   GET /livez     the same as /healthz.
  *   GET /readyz    readiness: 200 iff every readiness check is ok; 503
  *                  naming those that are not.
- *                  Both take ?verbose (kube-apiserver's format).
+ *                  They take ?verbose and ?exclude=<instance>/<check>, and
+ *                  /readyz/<instance>/<check> (also under /healthz and
+ *                  /livez) answers for that one check (kube-apiserver's
+ *                  paths and format).
  *   GET /metrics   the daemon's registry in Prometheus text format 0.0.4,
  *                  with process metrics and prismlb_build_info.
  *
@@ -201,15 +205,32 @@ reply_text(struct mm *m, plb_http_exchange *x, int status, const char *text,
     m->host->http_reply(x, status, TEXT_PLAIN, text, strlen(text), headers);
 }
 
-/* Answer /healthz or /readyz. */
+/* Answer /healthz, /livez or /readyz, or one check of it (check: the
+ * "instance/check" after the probe's path, or NULL). */
 static void
-serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind)
+serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind, const char *check)
 {
     static const char *const headers[] = {"Cache-Control: no-store",
                                           "X-Content-Type-Options: nosniff", NULL};
     struct mm_buf b = {.host = m->host};
-    int verbose = mm_query_verbose(m->host->http_query(x));
-    int ok = mm_health_eval(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms, verbose, &b);
+    int ok;
+    if (check) {
+        ok = mm_health_eval_one(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms, check,
+                                &b);
+        if (ok < 0) {
+            mm_buf_free(&b);
+            reply_text(m, x, 404, "404 page not found\n", NULL);
+            return;
+        }
+        if (!b.oom) {
+            m->host->http_reply(x, ok ? 200 : 500, TEXT_PLAIN, b.p, b.n, headers);
+            mm_buf_free(&b);
+            return;
+        }
+    } else {
+        ok = mm_health_eval(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms,
+                            m->host->http_query(x), &b);
+    }
     if (b.oom) {
         mm_buf_free(&b);
         reply_text(m, x, 500, "out of memory\n", NULL);
@@ -245,13 +266,28 @@ enum endpoint {
     EP_METRICS,
 };
 
+/* The endpoint of path; *check gets the "instance/check" of a probe path
+ * naming one check (/readyz/<instance>/<check>), else NULL. /livez is
+ * /healthz, as kube-apiserver serves both. */
 static enum endpoint
-route(const struct mm *m, const char *path)
+route(const struct mm *m, const char *path, const char **check)
 {
-    if (m->cfg->probes && strcmp(path, "/healthz") == 0)
-        return EP_HEALTHZ;
-    if (m->cfg->probes && strcmp(path, "/readyz") == 0)
-        return EP_READYZ;
+    static const struct {
+        const char *prefix;
+        enum endpoint ep;
+    } probes[] = {{"/healthz", EP_HEALTHZ}, {"/livez", EP_HEALTHZ}, {"/readyz", EP_READYZ}};
+    *check = NULL;
+    for (size_t i = 0; m->cfg->probes && i < sizeof(probes) / sizeof(probes[0]); i++) {
+        size_t n = strlen(probes[i].prefix);
+        if (strncmp(path, probes[i].prefix, n) != 0)
+            continue;
+        if (path[n] == '\0')
+            return probes[i].ep;
+        if (path[n] == '/' && path[n + 1]) {
+            *check = path + n + 1;
+            return probes[i].ep;
+        }
+    }
     if (m->cfg->metrics && strcmp(path, "/metrics") == 0)
         return EP_METRICS;
     return EP_NONE;
@@ -266,7 +302,8 @@ on_request(plb_http_exchange *x, void *arg)
     struct mm *m = arg;
     const char *path = m->host->http_path(x);
     const char *method = m->host->http_method(x);
-    enum endpoint ep = route(m, path ? path : "");
+    const char *check;
+    enum endpoint ep = route(m, path ? path : "", &check);
 
     if (ep == EP_NONE) {
         reply_text(m, x, 404, "404 page not found\n", NULL);
@@ -281,10 +318,10 @@ on_request(plb_http_exchange *x, void *arg)
     }
     switch (ep) {
     case EP_HEALTHZ:
-        serve_probe(m, x, PLB_HEALTH_LIVE);
+        serve_probe(m, x, PLB_HEALTH_LIVE, check);
         break;
     case EP_READYZ:
-        serve_probe(m, x, PLB_HEALTH_READY);
+        serve_probe(m, x, PLB_HEALTH_READY, check);
         break;
     case EP_METRICS:
         serve_metrics(m, x);

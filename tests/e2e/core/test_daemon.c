@@ -240,6 +240,45 @@ START_TEST(json_logs_carry_the_instance)
 }
 END_TEST
 
+/* extractedprism's log levels dpanic, panic and fatal are accepted, in
+ * the file and on the command line, and mean error: info lines are not
+ * written, an error line (a start that fails) is. */
+START_TEST(log_levels_dpanic_panic_fatal_mean_error)
+{
+    static const char *const levels[] = {"dpanic", "panic", "fatal"};
+    for (size_t i = 0; i < 3; i++) {
+        struct tu_proc p;
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "log_level = \"%s\";\ninstances = ( { module = \"lifecycle\"; name = \"l\";"
+                 " trace_file = \"trace.log\"; fail_start = true; } );\n",
+                 levels[i]);
+        start_daemon(&p, text);
+        ck_assert(tu_wait_exit(&p, 10000));
+        ck_assert_int_eq(exit_code(&p), 1);
+        char *l = tu_read_file(logfile, NULL);
+        ck_assert_ptr_nonnull(l);
+        ck_assert_msg(!strstr(l, "level=info"), "%s: an info line was written:\n%s", levels[i], l);
+        ck_assert_msg(strstr(l, "level=error"), "%s: no error line:\n%s", levels[i], l);
+        free(l);
+    }
+    struct tu_proc p;
+    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"lifecycle\"; name = \"c\";"
+                                         " trace_file = \"trace.log\"; } );\n"),
+                     0);
+    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, "--log-level",
+                    "fatal", NULL};
+    char *env[] = {module_path, NULL};
+    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
+    wait_trace("start c", 10000);
+    tu_stop(&p, SIGTERM, 10000);
+    char *l = tu_read_file(logfile, NULL);
+    ck_assert_ptr_nonnull(l);
+    ck_assert_msg(!strstr(l, "level=info"), "--log-level fatal wrote an info line:\n%s", l);
+    free(l);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -257,6 +296,7 @@ suite(void)
     tcase_add_test(tc, gate_opens_and_closes_gated_instances);
     tcase_add_test(tc, version_and_help);
     tcase_add_test(tc, json_logs_carry_the_instance);
+    tcase_add_test(tc, log_levels_dpanic_panic_fatal_mean_error);
     suite_add_tcase(s, tc);
     return s;
 }

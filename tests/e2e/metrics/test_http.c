@@ -1,7 +1,8 @@
 /*
  * mod_metrics over HTTP, against the real daemon: each endpoint, each
  * method rule, liveness of the loop and of a wedged instance, readiness,
- * ?verbose, and several instances in one daemon.
+ * ?verbose, kube-apiserver's /livez, /readyz/<check> and ?exclude=, and
+ * several instances in one daemon.
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -136,8 +137,8 @@ START_TEST(method_rules)
     }
 
     /* Unknown paths, whatever the method. */
-    static const char *const unknown[] = {"/", "/metricsx", "/metrics/", "/healthz/x", "/livez",
-                                          "/nope"};
+    static const char *const unknown[] = {"/", "/metricsx", "/metrics/", "/healthzx", "/livezx",
+                                          "/readyz/", "/nope"};
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         struct me_resp r = get_status(port, unknown[i], 404);
         me_resp_free(&r);
@@ -306,6 +307,76 @@ START_TEST(readiness_follows_checks)
 }
 END_TEST
 
+/* As kube-apiserver serves them: /livez is /healthz; /readyz/<check> (here
+ * instance/check) answers for that check alone, 500 with the reason when it
+ * fails, 404 for a check that does not exist; ?exclude=<check> leaves a
+ * check out (listed as excluded with ?verbose) and warns about one that
+ * matches nothing. */
+START_TEST(livez_single_checks_and_exclude)
+{
+    int port = me_free_port();
+    char conf[1024];
+    snprintf(conf, sizeof(conf),
+             "instances = (\n"
+             "  { module = \"lifecycle\"; name = \"warm\"; trace_file = \"warm.log\";\n"
+             "    ready_after = \"100ms\"; },\n"
+             "  { module = \"lifecycle\"; name = \"cold\"; trace_file = \"cold.log\";\n"
+             "    ready_after = \"1h\"; },\n"
+             "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n"
+             ");\n",
+             port);
+    struct me_daemon d;
+    me_daemon_start(&d, conf, port);
+
+    struct me_resp r = get_status(port, "/livez", 200);
+    ck_assert_str_eq(r.body, "ok\n");
+    me_resp_free(&r);
+    r = get_status(port, "/livez/probes/event-loop", 200);
+    ck_assert_str_eq(r.body, "ok\n");
+    me_resp_free(&r);
+    r = get_status(port, "/healthz/warm/loop", 200);
+    me_resp_free(&r);
+    r = get_status(port, "/readyz/cold/ready", 500);
+    ck_assert_str_eq(r.body, "internal server error: warming up (ready_after)\n");
+    me_resp_free(&r);
+    r = get_status(port, "/readyz/cold/nosuch", 404);
+    me_resp_free(&r);
+    r = get_status(port, "/livez/cold/ready", 404); /* a readiness check, not a liveness one */
+    me_resp_free(&r);
+    long long deadline = d.ready_ms + 10000;
+    for (;;) {
+        ck_assert_int_eq(me_http("GET", url(port, "/readyz/warm/ready"), NULL, &r), 0);
+        if (r.status == 200)
+            break;
+        ck_assert_int_eq(r.status, 500);
+        me_resp_free(&r);
+        ck_assert_msg(tu_now_ms() < deadline, "warm never turned ready");
+        tu_sleep_ms(50);
+    }
+    ck_assert_str_eq(r.body, "ok\n");
+    me_resp_free(&r);
+
+    r = get_status(port, "/readyz", 503);
+    me_resp_free(&r);
+    r = get_status(port, "/readyz?exclude=cold/ready", 200);
+    ck_assert_str_eq(r.body, "ok\n");
+    me_resp_free(&r);
+    r = get_status(port, "/readyz?verbose&exclude=cold%2Fready", 200);
+    ck_assert_str_eq(r.body,
+                     "[+]warm/ready ok\n[+]cold/ready excluded: ok\nreadyz check passed\n");
+    me_resp_free(&r);
+    r = get_status(port, "/readyz?exclude=cold/ready&exclude=warm/ready&exclude=etcd", 200);
+    ck_assert_str_eq(r.body, "warning: some health checks cannot be excluded: no matches for "
+                             "etcd\nok\n");
+    me_resp_free(&r);
+    r = get_status(port, "/livez?exclude=warm/loop&verbose", 200);
+    assert_contains(r.body, "[+]warm/loop excluded: ok\n");
+    assert_contains(r.body, "[+]cold/loop ok\n");
+    me_resp_free(&r);
+    me_daemon_stop(&d);
+}
+END_TEST
+
 /* A public /metrics port and a loopback probe port in one daemon; each
  * serves only what it was asked to. The probe instance, with a threshold
  * shorter than the other's heartbeat interval, judges only its own loop
@@ -379,6 +450,7 @@ suite(void)
     tcase_add_test(tc, wedged_instance_fails_healthz);
     tcase_add_test(tc, readiness_follows_checks);
     tcase_add_test(tc, several_instances);
+    tcase_add_test(tc, livez_single_checks_and_exclude);
     suite_add_tcase(s, tc);
     return s;
 }

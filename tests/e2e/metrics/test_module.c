@@ -853,7 +853,7 @@ START_TEST(methods_and_paths)
             ck_assert_str_eq(x.headers, "Allow: GET, HEAD, OPTIONS\n");
         }
     }
-    static const char *const unknown[] = {"/", "", "/metrics/", "/healthzz", "/readyz/x",
+    static const char *const unknown[] = {"/", "", "/metrics/", "/healthzz", "/readyz/",
                                           "/METRICS"};
     for (int i = 0; i < 6; i++) {
         struct plb_http_exchange x = request(s, "GET", unknown[i], NULL);

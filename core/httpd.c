@@ -21,6 +21,27 @@
  *     (error while the user holds it) is left to us, and we free it there.
  *     Either way the exchange forgets the request and a later reply only
  *     frees the exchange.
+ *
+ * Bounded work. evhttp accepts in a loop until accept() fails and keeps
+ * every connection until its 30 s timeout, and a byte every few seconds
+ * resets that timeout; so a flood of connections would keep the loop busy
+ * accepting and hold descriptors for ever. Hence:
+ *   - at most HTTPD_ACCEPT_BATCH accepts per wakeup: the listener is
+ *     disabled after that many and re-enabled from a zero timer, so every
+ *     other ready event (a Lease renewal, a proxied byte) runs in between;
+ *   - every connection is tracked in a struct hconn (made in evhttp's
+ *     bufferevent callback, which runs for each accepted socket, and
+ *     adopted right after that accept: the bufferevent's callback argument
+ *     is then its evhttp_connection, whose close callback is ours);
+ *   - a connection waiting for a request (just accepted, or between
+ *     keep-alive requests) must deliver the whole request head within the
+ *     request timeout of starting to wait, however slowly the bytes come;
+ *     the idle list is in order of that start, so one timer serves all;
+ *   - at most max_conns connections: one over that closes the connection
+ *     that has waited for a request the longest (a newcomer is the latest,
+ *     so a fresh client is served while idle ones are dropped); when every
+ *     other connection has a request in a handler, the newcomer gets a
+ *     canned 503 written straight to the socket and is closed.
  */
 #include "httpd.h"
 
@@ -32,6 +53,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,6 +65,28 @@
 /* Pause after accept() fails for lack of resources, and how often to log. */
 #define HTTPD_RETRY_MS 100
 #define HTTPD_LOG_EVERY_MS 60000
+/* Accepts per wakeup of the listener. */
+#define HTTPD_ACCEPT_BATCH 16
+
+static const char refuse_503[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                                 "Content-Type: text/plain; charset=utf-8\r\n"
+                                 "Content-Length: 17\r\n"
+                                 "Connection: close\r\n\r\n"
+                                 "too many clients\n";
+
+/* One accepted connection (see the top). */
+struct hconn {
+    plb_http_server *srv;
+    struct bufferevent *bev;         /* referenced until adopted */
+    struct evhttp_connection *evcon; /* NULL until adopted */
+    int64_t idle_since_ms;           /* waiting for a request since */
+    int busy;                        /* requests in handlers, unanswered */
+    struct hconn *prev, *next;       /* in srv's adopting, idle or busy list */
+};
+
+struct hlist {
+    struct hconn *head, *tail;
+};
 
 struct route {
     char *path;
@@ -61,6 +105,16 @@ struct plb_http_server {
     plb_http_exchange *pending;     /* unanswered exchanges */
     plb_http_exchange *dispatching; /* whose handler is running */
     plb_http_server *next_server;   /* servers list, for the accept error cb */
+    struct event *resume;           /* ends an accept batch */
+    struct event *adopt;            /* adopts the batch's new connections */
+    struct event *sweep;            /* closes connections past the request timeout */
+    struct hlist adopting, idle, busy_conns;
+    int nadopting;
+    struct core_http_stats st;
+    int64_t request_timeout_ms;
+    int max_conns;
+    int batch;       /* accepts since the listener was last enabled */
+    int backing_off; /* accept error pause running */
     int64_t last_log_ms;
     int port;
     int busy; /* handlers running */
@@ -70,6 +124,7 @@ struct plb_http_server {
 
 struct plb_http_exchange {
     plb_http_server *srv;
+    struct hconn *hc; /* NULL once its connection closed */
     struct evhttp_request *req;      /* NULL once libevent dropped it */
     struct evhttp_connection *evcon; /* NULL once closed */
     const char *method;
@@ -80,6 +135,223 @@ struct plb_http_exchange {
 
 /* Every live server; the accept error callback only gets the evconnlistener. */
 static plb_http_server *servers;
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                              */
+
+static void
+hlist_push(struct hlist *l, struct hconn *c)
+{
+    c->next = NULL;
+    c->prev = l->tail;
+    if (l->tail)
+        l->tail->next = c;
+    else
+        l->head = c;
+    l->tail = c;
+}
+
+static void
+hlist_remove(struct hlist *l, struct hconn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        l->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        l->tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static struct hlist *
+hconn_list(struct hconn *c)
+{
+    if (!c->evcon)
+        return &c->srv->adopting;
+    return c->busy ? &c->srv->busy_conns : &c->srv->idle;
+}
+
+/* Arm the sweep for the connection that has waited longest, if it is not
+ * armed already (it re-arms itself when it fires). */
+static void
+sweep_arm(plb_http_server *srv)
+{
+    struct hconn *c = srv->idle.head;
+    int64_t left;
+    struct timeval tv;
+
+    if (!c || evtimer_pending(srv->sweep, NULL))
+        return;
+    left = c->idle_since_ms + srv->request_timeout_ms - core_now_ms();
+    if (left < 0)
+        left = 0;
+    tv.tv_sec = (time_t)(left / 1000);
+    tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+    if (evtimer_add(srv->sweep, &tv) != 0)
+        CORE_ERR("httpd %s: cannot arm the request timeout", srv->name);
+}
+
+/* c starts waiting for a request now. */
+static void
+hconn_idle(struct hconn *c)
+{
+    hlist_remove(hconn_list(c), c);
+    c->busy = 0;
+    c->idle_since_ms = core_now_ms();
+    hlist_push(&c->srv->idle, c);
+    sweep_arm(c->srv);
+}
+
+/* A request of c is in a handler. */
+static void
+hconn_busy(struct hconn *c)
+{
+    hlist_remove(hconn_list(c), c);
+    c->busy = 1;
+    hlist_push(&c->srv->busy_conns, c);
+}
+
+/* Close an adopted connection now; on_conn_close frees c. Not from inside
+ * one of evhttp's callbacks for that connection. */
+static void
+hconn_close(struct hconn *c)
+{
+    evhttp_connection_free(c->evcon);
+}
+
+static struct hconn *
+hconn_find(plb_http_server *srv, struct evhttp_connection *evcon)
+{
+    for (struct hconn *c = srv->idle.tail; c; c = c->prev)
+        if (c->evcon == evcon)
+            return c;
+    for (struct hconn *c = srv->busy_conns.head; c; c = c->next)
+        if (c->evcon == evcon)
+            return c;
+    return NULL;
+}
+
+static void on_conn_close(struct evhttp_connection *evcon, void *arg);
+
+/* evhttp's bufferevent callback: runs once for each accepted socket, before
+ * evhttp sets the socket and its own callbacks on the bufferevent. */
+static struct bufferevent *
+on_new_conn(struct event_base *base, void *arg)
+{
+    plb_http_server *srv = arg;
+    struct bufferevent *bev;
+    struct hconn *c;
+
+    srv->st.accepted++;
+    if (++srv->batch >= HTTPD_ACCEPT_BATCH && !srv->dead) {
+        /* evconnlistener stops its accept loop once disabled. */
+        struct timeval zero = {0, 0};
+        evconnlistener_disable(srv->lev);
+        if (evtimer_add(srv->resume, &zero) != 0) {
+            CORE_ERR("httpd %s: cannot pause accepting", srv->name);
+            evconnlistener_enable(srv->lev);
+        }
+    }
+    bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    c = bev ? core_calloc(1, sizeof *c) : NULL;
+    if (!c) /* untracked: adopted by its first request, or not at all */
+        return bev;
+    c->srv = srv;
+    c->bev = bev;
+    bufferevent_incref(bev); /* evhttp may free it before adoption */
+    if (!srv->adopting.head)
+        event_active(srv->adopt, EV_TIMEOUT, 1);
+    hlist_push(&srv->adopting, c);
+    srv->nadopting++;
+    srv->st.conns++;
+    return bev;
+}
+
+/* Refuse c cheaply: a canned 503 straight to the socket, then close. */
+static void
+hconn_refuse(struct hconn *c)
+{
+    int fd = (int)bufferevent_getfd(evhttp_connection_get_bufferevent(c->evcon));
+
+    c->srv->st.refused++;
+    if (fd >= 0 && send(fd, refuse_503, sizeof refuse_503 - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        CORE_DEBUG("httpd %s: refusing a client: %s", c->srv->name, strerror(errno));
+    hconn_close(c);
+}
+
+/* Adopt the connections accepted in the last batch, then hold the cap. */
+static void
+adopt_cb(evutil_socket_t fd, short what, void *arg)
+{
+    plb_http_server *srv = arg;
+    struct hconn *c;
+
+    (void)fd;
+    (void)what;
+    srv->batch = 0;
+    while ((c = srv->adopting.head) != NULL) {
+        bufferevent_event_cb ecb = NULL;
+        void *evcon = NULL;
+
+        bufferevent_getcb(c->bev, NULL, NULL, &ecb, &evcon);
+        hlist_remove(&srv->adopting, c);
+        srv->nadopting--;
+        if (!ecb || !evcon) {
+            /* evhttp failed to set the connection up and freed it. */
+            bufferevent_decref(c->bev);
+            srv->st.conns--;
+            core_free(c);
+            continue;
+        }
+        c->evcon = evcon;
+        evhttp_connection_set_closecb(c->evcon, on_conn_close, c);
+        bufferevent_decref(c->bev);
+        c->bev = NULL;
+        c->idle_since_ms = core_now_ms();
+        hlist_push(&srv->idle, c);
+        sweep_arm(srv);
+        if (srv->st.conns - srv->nadopting > srv->max_conns) {
+            struct hconn *oldest = srv->idle.head;
+            if (oldest != c) {
+                srv->st.evicted++;
+                hconn_close(oldest);
+            } else {
+                hconn_refuse(c);
+            }
+        }
+    }
+}
+
+/* Close the connections that have waited too long for a request. */
+static void
+sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    plb_http_server *srv = arg;
+    int64_t now = core_now_ms();
+    struct hconn *c;
+
+    (void)fd;
+    (void)what;
+    while ((c = srv->idle.head) != NULL && c->idle_since_ms + srv->request_timeout_ms <= now) {
+        srv->st.timed_out++;
+        hconn_close(c);
+    }
+    sweep_arm(srv);
+}
+
+static void
+resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+    plb_http_server *srv = arg;
+
+    (void)fd;
+    (void)what;
+    srv->batch = 0;
+    if (!srv->backing_off && !srv->dead)
+        evconnlistener_enable(srv->lev);
+}
 
 /* ------------------------------------------------------------------------ */
 /* Replies                                                                  */
@@ -189,6 +461,9 @@ core_http_reply(plb_http_exchange *x, int status, const char *content_type, cons
     if (!x)
         return;
     exchange_unlink(x);
+    /* First: sending may free the connection, and with it x->hc. */
+    if (x->hc)
+        hconn_idle(x->hc);
     if (x->req)
         send_reply(x->req, status, content_type, body, len, headers);
     core_free(x);
@@ -215,11 +490,13 @@ route_find(const plb_http_server *srv, const char *path)
 
 static void server_destroy(plb_http_server *srv);
 
-/* The connection of some pending exchanges is going away. */
+/* A tracked connection is going away (closed by either side, or freed with
+ * the server). */
 static void
 on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
-    plb_http_server *srv = arg;
+    struct hconn *c = arg;
+    plb_http_server *srv = c->srv;
 
     for (plb_http_exchange *x = srv->pending; x; x = x->next) {
         if (x->evcon != evcon)
@@ -229,7 +506,36 @@ on_conn_close(struct evhttp_connection *evcon, void *arg)
             evhttp_request_free(x->req);
         x->req = NULL;
         x->evcon = NULL;
+        x->hc = NULL;
     }
+    hlist_remove(hconn_list(c), c);
+    srv->st.conns--;
+    core_free(c);
+}
+
+/* The tracking of the connection of req, adopting it now if its socket
+ * could not be tracked when accepted. NULL when out of memory. */
+static struct hconn *
+conn_of(plb_http_server *srv, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    struct hconn *c;
+
+    if (!evcon)
+        return NULL;
+    c = hconn_find(srv, evcon);
+    if (c)
+        return c;
+    c = core_calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->srv = srv;
+    c->evcon = evcon;
+    evhttp_connection_set_closecb(evcon, on_conn_close, c);
+    c->idle_since_ms = core_now_ms();
+    hlist_push(&srv->idle, c);
+    srv->st.conns++;
+    return c;
 }
 
 static void
@@ -242,6 +548,7 @@ on_request(struct evhttp_request *req, void *arg)
     const struct route *r;
     plb_http_exchange *x;
     plb_http_handler h;
+    struct hconn *hc;
     void *harg;
     size_t plen, qlen;
 
@@ -249,8 +556,14 @@ on_request(struct evhttp_request *req, void *arg)
         path = "/";
     if (!query)
         query = "";
+    hc = conn_of(srv, req);
+    if (!hc) {
+        send_reply(req, 503, "text/plain; charset=utf-8", "out of memory\n", 14, NULL);
+        return;
+    }
     r = route_find(srv, path);
     if (!r) {
+        hconn_idle(hc);
         send_reply(req, 404, "text/plain; charset=utf-8", "not found\n", 10, NULL);
         return;
     }
@@ -262,14 +575,14 @@ on_request(struct evhttp_request *req, void *arg)
         return;
     }
     x->srv = srv;
+    x->hc = hc;
     x->req = req;
-    x->evcon = evhttp_request_get_connection(req);
+    x->evcon = hc->evcon;
     x->method = method_name(evhttp_request_get_command(req));
     memcpy(x->text, path, plen + 1);
     x->query = x->text + plen + 1;
     memcpy(x->text + plen + 1, query, qlen + 1);
-    if (x->evcon)
-        evhttp_connection_set_closecb(x->evcon, on_conn_close, srv);
+    hconn_busy(hc);
     x->next = srv->pending;
     if (x->next)
         x->next->prev = x;
@@ -314,6 +627,8 @@ accept_error_cb(struct evconnlistener *lev, void *arg)
         evconnlistener_enable(lev);
         return;
     }
+    srv->backing_off = 1;
+    srv->st.accept_errors++;
     if (srv->last_log_ms == 0 || now - srv->last_log_ms >= HTTPD_LOG_EVERY_MS) {
         CORE_WARN("httpd %s: accept failed: %s; pausing %d ms between retries", srv->name,
                   strerror(e), HTTPD_RETRY_MS);
@@ -328,7 +643,9 @@ retry_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    evconnlistener_enable(srv->lev);
+    srv->backing_off = 0;
+    if (!evtimer_pending(srv->resume, NULL) && !srv->dead)
+        evconnlistener_enable(srv->lev);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -350,9 +667,14 @@ core_http_server_new(struct event_base *base, const char *addr, int port, int *e
         rc = -ENOMEM;
         goto fail;
     }
+    srv->max_conns = CORE_HTTPD_MAX_CONNS;
+    srv->request_timeout_ms = CORE_HTTPD_REQUEST_TIMEOUT_MS;
     srv->retry = evtimer_new(base, retry_cb, srv);
+    srv->resume = evtimer_new(base, resume_cb, srv);
+    srv->sweep = evtimer_new(base, sweep_cb, srv);
+    srv->adopt = event_new(base, -1, 0, adopt_cb, srv);
     srv->http = evhttp_new(base);
-    if (!srv->retry || !srv->http) {
+    if (!srv->retry || !srv->resume || !srv->sweep || !srv->adopt || !srv->http) {
         rc = -ENOMEM;
         goto fail;
     }
@@ -365,6 +687,7 @@ core_http_server_new(struct event_base *base, const char *addr, int port, int *e
                                               EVHTTP_REQ_CONNECT | EVHTTP_REQ_PATCH);
     evhttp_set_default_content_type(srv->http, NULL);
     evhttp_set_gencb(srv->http, on_request, srv);
+    evhttp_set_bevcb(srv->http, on_new_conn, srv);
 
     fd = core_tcp_listen_socket(addr, port, 0, &srv->port, srv->name, sizeof srv->name);
     if (fd < 0) {
@@ -399,6 +722,12 @@ fail:
             evhttp_free(srv->http);
         if (srv->retry)
             event_free(srv->retry);
+        if (srv->resume)
+            event_free(srv->resume);
+        if (srv->sweep)
+            event_free(srv->sweep);
+        if (srv->adopt)
+            event_free(srv->adopt);
         core_free(srv);
     }
     if (fd >= 0)
@@ -415,6 +744,23 @@ core_http_server_set_idle_timeout(plb_http_server *s, int seconds)
         return -EINVAL;
     evhttp_set_timeout(s->http, seconds);
     return 0;
+}
+
+int
+core_http_server_set_limits(plb_http_server *s, int max_conns, int64_t request_timeout_ms)
+{
+    if (!s || max_conns < 1 || request_timeout_ms < 1)
+        return -EINVAL;
+    s->max_conns = max_conns;
+    s->request_timeout_ms = request_timeout_ms;
+    return 0;
+}
+
+void
+core_http_server_stats(const plb_http_server *s, struct core_http_stats *st)
+{
+    if (s && st)
+        *st = s->st;
 }
 
 int
@@ -474,7 +820,18 @@ server_destroy(plb_http_server *srv)
             evhttp_request_free(x->req);
         core_free(x);
     }
+    /* Accepted but not adopted yet: evhttp freed them, we hold the last
+     * reference. */
+    while (srv->adopting.head) {
+        struct hconn *c = srv->adopting.head;
+        hlist_remove(&srv->adopting, c);
+        bufferevent_decref(c->bev);
+        core_free(c);
+    }
     event_free(srv->retry);
+    event_free(srv->resume);
+    event_free(srv->sweep);
+    event_free(srv->adopt);
     for (size_t i = 0; i < srv->nroutes; i++)
         core_free(srv->routes[i].path);
     core_free(srv->routes);

@@ -9,6 +9,14 @@
  * Limits per server: request headers up to CORE_HTTPD_MAX_HEADERS bytes,
  * bodies up to CORE_HTTPD_MAX_BODY bytes (libevent answers 413 / 400
  * beyond), connections idle for CORE_HTTPD_IDLE_TIMEOUT_S seconds closed.
+ * A connection waiting for a request (just accepted, or after a reply on a
+ * kept-alive connection) has CORE_HTTPD_REQUEST_TIMEOUT_MS to send the
+ * whole request head, however slowly its bytes arrive, or it is closed. At
+ * most CORE_HTTPD_MAX_CONNS connections: one more closes the connection
+ * that has waited for a request the longest, or, when every other one has
+ * a request in a handler, is answered a canned 503 and closed. At most 16
+ * connections are accepted per wakeup of the loop, so that a flood of
+ * clients never holds up the loop's other events.
  *
  * Methods: every method libevent 2.1 parses (GET, POST, HEAD, PUT, DELETE,
  * OPTIONS, TRACE, CONNECT, PATCH) reaches the handler; libevent 2.1 rejects
@@ -18,6 +26,7 @@
 #define PRISMLB_HTTPD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "prismlb/module.h"
 
@@ -26,6 +35,18 @@ struct event_base;
 #define CORE_HTTPD_MAX_HEADERS (16 * 1024)
 #define CORE_HTTPD_MAX_BODY (1024 * 1024)
 #define CORE_HTTPD_IDLE_TIMEOUT_S 30
+#define CORE_HTTPD_REQUEST_TIMEOUT_MS 10000
+#define CORE_HTTPD_MAX_CONNS 256
+
+/* Counters of a server since it was made (conns: open right now). */
+struct core_http_stats {
+    uint64_t accepted;      /* sockets accepted */
+    uint64_t refused;       /* answered the canned 503 over the cap */
+    uint64_t evicted;       /* closed while waiting, to make room */
+    uint64_t timed_out;     /* closed past the request timeout */
+    uint64_t accept_errors; /* accept() failures (each pauses accepting) */
+    int conns;
+};
 
 /* A server listening on addr:port (an IP literal; IPv6 with IPV6_V6ONLY;
  * port 0 picks an ephemeral port) on base (borrowed; must outlive the
@@ -40,6 +61,14 @@ plb_http_server *core_http_server_new(struct event_base *base, const char *addr,
  * request, or whose reply cannot be written, for that long is closed.
  * 0 or -EINVAL (NULL server, seconds <= 0). */
 int core_http_server_set_idle_timeout(plb_http_server *s, int seconds);
+
+/* Set the connection cap and the request timeout (defaults
+ * CORE_HTTPD_MAX_CONNS, CORE_HTTPD_REQUEST_TIMEOUT_MS) from now on. 0 or
+ * -EINVAL (NULL server, max_conns < 1, request_timeout_ms < 1). */
+int core_http_server_set_limits(plb_http_server *s, int max_conns, int64_t request_timeout_ms);
+
+/* Copy s's counters into *st (both borrowed). NULL s or st: nothing. */
+void core_http_server_stats(const plb_http_server *s, struct core_http_stats *st);
 
 /* The bound port; -1 for NULL. */
 int core_http_server_port(const plb_http_server *s);

@@ -15,6 +15,13 @@
  *   GET /metrics   the daemon's registry in Prometheus text format 0.0.4,
  *                  with process metrics and prismlb_build_info.
  *
+ * /metrics is rendered once per loop iteration at most: a scrape waits for
+ * a render made on the next iteration (a zero timer), which answers every
+ * scrape waiting then; so a flood of scrapers costs one render per
+ * iteration, and every answer was rendered after its request arrived. The
+ * process metrics (which read procfs) are refreshed at most every
+ * MM_PROC_MIN_MS.
+ *
  * HEAD is served like GET; OPTIONS answers 204 with Allow; every other
  * method gets 405 with Allow; unknown paths 404. Several instances may run
  * in one daemon (a public /metrics, a loopback probe port).
@@ -36,6 +43,12 @@
 #define TEXT_PLAIN "text/plain; charset=utf-8"
 #define EXPOSITION_0_0_4 "text/plain; version=0.0.4; charset=utf-8"
 
+/* Shortest time between two refreshes of the process metrics, and how
+ * many scrapes may wait for one render (the core's HTTP server keeps at
+ * most 256 connections, each with one request in a handler at a time). */
+#define MM_PROC_MIN_MS 100
+#define MM_MAX_WAITING 256
+
 struct mm {
     const struct plb_host *host; /* borrowed for the instance's life */
     plb_ctx *ctx;
@@ -43,6 +56,11 @@ struct mm {
     const char *bind_ip;         /* cfg->bind_address, "localhost" resolved */
     plb_timer *beat;             /* loop heartbeat */
     plb_http_server *srv;
+    plb_timer *render;    /* zero timer: answers the waiting scrapes */
+    int64_t proc_ms;      /* last refresh of the process metrics */
+    int proc_done;        /* proc_ms is set */
+    size_t nwaiting;
+    plb_http_exchange *waiting[MM_MAX_WAITING];
     struct mm_proc proc;
     int running;     /* between a successful start and stop */
     struct mm *next; /* in `running_list` while running */
@@ -240,23 +258,58 @@ serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind, const
     mm_buf_free(&b);
 }
 
+/* Render once and answer every waiting scrape with it. */
 static void
-serve_metrics(struct mm *m, plb_http_exchange *x)
+render_now(struct mm *m)
 {
     /* The host offers only the 0.0.4 renderer, so there is no OpenMetrics
      * answer to `Accept: application/openmetrics-text`: Prometheus then
      * falls back to this format, as the Content-Type tells it to. */
-    size_t len = 0;
-    mm_proc_update(m->host, m->ctx, &m->proc);
-    char *text = m->host->metrics_render(m->ctx, &len);
-    if (!text) {
+    int64_t now = m->host->now_ms(m->ctx);
+    size_t len = 0, n = m->nwaiting;
+    char *text;
+
+    m->nwaiting = 0;
+    if (!m->proc_done || now - m->proc_ms >= MM_PROC_MIN_MS || now < m->proc_ms) {
+        mm_proc_update(m->host, m->ctx, &m->proc);
+        m->proc_ms = now;
+        m->proc_done = 1;
+    }
+    text = m->host->metrics_render(m->ctx, &len);
+    if (!text)
         m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot render the metrics: out of memory",
                         NULL);
-        reply_text(m, x, 500, "out of memory\n", NULL);
+    for (size_t i = 0; i < n; i++) {
+        if (text)
+            m->host->http_reply(m->waiting[i], 200, EXPOSITION_0_0_4, text, len, NULL);
+        else
+            reply_text(m, m->waiting[i], 500, "out of memory\n", NULL);
+    }
+    m->host->free(text);
+}
+
+static void
+on_render(plb_timer *t, void *arg)
+{
+    (void)t;
+    render_now(arg);
+}
+
+static void
+serve_metrics(struct mm *m, plb_http_exchange *x)
+{
+    m->waiting[m->nwaiting++] = x;
+    if (m->nwaiting == MM_MAX_WAITING) {
+        m->host->timer_cancel(m->render);
+        render_now(m);
         return;
     }
-    m->host->http_reply(x, 200, EXPOSITION_0_0_4, text, len, NULL);
-    m->host->free(text);
+    if (m->host->timer_pending(m->render))
+        return;
+    if (m->host->timer_arm(m->render, 0, 0, 0) < 0) {
+        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot arm the render timer", NULL);
+        render_now(m);
+    }
 }
 
 enum endpoint {
@@ -353,8 +406,11 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     m->ctx = ctx;
     m->cfg = cfg;
     m->bind_ip = strcmp(cfg->bind_address, "localhost") == 0 ? "127.0.0.1" : cfg->bind_address;
+    m->render = host->timer_new(ctx, on_render, m);
     m->beat = host->timer_new(ctx, on_beat, m);
-    if (!m->beat) {
+    if (!m->beat || !m->render) {
+        host->timer_free(m->render);
+        host->timer_free(m->beat);
         host->free(m);
         return -ENOMEM;
     }
@@ -414,6 +470,8 @@ mm_start(void *state)
 
 fail:
     h->timer_cancel(m->beat);
+    h->timer_cancel(m->render);
+    m->nwaiting = 0;
     h->http_server_free(m->srv);
     m->srv = NULL;
     return rc < 0 ? rc : -EIO;
@@ -427,6 +485,9 @@ mm_stop(void *state, int64_t grace_ms, plb_done *d)
     struct mm *m = state;
     (void)grace_ms;
     m->host->timer_cancel(m->beat);
+    /* The server frees the waiting scrapes' exchanges. */
+    m->host->timer_cancel(m->render);
+    m->nwaiting = 0;
     m->host->http_server_free(m->srv);
     m->srv = NULL;
     if (m->running) {
@@ -443,6 +504,7 @@ mm_destroy(void *state)
     if (m->running)
         list_remove(m);
     m->host->http_server_free(m->srv);
+    m->host->timer_free(m->render);
     m->host->timer_free(m->beat);
     m->host->free(m);
 }

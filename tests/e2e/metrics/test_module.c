@@ -83,6 +83,8 @@ static struct {
     int nchecks;
     int fail_server; /* http_server_new fails with -EADDRINUSE */
     plb_timer *last_timer;
+    plb_timer *zero_timer; /* the last timer armed with no delay, once */
+    int renders;           /* metrics_render calls */
 } F;
 
 static const char *
@@ -195,6 +197,8 @@ static int
 f_timer_arm(plb_timer *t, int64_t delay, int64_t period, double jitter)
 {
     (void)jitter;
+    if (delay == 0 && period == 0)
+        F.zero_timer = t;
     t->delay = delay;
     t->period = period;
     t->armed = 1;
@@ -368,6 +372,7 @@ static char *
 f_metrics_render(plb_ctx *ctx, size_t *len)
 {
     (void)ctx;
+    F.renders++;
     char *s = f_strdup("# TYPE fake_total counter\nfake_total 1\n");
     if (s && len)
         *len = strlen(s);
@@ -613,6 +618,11 @@ request(plb_http_server *s, const char *method, const char *path, const char *qu
     x.query = query;
     ck_assert_ptr_nonnull(s->h);
     s->h(&x, s->arg);
+    if (x.replies == 0 && F.zero_timer && F.zero_timer->armed) {
+        /* Answered on the next turn of the loop. */
+        F.zero_timer->armed = 0;
+        F.zero_timer->cb(F.zero_timer, F.zero_timer->arg);
+    }
     ck_assert_int_eq(x.replies, 1);
     return x;
 }
@@ -699,7 +709,7 @@ START_TEST(start_wires_server_timer_and_checks)
     ck_assert_int_eq(F.nchecks, 1);
     ck_assert_str_eq(F.checks[0].check, "event-loop");
     ck_assert_int_eq(F.checks[0].kind, PLB_HEALTH_LIVE);
-    ck_assert_int_eq(F.timers, 1);
+    ck_assert_int_eq(F.timers, 2); /* the heartbeat and the render */
 
     /* build info, with the daemon's version, revision and ABI */
     plb_metric *bi = NULL;
@@ -896,6 +906,42 @@ START_TEST(metrics_endpoint)
 }
 END_TEST
 
+/* Scrapes waiting together share one render, made on the next turn of the
+ * loop; a scrape after that render gets a new one. */
+START_TEST(waiting_scrapes_share_one_render)
+{
+    struct inst in;
+    inst_init(&in, "metrics");
+    inst_start(&in);
+    plb_http_server *s = last_server;
+    F.renders = 0;
+    static struct plb_http_exchange xs[50];
+    memset(xs, 0, sizeof(xs));
+    for (int i = 0; i < 50; i++) {
+        xs[i].method = "GET";
+        xs[i].path = "/metrics";
+        s->h(&xs[i], s->arg);
+        ck_assert_int_eq(xs[i].replies, 0); /* waits for the render */
+    }
+    ck_assert_ptr_nonnull(F.zero_timer);
+    ck_assert(F.zero_timer->armed);
+    ck_assert_int_eq(F.renders, 0);
+    F.zero_timer->armed = 0;
+    F.zero_timer->cb(F.zero_timer, F.zero_timer->arg);
+    ck_assert_int_eq(F.renders, 1);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(xs[i].replies, 1);
+        ck_assert_int_eq(xs[i].status, 200);
+        ck_assert_str_eq(xs[i].body, "# TYPE fake_total counter\nfake_total 1\n");
+    }
+    /* The next scrape is rendered anew, after it arrived. */
+    ck_assert_int_eq(request(s, "GET", "/metrics", NULL).status, 200);
+    ck_assert_int_eq(F.renders, 2);
+    inst_stop(&in);
+    ck_assert_int_eq(F.allocs, 0);
+}
+END_TEST
+
 /* Two instances: one serves /metrics only, the other probes only, with a
  * threshold shorter than the first one's... and a third with a slow beat
  * that the fast one must not judge. */
@@ -1016,6 +1062,7 @@ main(int argc, char **argv)
     tcase_add_test(tc, readiness);
     tcase_add_test(tc, methods_and_paths);
     tcase_add_test(tc, metrics_endpoint);
+    tcase_add_test(tc, waiting_scrapes_share_one_render);
     tcase_add_test(tc, several_instances);
     tcase_add_test(tc, start_failure_cleans_up);
     tcase_add_test(tc, allocation_failures);

@@ -81,7 +81,9 @@ struct le_result {
     const char *message;         /* the Status message or transport error, or NULL */
     const struct le_record *rec; /* 2xx on a Lease: its record, else NULL
                                     (a 2xx without a readable record fails the
-                                    attempt) */
+                                    attempt; so does a write answer whose
+                                    holder is not us or whose renewTime is
+                                    not the one sent) */
     const char *rv;              /* 2xx: the object's resourceVersion */
 };
 

@@ -294,10 +294,23 @@ on_write(struct le *m, const struct le_result *r)
 {
     enum le_req req = m->req;
     if (r->status >= 200 && r->status < 300) {
+        /* Held only if the server stored what we sent: its answer is a
+         * Lease naming us, with our renewTime. */
+        const char *bad = NULL;
+        if (!r->rec)
+            bad = r->message && *r->message ? r->message : "the answer is not a Lease";
+        else if (!is_me(m, r->rec->holder))
+            bad = "the answer names another holder";
+        else if (strcmp(r->rec->renew_time, m->sent.renew_time) != 0)
+            bad = "the answer's renewTime is not the one sent";
+        if (bad) {
+            m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED, bad);
+            attempt_failed(m);
+            return;
+        }
         if (req == LE_REQ_CREATE)
             m->ops->note(m->arg, LE_NOTE_CREATED, NULL);
-        /* What the server stored, when readable; else what we sent. */
-        attempt_succeeded(m, r->rec ? r->rec : &m->sent, r->rv);
+        attempt_succeeded(m, r->rec, r->rv);
         return;
     }
     if (r->status == 409 && req == LE_REQ_UPDATE) {

@@ -71,31 +71,52 @@ copy_str(char *dst, size_t len, const char *src)
     snprintf(dst, len, "%s", src ? src : "");
 }
 
-/* The record in a Lease object. 0, or -1 when a field does not fit. */
+/* Is v absent (NULL or JSON null) or of type t? */
+static int
+absent_or(const struct plb_host *h, const plb_obj *v, enum plb_obj_type t)
+{
+    return !v || h->obj_type(v) == PLB_OBJ_NULL || h->obj_type(v) == t;
+}
+
+/* The record in a Lease object. 0; -EINVAL when spec is not an object or a
+ * field has the wrong type (a string where the Lease API has a string, an
+ * integer where it has an integer); -E2BIG when a field does not fit. */
 static int
 record_from_obj(const struct plb_host *h, const plb_obj *obj, struct le_record *r)
 {
     const plb_obj *spec = h->obj_get(obj, "spec", NULL);
-    const char *holder = h->obj_str(h->obj_get(spec, "holderIdentity", NULL));
-    const char *acq = h->obj_str(h->obj_get(spec, "acquireTime", NULL));
-    const char *ren = h->obj_str(h->obj_get(spec, "renewTime", NULL));
-    const char *strategy = h->obj_str(h->obj_get(spec, "strategy", NULL));
-    const char *pref = h->obj_str(h->obj_get(spec, "preferredHolder", NULL));
+    const plb_obj *vh = h->obj_get(spec, "holderIdentity", NULL);
+    const plb_obj *va = h->obj_get(spec, "acquireTime", NULL);
+    const plb_obj *vr = h->obj_get(spec, "renewTime", NULL);
+    const plb_obj *vs = h->obj_get(spec, "strategy", NULL);
+    const plb_obj *vp = h->obj_get(spec, "preferredHolder", NULL);
+    const plb_obj *vd = h->obj_get(spec, "leaseDurationSeconds", NULL);
+    const plb_obj *vt = h->obj_get(spec, "leaseTransitions", NULL);
+    const char *holder = h->obj_str(vh);
+    const char *acq = h->obj_str(va);
+    const char *ren = h->obj_str(vr);
+    const char *strategy = h->obj_str(vs);
+    const char *pref = h->obj_str(vp);
 
     memset(r, 0, sizeof(*r));
+    if (!absent_or(h, spec, PLB_OBJ_OBJECT) || !absent_or(h, vh, PLB_OBJ_STRING) ||
+        !absent_or(h, va, PLB_OBJ_STRING) || !absent_or(h, vr, PLB_OBJ_STRING) ||
+        !absent_or(h, vs, PLB_OBJ_STRING) || !absent_or(h, vp, PLB_OBJ_STRING) ||
+        !absent_or(h, vd, PLB_OBJ_INT) || !absent_or(h, vt, PLB_OBJ_INT))
+        return -EINVAL;
     if ((holder && strlen(holder) >= sizeof(r->holder)) ||
         (acq && strlen(acq) >= sizeof(r->acquire_time)) ||
         (ren && strlen(ren) >= sizeof(r->renew_time)) ||
         (strategy && strlen(strategy) >= sizeof(r->strategy)) ||
         (pref && strlen(pref) >= sizeof(r->preferred)))
-        return -1;
+        return -E2BIG;
     copy_str(r->holder, sizeof(r->holder), holder);
     copy_str(r->acquire_time, sizeof(r->acquire_time), acq);
     copy_str(r->renew_time, sizeof(r->renew_time), ren);
     copy_str(r->strategy, sizeof(r->strategy), strategy);
     copy_str(r->preferred, sizeof(r->preferred), pref);
-    r->duration_s = h->obj_int(h->obj_get(spec, "leaseDurationSeconds", NULL), 0);
-    r->transitions = h->obj_int(h->obj_get(spec, "leaseTransitions", NULL), 0);
+    r->duration_s = h->obj_int(vd, 0);
+    r->transitions = h->obj_int(vt, 0);
     return 0;
 }
 
@@ -172,8 +193,11 @@ on_kube_done(plb_kube_op *op, const struct plb_kube_result *res, void *arg)
     };
     if (res->error != PLB_HTTP_OK)
         r.status = 0;
-    if (r.status && ok2xx && h->obj_type(res->obj) == PLB_OBJ_OBJECT) {
-        if (record_from_obj(h, res->obj, &rec) == 0) {
+    if (r.status && ok2xx && h->obj_type(res->obj) != PLB_OBJ_OBJECT) {
+        r.message = "the answer is not a JSON object";
+    } else if (r.status && ok2xx) {
+        int rc = record_from_obj(h, res->obj, &rec);
+        if (rc == 0) {
             r.rec = &rec;
             r.rv = h->obj_str(h->obj_get(res->obj, "metadata", "resourceVersion", NULL));
             plb_obj *keep = h->obj_ref(res->obj);
@@ -184,6 +208,8 @@ on_kube_done(plb_kube_op *op, const struct plb_kube_result *res, void *arg)
                 r.rec = NULL; /* cannot keep it for the next write: fail */
                 r.message = "out of memory";
             }
+        } else if (rc == -EINVAL) {
+            r.message = "the Lease has a field of the wrong type";
         } else {
             r.message = "the Lease has a field too long to handle";
         }

@@ -37,9 +37,11 @@ reply_error(struct evhttp_request *req, int code, const char *msg)
 static json_t *
 faults_json(const struct fk_faults *f)
 {
-    return json_pack("{s:i, s:i, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "fail_count",
+    return json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "fail_count",
                      f->fail_count, "fail_status", f->fail_status, "fail_match", f->fail_match,
-                     "fail_method", f->fail_method, "latency_ms", f->latency_ms, "latency_match",
+                     "fail_method", f->fail_method, "fail_body", f->fail_body,
+                     "fail_content_type", f->fail_content_type, "latency_ms", f->latency_ms,
+                     "latency_match",
                      f->latency_match, "watch_close_events", f->watch_close_events,
                      "watch_close_ms", f->watch_close_ms, "watch_close_mode",
                      f->watch_close_drop ? "drop" : "clean", "watch_gone_next",
@@ -101,6 +103,10 @@ apply_faults(struct fk_faults *f, json_t *body, char *err, size_t errlen)
             bad = set_str(f->fail_match, sizeof(f->fail_match), v) < 0;
         else if (!strcmp(key, "fail_method"))
             bad = set_str(f->fail_method, sizeof(f->fail_method), v) < 0;
+        else if (!strcmp(key, "fail_body"))
+            bad = set_str(f->fail_body, sizeof(f->fail_body), v) < 0;
+        else if (!strcmp(key, "fail_content_type"))
+            bad = set_str(f->fail_content_type, sizeof(f->fail_content_type), v) < 0;
         else if (!strcmp(key, "latency_ms"))
             bad = !json_is_integer(v) || (f->latency_ms = (int)json_integer_value(v)) < 0;
         else if (!strcmp(key, "latency_match"))

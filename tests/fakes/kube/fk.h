@@ -236,6 +236,8 @@ struct fk_faults {
     int fail_status;
     char fail_match[256]; /* substring of path?query, "" = any */
     char fail_method[16]; /* "" = any */
+    char fail_body[4096]; /* "" = a Status; else this body, as is */
+    char fail_content_type[128]; /* of fail_body ("" = application/json) */
     int latency_ms;
     char latency_match[256];
     int watch_close_events; /* close each watch after N events (0 = off) */
@@ -303,6 +305,8 @@ char *fk_rq_body(struct fk_rq *rq, size_t *len);
 void fk_reply_json(struct fk_rq *rq, int code, json_t *body);
 /* Send a Status reply (steals st), code from st.code. */
 void fk_reply_status(struct fk_rq *rq, json_t *st);
+/* Answer code with body (borrowed) as is, Content-Type ctype. Frees rq. */
+void fk_reply_raw(struct fk_rq *rq, int code, const char *ctype, const char *body);
 
 /* Hold the request: the connection's close callback will call on_close(arg)
  * after the client goes away. Returns the handle or NULL on ENOMEM. */

@@ -127,6 +127,23 @@ fk_reply_json(struct fk_rq *rq, int code, json_t *body)
 
 /* See fk.h. */
 void
+fk_reply_raw(struct fk_rq *rq, int code, const char *ctype, const char *body)
+{
+    struct evbuffer *out = evbuffer_new();
+    struct evkeyvalq *h = evhttp_request_get_output_headers(rq->req);
+
+    log_status(rq, code);
+    evhttp_add_header(h, "Content-Type", ctype);
+    if (out)
+        evbuffer_add(out, body, strlen(body));
+    evhttp_send_reply(rq->req, code, NULL, out);
+    if (out)
+        evbuffer_free(out);
+    fk_rq_free(rq);
+}
+
+/* See fk.h. */
+void
 fk_reply_status(struct fk_rq *rq, json_t *st)
 {
     int code = (int)json_integer_value(json_object_get(st, "code"));
@@ -364,6 +381,12 @@ serve(struct fk_rq *rq)
         fault_matches(f->fail_match, f->fail_method, rq)) {
         char msg[128];
         f->fail_count--;
+        if (f->fail_body[0]) {
+            fk_reply_raw(rq, f->fail_status,
+                         f->fail_content_type[0] ? f->fail_content_type : "application/json",
+                         f->fail_body);
+            return;
+        }
         snprintf(msg, sizeof(msg), "injected failure (%d)", f->fail_status);
         fk_reply_status(rq, fk_status_new(f->fail_status, reason_for(f->fail_status), msg, NULL,
                                           NULL, NULL));

@@ -608,6 +608,66 @@ END_TEST
 /* ------------------------------------------------------------------ */
 /* Renew and loss                                                       */
 
+/* Answer the write in flight with 2xx and this record (NULL: an answer
+ * that is not a Lease). */
+static void
+reply_write_with(int status, const struct le_record *r, const char *message)
+{
+    ck_assert(F.inflight == LE_REQ_CREATE || F.inflight == LE_REQ_UPDATE);
+    F.inflight = LE_REQ_NONE;
+    struct le_result res = {.status = status, .rec = r, .rv = "30", .message = message};
+    le_write_done(&F.m, &res);
+}
+
+/* A 2xx write answer is checked before leadership is assumed: not a Lease
+ * (an HTML page, fields of the wrong types), another holder, or another
+ * renewTime than the one sent is a failed attempt, and the gate stays
+ * shut. */
+START_TEST(write_answer_is_checked_before_leading)
+{
+    le_start(&F.m);
+    reply_get(404, NULL, NULL);
+    reply_write_with(200, NULL, "the answer is not a JSON object");
+    ck_assert(!le_is_leader(&F.m));
+    ck_assert_int_eq(F.opens, 0);
+    ck_assert_int_eq(F.notes[LE_NOTE_ATTEMPT_FAILED], 1);
+
+    advance(F.wake - F.now);
+    reply_get(404, NULL, NULL);
+    struct le_record other = F.written;
+    snprintf(other.holder, sizeof(other.holder), "someone-else");
+    reply_write_with(201, &other, NULL);
+    ck_assert(!le_is_leader(&F.m));
+    ck_assert_int_eq(F.notes[LE_NOTE_ATTEMPT_FAILED], 2);
+
+    advance(F.wake - F.now);
+    reply_get(404, NULL, NULL);
+    struct le_record stale = F.written;
+    snprintf(stale.renew_time, sizeof(stale.renew_time), "2001-01-01T00:00:00.000000Z");
+    reply_write_with(201, &stale, NULL);
+    ck_assert(!le_is_leader(&F.m));
+    ck_assert_int_eq(F.notes[LE_NOTE_ATTEMPT_FAILED], 3);
+    ck_assert_int_eq(F.opens, 0);
+    ck_assert_int_eq(F.notes[LE_NOTE_CREATED], 0);
+
+    /* The real answer: leading. */
+    advance(F.wake - F.now);
+    reply_get(404, NULL, NULL);
+    reply_write(201, "31");
+    ck_assert(le_is_leader(&F.m));
+    ck_assert_int_eq(F.opens, 1);
+
+    /* A leader's renew answered with garbage is a failed renew: still
+     * leading until renew_deadline, then lost. */
+    advance(F.wake - F.now);
+    struct le_record cur = F.written;
+    reply_get(200, &cur, "32");
+    reply_write_with(200, NULL, "the Lease has a field of the wrong type");
+    ck_assert(le_is_leader(&F.m));
+    ck_assert_int_eq(F.notes[LE_NOTE_ATTEMPT_FAILED], 4);
+}
+END_TEST
+
 START_TEST(renew_every_retry_period)
 {
     become_leader();
@@ -985,6 +1045,7 @@ suite(void)
     tcase_add_test(tc, conflict_409_loses_the_race);
     tcase_add_test(tc, candidate_request_times_out_after_renew_deadline);
     tcase_add_test(tc, renew_every_retry_period);
+    tcase_add_test(tc, write_answer_is_checked_before_leading);
     tcase_add_test(tc, renew_retries_until_renew_deadline_then_loses);
     tcase_add_test(tc, in_flight_renew_is_cancelled_at_the_deadline);
     tcase_add_test(tc, gate_closes_before_another_replica_could_take_over);

@@ -77,8 +77,12 @@ struct core {
     int stopping;
     size_t stop_next;            /* index+1 of the next instance to stop */
     struct event *stop_timer;    /* grace of the instance being stopped */
-    struct event *sig_term, *sig_int;
+    struct event *sig_term, *sig_int, *sig_hup;
     int exit_code;
+
+    /* reload (SIGHUP) */
+    struct core_reload *reload;  /* being applied, or NULL */
+    int cli_level, cli_format;   /* given on the command line, or -1 */
 };
 
 /* The daemon's top-level settings table. */

@@ -1,7 +1,8 @@
 /*
  * prismlb: the daemon's entry point. Parses the command line, loads the
- * config and its modules, runs every instance on one event loop and stops
- * them in order on SIGTERM or SIGINT.
+ * config and its modules, runs every instance on one event loop, reloads
+ * the config on SIGHUP (reload.c) and stops them in order on SIGTERM or
+ * SIGINT.
  *
  * Exit status: 0 clean stop; 1 configuration or start-up error, or a
  * second signal during shutdown; 2 usage error.
@@ -26,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reactor.h"
+#include "reload.h"
 
 static void
 usage(FILE *f)
@@ -69,6 +71,14 @@ on_signal(evutil_socket_t sig, short what, void *arg)
     }
     CORE_INFO("signal %d: stopping instances", (int)sig);
     core_instances_stop(c, on_stopped);
+}
+
+static void
+on_hup(evutil_socket_t sig, short what, void *arg)
+{
+    (void)sig;
+    (void)what;
+    core_reload(arg);
 }
 
 static int
@@ -115,8 +125,10 @@ run(struct core *c)
     c->httpc = core_httpc_new(c->base);
     c->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
     c->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
-    if (!c->httpc || !c->sig_term || !c->sig_int || evsignal_add(c->sig_term, NULL) < 0 ||
-        evsignal_add(c->sig_int, NULL) < 0) {
+    c->sig_hup = evsignal_new(c->base, SIGHUP, on_hup, c);
+    if (!c->httpc || !c->sig_term || !c->sig_int || !c->sig_hup ||
+        evsignal_add(c->sig_term, NULL) < 0 || evsignal_add(c->sig_int, NULL) < 0 ||
+        evsignal_add(c->sig_hup, NULL) < 0) {
         CORE_ERR("cannot set up the event loop");
         goto out;
     }
@@ -136,12 +148,15 @@ run(struct core *c)
     rc = 0;
     CORE_INFO("stopped");
 destroy:
+    core_reload_free(c);
     core_instances_destroy(c);
 out:
     if (c->sig_term)
         event_free(c->sig_term);
     if (c->sig_int)
         event_free(c->sig_int);
+    if (c->sig_hup)
+        event_free(c->sig_hup);
     core_httpc_free(c->httpc);
     core_links_free(c->links);
     core_metrics_free(c->metrics);
@@ -231,6 +246,8 @@ main(int argc, char **argv)
     struct core_errors err = {0};
     memset(&c, 0, sizeof(c));
     c.host = &core_host;
+    c.cli_level = level_arg ? (int)level : -1;
+    c.cli_format = format_arg ? (int)format : -1;
     signal(SIGPIPE, SIG_IGN);
 
     int nerr = core_config_load(&c, config, &err);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NODEPORT_MIN 30000
-#define NODEPORT_MAX 32767
+#define NODEPORT_MIN FK_NODEPORT_MIN
+#define NODEPORT_MAX FK_NODEPORT_MAX
 
 /* The Status for an allocation failure while defaulting (new). */
 static json_t *
@@ -94,32 +94,6 @@ set_str_default(json_t *o, const char *key, const char *val)
     return json_object_set_new(o, key, json_string(val));
 }
 
-/* Mark every node port and health check port used by Services in cl other
- * than (ns, name) in used[]. */
-static void
-used_node_ports(struct fk_cluster *cl, const char *ns, const char *name, unsigned char *used)
-{
-    const struct fk_kind *svc = fk_kind_find("", "v1", "services");
-    const char *key;
-    json_t *s;
-    json_object_foreach(cl->objs[fk_kind_index(svc)], key, s) {
-        json_t *spec = json_object_get(s, "spec"), *p;
-        size_t i;
-        json_int_t hc;
-        if (!strcmp(fk_json_path_str(s, "metadata.namespace") ?: "", ns) &&
-            !strcmp(name_of(s) ?: "", name))
-            continue;
-        json_array_foreach(json_object_get(spec, "ports"), i, p) {
-            json_int_t np = json_integer_value(json_object_get(p, "nodePort"));
-            if (np >= NODEPORT_MIN && np <= NODEPORT_MAX)
-                used[np - NODEPORT_MIN] = 1;
-        }
-        hc = json_integer_value(json_object_get(spec, "healthCheckNodePort"));
-        if (hc >= NODEPORT_MIN && hc <= NODEPORT_MAX)
-            used[hc - NODEPORT_MIN] = 1;
-    }
-}
-
 static int
 alloc_node_port(unsigned char *used)
 {
@@ -135,28 +109,6 @@ alloc_node_port(unsigned char *used)
         }
     }
     return -1;
-}
-
-static json_t *
-alloc_cluster_ip(struct fk_cluster *cl)
-{
-    const struct fk_kind *svc = fk_kind_find("", "v1", "services");
-    for (unsigned n = 10; n < 65000; n++) {
-        char ip[32];
-        const char *key;
-        json_t *s;
-        int taken = 0;
-        snprintf(ip, sizeof(ip), "10.96.%u.%u", n / 256, n % 256);
-        json_object_foreach(cl->objs[fk_kind_index(svc)], key, s) {
-            if (!strcmp(fk_json_path_str(s, "spec.clusterIP") ?: "", ip)) {
-                taken = 1;
-                break;
-            }
-        }
-        if (!taken)
-            return json_string(ip);
-    }
-    return NULL;
 }
 
 static int
@@ -243,7 +195,7 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
             if (json_object_set(spec, "clusterIP", ocip) < 0)
                 return oom();
         } else if (!json_is_string(cip) || json_string_length(cip) == 0) {
-            json_t *ip = alloc_cluster_ip(cl);
+            json_t *ip = fk_alloc_cluster_ip(cl);
             if (!ip || json_object_set_new(spec, "clusterIP", ip) < 0)
                 return oom();
         }
@@ -296,8 +248,7 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
     }
     want_np = !strcmp(type, "NodePort") || (!strcmp(type, "LoadBalancer") && lb_alloc);
 
-    memset(used, 0, sizeof(used));
-    used_node_ports(cl, ns, name ?: "", used);
+    fk_alloc_node_ports(cl, name ? fk_store_get(cl, k, ns, name) : NULL, used);
     /* Ports: protocol, targetPort, names, duplicates, node ports. */
     json_array_foreach(ports, i, p) {
         json_t *port = json_object_get(p, "port"), *np;

@@ -108,9 +108,12 @@ void fk_json_write(struct fk_buf *b, json_t *v);
 
 enum fk_ev_type { FK_ADDED, FK_MODIFIED, FK_DELETED };
 
+struct fk_alloc; /* alloc.c */
+
 struct fk_cluster {
     char *name; /* "" for the root (no /clusters/ prefix) */
     json_t *objs[16]; /* per kind: JSON object "ns/name" -> object (owned) */
+    struct fk_alloc *alloc; /* addresses its Services hold (owned), NULL before the first */
     struct fk_cluster *next;
 };
 
@@ -203,6 +206,29 @@ json_t *fk_json_patch(json_t *target, json_t *ops, int *code, char *err, size_t 
  * New result, or NULL with err set. */
 json_t *fk_strategic_patch(json_t *target, json_t *patch, const struct fk_kind *k, char *err,
                            size_t errlen);
+
+/* ---- Service addresses (alloc.c) ------------------------------------------ */
+
+#define FK_NODEPORT_MIN 30000
+#define FK_NODEPORT_MAX 32767
+
+/* Before storing an object of kind k in cl: make room for the address
+ * accounting (Services only). 0 or -ENOMEM. */
+int fk_alloc_prepare(struct fk_cluster *cl, const struct fk_kind *k);
+/* After a store change of kind k in cl: old (the state before, NULL on
+ * create) no longer holds its ClusterIP and node ports, obj (the state
+ * after, NULL on delete) does. Both borrowed. */
+void fk_alloc_track(struct fk_cluster *cl, const struct fk_kind *k, json_t *old, json_t *obj);
+/* The lowest free ClusterIP from 10.96.0.10 on (new string) or NULL when
+ * the range is exhausted or on ENOMEM. Cost independent of the number of
+ * Services. */
+json_t *fk_alloc_cluster_ip(struct fk_cluster *cl);
+/* used[p - FK_NODEPORT_MIN] = 1 for every node port a stored Service other
+ * than self (the stored state of the Service being written, borrowed, NULL
+ * on create) holds; used has FK_NODEPORT_MAX - FK_NODEPORT_MIN + 1 bytes. */
+void fk_alloc_node_ports(struct fk_cluster *cl, json_t *self, unsigned char *used);
+/* Free cl's accounting (cluster teardown). */
+void fk_alloc_free(struct fk_cluster *cl);
 
 /* ---- defaulting and validation (defaults.c) ----------------------------- */
 

@@ -70,6 +70,7 @@ fk_store_fini(struct fk_store *s)
         next = cl->next;
         for (size_t i = 0; i < fk_nkinds; i++)
             json_decref(cl->objs[i]);
+        fk_alloc_free(cl);
         free(cl->name);
         free(cl);
     }
@@ -157,6 +158,10 @@ fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind 
         json_decref(obj);
         return -ENOMEM;
     }
+    if (fk_alloc_prepare(cl, k) < 0) {
+        json_decref(obj);
+        return -ENOMEM;
+    }
     old = json_incref(json_object_get(map, key));
     if (type == FK_DELETED) {
         json_object_del(map, key);
@@ -165,6 +170,7 @@ fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind 
         json_decref(obj);
         return -ENOMEM;
     }
+    fk_alloc_track(cl, k, old, type == FK_DELETED ? NULL : obj);
     s->rv++;
 
     if (s->hist_len == s->hist_cap) {

@@ -345,6 +345,113 @@ START_TEST(history_and_snapshots)
 }
 END_TEST
 
+/* Default, validate and store a Service "ns/name" with this spec (JSON);
+ * returns the Status of a refusal (new) or NULL once stored. */
+static json_t *
+svc_put(struct fk_store *s, struct fk_cluster *cl, const char *name, const char *spec)
+{
+    const struct fk_kind *k = kind("", "services");
+    json_t *old = fk_store_get(cl, k, "ns", name);
+    json_t *o = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "v1", "kind", "Service",
+                          "metadata", "name", name, "namespace", "ns", "spec", J(spec));
+    ck_assert_ptr_nonnull(o);
+    json_t *st = fk_default_and_validate(cl, k, o, old);
+    if (st) {
+        json_decref(o);
+        return st;
+    }
+    ck_assert_int_eq(fk_store_commit(s, cl, k, old ? FK_MODIFIED : FK_ADDED, o), 0);
+    return NULL;
+}
+
+static const char *
+svc_ip(struct fk_cluster *cl, const char *name)
+{
+    json_t *o = fk_store_get(cl, kind("", "services"), "ns", name);
+    ck_assert_ptr_nonnull(o);
+    return json_string_value(json_object_get(json_object_get(o, "spec"), "clusterIP"));
+}
+
+static void
+svc_del(struct fk_store *s, struct fk_cluster *cl, const char *name)
+{
+    json_t *o = fk_store_get(cl, kind("", "services"), "ns", name);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_int_eq(fk_store_commit(s, cl, kind("", "services"), FK_DELETED, json_deep_copy(o)),
+                     0);
+}
+
+/* ClusterIPs: the lowest free address from 10.96.0.10 on, explicit ones
+ * and deleted ones accounted for, across 64-address words and the third
+ * octet; node ports: another Service's port is refused, a Service keeps
+ * its own on update, a deleted Service's port is free again. */
+START_TEST(service_address_allocation)
+{
+    struct fk_store s;
+    struct fk_cluster *cl;
+    char name[32], want[32];
+    const char *np = "{\"ports\":[{\"port\":80}]}";
+
+    ck_assert_int_eq(fk_store_init(&s, 64), 0);
+    cl = fk_store_cluster(&s, "");
+    ck_assert_ptr_null(svc_put(&s, cl, "a", np));
+    ck_assert_str_eq(svc_ip(cl, "a"), "10.96.0.10");
+    ck_assert_ptr_null(svc_put(&s, cl, "b", np));
+    ck_assert_str_eq(svc_ip(cl, "b"), "10.96.0.11");
+    ck_assert_ptr_null(svc_put(&s, cl, "c", "{\"clusterIP\":\"10.96.0.12\",\"ports\":[{\"port\":80}]}"));
+    ck_assert_ptr_null(svc_put(&s, cl, "d", np));
+    ck_assert_str_eq(svc_ip(cl, "d"), "10.96.0.13");
+    svc_del(&s, cl, "b");
+    ck_assert_ptr_null(svc_put(&s, cl, "e", np));
+    ck_assert_str_eq(svc_ip(cl, "e"), "10.96.0.11");
+    /* an update keeps its address and takes no other */
+    ck_assert_ptr_null(svc_put(&s, cl, "e", "{\"ports\":[{\"port\":81}]}"));
+    ck_assert_str_eq(svc_ip(cl, "e"), "10.96.0.11");
+    ck_assert_ptr_null(svc_put(&s, cl, "f", np));
+    ck_assert_str_eq(svc_ip(cl, "f"), "10.96.0.14");
+    /* 1,000 more: consecutive, through 10.96.0.255 -> 10.96.1.0 */
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof(name), "s%d", i);
+        ck_assert_ptr_null(svc_put(&s, cl, name, np));
+        snprintf(want, sizeof(want), "10.96.%d.%d", (15 + i) / 256, (15 + i) % 256);
+        ck_assert_str_eq(svc_ip(cl, name), want);
+    }
+    /* a hole in the middle is found first */
+    svc_del(&s, cl, "s500");
+    svc_del(&s, cl, "s700");
+    ck_assert_ptr_null(svc_put(&s, cl, "g", np));
+    ck_assert_str_eq(svc_ip(cl, "g"), "10.96.2.3"); /* 15 + 500 = 515 */
+    ck_assert_ptr_null(svc_put(&s, cl, "h", np));
+    ck_assert_str_eq(svc_ip(cl, "h"), "10.96.2.203"); /* 15 + 700 = 715 */
+    ck_assert_ptr_null(svc_put(&s, cl, "i", np));
+    ck_assert_str_eq(svc_ip(cl, "i"), "10.96.3.247"); /* 15 + 1000 = 1015 */
+
+    /* node ports */
+    const char *p30080 = "{\"type\":\"NodePort\",\"ports\":[{\"port\":80,\"nodePort\":30080}]}";
+    ck_assert_ptr_null(svc_put(&s, cl, "np1", p30080));
+    json_t *st = svc_put(&s, cl, "np2", p30080);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_int_eq(json_integer_value(json_object_get(st, "code")), 422);
+    ck_assert_ptr_nonnull(strstr(json_string_value(json_object_get(st, "message")),
+                                 "provided port is already allocated"));
+    json_decref(st);
+    ck_assert_ptr_null(svc_put(&s, cl, "np1", p30080)); /* its own port */
+    /* an allocated port is never one already taken */
+    ck_assert_ptr_null(svc_put(&s, cl, "np3", "{\"type\":\"NodePort\",\"ports\":[{\"port\":80}]}"));
+    json_t *np3 = fk_store_get(cl, kind("", "services"), "ns", "np3");
+    json_int_t got = json_integer_value(
+        json_object_get(json_array_get(json_object_get(json_object_get(np3, "spec"), "ports"), 0),
+                        "nodePort"));
+    ck_assert(got >= 30000 && got <= 32767 && got != 30080);
+    svc_del(&s, cl, "np1");
+    ck_assert_ptr_null(svc_put(&s, cl, "np2", p30080));
+    /* a type change away from NodePort frees the port */
+    ck_assert_ptr_null(svc_put(&s, cl, "np2", "{\"type\":\"ClusterIP\",\"ports\":[{\"port\":80}]}"));
+    ck_assert_ptr_null(svc_put(&s, cl, "np4", p30080));
+    fk_store_fini(&s);
+}
+END_TEST
+
 START_TEST(json_writer_matches_jansson)
 {
     const char *docs[] = {
@@ -393,6 +500,7 @@ main(void)
     tcase_add_test(tc, label_selectors);
     tcase_add_test(tc, field_selectors);
     tcase_add_test(tc, history_and_snapshots);
+    tcase_add_test(tc, service_address_allocation);
     tcase_add_test(tc, json_writer_matches_jansson);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

@@ -11,6 +11,14 @@
  *            when that returns.
  * A cancel inside curl_multi_socket_action (that is, from on_data) only marks
  * the request; the sweep after socket_action returns removes it.
+ *
+ * Per-host cap: a BUFFER request takes one of its host's HTTPC_MAX_PER_HOST
+ * slots when the kick starts it; while they are all taken it waits, still
+ * QUEUED, on its host's list, and the request that gives a slot back hands
+ * it to the oldest waiter (moved to the start queue with the slot already
+ * its own). Streams (CHUNKS, LINES) hold their connection for as long as
+ * they run and take no slot. A host is scheme, host and port of the URL,
+ * plus connect_to.
  */
 #include "httpc.h"
 
@@ -35,6 +43,11 @@
 #define HTTPC_MAX_PEM_FILE ((size_t)1 << 20)
 #define HTTPC_MAX_HEADER_BYTES ((size_t)64 << 10)
 #define HTTPC_LINE_KEEP ((size_t)64 << 10) /* partial-line buffer kept between lines */
+#define HTTPC_MAX_PER_HOST 8 /* BUFFER requests running per host */
+/* Idle connections kept for reuse. curl's default, four per transfer in
+ * the multi handle, drops to a few just as a burst's first transfers end
+ * together, and the next ones would open new connections. */
+#define HTTPC_MAX_IDLE 32L
 
 enum req_state {
     REQ_QUEUED,
@@ -56,10 +69,15 @@ struct plb_http_resp {
     double connect_time, total_time;
 };
 
+struct hostq; /* see below */
+
 struct plb_http_req {
     struct core_httpc *c;
     struct plb_http_req *prev, *next; /* every request of c */
-    struct plb_http_req *qnext;       /* c's start queue */
+    struct plb_http_req *qnext;       /* c's start queue, or its host's wait list */
+    struct hostq *hq;                 /* BUFFER requests: their host (a reference) */
+    int slot;                         /* holds one of hq's slots */
+    int waiting;                      /* QUEUED on hq's wait list, not c's queue */
     enum req_state state;
     int cancelled;
     int failed; /* the socket callback could not watch its socket */
@@ -79,6 +97,16 @@ struct plb_http_req {
     struct plb_http_resp resp;
 };
 
+/* One host's BUFFER requests: how many hold a slot, and who waits for one. */
+struct hostq {
+    struct hostq *next;
+    char *key;     /* "scheme://host:port" or "...>connect_to" */
+    size_t refs;   /* requests pointing here */
+    size_t slots;  /* requests holding a slot */
+    plb_http_req *whead, *wtail;
+    size_t nwait;
+};
+
 struct sockinfo {
     struct sockinfo *prev, *next;
     struct event *ev;
@@ -94,6 +122,9 @@ struct core_httpc {
     struct plb_http_req *qhead, *qtail;
     size_t nqueued;
     size_t active;
+    struct hostq *hosts;
+    size_t nwaiting;  /* requests waiting for a host slot */
+    size_t connects;  /* connections opened, over every transfer */
     struct sockinfo *socks;
     int in_curl; /* inside curl_multi_socket_action */
     int sweep;   /* a running request was cancelled inside it */
@@ -206,12 +237,102 @@ queue_unlink(struct core_httpc *c, plb_http_req *req)
     }
 }
 
+static void
+queue_push(struct core_httpc *c, plb_http_req *req)
+{
+    req->qnext = NULL;
+    if (c->qtail)
+        c->qtail->qnext = req;
+    else
+        c->qhead = req;
+    c->qtail = req;
+    c->nqueued++;
+}
+
+/* The host entry for key with one more reference (new or found); NULL on
+ * ENOMEM. */
+static struct hostq *
+host_ref(struct core_httpc *c, const char *key)
+{
+    struct hostq *h;
+    for (h = c->hosts; h; h = h->next)
+        if (!strcmp(h->key, key))
+            break;
+    if (!h) {
+        if (!(h = core_calloc(1, sizeof(*h))))
+            return NULL;
+        if (!(h->key = core_strdup(key))) {
+            core_free(h);
+            return NULL;
+        }
+        h->next = c->hosts;
+        c->hosts = h;
+    }
+    h->refs++;
+    return h;
+}
+
+static void
+host_unref(struct core_httpc *c, struct hostq *h)
+{
+    if (--h->refs > 0)
+        return;
+    for (struct hostq **pp = &c->hosts; *pp; pp = &(*pp)->next) {
+        if (*pp == h) {
+            *pp = h->next;
+            break;
+        }
+    }
+    core_free(h->key);
+    core_free(h);
+}
+
+/* Take req off its host's wait list. */
+static void
+host_unwait(struct core_httpc *c, plb_http_req *req)
+{
+    struct hostq *h = req->hq;
+    plb_http_req **pp = &h->whead, *prev = NULL;
+    for (; *pp; prev = *pp, pp = &(*pp)->qnext) {
+        if (*pp != req)
+            continue;
+        *pp = req->qnext;
+        if (h->wtail == req)
+            h->wtail = prev;
+        h->nwait--;
+        c->nwaiting--;
+        req->qnext = NULL;
+        req->waiting = 0;
+        return;
+    }
+}
+
+/* req gives its slot back: the oldest waiter of its host gets it and goes
+ * to the start queue. */
+static void
+host_release(struct core_httpc *c, plb_http_req *req)
+{
+    struct hostq *h = req->hq;
+    req->slot = 0;
+    h->slots--;
+    plb_http_req *w = h->whead;
+    if (!w)
+        return;
+    host_unwait(c, w);
+    w->slot = 1;
+    h->slots++;
+    queue_push(c, w);
+    event_active(c->kick, 0, 0);
+}
+
 /* Unlink req from everything, remove it from curl and free it. */
 static void
 req_free(plb_http_req *req)
 {
     struct core_httpc *c = req->c;
-    if (req->state == REQ_QUEUED)
+    if (req->state == REQ_QUEUED && req->waiting)
+        host_unwait(c, req);
+    else if (req->state == REQ_QUEUED)
         queue_unlink(c, req);
     if (req->prev)
         req->prev->next = req->next;
@@ -224,6 +345,11 @@ req_free(plb_http_req *req)
         if (req->state == REQ_RUNNING)
             (void)curl_multi_remove_handle(c->multi, req->easy);
         curl_easy_cleanup(req->easy);
+    }
+    if (req->hq) {
+        if (req->slot)
+            host_release(c, req);
+        host_unref(c, req->hq);
     }
     scrub_slist(req->headers);
     curl_slist_free_all(req->headers);
@@ -326,6 +452,9 @@ req_complete(plb_http_req *req, CURLcode res)
         r->connect_time = t;
     if (curl_easy_getinfo(req->easy, CURLINFO_TOTAL_TIME, &t) == CURLE_OK)
         r->total_time = t;
+    long nconn = 0;
+    if (curl_easy_getinfo(req->easy, CURLINFO_NUM_CONNECTS, &nconn) == CURLE_OK && nconn > 0)
+        req->c->connects += (size_t)nconn;
 
     if (res == CURLE_OK && req->mode == PLB_HTTP_LINES && req->line.len > 0 && !req->cancelled) {
         /* The last line had no '\n' but the body ended cleanly. */
@@ -635,6 +764,23 @@ on_kick(evutil_socket_t fd, short what, void *arg)
             req_finish(req);
             continue;
         }
+        struct hostq *h = req->hq;
+        if (h && !req->slot) {
+            if (h->slots >= HTTPC_MAX_PER_HOST || h->whead) {
+                /* every slot taken: wait for one, in arrival order */
+                req->waiting = 1;
+                if (h->wtail)
+                    h->wtail->qnext = req;
+                else
+                    h->whead = req;
+                h->wtail = req;
+                h->nwait++;
+                c->nwaiting++;
+                continue;
+            }
+            req->slot = 1;
+            h->slots++;
+        }
         CURLMcode rc = curl_multi_add_handle(c->multi, req->easy);
         if (rc != CURLM_OK) {
             req->resp.error = PLB_HTTP_E_LOCAL;
@@ -667,7 +813,8 @@ core_httpc_new(struct event_base *base)
     if (curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket) != CURLM_OK ||
         curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c) != CURLM_OK ||
         curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer) != CURLM_OK ||
-        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK)
+        curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c) != CURLM_OK ||
+        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, HTTPC_MAX_IDLE) != CURLM_OK)
         goto fail;
     return c;
 fail:
@@ -705,6 +852,50 @@ size_t
 core_httpc_active(const struct core_httpc *c)
 {
     return c ? c->active : 0;
+}
+
+size_t
+core_httpc_waiting(const struct core_httpc *c)
+{
+    return c ? c->nwaiting : 0;
+}
+
+size_t
+core_httpc_connects(const struct core_httpc *c)
+{
+    return c ? c->connects : 0;
+}
+
+/* The per-host cap's key of a request: scheme, host and port of url, and
+ * connect_to. New string, or NULL on ENOMEM; -EINVAL in *rc when curl
+ * cannot parse the URL. */
+static char *
+host_key(const char *url, const char *connect_to, int *rc)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *key = NULL;
+    CURLUcode uc;
+    *rc = -ENOMEM;
+    if (!u)
+        return NULL;
+    if ((uc = curl_url_set(u, CURLUPART_URL, url, 0)) != CURLUE_OK ||
+        (uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0)) != CURLUE_OK ||
+        (uc = curl_url_get(u, CURLUPART_HOST, &host, 0)) != CURLUE_OK ||
+        (uc = curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT)) != CURLUE_OK) {
+        if (uc != CURLUE_OUT_OF_MEMORY)
+            *rc = -EINVAL;
+        goto out;
+    }
+    key = connect_to ? core_asprintf("%s://%s:%s>%s", scheme, host, port, connect_to)
+                     : core_asprintf("%s://%s:%s", scheme, host, port);
+    if (key)
+        *rc = 0;
+out:
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_url_cleanup(u);
+    return key;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1043,18 +1234,24 @@ core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err)
         rc = -ENOMEM;
         goto fail;
     }
+    if (req->mode == PLB_HTTP_BUFFER) {
+        char *key = host_key(o->url, o->connect_to, &rc);
+        if (!key)
+            goto fail;
+        req->hq = host_ref(c, key);
+        core_free(key);
+        if (!req->hq) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+    }
     /* Link it in and let the loop start it. */
     req->next = c->reqs;
     if (c->reqs)
         c->reqs->prev = req;
     c->reqs = req;
     c->active++;
-    if (c->qtail)
-        c->qtail->qnext = req;
-    else
-        c->qhead = req;
-    c->qtail = req;
-    c->nqueued++;
+    queue_push(c, req);
     event_active(c->kick, 0, 0);
     *err = 0;
     return req;

@@ -72,5 +72,12 @@ double core_http_resp_total_time(const plb_http_resp *r);
 
 /* Requests queued or running (for tests and shutdown checks). */
 size_t core_httpc_active(const struct core_httpc *c);
+/* Requests waiting for a slot of their host: at most 8 BUFFER requests
+ * run per host (scheme, host, port, connect_to) at a time, the others wait
+ * in arrival order, and their timeouts start when they do. Streams (CHUNKS,
+ * LINES) are not counted. */
+size_t core_httpc_waiting(const struct core_httpc *c);
+/* Connections opened so far, over every finished transfer. */
+size_t core_httpc_connects(const struct core_httpc *c);
 
 #endif

@@ -596,6 +596,71 @@ START_TEST(test_free_in_flight)
 }
 END_TEST
 
+/* A burst to one host runs 8 BUFFER requests at a time; the rest wait in
+ * the client, not in connections: a waiter starts when a slot is given
+ * back (here by cancelling a running one), a cancelled waiter never goes
+ * out, streams and other hosts are not held by the cap. */
+START_TEST(test_per_host_cap)
+{
+    struct plb_http_opts o = {.size = sizeof(o), .url = u("/hang"), .done = never_done};
+    plb_http_req *reqs[20];
+    int err;
+    for (int i = 0; i < 20; i++)
+        ck_assert_ptr_nonnull(reqs[i] = core_http_request(hc, &o, &err));
+    ck_assert(run_until(base, &srv->hits, 8, 10000));
+    ck_assert_uint_eq(core_httpc_waiting(hc), 12);
+    ck_assert_uint_eq(core_httpc_active(hc), 20);
+    /* a stream to the same host is not held */
+    struct chunks c = {0};
+    struct plb_http_opts so = {.size = sizeof(so), .url = u("/hang"), .done = never_done,
+                               .arg = &c, .body_mode = PLB_HTTP_CHUNKS, .on_data = count_only};
+    ck_assert_ptr_nonnull(core_http_request(hc, &so, &err));
+    ck_assert(run_until(base, &srv->hits, 9, 10000));
+    ck_assert_uint_eq(core_httpc_waiting(hc), 12);
+    /* another host (same server, by name) has its own slots */
+    struct result r = {0};
+    char other[256];
+    snprintf(other, sizeof(other), "http://localhost:%d/hello", srv->port);
+    struct plb_http_opts ho = opts_for(other, &r);
+    char ct[64];
+    snprintf(ct, sizeof(ct), "127.0.0.1:%d", srv->port);
+    ho.connect_to = ct; /* no name lookup: "localhost" connects here */
+    start(&ho);
+    ck_assert(run_until(base, &r.done, 1, 10000));
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_uint_eq(core_httpc_waiting(hc), 12);
+    /* a cancelled waiter is gone; a cancelled runner hands its slot on */
+    core_http_cancel(reqs[19]);
+    ck_assert_uint_eq(core_httpc_waiting(hc), 11);
+    int before = srv->hits;
+    core_http_cancel(reqs[0]);
+    ck_assert_uint_eq(core_httpc_waiting(hc), 10);
+    ck_assert(run_until(base, &srv->hits, before + 1, 10000));
+    ck_assert_uint_eq(core_httpc_active(hc), 19); /* 18 /hang + the stream */
+    result_clear(&r);
+    /* teardown frees the client with all of them in flight */
+}
+END_TEST
+
+/* 50 requests started at once share at most 8 connections, and all get
+ * their answer. */
+START_TEST(test_burst_shares_connections)
+{
+    struct result r = {0};
+    struct plb_http_opts o = opts_for(u("/hello"), &r);
+    for (int i = 0; i < 50; i++)
+        start(&o);
+    ck_assert(run_until(base, &r.done, 50, 20000));
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_int_eq(srv->hits, 50);
+    ck_assert_uint_le(core_httpc_connects(hc), 8);
+    ck_assert_uint_ge(core_httpc_connects(hc), 1);
+    ck_assert_uint_eq(core_httpc_waiting(hc), 0);
+    ck_assert_uint_eq(core_httpc_active(hc), 0);
+    result_clear(&r);
+}
+END_TEST
+
 START_TEST(test_alloc_failures)
 {
     /* Fail each allocation core_http_request makes (its own and libcurl's
@@ -678,6 +743,8 @@ httpc_suite(void)
     tcase_add_test(tc, test_cancel_in_on_data);
     tcase_add_test(tc, test_chunks_cancel);
     tcase_add_test(tc, test_free_in_flight);
+    tcase_add_test(tc, test_per_host_cap);
+    tcase_add_test(tc, test_burst_shares_connections);
     tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(s, tc);
     return s;

@@ -12,7 +12,14 @@
 
 #include "alloc.h"
 #include "core.h"
+#include "kube/kube-internal.h"
 #include "log.h"
+#include "rfile.h"
+
+/* Largest config file (each one, includes too). */
+#define CONFIG_MAX_BYTES ((size_t)16 << 20)
+/* libconfig's own include depth limit. */
+#define INCLUDE_MAX_DEPTH 10
 
 /* The index is the plb_log_level for the first four; extractedprism's (zap's)
  * dpanic, panic and fatal are accepted and mean error. */
@@ -117,6 +124,40 @@ member_string(const config_setting_t *grp, const char *key, const char *file,
     return config_setting_get_string(m);
 }
 
+/* --check-config: each setting "kubeconfig" (a path) of an instance names
+ * a kubeconfig the daemon will load; load it now (with the instance's
+ * "kube_context", if any) so that one it cannot use fails the check. One
+ * that does not exist yet is left to run time: deployments write it after
+ * checking the config (the demo does). */
+static void
+check_kubeconfigs(const struct plb_setting *table, const void *config,
+                  const config_setting_t *grp, const char *file, const char *path,
+                  struct core_errors *err)
+{
+    const char *kc = NULL, *kctx = NULL;
+
+    for (const struct plb_setting *s = table; s && s->name; s++) {
+        const char *const *v = (const char *const *)((const char *)config + s->offset);
+        if (s->type == PLB_SET_PATH && strcmp(s->name, "kubeconfig") == 0)
+            kc = *v;
+        else if (s->type == PLB_SET_STRING && strcmp(s->name, "kube_context") == 0)
+            kctx = *v;
+    }
+    if (!kc || !*kc)
+        return;
+    struct core_kube_config kcfg;
+    char msg[512], where[512], spath[512];
+    memset(&kcfg, 0, sizeof(kcfg));
+    int rc = core_kube_config_load(&kcfg, kc, kctx && *kctx ? kctx : NULL, msg, sizeof(msg));
+    if (rc != 0 && rc != -ENOENT) {
+        const config_setting_t *m = config_setting_get_member(grp, "kubeconfig");
+        core_setting_where(m ? m : grp, file, where, sizeof(where));
+        snprintf(spath, sizeof(spath), "%.480s.kubeconfig", path);
+        core_errors_add(err, where, spath, "cannot use this kubeconfig: %s", msg);
+    }
+    core_kube_config_clear(&kcfg);
+}
+
 /* Parse one instance group into a new plb_ctx appended to c->inst. */
 static void
 parse_instance(struct core *c, const config_setting_t *grp, unsigned idx,
@@ -180,6 +221,8 @@ parse_instance(struct core *c, const config_setting_t *grp, unsigned idx,
         struct plb_check chk = {.err = err, .grp = grp, .file = file, .path = path};
         cm->mod->check(c->host, &chk, ctx->config, check_report);
     }
+    if (n == 0 && c->checking)
+        check_kubeconfigs(cm->mod->settings, ctx->config, grp, file, path, err);
     return;
 oom:
     core_errors_add(err, where, path, "out of memory");
@@ -245,6 +288,93 @@ check_links(struct core *c, const config_setting_t *list, struct core_errors *er
     }
 }
 
+/*
+ * Included files, before libconfig sees them. libconfig 1.5 opens an
+ * @include with fopen and hands it to its flex scanner: a FIFO blocks that
+ * open for ever, and a directory or a file whose read fails
+ * (/proc/self/mem) makes the scanner exit(2) with "input in flex scanner
+ * failed" and no location. So every file the config would include is read
+ * here first, named as libconfig names it (the include directory, "/",
+ * the quoted path, for nested includes too), and must be a readable
+ * regular file; otherwise the error names the including FILE:LINE. A file
+ * that does not exist is left to libconfig's own error. The directive is
+ * found as libconfig's scanner finds it: at the start of a line, after
+ * blanks, "@include", blanks, then a string in double quotes (\\ and \"
+ * escapes).
+ */
+static int precheck_file(const char *path, const char *dir, int depth, const char *from,
+                         struct core_errors *err);
+
+static int
+precheck_text(const char *text, const char *file, const char *dir, int depth,
+              struct core_errors *err)
+{
+    int line = 1, bad = 0;
+
+    for (const char *p = text; *p; line++) {
+        const char *eol = strchr(p, '\n');
+        const char *q = p + strspn(p, " \t");
+        if (strncmp(q, "@include", 8) == 0 && (q[8] == ' ' || q[8] == '\t')) {
+            char name[4096], where[4200], full[8300];
+            size_t n = 0;
+            q += 8;
+            q += strspn(q, " \t");
+            if (*q == '"') {
+                for (q++; *q && *q != '"' && *q != '\n' && n + 1 < sizeof(name); q++) {
+                    if (*q == '\\' && (q[1] == '"' || q[1] == '\\'))
+                        q++;
+                    name[n++] = *q;
+                }
+                name[n] = '\0';
+                if (*q == '"') {
+                    snprintf(where, sizeof(where), "%s:%d", file, line);
+                    snprintf(full, sizeof(full), "%s/%s", dir, name);
+                    if (precheck_file(full, dir, depth + 1, where, err) < 0)
+                        bad = -1;
+                }
+            }
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    return bad;
+}
+
+/* Read path (from: the including FILE:LINE, or NULL for the config file
+ * itself) and check what it includes. 0, or -1 with the error added. */
+static int
+precheck_file(const char *path, const char *dir, int depth, const char *from,
+              struct core_errors *err)
+{
+    char reason[160];
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    if (depth > INCLUDE_MAX_DEPTH)
+        return 0; /* libconfig reports the depth */
+    rc = core_file_read(path, CONFIG_MAX_BYTES, &text, &len, reason, sizeof(reason));
+    if (rc == -ENOENT && from)
+        return 0;
+    if (rc < 0) {
+        if (from)
+            core_errors_add(err, from, NULL, "cannot include \"%s\": %s", path, reason);
+        else
+            core_errors_add(err, path, NULL, "cannot read the config file: %s", reason);
+        return -1;
+    }
+    if (strlen(text) != len) {
+        core_errors_add(err, from ? from : path, NULL, "%s%s%s: contains a NUL byte",
+                        from ? "cannot include \"" : "", path, from ? "\"" : "");
+        core_free(text);
+        return -1;
+    }
+    rc = precheck_text(text, path, dir, depth, err);
+    core_free(text);
+    return rc;
+}
+
 static char *
 dir_of(const char *file)
 {
@@ -270,6 +400,8 @@ core_config_load(struct core *c, const char *file, struct core_errors *err)
         goto out;
     }
     config_set_include_dir(&cf, c->config_dir);
+    if (precheck_file(file, c->config_dir, 0, NULL, err) < 0)
+        goto out;
     if (config_read_file(&cf, file) != CONFIG_TRUE) {
         if (config_error_type(&cf) == CONFIG_ERR_FILE_IO) {
             core_errors_add(err, file, NULL, "cannot read the config file: %s",

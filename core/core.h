@@ -66,6 +66,7 @@ struct core {
     struct core_links *links;
     const struct plb_host *host;
 
+    int checking;                /* --check-config: also load each kubeconfig named */
     char *config_file;           /* as given */
     char *config_dir;            /* its directory, for relative paths */
     struct core_config cfg;

@@ -248,6 +248,7 @@ main(int argc, char **argv)
     c.host = &core_host;
     c.cli_level = level_arg ? (int)level : -1;
     c.cli_format = format_arg ? (int)format : -1;
+    c.checking = check;
     signal(SIGPIPE, SIG_IGN);
 
     int nerr = core_config_load(&c, config, &err);

@@ -14,6 +14,7 @@
 #include "alloc.h"
 #include "httpc.h"
 #include "kube-internal.h"
+#include "rfile.h"
 #include "kube.h"
 #include "log.h"
 
@@ -45,17 +46,15 @@ resolve_config(plb_kube *k, const struct plb_kube_opts *o, char *err, size_t err
         /* The namespace file is optional and small. */
         const char *dir = o->sa_dir ? o->sa_dir : "/var/run/secrets/kubernetes.io/serviceaccount";
         snprintf(path, sizeof(path), "%s/namespace", dir);
-        FILE *f = fopen(path, "re");
-        if (f) {
-            char ns[254] = "";
-            if (fgets(ns, sizeof(ns), f)) {
-                ns[strcspn(ns, "\r\n")] = '\0';
-                if (ns[0] && !(k->cfg.ns = core_strdup(ns))) {
-                    fclose(f);
-                    return -ENOMEM;
-                }
+        char *text = NULL;
+        size_t len = 0;
+        if (core_file_read(path, 4096, &text, &len, NULL, 0) == 0) {
+            text[strcspn(text, "\r\n")] = '\0';
+            if (text[0] && strlen(text) < 254 && !(k->cfg.ns = core_strdup(text))) {
+                core_free(text);
+                return -ENOMEM;
             }
-            fclose(f);
+            core_free(text);
         }
         return 0;
     }

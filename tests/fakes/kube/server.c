@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/event.h>
@@ -454,6 +455,18 @@ api_cb(struct evhttp_request *req, void *arg)
         if (json_array_size(app->reqlog) >= app->reqlog_max)
             json_array_remove(app->reqlog, 0);
         json_array_append(app->reqlog, rq->log);
+        if (app->reqlog_fd >= 0) {
+            char *line = json_dumps(rq->log, JSON_COMPACT);
+            size_t n = line ? strlen(line) : 0;
+            /* One write per line: O_APPEND keeps concurrent fakes' lines whole. */
+            if (line) {
+                line[n] = '\n';
+                if (write(app->reqlog_fd, line, n + 1) < 0)
+                    fprintf(stderr, "fake-kube: request log: %s\n", strerror(errno));
+                line[n] = '\0';
+            }
+            free(line);
+        }
     }
     if (app->verbose)
         fprintf(stderr, "fake-kube[%d]: %s %s\n", srv->index, rq->method_name,

@@ -26,6 +26,7 @@
 #include "links.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "reactor.h"
 #include "reload.h"
 
@@ -70,6 +71,7 @@ on_signal(evutil_socket_t sig, short what, void *arg)
         _exit(1);
     }
     CORE_INFO("signal %d: stopping instances", (int)sig);
+    core_notify_stopping();
     core_instances_stop(c, on_stopped);
 }
 
@@ -136,7 +138,7 @@ run(struct core *c)
         goto out;
     CORE_INFO("prismlb %s (%s) running %zu instance(s) from %s", PRISMLB_VERSION,
               PRISMLB_REVISION, c->ninst, c->config_file);
-    if (core_instances_start(c) < 0) {
+    if (core_instances_start(c) < 0 || core_notify_ready(c->base, (unsigned)c->ninst) < 0) {
         core_instances_stop(c, on_stopped);
         event_base_dispatch(c->base);
         goto destroy;
@@ -151,6 +153,7 @@ destroy:
     core_reload_free(c);
     core_instances_destroy(c);
 out:
+    core_notify_stop();
     if (c->sig_term)
         event_free(c->sig_term);
     if (c->sig_int)

@@ -11,7 +11,7 @@ build_pkgs="gcc libc6-dev pkg-config meson ninja-build git
 test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
   python3 python3-kubernetes python3-prometheus-client python3-yaml prometheus hcloud-cli unzip iproute2
   libprotobuf-c-dev protobuf-c-compiler
-  systemd"
+  systemd buildah skopeo bubblewrap util-linux"
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 
 case "$what" in

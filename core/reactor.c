@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "num.h"
 #include "log.h"
 
 struct plb_timer {
@@ -118,7 +119,7 @@ jittered_us(int64_t delay_ms, double jitter)
 {
     if (jitter <= 0.0 || delay_ms == 0)
         return delay_ms * 1000;
-    return llround(core_jitter_delay(delay_ms, jitter, core_random_unit()) * 1000.0);
+    return core_llround(core_jitter_delay(delay_ms, jitter, core_random_unit()) * 1000.0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "alloc.h"
+#include "num.h"
 
 /* ------------------------------------------------------------------ */
 /* Error sink                                                           */
@@ -139,7 +140,7 @@ core_duration_parse(const char *s, int64_t *ms)
 done:
     if (total > 9.0e15)
         return -EINVAL;
-    *ms = (int64_t)llround(neg ? -total : total);
+    *ms = (int64_t)core_llround(neg ? -total : total);
     return 0;
 }
 
@@ -570,7 +571,7 @@ parse_member(const struct plb_setting *s, const config_setting_t *m, union value
             return 0;
         }
         if (t == CONFIG_TYPE_FLOAT) {
-            v->i = (int64_t)llround(config_setting_get_float(m) * 1000.0);
+            v->i = (int64_t)core_llround(config_setting_get_float(m) * 1000.0);
             return 0;
         }
         if (t != CONFIG_TYPE_STRING)

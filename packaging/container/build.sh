@@ -11,16 +11,21 @@
 #
 # Usage: packaging/container/build.sh [OUT]      (default: build-images/)
 # Push:  skopeo copy oci-archive:OUT/prismlb-proxy.oci.tar docker://REGISTRY/prismlb-proxy:TAG
-# arm64 (on an arm64 Debian 12 host, or with qemu-user-static and
-# binfmt_misc for buildah's emulation, which this script does not need):
-#        PRISMLB_ARCH=arm64 packaging/container/build.sh
-# The images take the architecture of the machine that builds them.
+# arm64: the images take the architecture of the machine that builds them
+# (the binary, the modules and the shared objects are that machine's), so
+# on an arm64 Debian 12 host, after sh tests/setup.sh test:
+#        sh packaging/container/build.sh
+# and push both architectures under one tag with a manifest list:
+#        buildah manifest create prismlb-proxy:0.1.0
+#        buildah manifest add prismlb-proxy:0.1.0 oci-archive:amd64/prismlb-proxy.oci.tar
+#        buildah manifest add prismlb-proxy:0.1.0 oci-archive:arm64/prismlb-proxy.oci.tar
+#        buildah manifest push --all prismlb-proxy:0.1.0 docker://REGISTRY/prismlb-proxy:0.1.0
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build-images}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-arch=${PRISMLB_ARCH:-$(dpkg --print-architecture)}
+arch=$(dpkg --print-architecture)
 rel=$out/release
 stage=$out/stage
 

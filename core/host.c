@@ -86,7 +86,18 @@ static plb_listener *
 h_listen_tcp(plb_ctx *ctx, const char *addr, int port, int backlog, plb_accept_cb cb, void *arg,
              int *err)
 {
-    return core_listen_tcp(ctx->core->base, addr, port, backlog, cb, arg, err);
+    static const char *const labels[] = {"listener", NULL};
+    plb_listener *l = core_listen_tcp(ctx->core->base, addr, port, backlog, cb, arg, err);
+    plb_metric *m = l && ctx->core->metrics
+                        ? core_metric_new(ctx->core->metrics, PLB_METRIC_COUNTER,
+                                          "prismlb_accept_errors_total",
+                                          "Times accept() failed on a listening socket (out of "
+                                          "descriptors: each failure pauses accepting for 100 ms).",
+                                          labels, NULL, 0, NULL)
+                        : NULL;
+    if (m)
+        core_listener_count_errors(l, m);
+    return l;
 }
 
 static plb_http_server *

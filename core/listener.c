@@ -8,7 +8,9 @@
  * accept() failing with EMFILE leaves the connection in the backlog and the
  * listening socket readable, so libevent would call us again at once, for
  * ever. The error callback therefore disables the listener and re-enables it
- * from a timer CORE_LISTENER_RETRY_MS later, logging once per episode.
+ * from a timer CORE_LISTENER_RETRY_MS later, logging once per episode and
+ * counting every failure (prismlb_accept_errors_total, when the host set a
+ * counter); connections already accepted are served all along.
  */
 #include "listener.h"
 
@@ -23,12 +25,14 @@
 
 #include "alloc.h"
 #include "log.h"
+#include "metrics.h"
 
 struct plb_listener {
     struct evconnlistener *lev;
     struct event *retry; /* ends a resource back-off */
     plb_accept_cb cb;
     void *arg;
+    plb_metric *errors; /* borrowed counter, or NULL */
     int port;
     int user_paused; /* core_listener_pause */
     int backing_off; /* disabled until retry fires */
@@ -134,6 +138,10 @@ accept_error_cb(struct evconnlistener *lev, void *p)
     struct timeval tv = {0, CORE_LISTENER_RETRY_MS * 1000};
 
     evconnlistener_disable(lev);
+    if (l->errors) {
+        const char *labels[] = {l->name, NULL};
+        (void)core_metric_add(l->errors, labels, 1);
+    }
     if (!l->logged) {
         CORE_WARN("listener %s: accept failed: %s; pausing %d ms between retries", l->name,
                   strerror(e), CORE_LISTENER_RETRY_MS);
@@ -291,4 +299,16 @@ core_listener_free(plb_listener *l)
     event_free(l->retry);
     evconnlistener_free(l->lev); /* closes the socket (LEV_OPT_CLOSE_ON_FREE) */
     core_free(l);
+}
+
+void
+core_listener_count_errors(plb_listener *l, plb_metric *counter)
+{
+    if (!l)
+        return;
+    l->errors = counter;
+    if (counter) {
+        const char *labels[] = {l->name, NULL};
+        (void)core_metric_add(counter, labels, 0);
+    }
 }

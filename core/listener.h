@@ -50,6 +50,11 @@ void core_listener_pause(plb_listener *l, int paused);
  * callback's and stay open. NULL is fine. Safe from inside l's accept cb. */
 void core_listener_free(plb_listener *l);
 
+/* Count each accept() failure of l in counter (borrowed; must outlive l; a
+ * counter family with the one label "listener"), under l's bound address,
+ * whose series starts at 0 now. NULL counter: stop counting. */
+void core_listener_count_errors(plb_listener *l, plb_metric *counter);
+
 /* A bound, listening, non-blocking, close-on-exec TCP socket on addr:port
  * (as for core_listen_tcp: IP literal, IPV6_V6ONLY, SO_REUSEADDR, port 0 for
  * ephemeral, backlog <= 0 for SOMAXCONN). The bound port goes to *bound_port

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "listener.h"
+#include "metrics.h"
 #include "log.h"
 #include "reactor.h"
 
@@ -438,6 +439,19 @@ START_TEST(test_emfile_backoff)
     a.l = core_listen_tcp(base, "127.0.0.1", 0, 0, acc_cb, &a, NULL);
     ck_assert_ptr_nonnull(a.l);
     int port = core_listener_port(a.l);
+    struct core_metrics *reg = core_metrics_new();
+    ck_assert_ptr_nonnull(reg);
+    static const char *const lnames[] = {"listener", NULL};
+    plb_metric *errs = core_metric_new(reg, PLB_METRIC_COUNTER, "prismlb_accept_errors_total", "e",
+                                       lnames, NULL, 0, NULL);
+    ck_assert_ptr_nonnull(errs);
+    core_listener_count_errors(a.l, errs);
+    char lname[CORE_SOCKADDR_STRLEN];
+    snprintf(lname, sizeof lname, "127.0.0.1:%d", port);
+    const char *lvals[] = {lname, NULL};
+    double nerr = -1;
+    ck_assert_int_eq(core_metric_get(errs, lvals, &nerr), 0);
+    ck_assert(nerr == 0);
     int c[N];
     for (int i = 0; i < N; i++)
         c[i] = client_connect("127.0.0.1", port, NULL, 0);
@@ -469,6 +483,9 @@ START_TEST(test_emfile_backoff)
     fflush(logf);
     ck_assert_int_eq(count_lines_with(logbuf, "accept failed"), 1);
     ck_assert_ptr_nonnull(strstr(logbuf, strerror(EMFILE)));
+    /* Every failure counted (one per 100 ms pause: a few, not thousands). */
+    ck_assert_int_eq(core_metric_get(errs, lvals, &nerr), 0);
+    ck_assert_msg(nerr >= 1 && nerr <= 20, "prismlb_accept_errors_total %g", nerr);
 
     for (int i = 0; i < nfill; i++)
         close(fill[i]);
@@ -500,6 +517,7 @@ START_TEST(test_emfile_backoff)
         close(c[i]);
     acc_close_all(&a);
     core_listener_free(a.l);
+    core_metrics_free(reg);
 }
 END_TEST
 

@@ -39,5 +39,15 @@ suite() { # $1 = build dir, rest = meson setup options
 suite build
 suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
 
+# Fuzzing: each libFuzzer target of tests/fuzz for 15 s under ASan+UBSan
+# (clang; build-fuzz). One more pass or failure.
+if command -v clang >/dev/null 2>&1; then
+  if sh "$top/tests/fuzz/run.sh" 15; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1)); status=1
+  fi
+fi
+
 echo "$passed passed, $failed failed"
 exit $status

@@ -9,8 +9,10 @@
  * JSON_DECODE_ANY: strings must be valid UTF-8 without raw control
  * characters; \u escapes with surrogate pairs; integers that do not fit
  * json_int_t are rejected, as jansson rejects them; a duplicate key keeps
- * the last value. Pure; allocations go through jansson (and so through the
- * allocation hook when installed).
+ * the last value. One difference, stricter: json_loadb stops reading at a
+ * NUL byte as at the end of its input, where this reader rejects a NUL
+ * anywhere (tests/fuzz/fuzz_jparse.c checks both). Pure; allocations go
+ * through jansson (and so through the allocation hook when installed).
  */
 #include <limits.h>
 #include <math.h>

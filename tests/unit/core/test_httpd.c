@@ -59,6 +59,7 @@ struct client {
     int *hangup_when; /* hang up only once *hangup_when != 0 (at most 5 s) */
     const char *then_send; /* sent once *then_when != 0 (at most 5 s) */
     int *then_when;
+    int then_sent;         /* set once then_send is in the socket */
     char resp[RESP_MAX + 1];
     size_t len;
     int64_t done_ms;
@@ -116,6 +117,7 @@ client_main(void *p)
         size_t n = strlen(c->then_send);
         if (send(fd, c->then_send, n, MSG_NOSIGNAL) != (ssize_t)n)
             goto out_close;
+        __atomic_store_n(&c->then_sent, 1, __ATOMIC_SEQ_CST);
     }
     if (c->hangup) {
         for (int i = 0; c->hangup_when && i < 5000; i++) {
@@ -613,7 +615,12 @@ START_TEST(test_async_reply_after_timer)
         run_for(5);
     ck_assert_int_eq(h.calls, 1);
     __atomic_store_n(&sent_first, 1, __ATOMIC_SEQ_CST);
-    run_for(150); /* the second request is on the wire now */
+    /* The second request is in the server's socket (loopback: once send
+     * returned), then the loop has had its chance to read it. */
+    for (int i = 0; i < 1000 && !__atomic_load_n(&q.then_sent, __ATOMIC_SEQ_CST); i++)
+        run_for(5);
+    ck_assert(__atomic_load_n(&q.then_sent, __ATOMIC_SEQ_CST));
+    run_for(20);
     ck_assert_int_eq(h.calls, 1);
     core_http_reply(h.held, 200, "text/plain", "one\n", 4, NULL);
     h.held = NULL;

@@ -13,7 +13,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-15}
 [ $# -gt 0 ] && shift
-targets=${*:-"jparse kubeconfig selector config httpd"}
+targets=${*:-"jparse kubeconfig selector config httpd lease"}
 bdir="$top/build-fuzz"
 out="$bdir/fuzz-out"
 

@@ -207,6 +207,7 @@ parse_instance(struct core *c, const config_setting_t *grp, unsigned idx,
         goto oom;
     ctx->core = c;
     ctx->cm = cm;
+    ctx->log_max = PLB_LOG_DEBUG;
     ctx->name = core_strdup(name);
     ctx->where = NULL;
     ctx->gate_name = gate ? core_strdup(gate) : NULL;

@@ -18,11 +18,16 @@ struct event;
 struct core;
 struct core_links;
 
-/* A loaded module file, shared by every instance of it. */
+/* A loaded module file, shared by every instance of it. The daemon reads
+ * the module's descriptor and settings table through copies in its own
+ * layout (fields the module's header lacked are zero), so nothing else in
+ * the core looks at the module's strides. */
 struct core_module {
     char *path;                  /* resolved file path */
     void *dl;                    /* dlopen handle */
-    const struct plb_module *mod;
+    const struct plb_module *mod; /* &desc */
+    struct plb_module desc;      /* the module's descriptor, normalized */
+    struct plb_setting *settings; /* its settings table, normalized (desc.settings) */
     unsigned refs;
     struct core_module *next;
 };
@@ -49,6 +54,7 @@ struct plb_ctx {
     int gate_open;               /* for gate instances: current state */
     int gated_active;            /* for gated instances: write loop running */
     plb_done *stop_done;         /* handed to stop(), until it fires */
+    int log_max;                 /* its own log threshold (log_set_level) */
 };
 
 /* The daemon-wide configuration (top-level settings). */

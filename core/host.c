@@ -34,26 +34,57 @@ h_module_name(plb_ctx *ctx)
 static void h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
     PLB_PRINTF(3, 0);
 
+/* The instance's own threshold (log_set_level) under the daemon's. */
+static int
+h_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
+{
+    return (int)lvl <= ctx->log_max && core_log_enabled(lvl);
+}
+
 static void
 h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
 {
-    core_logv(lvl, ctx->name, ctx->cm->mod->name, fmt, ap);
+    if (h_log_enabled(ctx, lvl))
+        core_logv(lvl, ctx->name, ctx->cm->mod->name, fmt, ap);
+}
+
+static void h_logf(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+
+static void
+h_logf(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    h_logv(ctx, lvl, fmt, ap);
+    va_end(ap);
+}
+
+static void h_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
+                         const char *fmt, va_list ap) PLB_PRINTF(4, 0);
+
+static void
+h_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv, const char *fmt,
+             va_list ap)
+{
+    if (h_log_enabled(ctx, lvl))
+        core_log_fieldsv(lvl, ctx->name, ctx->cm->mod->name, kv, fmt, ap);
 }
 
 static void
 h_log_kv(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...)
 {
+    if (!h_log_enabled(ctx, lvl))
+        return;
     va_list ap;
     va_start(ap, msg);
     core_log_kvv(lvl, ctx->name, ctx->cm->mod->name, msg, ap);
     va_end(ap);
 }
 
-static int
-h_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
+static void
+h_log_set_level(plb_ctx *ctx, int lvl)
 {
-    (void)ctx;
-    return core_log_enabled(lvl);
+    ctx->log_max = lvl < -1 ? -1 : lvl;
 }
 
 static int64_t
@@ -284,4 +315,15 @@ const struct plb_host core_host = {
 
     .listener_fd = core_listener_fd,
     .io_activate = core_io_activate,
+
+    .logf = h_logf,
+    .log_fields = h_log_fields,
+    .log_set_level = h_log_set_level,
+    .obj_new_object = core_obj_new_object,
+    .obj_new_array = core_obj_new_array,
+    .obj_new_bool = core_obj_new_bool,
+    .obj_new_null = core_obj_new_null,
+    .obj_new_real = core_obj_new_real,
+    .obj_append = core_obj_append,
+    .obj_remove = core_obj_remove,
 };

@@ -13,14 +13,27 @@
 
 static void (*stop_done_cb)(struct core *c);
 
+void
+core_instance_log_failure(plb_ctx *ctx, const char *what, int rc, char why[512])
+{
+    const char *err = rc < 0 ? strerror(-rc) : "failed";
+    why[511] = '\0'; /* whatever the module wrote */
+    if (why[0])
+        core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "reason", why, "error",
+                    err, NULL);
+    else
+        core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "error", err, NULL);
+}
+
 int
 core_instances_create(struct core *c)
 {
     for (size_t i = 0; i < c->ninst; i++) {
         plb_ctx *ctx = c->inst[i];
-        int rc = ctx->cm->mod->create(c->host, ctx, ctx->config, &ctx->state);
+        char why[512] = "";
+        int rc = ctx->cm->mod->create(c->host, ctx, ctx->config, &ctx->state, why, sizeof(why));
         if (rc < 0) {
-            INST_ERR(ctx, "create failed: %s", strerror(-rc));
+            core_instance_log_failure(ctx, "create failed", rc, why);
             core_instances_destroy(c);
             return -1;
         }
@@ -127,9 +140,10 @@ core_instances_start(struct core *c)
 {
     for (size_t i = 0; i < c->ninst; i++) {
         plb_ctx *ctx = c->inst[i];
-        int rc = ctx->cm->mod->start ? ctx->cm->mod->start(ctx->state) : 0;
+        char why[512] = "";
+        int rc = ctx->cm->mod->start ? ctx->cm->mod->start(ctx->state, why, sizeof(why)) : 0;
         if (rc < 0) {
-            INST_ERR(ctx, "start failed: %s", strerror(-rc));
+            core_instance_log_failure(ctx, "start failed", rc, why);
             ctx->st = CORE_INST_STOPPED;
             /* Stop what started, synchronously bounded by the grace. */
             return -1;

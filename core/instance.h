@@ -19,5 +19,9 @@ int core_instances_start(struct core *c);
 void core_instances_stop(struct core *c, void (*on_done)(struct core *c));
 /* Destroy every created instance (after stop) and drop its links. */
 void core_instances_destroy(struct core *c);
+/* Log that create or start of ctx failed with rc: what (literal), the
+ * module's reason why (NUL-terminated here; "" when it gave none) and the
+ * errno text as fields. */
+void core_instance_log_failure(plb_ctx *ctx, const char *what, int rc, char why[512]);
 
 #endif

@@ -258,7 +258,7 @@ sub_deliver(struct sub *s)
     s->last = copy;
     s->nlast = n;
     s->delivered = 1;
-    struct plb_endpoint_set set = {.n = n, .v = (const char *const *)copy};
+    struct plb_endpoint_set set = {.size = sizeof(set), .n = n, .v = (const char *const *)copy};
     s->cb(&set, s->arg);
     goto out;
 oom:
@@ -570,6 +570,7 @@ core_health_foreach(struct core *c, plb_health_iter_cb cb, void *arg)
 {
     for (struct health *h = c->links->health; h; h = h->next) {
         struct plb_health_info info = {
+            .size = sizeof(struct plb_health_info),
             .instance = h->ctx->name,
             .check = h->check,
             .kind = h->kind,

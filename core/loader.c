@@ -73,6 +73,41 @@ resolve(struct core *c, const char *ref, char *tried, size_t tlen)
     return found;
 }
 
+/* Copy n bytes of src to a zeroed dst of dsize bytes: the fields of a struct
+ * the other side's header lacks read as zero, those it has beyond ours are
+ * ignored. */
+static void
+copy_sized(void *dst, size_t dsize, const void *src, size_t n)
+{
+    memset(dst, 0, dsize);
+    memcpy(dst, src, n < dsize ? n : dsize);
+}
+
+/* Fill cm->desc and cm->settings from the module's descriptor, whose size
+ * and setting stride may differ from ours (an older or newer header).
+ * 0 or -ENOMEM. */
+static int
+normalize(struct core_module *cm, const struct plb_module *mod)
+{
+    copy_sized(&cm->desc, sizeof(cm->desc), mod, mod->size);
+    if (!mod->settings)
+        return 0;
+    size_t stride = mod->setting_size, n = 0;
+    const char *base = (const char *)mod->settings;
+    /* The table ends with an entry whose name is NULL (name comes first in
+     * every version of struct plb_setting). */
+    while (((const struct plb_setting *)(const void *)(base + n * stride))->name)
+        n++;
+    cm->settings = core_calloc(n + 1, sizeof(*cm->settings));
+    if (!cm->settings)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        copy_sized(&cm->settings[i], sizeof(cm->settings[i]), base + i * stride, stride);
+    cm->desc.settings = cm->settings;
+    cm->desc.setting_size = sizeof(struct plb_setting);
+    return 0;
+}
+
 struct core_module *
 core_module_load(struct core *c, const char *ref, const char *where, const char *path,
                  struct core_errors *err)
@@ -137,6 +172,14 @@ core_module_load(struct core *c, const char *ref, const char *where, const char 
                         file, mod->size);
         goto fail;
     }
+    if (mod->settings && mod->setting_size < offsetof(struct plb_setting, type) +
+                                                 sizeof(mod->settings->type)) {
+        core_errors_add(err, where, path,
+                        "%s has a settings table without a valid setting_size (%zu): set "
+                        ".setting_size = sizeof(struct plb_setting)",
+                        file, mod->setting_size);
+        goto fail;
+    }
     if (!ref_is_path(ref) && strcmp(mod->name, ref) != 0) {
         core_errors_add(err, where, path, "%s declares module \"%s\", not \"%s\"", file,
                         mod->name, ref);
@@ -148,12 +191,12 @@ core_module_load(struct core *c, const char *ref, const char *where, const char 
         goto fail;
     }
     cm->path = core_strdup(real);
-    if (!cm->path) {
+    if (!cm->path || normalize(cm, mod) < 0) {
         core_errors_add(err, where, path, "out of memory");
         goto fail;
     }
     cm->dl = dl;
-    cm->mod = mod;
+    cm->mod = &cm->desc;
     cm->refs = 1;
     cm->next = c->modules;
     c->modules = cm;
@@ -162,8 +205,10 @@ core_module_load(struct core *c, const char *ref, const char *where, const char 
     return cm;
 
 fail:
-    if (cm)
+    if (cm) {
         core_free(cm->path);
+        core_free(cm->settings);
+    }
     core_free(cm);
     if (dl)
         dlclose(dl);
@@ -183,6 +228,7 @@ core_modules_unload(struct core *c)
         if (!getenv("PRISMLB_NO_DLCLOSE"))
             dlclose(cm->dl);
         core_free(cm->path);
+        core_free(cm->settings);
         core_free(cm);
         cm = next;
     }

@@ -126,9 +126,34 @@ logfmt_value(FILE *f, const char *v)
     fputc('"', f);
 }
 
+/* The next key, value pair of a record's fields, from a va_list or an
+ * array (whichever is set). 0 at the end. */
+struct fields {
+    va_list *ap;
+    const char *const *arr;
+};
+
+static int
+next_field(struct fields *fl, const char **k, const char **v)
+{
+    if (fl->ap) {
+        *k = va_arg(*fl->ap, const char *);
+        if (!*k)
+            return 0;
+        *v = va_arg(*fl->ap, const char *);
+        return 1;
+    }
+    if (!fl->arr || !fl->arr[0])
+        return 0;
+    *k = fl->arr[0];
+    *v = fl->arr[1];
+    fl->arr += 2;
+    return 1;
+}
+
 static void
 emit(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
-     va_list *kv)
+     struct fields *kv)
 {
     FILE *f = log_out ? log_out : stderr;
     char ts[40];
@@ -146,9 +171,8 @@ emit(enum plb_log_level lvl, const char *instance, const char *module, const cha
             json_object_set_new(o, "module", json_string(module));
         json_object_set_new(o, "msg", json_string(msg));
         if (kv) {
-            const char *k;
-            while ((k = va_arg(*kv, const char *))) {
-                const char *v = va_arg(*kv, const char *);
+            const char *k, *v;
+            while (next_field(kv, &k, &v)) {
                 if (core_log_key_is_secret(k))
                     v = "[redacted]";
                 json_object_set_new(o, k, json_string(v ? v : ""));
@@ -173,9 +197,8 @@ emit(enum plb_log_level lvl, const char *instance, const char *module, const cha
         fputs(" msg=", f);
         logfmt_value(f, msg);
         if (kv) {
-            const char *k;
-            while ((k = va_arg(*kv, const char *))) {
-                const char *v = va_arg(*kv, const char *);
+            const char *k, *v;
+            while (next_field(kv, &k, &v)) {
                 fputc(' ', f);
                 fputs(k, f);
                 fputc('=', f);
@@ -215,8 +238,21 @@ core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module, c
         return;
     va_list copy;
     va_copy(copy, kv);
-    emit(lvl, instance, module, msg, &copy);
+    struct fields fl = {.ap = &copy};
+    emit(lvl, instance, module, msg, &fl);
     va_end(copy);
+}
+
+void
+core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *module,
+                 const char *const *kv, const char *fmt, va_list ap)
+{
+    if (!core_log_enabled(lvl))
+        return;
+    char buf[2048];
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    struct fields fl = {.arr = kv};
+    emit(lvl, instance, module, buf, &fl);
 }
 
 void

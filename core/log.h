@@ -40,7 +40,11 @@ void core_log(enum plb_log_level lvl, const char *instance, const char *module,
 void core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module,
                   const char *msg, va_list kv);
 void core_log_kv(enum plb_log_level lvl, const char *instance, const char *module,
-                 const char *msg, ...);
+                 const char *msg, ...) PLB_SENTINEL;
+/* A record with a printf-style message and fields: kv is a NULL-terminated
+ * array of key, value pairs (borrowed), or NULL. */
+void core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *module,
+                      const char *const *kv, const char *fmt, va_list ap) PLB_PRINTF(5, 0);
 
 /* 1 if a field named key must never be printed. */
 int core_log_key_is_secret(const char *key);

@@ -158,19 +158,21 @@ apply_finish(struct core_reload *r)
             added++;
         else
             restarted++;
-        int rc = x->cm->mod->create(c->host, x, x->config, &x->state);
+        char why[512] = "";
+        int rc = x->cm->mod->create(c->host, x, x->config, &x->state, why, sizeof(why));
         if (rc < 0) {
-            core_log(PLB_LOG_ERROR, x->name, x->cm->mod->name,
-                     "reload: create failed: %s; the instance is not running", strerror(-rc));
+            core_instance_log_failure(x, "reload: create failed; the instance is not running", rc,
+                                      why);
             x->st = CORE_INST_STOPPED;
             continue;
         }
         x->created = 1;
         x->st = CORE_INST_CREATED;
-        rc = x->cm->mod->start ? x->cm->mod->start(x->state) : 0;
+        why[0] = '\0';
+        rc = x->cm->mod->start ? x->cm->mod->start(x->state, why, sizeof(why)) : 0;
         if (rc < 0) {
-            core_log(PLB_LOG_ERROR, x->name, x->cm->mod->name,
-                     "reload: start failed: %s; the instance is not running", strerror(-rc));
+            core_instance_log_failure(x, "reload: start failed; the instance is not running", rc,
+                                      why);
             x->st = CORE_INST_STOPPED;
             continue;
         }

@@ -41,6 +41,7 @@ enum watch_end { WE_NONE = 0, WE_GONE, WE_ERROR };
 struct plb_informer {
     plb_kube *k;
     struct plb_informer_opts o;
+    struct plb_kube_ref ref;     /* o.ref points here */
     char *api_version, *resource, *ns, *lsel, *fsel; /* copies of o's */
     char *path;             /* collection path */
     json_t *cache;          /* key -> object */
@@ -501,8 +502,9 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
     if (!err)
         err = &dummy;
     *err = -EINVAL;
-    if (!k || !o || o->size < sizeof(struct plb_informer_opts) || !o->ref.api_version ||
-        !o->ref.resource || o->ref.name)
+    if (!k || !o || o->size < sizeof(struct plb_informer_opts) || !o->ref ||
+        o->ref->size < sizeof(struct plb_kube_ref) || !o->ref->api_version ||
+        !o->ref->resource || o->ref->name)
         return NULL;
     *err = -ENOMEM;
     inf = core_calloc(1, sizeof(*inf));
@@ -510,16 +512,16 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
         return NULL;
     inf->k = k;
     inf->o = *o;
-    inf->api_version = core_strdup(o->ref.api_version);
-    inf->resource = core_strdup(o->ref.resource);
-    inf->ns = o->ref.ns ? core_strdup(o->ref.ns) : NULL;
+    inf->api_version = core_strdup(o->ref->api_version);
+    inf->resource = core_strdup(o->ref->resource);
+    inf->ns = o->ref->ns ? core_strdup(o->ref->ns) : NULL;
     inf->lsel = o->label_selector ? core_strdup(o->label_selector) : NULL;
     inf->fsel = o->field_selector ? core_strdup(o->field_selector) : NULL;
-    inf->path = core_kube_path(o->ref.api_version, o->ref.resource, o->ref.ns, NULL, NULL);
+    inf->path = core_kube_path(o->ref->api_version, o->ref->resource, o->ref->ns, NULL, NULL);
     inf->cache = json_object();
     inf->fresh = json_object();
     inf->timer = core_timer_new(k->base, on_timer, inf);
-    if (!inf->api_version || !inf->resource || (o->ref.ns && !inf->ns) ||
+    if (!inf->api_version || !inf->resource || (o->ref->ns && !inf->ns) ||
         (o->label_selector && !inf->lsel) || (o->field_selector && !inf->fsel) || !inf->path ||
         !inf->cache || !inf->fresh || !inf->timer) {
         inf->next = NULL;
@@ -528,7 +530,9 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
         inf_destroy(inf);
         return NULL;
     }
-    inf->o.ref = (struct plb_kube_ref){inf->api_version, inf->resource, inf->ns, NULL, NULL};
+    inf->ref = (struct plb_kube_ref){sizeof(inf->ref), inf->api_version, inf->resource, inf->ns,
+                                     NULL, NULL};
+    inf->o.ref = &inf->ref;
     inf->o.label_selector = inf->lsel;
     inf->o.field_selector = inf->fsel;
     kb_init(&inf->bm);

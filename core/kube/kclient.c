@@ -355,7 +355,7 @@ op_new(plb_kube *k, enum kop_kind kind, const struct plb_kube_ref *ref, int with
     int dummy;
     if (!err)
         err = &dummy;
-    if (!k || !ref || !ref->api_version || !ref->resource ||
+    if (!k || !ref || ref->size < sizeof(*ref) || !ref->api_version || !ref->resource ||
         (with_name && (!ref->name || !*ref->name)) || (kind != KOP_EVENT && !done)) {
         *err = -EINVAL;
         return NULL;

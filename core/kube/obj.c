@@ -205,3 +205,53 @@ core_obj_new_int(int64_t v)
 {
     return KOBJ(json_integer((json_int_t)v));
 }
+
+plb_obj *
+core_obj_new_object(void)
+{
+    return KOBJ(json_object());
+}
+
+plb_obj *
+core_obj_new_array(void)
+{
+    return KOBJ(json_array());
+}
+
+plb_obj *
+core_obj_new_bool(int v)
+{
+    return KOBJ(json_boolean(v));
+}
+
+plb_obj *
+core_obj_new_null(void)
+{
+    return KOBJ(json_null());
+}
+
+plb_obj *
+core_obj_new_real(double v)
+{
+    return KOBJ(json_real(v));
+}
+
+int
+core_obj_append(plb_obj *a, plb_obj *value)
+{
+    json_t *j = KJSON(a), *v = KJSON(value);
+    if (!json_is_array(j) || !v) {
+        json_decref(v);
+        return -EINVAL;
+    }
+    return json_array_append_new(j, v) < 0 ? -ENOMEM : 0; /* stolen either way */
+}
+
+int
+core_obj_remove(plb_obj *a, size_t i)
+{
+    json_t *j = KJSON(a);
+    if (!json_is_array(j) || i >= json_array_size(j))
+        return -ENOENT;
+    return json_array_remove(j, i) < 0 ? -ENOENT : 0;
+}

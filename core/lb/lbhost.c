@@ -57,7 +57,11 @@ core_lb_host_select(plb_ctx *ctx, const plb_obj *svc, enum plb_lb_policy policy,
     int rc;
 
     (void)ctx;
+    if (!out || out->size < sizeof(*out))
+        return -EINVAL; /* the module's header said how much it knows */
     memset(out, 0, sizeof(*out));
+    out->size = sizeof(*out);
+    out->target_size = sizeof(struct plb_lb_target);
     if (!svc || !nodes)
         return -EINVAL;
     if (policy == PLB_LB_POLICY_SELECTOR) {
@@ -79,7 +83,7 @@ core_lb_host_select(plb_ctx *ctx, const plb_obj *svc, enum plb_lb_policy policy,
         goto out;
     /* Same layout, field for field; hand the array over. */
     out->n = t.n;
-    out->v = (struct plb_lb_target *)t.v;
+    out->v = t.v;
     out->dropped = t.dropped;
     out->no_address = t.no_address;
     _Static_assert(sizeof(struct plb_lb_target) == sizeof(struct core_lb_target),
@@ -98,7 +102,8 @@ core_lb_host_clear(struct plb_lb_targets *t)
     if (!t)
         return;
     core_free(t->v);
-    memset(t, 0, sizeof(*t));
+    t->v = NULL;
+    t->n = t->dropped = t->no_address = 0;
 }
 
 plb_kube_op *
@@ -136,6 +141,7 @@ core_lb_host_status_write(plb_kube *k, const plb_obj *svc, const char *const *ip
     if (!body)
         goto out;
     struct plb_kube_ref ref = {
+        .size = sizeof(ref),
         .api_version = "v1",
         .resource = "services",
         .ns = ns,

@@ -81,20 +81,13 @@ struct ew {
     plb_kube *kube;
     plb_informer *inf;
     char *selector; /* "kubernetes.io/service-name=<service_name>" */
+    char service[320]; /* "<ns>/<service_name>", logged as service= */
     char *last;     /* the kubernetes list last published, joined */
     int static_failed;
     int kube_enabled; /* the Kubernetes provider runs */
     int kube_failed;
     int stopping;
 };
-
-/* Logging tagged with the instance. */
-void ew_log(struct ew *ew, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
-#define EW_LOG(ew, lvl, ...)                                                                       \
-    do {                                                                                           \
-        if ((ew)->host->log_enabled((ew)->ctx, (lvl)))                                             \
-            ew_log((ew), (lvl), __VA_ARGS__);                                                      \
-    } while (0)
 
 /* Count one update or error of provider (mod_endpoint_watch.c). */
 void ew_count_update(struct ew *ew, const char *provider);

@@ -45,7 +45,7 @@ schedule(struct ew *ew)
         return;
     int rc = ew->host->timer_arm(ew->recompute, 0, 0, 0);
     if (rc < 0)
-        EW_LOG(ew, PLB_LOG_ERROR, "cannot schedule the endpoint recomputation: error %d", rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot schedule the endpoint recomputation: error %d", rc);
 }
 
 /* Joined list for logs and change detection (new or NULL). */
@@ -82,18 +82,18 @@ on_recompute(plb_timer *t, void *arg)
         return;
     int rc = ew_slices_list(h, ew->inf, ew->cfg->port_name, &l);
     if (rc < 0) {
-        EW_LOG(ew, PLB_LOG_ERROR, "out of memory computing the endpoints: retrying");
+        PLB_ERR(ew->host, ew->ctx, NULL, "out of memory computing the endpoints: retrying");
         ew_list_clear(h, &l);
         if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
-            EW_LOG(ew, PLB_LOG_ERROR, "cannot re-arm the recomputation");
+            PLB_ERR(ew->host, ew->ctx, NULL, "cannot re-arm the recomputation");
         return;
     }
     rc = h->endpoints_publish(ew->ctx, EW_PROVIDER_KUBE, (const char *const *)l.v, l.n);
     if (rc < 0) {
-        EW_LOG(ew, PLB_LOG_ERROR, "cannot publish %zu endpoint(s): error %d; retrying", l.n, rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish %zu endpoint(s): error %d; retrying", l.n, rc);
         ew_list_clear(h, &l);
         if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
-            EW_LOG(ew, PLB_LOG_ERROR, "cannot re-arm the recomputation");
+            PLB_ERR(ew->host, ew->ctx, NULL, "cannot re-arm the recomputation");
         return;
     }
     ew_count_update(ew, EW_PROVIDER_KUBE);
@@ -101,21 +101,23 @@ on_recompute(plb_timer *t, void *arg)
     char *joined = join(h, &l);
     int changed = !joined || !ew->last || strcmp(joined, ew->last) != 0;
     if (l.no_port && changed)
-        EW_LOG(ew, PLB_LOG_WARN, "%zu EndpointSlice(s) of %s/%s have no TCP port named \"%s\"",
-               l.no_port, ew->cfg->ns, ew->cfg->service_name, ew->cfg->port_name);
+        PLB_WARN(ew->host, ew->ctx, PLB_KV("service", ew->service, "port_name", ew->cfg->port_name),
+                 "%zu EndpointSlice(s) have no TCP port of that name", l.no_port);
     if (l.invalid && changed)
-        EW_LOG(ew, PLB_LOG_WARN, "ignored %zu address(es) that are no IP address or hostname",
-               l.invalid);
+        PLB_WARN(ew->host, ew->ctx, PLB_KV("service", ew->service),
+                 "ignored %zu address(es) that are no IP address or hostname", l.invalid);
     if (l.n == 0 && changed)
-        EW_LOG(ew, PLB_LOG_WARN,
-               "no ready endpoint in %zu EndpointSlice(s) of %s/%s (%zu not ready): published "
-               "an empty kubernetes list; the static endpoints remain",
-               l.slices, ew->cfg->ns, ew->cfg->service_name, l.not_ready);
+        PLB_WARN(ew->host, ew->ctx, PLB_KV("service", ew->service),
+                 "no ready endpoint in %zu EndpointSlice(s) (%zu not ready): published an empty "
+                 "kubernetes list; the static endpoints remain",
+                 l.slices, l.not_ready);
     else if (changed)
-        EW_LOG(ew, PLB_LOG_INFO, "kubernetes endpoints: %s (%zu slice(s), %zu not ready)",
-               joined ? joined : "?", l.slices, l.not_ready);
+        PLB_INFO(ew->host, ew->ctx, PLB_KV("service", ew->service, "endpoints", joined ? joined : "?"),
+                 "kubernetes endpoints changed (%zu slice(s), %zu not ready)", l.slices,
+                 l.not_ready);
     else
-        EW_LOG(ew, PLB_LOG_DEBUG, "kubernetes endpoints unchanged: %zu", l.n);
+        PLB_DEBUG(ew->host, ew->ctx, PLB_KV("service", ew->service), "kubernetes endpoints unchanged: %zu",
+                  l.n);
     h->free(ew->last);
     ew->last = joined;
     ew_list_clear(h, &l);
@@ -153,8 +155,8 @@ static void
 on_synced(plb_informer *inf, void *arg)
 {
     struct ew *ew = arg;
-    EW_LOG(ew, PLB_LOG_INFO, "listed %zu EndpointSlice(s) of %s/%s", ew->host->informer_count(inf),
-           ew->cfg->ns, ew->cfg->service_name);
+    PLB_INFO(ew->host, ew->ctx, PLB_KV("service", ew->service), "listed %zu EndpointSlice(s)",
+             ew->host->informer_count(inf));
     schedule(ew); /* also publishes an empty first list */
 }
 
@@ -166,17 +168,18 @@ on_status(plb_informer *inf, const struct plb_informer_status *st, void *arg)
     if (st->is_error) {
         ew_count_error(ew, EW_PROVIDER_KUBE);
         ew_provider_failed(ew, EW_PROVIDER_KUBE, 1);
-        EW_LOG(ew, PLB_LOG_WARN, "EndpointSlice discovery: %s; retrying in %lld ms", st->message,
-               (long long)st->retry_in_ms);
+        PLB_WARN(ew->host, ew->ctx, PLB_KV("service", ew->service, "error", st->message),
+                 "EndpointSlice discovery failed: retrying in %lld ms", (long long)st->retry_in_ms);
         return;
     }
     /* The API server answered: a watch had been open, or a 410. */
     ew_provider_failed(ew, EW_PROVIDER_KUBE, 0);
     if (st->event == PLB_INFORMER_EXPIRED)
-        EW_LOG(ew, PLB_LOG_INFO, "EndpointSlice watch expired (%s): re-listing", st->message);
+        PLB_INFO(ew->host, ew->ctx, PLB_KV("service", ew->service, "why", st->message),
+                 "EndpointSlice watch expired: re-listing");
     else
-        EW_LOG(ew, PLB_LOG_DEBUG, "EndpointSlice %s; next watch in %lld ms", st->message,
-               (long long)st->retry_in_ms);
+        PLB_DEBUG(ew->host, ew->ctx, PLB_KV("service", ew->service, "why", st->message),
+                  "EndpointSlice watch ended: next watch in %lld ms", (long long)st->retry_in_ms);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -189,10 +192,8 @@ start_failed(struct ew *ew, const char *what, const char *why)
 {
     ew_count_error(ew, EW_PROVIDER_KUBE);
     ew_provider_failed(ew, EW_PROVIDER_KUBE, 1);
-    EW_LOG(ew, PLB_LOG_ERROR,
-           "EndpointSlice discovery disabled: %s: %s; using the static "
-           "endpoints only",
-           what, why);
+    PLB_ERR(ew->host, ew->ctx, PLB_KV("what", what, "error", why),
+            "EndpointSlice discovery disabled: using the static endpoints only");
 }
 
 int
@@ -210,10 +211,9 @@ ew_kube_start(struct ew *ew)
     } else if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
         snprintf(path, sizeof(path), "%s/token", c->service_account_dir);
         if (access(path, R_OK) != 0) {
-            EW_LOG(ew, PLB_LOG_WARN,
-                   "no service account token at %s: EndpointSlice discovery off, static "
-                   "endpoints only",
-                   path);
+            PLB_WARN(ew->host, ew->ctx, PLB_KV("path", path),
+                     "no service account token: EndpointSlice discovery off, static endpoints "
+                     "only");
             return 0;
         }
         o.in_cluster = 1;
@@ -226,9 +226,9 @@ ew_kube_start(struct ew *ew)
         o.kubeconfig = path;
         source = "$KUBECONFIG";
     } else {
-        EW_LOG(ew, PLB_LOG_INFO,
-               "not in a cluster (no service account, no kubeconfig): EndpointSlice discovery "
-               "off, static endpoints only");
+        PLB_INFO(ew->host, ew->ctx, NULL,
+                 "not in a cluster (no service account, no kubeconfig): EndpointSlice discovery "
+                 "off, static endpoints only");
         return 0;
     }
     o.server = c->server;
@@ -252,7 +252,7 @@ ew_kube_start(struct ew *ew)
     snprintf(ew->selector, sl, "kubernetes.io/service-name=%s", c->service_name);
     struct plb_informer_opts io = {
         .size = sizeof(io),
-        .ref = {.api_version = "discovery.k8s.io/v1", .resource = "endpointslices", .ns = c->ns},
+        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref), .api_version = "discovery.k8s.io/v1", .resource = "endpointslices", .ns = c->ns},
         .label_selector = ew->selector,
         .on_add = on_add,
         .on_update = on_update,
@@ -269,9 +269,10 @@ ew_kube_start(struct ew *ew)
         start_failed(ew, "informer", "bad informer options");
         return 0;
     }
-    EW_LOG(ew, PLB_LOG_INFO, "watching EndpointSlices %s in %s at %s (%s%s%s)", ew->selector, c->ns,
-           h->kube_server(ew->kube), source, o.tls_server_name ? ", TLS name " : "",
-           o.tls_server_name ? o.tls_server_name : "");
+    PLB_INFO(ew->host, ew->ctx,
+             PLB_KV("service", ew->service, "server", h->kube_server(ew->kube), "source", source,
+                    "tls_server_name", o.tls_server_name),
+             "watching EndpointSlices");
     return 0;
 }
 

@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ew.h"
@@ -31,15 +32,6 @@
 
 static const char LIVE_CHECK[] = "discovery";
 static const char *const labels[] = {"source", "provider", NULL};
-
-void
-ew_log(struct ew *ew, enum plb_log_level lvl, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    ew->host->logv(ew->ctx, lvl, fmt, ap);
-    va_end(ap);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Metrics and provider health                                              */
@@ -52,7 +44,7 @@ count(struct ew *ew, plb_metric *m, const char *provider, double v)
     int rc = m ? ew->host->metric_add(m, lv, v) : -EINVAL;
     if (rc < 0 && !logged) {
         logged = 1;
-        EW_LOG(ew, PLB_LOG_WARN, "discovery metric not updated: error %d (logged once)", rc);
+        PLB_WARN(ew->host, ew->ctx, NULL, "discovery metric not updated: error %d (logged once)", rc);
     }
 }
 
@@ -85,10 +77,10 @@ ew_provider_failed(struct ew *ew, const char *provider, int failed)
     ew->host->endpoints_failed(ew->ctx, provider, failed);
     int after = all_failed(ew);
     if (after && !before)
-        EW_LOG(ew, PLB_LOG_ERROR, "every endpoint provider failed: liveness check \"%s\" stops",
-               LIVE_CHECK);
+        PLB_ERR(ew->host, ew->ctx, PLB_KV("check", LIVE_CHECK),
+                "every endpoint provider failed: the liveness check stops");
     else if (before && !after) {
-        EW_LOG(ew, PLB_LOG_INFO, "provider %s recovered", provider);
+        PLB_INFO(ew->host, ew->ctx, PLB_KV("provider", provider), "provider recovered");
         ew->host->health_beat(ew->ctx, LIVE_CHECK);
     }
 }
@@ -105,12 +97,12 @@ publish_static(struct ew *ew)
     if (rc < 0) {
         ew_count_error(ew, EW_PROVIDER_STATIC);
         ew_provider_failed(ew, EW_PROVIDER_STATIC, 1);
-        EW_LOG(ew, PLB_LOG_ERROR, "cannot publish the static endpoints: error %d; retrying", rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish the static endpoints: error %d; retrying", rc);
         return;
     }
     ew_count_update(ew, EW_PROVIDER_STATIC);
     ew_provider_failed(ew, EW_PROVIDER_STATIC, 0);
-    EW_LOG(ew, PLB_LOG_INFO, "static endpoints: %zu published", e->n);
+    PLB_INFO(ew->host, ew->ctx, NULL, "static endpoints: %zu published", e->n);
 }
 
 static void
@@ -128,7 +120,8 @@ on_beat(plb_timer *t, void *arg)
 /* Lifecycle                                                                */
 
 static int
-ew_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+ew_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
     struct ew *ew = host->alloc(sizeof(*ew));
     if (!ew)
@@ -137,6 +130,8 @@ ew_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     ew->ctx = ctx;
     ew->cfg = config;
     ew->name = host->instance_name(ctx);
+    snprintf(ew->service, sizeof(ew->service), "%s/%s", ew->cfg->ns ? ew->cfg->ns : "",
+             ew->cfg->service_name ? ew->cfg->service_name : "");
     ew->beat = host->timer_new(ctx, on_beat, ew);
     if (!ew->beat) {
         host->free(ew);
@@ -176,14 +171,14 @@ metrics_init(struct ew *ew)
 }
 
 static int
-ew_start(void *state)
+ew_start(void *state, char *err, size_t errlen)
 {
     struct ew *ew = state;
     const struct plb_host *h = ew->host;
     int rc;
 
     if ((rc = metrics_init(ew)) < 0) {
-        EW_LOG(ew, PLB_LOG_ERROR, "cannot register metrics: error %d", rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot register metrics: error %d", rc);
         return rc;
     }
     if ((rc = h->health_register(ew->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
@@ -193,7 +188,7 @@ ew_start(void *state)
         return rc;
     publish_static(ew);
     if (!ew->cfg->enable_discovery) {
-        EW_LOG(ew, PLB_LOG_INFO, "EndpointSlice discovery disabled (enable_discovery = false)");
+        PLB_INFO(ew->host, ew->ctx, NULL, "EndpointSlice discovery disabled (enable_discovery = false)");
         return 0;
     }
     return ew_kube_start(ew);
@@ -233,6 +228,7 @@ PLB_MODULE_EXPORT = {
     .description = "API server endpoints: a static bootstrap list plus the EndpointSlices of "
                    "the kubernetes Service, watched",
     .settings = ew_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct ew_config),
     .provides = PLB_ROLE_ENDPOINTS,
     .check = ew_config_check,

@@ -79,7 +79,6 @@ struct hz_call {
 struct hz_api {
     const struct plb_host *host;
     plb_ctx *ctx;
-    const struct hz_logger *log;
     char *endpoint, *token_file, *token;
     int dry_run;
     uint32_t timeout_ms;
@@ -265,8 +264,9 @@ send_call(struct hz_call *c)
     c->req = api->host->http_request(api->ctx, &o, &err);
     hz_free(url);
     if (!c->req) {
-        hz_log(api->log, PLB_LOG_ERROR, "hetzner: %s %s could not start: %s", c->method,
-               c->path, strerror(-err));
+        PLB_ERR(api->host, api->ctx,
+                PLB_KV("method", c->method, "path", c->path, "error", strerror(-err)),
+                "hetzner: the request could not start");
         finish_err(c, err ? err : -EIO, 0, NULL, "the request could not be started");
         return;
     }
@@ -276,7 +276,7 @@ send_call(struct hz_call *c)
         api->st.writes++;
     if (c->is_poll)
         api->st.action_polls++;
-    hz_log(api->log, PLB_LOG_DEBUG, "hetzner: %s %s", c->method, c->path);
+    PLB_DEBUG(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path), "hetzner: request");
 }
 
 static void
@@ -285,7 +285,7 @@ dry_run_finish(struct hz_call *c)
     struct hz_api *api = c->api;
     struct hz_result r = {.dry_run = 1};
     api->st.dry_run++;
-    hz_log(api->log, PLB_LOG_INFO, "hetzner dry run: would %s %s %.*s", c->method, c->path,
+    PLB_INFO(api->host, api->ctx, NULL, "hetzner dry run: would %s %s %.*s", c->method, c->path,
            (int)(c->body_len > 2000 ? 2000 : c->body_len), c->body ? c->body : "");
     finish(c, &r);
 }
@@ -427,8 +427,10 @@ poll_done(struct hz_api *api, int status, json_t *body)
                 .message = json_string_value(json_object_get(e, "message")),
             };
             if (r.action_failed)
-                hz_log(api->log, PLB_LOG_WARN, "hetzner: action %" PRId64 " of %s %s failed: %s",
-                       c->action_id, c->method, c->path, r.message ? r.message : s);
+                PLB_WARN(api->host, api->ctx,
+                         PLB_KV("method", c->method, "path", c->path, "error",
+                                r.message ? r.message : s),
+                         "hetzner: action %" PRId64 " failed", c->action_id);
             ended++;
             finish(c, &r);
         }
@@ -529,8 +531,10 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
 
     if (e != PLB_HTTP_OK) {
         const char *why = h->http_resp_error_text(resp);
-        hz_log(api->log, PLB_LOG_WARN, "hetzner: %s %s: %s", c->method, c->path,
-               why ? why : "transport error");
+        PLB_WARN(api->host, api->ctx,
+                 PLB_KV("method", c->method, "path", c->path, "error",
+                        why ? why : "transport error"),
+                 "hetzner: the request failed");
         if (c->is_poll) {
             poll_done(api, 0, NULL);
             all_unlink(c);
@@ -556,9 +560,9 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     if (status == 429) {
         api->st.rate_limited++;
         hz_pace_on_429(&api->pace, now, h->wall_ms(api->ctx), reset);
-        hz_log(api->log, PLB_LOG_WARN,
-               "hetzner: rate limit reached (%s %s); pausing every request for %" PRId64 " ms",
-               c->method, c->path, api->pace.pause_until_ms - now);
+        PLB_WARN(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path),
+                 "hetzner: rate limit reached; pausing every request for %" PRId64 " ms",
+                 api->pace.pause_until_ms - now);
         json_decref(body);
         enqueue(c, 1);
         return;
@@ -576,8 +580,8 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
             int64_t d = 1000LL << (c->locked_tries > 4 ? 4 : c->locked_tries - 1);
             if (d > LOCKED_DELAY_MAX_MS)
                 d = LOCKED_DELAY_MAX_MS;
-            hz_log(api->log, PLB_LOG_DEBUG, "hetzner: %s %s locked; retry in %" PRId64 " ms",
-                   c->method, c->path, d);
+            PLB_DEBUG(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path),
+                      "hetzner: locked; retry in %" PRId64 " ms", d);
             json_decref(body);
             retry_later(c, d);
             return;
@@ -595,8 +599,10 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
                               .message = msg ? msg : (status ? NULL : "no answer"),
                               .body = body};
         if (status >= 300)
-            hz_log(api->log, PLB_LOG_WARN, "hetzner: %s %s: %d %s: %s", c->method, c->path,
-                   status, code ? code : "-", msg ? msg : "-");
+            PLB_WARN(api->host, api->ctx,
+                     PLB_KV("method", c->method, "path", c->path, "code", code ? code : "-",
+                            "error", msg ? msg : "-"),
+                     "hetzner: the request failed: status %d", status);
         finish(c, &r);
         json_decref(body);
         return;
@@ -646,7 +652,6 @@ hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out)
         return -ENOMEM;
     api->host = cfg->host;
     api->ctx = cfg->ctx;
-    api->log = cfg->log;
     api->dry_run = cfg->dry_run;
     api->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 30000;
     api->max_in_flight = cfg->max_in_flight > 0 ? cfg->max_in_flight : 8;

@@ -27,18 +27,6 @@
 #include "hz.h"
 
 /* ------------------------------------------------------------------ */
-/* Logging (hz_log.c)                                                   */
-
-struct hz_logger {
-    const struct plb_host *host; /* borrowed */
-    plb_ctx *ctx;
-    int max; /* the module's own threshold (enum plb_log_level), -1: off */
-};
-
-HZ_HIDDEN void hz_log(const struct hz_logger *lg, enum plb_log_level lvl, const char *fmt, ...)
-    PLB_PRINTF(3, 4);
-
-/* ------------------------------------------------------------------ */
 /* Pacing (hz_pace.c, pure)                                             */
 
 struct hz_pace {
@@ -75,7 +63,6 @@ struct hz_api;
 struct hz_api_cfg {
     const struct plb_host *host; /* borrowed for the client's life */
     plb_ctx *ctx;
-    const struct hz_logger *log; /* borrowed for the client's life */
     const char *endpoint;        /* base URL ("https://api.hetzner.cloud/v1"), copied */
     const char *token_file;      /* read on every request, copied; or */
     const char *token;           /* the token itself, copied (never logged) */

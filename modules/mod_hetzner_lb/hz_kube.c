@@ -121,8 +121,8 @@ kop_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
     struct kop *k = arg;
     (void)op;
     if (r->status < 200 || r->status >= 300)
-        hz_log(k->ks->log, PLB_LOG_WARN, "kubernetes write failed: %d %s", r->status,
-               r->message ? r->message : "");
+        PLB_WARN(k->ks->host, k->ks->ctx, PLB_KV("error", r->message ? r->message : ""),
+                 "kubernetes write failed: status %d", r->status);
     kop_unlink(k);
     hz_free(k);
 }
@@ -141,7 +141,8 @@ static void
 kop_started(struct hz_kside *ks, struct kop *k, plb_kube_op *op, int err, const char *what)
 {
     if (!op) {
-        hz_log(ks->log, PLB_LOG_ERROR, "%s: cannot start: %s", what, strerror(-err));
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("what", what, "error", strerror(-err)),
+                "kubernetes write: cannot start");
         hz_free(k);
         return;
     }
@@ -166,9 +167,10 @@ warn_event(struct hz_kside *ks, const plb_obj *svc, const char *reason, const ch
     int err = 0;
     if (!k)
         return;
-    hz_log(ks->log, PLB_LOG_WARN, "%s/%s: %s: %s",
-           hz_ks_str(ks, svc, "metadata", "namespace", NULL),
-           hz_ks_str(ks, svc, "metadata", "name", NULL), reason, msg);
+    char key[320];
+    snprintf(key, sizeof(key), "%s/%s", hz_ks_str(ks, svc, "metadata", "namespace", NULL),
+             hz_ks_str(ks, svc, "metadata", "name", NULL));
+    PLB_WARN(ks->host, ks->ctx, PLB_KV("service", key, "reason", reason), "%s", msg);
     kop_started(ks, k, ks->host->kube_event(ks->kube, &ev, kop_done, k, &err), err, "event");
 }
 
@@ -181,12 +183,10 @@ drop_finalizer(plb_obj *obj, void *arg)
     const struct plb_host *h = ks->host;
     const plb_obj *fins = h->obj_get(obj, "metadata", "finalizers", NULL);
     size_t n = h->obj_len(fins);
-    char *text = NULL, *p;
-    size_t cap = 16, len = 0;
+    plb_obj *keep = h->obj_new_array();
     int found = 0;
-    if (!(text = hz_calloc(cap)))
+    if (!keep)
         return -1;
-    text[len++] = '[';
     for (size_t i = 0; i < n; i++) {
         const char *f = h->obj_str(h->obj_at(fins, i));
         if (!f)
@@ -195,48 +195,30 @@ drop_finalizer(plb_obj *obj, void *arg)
             found = 1;
             continue;
         }
-        size_t need = len + strlen(f) * 6 + 8;
-        if (need > cap) {
-            if (!(p = hz_realloc(text, need * 2))) {
-                hz_free(text);
-                return -1;
-            }
-            text = p;
-            cap = need * 2;
-        }
-        plb_obj *s = h->obj_new_str(f);
-        char *q = s ? h->obj_dump(s) : NULL;
-        h->obj_unref(s);
-        if (!q) {
-            hz_free(text);
+        if (h->obj_append(keep, h->obj_new_str(f)) < 0) {
+            h->obj_unref(keep);
             return -1;
         }
-        len += (size_t)snprintf(text + len, cap - len, "%s%s", len > 1 ? "," : "", q);
-        h->free(q);
     }
-    text[len++] = ']';
-    text[len] = '\0';
     if (!found) {
-        hz_free(text);
+        h->obj_unref(keep);
         return 1;
     }
-    plb_obj *arr = h->obj_parse(text, len);
-    hz_free(text);
-    if (!arr)
-        return -1;
-    return h->obj_set(obj, arr, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
+    return h->obj_set(obj, keep, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
 }
 
 static void
 remove_finalizer(struct hz_kside *ks, const char *ns, const char *name)
 {
-    struct plb_kube_ref ref = {.api_version = "v1", .resource = "services", .ns = ns, .name = name};
+    struct plb_kube_ref ref = {.size = sizeof(struct plb_kube_ref), .api_version = "v1", .resource = "services", .ns = ns, .name = name};
     struct kop *k = kop_new(ks);
     int err = 0;
     if (!k)
         return;
-    hz_log(ks->log, PLB_LOG_INFO, "%s/%s: removing the %s finalizer of earlier releases", ns, name,
-           FINALIZER);
+    char key[320];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    PLB_INFO(ks->host, ks->ctx, PLB_KV("service", key, "finalizer", FINALIZER),
+             "removing the finalizer of earlier releases");
     kop_started(ks, k, ks->host->kube_modify(ks->kube, &ref, drop_finalizer, 0, kop_done, k, &err),
                 err, "finalizer removal");
 }
@@ -252,13 +234,19 @@ del_done(void *arg, const struct hz_result *r)
     if (r->err == -ECANCELED) {
         /* gate closed: the next leader decides again */
     } else if (r->dry_run || (r->status >= 200 && r->status < 300) || r->status == 404) {
-        hz_log(ks->log, PLB_LOG_INFO, "deleted balancer %" PRId64 " of service %s%s", d->id, d->uid,
-               r->dry_run ? " (dry run)" : "");
+        char id[24];
+        snprintf(id, sizeof(id), "%" PRId64, d->id);
+        PLB_INFO(ks->host, ks->ctx, PLB_KV("balancer", id, "service_uid", d->uid),
+                 "deleted the balancer%s", r->dry_run ? " (dry run)" : "");
         if (!r->dry_run && ks->by_uid)
             json_object_del(ks->by_uid, d->uid);
     } else {
-        hz_log(ks->log, PLB_LOG_WARN, "deleting balancer %" PRId64 " of service %s: %d %s: %s",
-               d->id, d->uid, r->status, r->code ? r->code : "-", r->message ? r->message : "-");
+        char id[24];
+        snprintf(id, sizeof(id), "%" PRId64, d->id);
+        PLB_WARN(ks->host, ks->ctx,
+                 PLB_KV("balancer", id, "service_uid", d->uid, "code", r->code ? r->code : "-",
+                        "error", r->message ? r->message : "-"),
+                 "deleting the balancer failed: status %d", r->status);
     }
     if (ks->deleting)
         json_object_del(ks->deleting, d->uid);
@@ -291,10 +279,12 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
     d->ks = ks;
     d->id = json_integer_value(json_object_get(lb, "id"));
     snprintf(path, sizeof(path), "/load_balancers/%" PRId64, d->id);
-    hz_log(ks->log, PLB_LOG_INFO,
-           "service %s is no longer a LoadBalancer of ours: deleting "
-           "its balancer %" PRId64 " \"%s\"",
-           uid, d->id, json_string_value(json_object_get(lb, "name")));
+    char id[24];
+    snprintf(id, sizeof(id), "%" PRId64, d->id);
+    PLB_INFO(ks->host, ks->ctx,
+             PLB_KV("service_uid", uid, "balancer", id, "name",
+                    json_string_value(json_object_get(lb, "name"))),
+             "the Service is no longer a LoadBalancer of ours: deleting its balancer");
     rc = hz_api_call(ks->api, uid, "DELETE", path, NULL, del_done, d);
     if (rc < 0) {
         json_object_del(ks->deleting, uid);
@@ -420,8 +410,8 @@ hz_status_update(struct hz_kside *ks, const struct hz_svc_state *st, const plb_o
             if (n < 2)
                 ips[n++] = json_string_value(json_object_get(e, "ip"));
         }
-        hz_log(ks->log, PLB_LOG_INFO, "%s: status ingress %s%s%s", st->key, ips[0],
-               n > 1 ? ", " : "", n > 1 ? ips[1] : "");
+        PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", ips[0],
+                 n > 1 ? ", " : "", n > 1 ? ips[1] : "");
         if (k)
             kop_started(ks, k,
                         ks->host->lb_status_write(
@@ -467,7 +457,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
             return;
     }
     int rc = hz_annot_parse(annot_get, ga, &a, err, sizeof(err));
-    if (rc == 0 && a.node_selector && PLB_HOST_HAS(h, lb_selector_check)) {
+    if (rc == 0 && a.node_selector) {
         char serr[512];
         if (h->lb_selector_check(a.node_selector, serr, sizeof(serr)) < 0) {
             snprintf(err, sizeof(err), "%s: \"%s\": %s", HZ_ANN_NODE_SELECTOR, a.node_selector,
@@ -602,7 +592,7 @@ informer(struct hz_kside *ks, const char *api_version, const char *resource,
 {
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {.api_version = api_version, .resource = resource},
+        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref), .api_version = api_version, .resource = resource},
         .on_add = on_add,
         .on_update = on_update,
         .on_delete = del,
@@ -612,7 +602,8 @@ informer(struct hz_kside *ks, const char *api_version, const char *resource,
     int err = 0;
     plb_informer *inf = ks->host->informer_new(ks->kube, &o, &err);
     if (!inf)
-        hz_log(ks->log, PLB_LOG_ERROR, "informer for %s: %s", resource, strerror(-err));
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("resource", resource, "error", strerror(-err)),
+                "cannot start the informer");
     return inf;
 }
 
@@ -623,12 +614,8 @@ hz_kube_start(struct hz_kside *ks)
     struct plb_kube_opts o = {
         .size = sizeof(o), .kubeconfig = ks->cfg->kubeconfig, .context = ks->cfg->kube_context};
     char err[512];
-    if (!PLB_HOST_HAS(h, obj_new_int)) {
-        hz_log(ks->log, PLB_LOG_WARN, "the daemon offers no Kubernetes client: no Services");
-        return 0;
-    }
     if (!(ks->kube = h->kube_new(ks->ctx, &o, err, sizeof(err)))) {
-        hz_log(ks->log, PLB_LOG_ERROR, "kubernetes: %s", err);
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("error", err), "cannot create the Kubernetes client");
         return -EINVAL;
     }
     if (!(ks->sync_timer = h->timer_new(ks->ctx, sync_fire, ks)) ||

@@ -15,7 +15,6 @@ struct hz_kside {
     const struct plb_host *host; /* borrowed */
     plb_ctx *ctx;
     const struct hz_config *cfg; /* borrowed */
-    const struct hz_logger *log; /* borrowed */
     struct hz_api *api;          /* borrowed: the module's client */
     json_t *by_uid;              /* the last resync's index (owned) */
     json_t *deleting;            /* UIDs whose balancer delete is in flight */
@@ -36,7 +35,7 @@ struct hz_kside {
     size_t ndeleted;
 };
 
-/* Create the client and the three informers (fields host, ctx, cfg, log,
+/* Create the client and the three informers (fields host, ctx, cfg and
  * api set by the caller). 0 or -errno. */
 HZ_HIDDEN int hz_kube_start(struct hz_kside *ks);
 /* Sync every Service shortly (after a resync, on gate open). */

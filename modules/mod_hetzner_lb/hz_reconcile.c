@@ -177,7 +177,8 @@ rec_finish(struct rec *r)
             int64_t wait = r->waiting ? ks->cfg->resync_interval_ms : ks->cfg->refused_recheck_ms;
             st->fail_fp = r->fp;
             st->retry_at = ks->host->now_ms(ks->ctx) + wait;
-            hz_log(ks->log, PLB_LOG_INFO, "%s: checked again in %lld ms", r->key, (long long)wait);
+            PLB_INFO(ks->host, ks->ctx, PLB_KV("service", r->key), "checked again in %lld ms",
+                     (long long)wait);
         } else {
             st->fail_fp = 0;
             st->retry_at = 0;
@@ -190,7 +191,7 @@ rec_finish(struct rec *r)
             json_object_set(ks->by_uid, r->uid, r->lb) < 0 ||
             !(ks->fresh || (ks->fresh = json_object())) ||
             json_object_set_new(ks->fresh, r->uid, json_integer(ks->host->now_ms(ks->ctx))) < 0)
-            hz_log(ks->log, PLB_LOG_ERROR, "%s: out of memory", r->key);
+            PLB_ERR(ks->host, ks->ctx, PLB_KV("service", r->key), "out of memory");
         if ((svc = rec_svc(r, &sst)))
             hz_status_update(ks, sst, svc, r->lb);
         else if (ks->svc_inf)
@@ -212,8 +213,10 @@ rec_call(struct rec *r, const char *method, const char *path, json_t *body, hz_r
 {
     int rc = hz_api_call(r->ks->api, r->uid, method, path, body, cb, arg);
     if (rc < 0) {
-        hz_log(r->ks->log, PLB_LOG_WARN, "%s: %s %s: cannot start: %s", r->key, method, path,
-               strerror(-rc));
+        PLB_WARN(r->ks->host, r->ks->ctx,
+                 PLB_KV("service", r->key, "method", method, "path", path, "error",
+                        strerror(-rc)),
+                 "the request cannot start");
         r->failed = 1;
         return rc;
     }
@@ -230,8 +233,10 @@ ok_status(const struct hz_result *res)
 static void
 log_refusal(const struct rec *r, const char *what, const struct hz_result *res)
 {
-    hz_log(r->ks->log, PLB_LOG_WARN, "%s: %s: %d %s: %s", r->key, what, res->status,
-           res->code ? res->code : "-", res->message ? res->message : "-");
+    PLB_WARN(r->ks->host, r->ks->ctx,
+             PLB_KV("service", r->key, "code", res->code ? res->code : "-", "error",
+                    res->message ? res->message : "-"),
+             "%s failed: status %d", what, res->status);
 }
 
 /* The final GET of the balancer after the writes. */
@@ -269,7 +274,7 @@ op_done(void *arg, const struct hz_result *res)
     if (res->err == -ECANCELED) {
         r->cancelled = 1;
     } else if (res->dry_run || ok_status(res)) {
-        hz_log(r->ks->log, PLB_LOG_DEBUG, "%s: %s done", r->key, what);
+        PLB_DEBUG(r->ks->host, r->ks->ctx, PLB_KV("service", r->key), "%s done", what);
         /* a dry run changes nothing: log it again at the next resync, not
          * on every sync */
         r->waiting |= res->dry_run;
@@ -304,7 +309,8 @@ rec_plan(struct rec *r, json_t *lb)
     json_decref(r->lb);
     r->lb = lb;
     if ((rc = hz_actual_parse(lb, &a)) < 0) {
-        hz_log(r->ks->log, PLB_LOG_WARN, "%s: cannot read the balancer: %s", r->key, strerror(-rc));
+        PLB_WARN(r->ks->host, r->ks->ctx, PLB_KV("service", r->key, "error", strerror(-rc)),
+                 "cannot read the balancer");
         r->failed = 1;
         rec_finish(r);
         return;
@@ -312,8 +318,11 @@ rec_plan(struct rec *r, json_t *lb)
     rc = hz_plan_build(&r->d, &a, r->net_id, &p);
     r->labelled = a.uid && strcmp(a.uid, r->uid) == 0;
     if (rc < 0) {
-        hz_log(r->ks->log, PLB_LOG_WARN, "%s: no plan for balancer %lld: %s", r->key,
-               (long long)a.id, strerror(-rc));
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", (long long)a.id);
+        PLB_WARN(r->ks->host, r->ks->ctx,
+                 PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
+                 "no plan for the balancer");
         hz_actual_clear(&a);
         r->failed = 1;
         rec_finish(r);
@@ -328,8 +337,11 @@ rec_plan(struct rec *r, json_t *lb)
         }
         o->r = r;
         o->kind = p.ops[i].kind;
-        hz_log(r->ks->log, PLB_LOG_INFO, "%s: balancer %lld \"%s\": %s%s%s", r->key,
-               (long long)a.id, a.name, hz_op_name(o->kind), o->ip ? " " : "", o->ip ? o->ip : "");
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", (long long)a.id);
+        PLB_INFO(r->ks->host, r->ks->ctx,
+                 PLB_KV("service", r->key, "balancer", id, "name", a.name, "ip", o->ip),
+                 "%s", hz_op_name(o->kind));
         if (rec_call(r, p.ops[i].method, p.ops[i].path, json_incref(p.ops[i].body), op_done, o) <
             0) {
             hz_free(o->ip);
@@ -358,12 +370,14 @@ create_done(void *arg, const struct hz_result *res)
     if (res->err == -ECANCELED) {
         r->cancelled = 1;
     } else if (res->dry_run) {
-        hz_log(r->ks->log, PLB_LOG_INFO, "%s: dry run: the balancer \"%s\" is not created", r->key,
-               r->d.name);
+        PLB_INFO(r->ks->host, r->ks->ctx, PLB_KV("service", r->key, "name", r->d.name),
+                 "dry run: the balancer is not created");
         r->waiting = 1;
     } else if (res->status == 201 && lb) {
-        hz_log(r->ks->log, PLB_LOG_INFO, "%s: created balancer %lld \"%s\"", r->key,
-               (long long)json_integer_value(json_object_get(lb, "id")), r->d.name);
+        char id[24];
+        snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(lb, "id")));
+        PLB_INFO(r->ks->host, r->ks->ctx, PLB_KV("service", r->key, "balancer", id, "name", r->d.name),
+                 "created the balancer");
         rec_plan(r, json_incref(lb));
         return;
     } else if (res->status == 422 && r->with_targets) {
@@ -391,8 +405,10 @@ rec_create(struct rec *r)
         r->failed = 1;
         return;
     }
-    hz_log(r->ks->log, PLB_LOG_INFO, "%s: creating balancer \"%s\" (%s, %s, %zu target(s))", r->key,
-           r->d.name, r->d.type, r->d.location, r->with_targets ? r->d.ntargets : 0);
+    PLB_INFO(r->ks->host, r->ks->ctx,
+             PLB_KV("service", r->key, "name", r->d.name, "type", r->d.type, "location",
+                    r->d.location),
+             "creating the balancer with %zu target(s)", r->with_targets ? r->d.ntargets : 0);
     rec_call(r, "POST", "/load_balancers", body, create_done, r);
 }
 
@@ -463,7 +479,7 @@ net_one(struct netq *q, const struct hz_result *res)
         r->net_id = json_integer_value(json_object_get(net, "id"));
         if ((r->ks->nets || (r->ks->nets = json_object())) &&
             json_object_set_new(r->ks->nets, r->d.network, json_integer(r->net_id)) < 0)
-            hz_log(r->ks->log, PLB_LOG_ERROR, "out of memory");
+            PLB_ERR(r->ks->host, r->ks->ctx, PLB_KV("service", r->key), "out of memory");
         rec_go(r, lb);
         return;
     } else if (res->status == 200) {
@@ -589,11 +605,13 @@ rec_decide(struct rec *r)
         break;
     case HZ_OWN_MANAGE:
     case HZ_OWN_ADOPT:
-        if (out.kind == HZ_OWN_ADOPT)
-            hz_log(r->ks->log, PLB_LOG_INFO,
-                   "%s: adopting the unlabelled balancer %lld \"%s\" (it targets the "
-                   "service's nodes)",
-                   r->key, (long long)out.lb->id, out.lb->name);
+        if (out.kind == HZ_OWN_ADOPT) {
+            char id[24];
+            snprintf(id, sizeof(id), "%lld", (long long)out.lb->id);
+            PLB_INFO(r->ks->host, r->ks->ctx,
+                     PLB_KV("service", r->key, "balancer", id, "name", out.lb->name),
+                     "adopting the unlabelled balancer (it targets the service's nodes)");
+        }
         rec_network(r, json_incref(out.lb == &an ? r->by_name : r->by_legacy));
         break;
     }
@@ -684,8 +702,10 @@ unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
     ks->nameq = NULL;
     ks->unl_listing = 0;
     if (!items && res->err != -ECANCELED)
-        hz_log(ks->log, PLB_LOG_WARN, "listing unlabelled balancers failed: %d %s: %s", res->status,
-               res->code ? res->code : "-", res->message ? res->message : "-");
+        PLB_WARN(ks->host, ks->ctx,
+                 PLB_KV("code", res->code ? res->code : "-", "error",
+                        res->message ? res->message : "-"),
+                 "listing unlabelled balancers failed: status %d", res->status);
     while (q) {
         struct rec *r = q;
         q = q->qnext;
@@ -719,8 +739,8 @@ rec_names(struct rec *r)
         rc = hz_api_list(ks->api, "/load_balancers?label_selector=!" HZ_LABEL_UID, "load_balancers",
                          unlabelled_done, ks);
         if (rc < 0) {
-            hz_log(ks->log, PLB_LOG_WARN, "%s: cannot list unlabelled balancers: %s", r->key,
-                   strerror(-rc));
+            PLB_WARN(ks->host, ks->ctx, PLB_KV("service", r->key, "error", strerror(-rc)),
+                     "cannot list unlabelled balancers");
             r->failed = 1;
             return;
         }
@@ -797,7 +817,7 @@ void
 hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
 {
     const struct plb_host *h = ks->host;
-    struct plb_lb_targets t = {0};
+    struct plb_lb_targets t = {.size = sizeof(t)};
     struct hz_port *ports = NULL;
     struct hz_desired d;
     struct hz_svc hs;
@@ -808,8 +828,6 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
     uint64_t fp;
     int rc;
 
-    if (!PLB_HOST_HAS(h, lb_status_write))
-        return;
     max = hz_type_max_targets(type);
     rc = h->lb_select_targets(
         ks->ctx, svc,
@@ -820,7 +838,8 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
         return;
     }
     if (rc < 0) {
-        hz_log(ks->log, PLB_LOG_ERROR, "%s: target selection: %s", st->key, strerror(-rc));
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key, "error", strerror(-rc)),
+                "target selection failed");
         return;
     }
     if (t.dropped) {
@@ -838,8 +857,8 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
         return;
     }
     for (size_t i = 0; i < t.n; i++)
-        if (t.v[i].ip)
-            ips[nips++] = t.v[i].ip;
+        if (PLB_LB_TARGET(&t, i)->ip)
+            ips[nips++] = PLB_LB_TARGET(&t, i)->ip;
     if (read_ports(ks, svc, &ports, &nports) < 0) {
         hz_free(ips);
         h->lb_targets_clear(&t);

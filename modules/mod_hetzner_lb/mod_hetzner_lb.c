@@ -24,7 +24,6 @@ struct hz_mod {
     const struct plb_host *host;
     plb_ctx *ctx;
     const struct hz_config *cfg;
-    struct hz_logger log;
     struct hz_api *api;
     plb_timer *resync;
     int started;
@@ -73,13 +72,14 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     if (r->err == -ECANCELED)
         return;
     if (!items) {
-        hz_log(&m->log, PLB_LOG_WARN, "resync: listing balancers failed: %d %s: %s", r->status,
-               r->code ? r->code : "-", r->message ? r->message : "-");
+        PLB_WARN(m->host, m->ctx,
+                 PLB_KV("code", r->code ? r->code : "-", "error", r->message ? r->message : "-"),
+                 "resync: listing balancers failed: status %d", r->status);
         metrics_sync(m);
         return;
     }
     if (!(idx = json_object())) {
-        hz_log(&m->log, PLB_LOG_ERROR, "resync: out of memory");
+        PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
         return;
     }
     json_array_foreach(items, i, lb) {
@@ -97,7 +97,7 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
                 continue;
         }
         if (json_object_set(idx, uid, lb) < 0) {
-            hz_log(&m->log, PLB_LOG_ERROR, "resync: out of memory");
+            PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
             json_decref(idx);
             return;
         }
@@ -113,7 +113,7 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
                 json_object_del(m->ks.fresh, uid);
             } else if ((old = json_object_get(m->ks.by_uid, uid)) &&
                        json_object_set(idx, uid, old) < 0) {
-                hz_log(&m->log, PLB_LOG_ERROR, "resync: out of memory");
+                PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
                 json_decref(idx);
                 return;
             }
@@ -123,8 +123,8 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     m->ks.by_uid = idx;
     m->resyncs++;
     if (dup)
-        hz_log(&m->log, PLB_LOG_WARN, "resync: %zu balancer(s) carry a UID another one has", dup);
-    hz_log(&m->log, PLB_LOG_DEBUG, "resync: %zu labelled balancer(s) in %zu item(s)",
+        PLB_WARN(m->host, m->ctx, NULL, "resync: %zu balancer(s) carry a UID another one has", dup);
+    PLB_DEBUG(m->host, m->ctx, NULL, "resync: %zu labelled balancer(s) in %zu item(s)",
            json_object_size(idx), json_array_size(items));
     if (m->m_balancers)
         m->host->metric_set(m->m_balancers, iv, (double)json_object_size(idx));
@@ -146,7 +146,7 @@ resync_fire(plb_timer *t, void *arg)
     rc = hz_api_list(m->api, "/load_balancers?label_selector=" HZ_LABEL_UID, "load_balancers",
                      on_list, m);
     if (rc < 0) {
-        hz_log(&m->log, PLB_LOG_ERROR, "resync: cannot list balancers: %s", strerror(-rc));
+        PLB_ERR(m->host, m->ctx, PLB_KV("error", strerror(-rc)), "resync: cannot list balancers");
         return;
     }
     m->listing = 1;
@@ -154,7 +154,8 @@ resync_fire(plb_timer *t, void *arg)
 }
 
 static int
-hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
     const struct hz_config *cfg = config;
     struct hz_mod *m;
@@ -166,23 +167,21 @@ hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     m->host = host;
     m->ctx = ctx;
     m->cfg = cfg;
-    m->log.host = host;
-    m->log.ctx = ctx;
+    /* robotlb's ROBOTLB_LOG_LEVEL, under the daemon's log_level. */
     lvl = cfg->log_level ? hz_log_level_parse(cfg->log_level) : PLB_LOG_DEBUG;
-    m->log.max = lvl == -2 ? PLB_LOG_DEBUG : lvl;
+    host->log_set_level(ctx, lvl == -2 ? PLB_LOG_DEBUG : lvl);
     *state = m;
     return 0;
 }
 
 static int
-hz_start(void *state)
+hz_start(void *state, char *err, size_t errlen)
 {
     struct hz_mod *m = state;
     const struct hz_config *cfg = m->cfg;
     struct hz_api_cfg ac = {
         .host = m->host,
         .ctx = m->ctx,
-        .log = &m->log,
         .endpoint = cfg->hcloud_endpoint,
         .token_file = cfg->hcloud_token_file,
         .token = cfg->hcloud_token,
@@ -216,7 +215,6 @@ hz_start(void *state)
     m->ks.host = m->host;
     m->ks.ctx = m->ctx;
     m->ks.cfg = cfg;
-    m->ks.log = &m->log;
     m->ks.api = m->api;
     if ((rc = hz_kube_start(&m->ks)) < 0)
         return rc;
@@ -225,9 +223,9 @@ hz_start(void *state)
     if ((rc = m->host->timer_arm(m->resync, 0, cfg->resync_interval_ms, 0.1)) < 0)
         return rc;
     m->started = 1;
-    hz_log(&m->log, PLB_LOG_INFO, "hetzner: endpoint %s, resync every %lld s%s",
-           cfg->hcloud_endpoint, (long long)(cfg->resync_interval_ms / 1000),
-           cfg->dry_run ? ", dry run: no writes" : "");
+    PLB_INFO(m->host, m->ctx, PLB_KV("endpoint", cfg->hcloud_endpoint), "hetzner: resync every %lld s%s",
+             (long long)(cfg->resync_interval_ms / 1000),
+             cfg->dry_run ? ", dry run: no writes" : "");
     return 0;
 }
 
@@ -263,7 +261,7 @@ hz_gate_open(void *state)
     struct hz_mod *m = state;
     if (!m->started)
         return;
-    hz_log(&m->log, PLB_LOG_INFO, "gate open: writing to Hetzner");
+    PLB_INFO(m->host, m->ctx, NULL, "gate open: writing to Hetzner");
     /* Act at once: the caches are warm on every replica. */
     m->host->timer_arm(m->resync, 0, m->cfg->resync_interval_ms, 0.1);
     hz_kube_sync_soon(&m->ks);
@@ -273,7 +271,7 @@ static void
 hz_gate_close(void *state, plb_done *d)
 {
     struct hz_mod *m = state;
-    hz_log(&m->log, PLB_LOG_INFO, "gate closed: cancelling Hetzner requests");
+    PLB_INFO(m->host, m->ctx, NULL, "gate closed: cancelling Hetzner requests");
     hz_api_cancel_all(m->api);
     hz_kube_cancel_writes(&m->ks);
     m->listing = 0;
@@ -288,6 +286,7 @@ PLB_MODULE_EXPORT = {
     .version = "0.1",
     .description = "Hetzner Cloud load balancers for Services of type LoadBalancer (robotlb)",
     .settings = hz_settings_table,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct hz_config),
     .check = hz_check,
     .create = hz_create,

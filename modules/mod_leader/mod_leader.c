@@ -51,17 +51,6 @@ struct ld {
     uint64_t rng;
 };
 
-static void ld_log(struct ld *ld, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
-
-static void
-ld_log(struct ld *ld, enum plb_log_level lvl, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    ld->host->logv(ld->ctx, lvl, fmt, ap);
-    va_end(ap);
-}
-
 /* ------------------------------------------------------------------ */
 /* Lease objects <-> records                                            */
 
@@ -167,6 +156,7 @@ static struct plb_kube_ref
 lease_ref(const struct ld *ld, int with_name)
 {
     struct plb_kube_ref ref = {
+        .size = sizeof(struct plb_kube_ref),
         .api_version = "coordination.k8s.io/v1",
         .resource = "leases",
         .ns = ld->ns,
@@ -356,7 +346,7 @@ op_wake_at(void *arg, int64_t at)
     int64_t delay = at - ld->host->now_ms(ld->ctx);
     int rc = ld->host->timer_arm(ld->timer, delay > 0 ? delay : 0, 0, 0);
     if (rc < 0)
-        ld_log(ld, PLB_LOG_ERROR, "cannot arm the election timer: %s", strerror(-rc));
+        PLB_ERR(ld->host, ld->ctx, NULL, "cannot arm the election timer: %s", strerror(-rc));
 }
 
 static void
@@ -380,8 +370,8 @@ op_gate(void *arg, int open)
     struct ld *ld = arg;
     int rc = ld->host->gate_set(ld->ctx, open, open ? NULL : on_gate_closed, ld);
     if (rc < 0)
-        ld_log(ld, PLB_LOG_ERROR, "cannot %s the gate: %s", open ? "open" : "close",
-               strerror(-rc));
+        PLB_ERR(ld->host, ld->ctx, PLB_KV("error", strerror(-rc)), "cannot %s the gate",
+                open ? "open" : "close");
     return rc;
 }
 
@@ -407,7 +397,8 @@ record_event(struct ld *ld, const char *what)
         .message = msg,
     };
     if (!h->kube_event(ld->kube, &ev, NULL, NULL, &err))
-        ld_log(ld, PLB_LOG_WARN, "cannot record the Event \"%s\": %s", msg, strerror(-err));
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("event", msg, "error", strerror(-err)),
+                 "cannot record the Event");
 }
 
 static void
@@ -417,8 +408,8 @@ op_leading(void *arg, int is_leader)
     const char *labels[] = {ld->lease_label, NULL};
     if (ld->m_leader)
         ld->host->metric_set(ld->m_leader, labels, is_leader ? 1 : 0);
-    ld_log(ld, PLB_LOG_INFO, "%s leading Lease %s (term %llu)",
-           is_leader ? "started" : "stopped", ld->lease_label, (unsigned long long)ld->m.term);
+    PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "%s leading (term %llu)",
+             is_leader ? "started" : "stopped", (unsigned long long)ld->m.term);
     record_event(ld, is_leader ? "became leader" : "stopped leading");
 }
 
@@ -450,48 +441,48 @@ op_note(void *arg, enum le_note what, const char *detail)
     const char *d = detail && *detail ? detail : "";
     switch (what) {
     case LE_NOTE_ATTEMPT_FAILED:
-        ld_log(ld, PLB_LOG_WARN, "Lease %s: attempt failed: %s", ld->lease_label, d);
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "error", d), "attempt failed");
         break;
     case LE_NOTE_HELD:
         if (ld->host->log_enabled(ld->ctx, PLB_LOG_DEBUG))
-            ld_log(ld, PLB_LOG_DEBUG, "Lease %s is held by %s and has not yet expired",
-                   ld->lease_label, d);
+            PLB_DEBUG(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "holder", d),
+                      "the Lease is held and has not yet expired");
         break;
     case LE_NOTE_CREATED:
-        ld_log(ld, PLB_LOG_INFO, "created Lease %s", ld->lease_label);
+        PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "created the Lease");
         break;
     case LE_NOTE_NS_MISSING:
-        ld_log(ld, PLB_LOG_ERROR,
-               "cannot create Lease %s: namespace \"%s\" does not exist (%s); create it or set "
-               "lease_namespace",
-               ld->lease_label, ld->ns, d);
+        PLB_ERR(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "namespace", ld->ns, "error", d),
+                "cannot create the Lease: the namespace does not exist; create it or set "
+                "lease_namespace");
         break;
     case LE_NOTE_CONFLICT:
-        ld_log(ld, PLB_LOG_INFO, "Lease %s: another replica wrote first (409 Conflict)",
-               ld->lease_label);
+        PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label),
+                 "another replica wrote first (409 Conflict)");
         break;
     case LE_NOTE_LOST_DEADLINE:
-        ld_log(ld, PLB_LOG_WARN, "lost Lease %s: no renew succeeded within renew_deadline",
-               ld->lease_label);
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label),
+                 "lost the Lease: no renew succeeded within renew_deadline");
         break;
     case LE_NOTE_LOST_HOLDER:
-        ld_log(ld, PLB_LOG_WARN, "lost Lease %s: it names holder \"%s\"", ld->lease_label, d);
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "holder", d),
+                 "lost the Lease: it names another holder");
         break;
     case LE_NOTE_LOST_CONFLICT:
-        ld_log(ld, PLB_LOG_WARN, "lost Lease %s: the renew got 409 Conflict (%s)",
-               ld->lease_label, d);
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "error", d),
+                 "lost the Lease: the renew got 409 Conflict");
         break;
     case LE_NOTE_RELEASED:
-        ld_log(ld, PLB_LOG_INFO, "released Lease %s", ld->lease_label);
+        PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "released the Lease");
         break;
     case LE_NOTE_RELEASE_FAILED:
-        ld_log(ld, PLB_LOG_WARN, "could not release Lease %s: %s", ld->lease_label, d);
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "error", d),
+                 "could not release the Lease");
         break;
     case LE_NOTE_RELEASE_SKIPPED:
-        ld_log(ld, PLB_LOG_WARN,
-               "not releasing Lease %s: the gated instances did not stop within the shutdown "
-               "grace",
-               ld->lease_label);
+        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label),
+                 "not releasing the Lease: the gated instances did not stop within the "
+                 "shutdown grace");
         break;
     }
 }
@@ -527,7 +518,8 @@ static const struct le_ops ld_ops = {
 /* Lifecycle                                                            */
 
 static int
-ld_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+ld_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
     const struct ld_config *cfg = config;
     struct ld *ld = host->alloc(sizeof(*ld));
@@ -555,7 +547,7 @@ ld_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
  * when KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG, else
  * ~/.kube/config (the core resolves the last three). */
 static int
-start_client(struct ld *ld)
+start_client(struct ld *ld, char *why, size_t whylen)
 {
     const struct plb_host *h = ld->host;
     const struct ld_config *c = ld->cfg;
@@ -577,21 +569,21 @@ start_client(struct ld *ld)
     };
     ld->kube = h->kube_new(ld->ctx, &o, err, sizeof(err));
     if (!ld->kube) {
-        ld_log(ld, PLB_LOG_ERROR, "cannot create the Kubernetes client: %s",
-               err[0] ? err : "unknown error");
+        snprintf(why, whylen, "cannot create the Kubernetes client: %s",
+                 err[0] ? err : "unknown error");
         return -EINVAL;
     }
     return 0;
 }
 
 static int
-ld_start(void *state)
+ld_start(void *state, char *err, size_t errlen)
 {
     struct ld *ld = state;
     const struct plb_host *h = ld->host;
     const struct ld_config *c = ld->cfg;
     static const char *const label_names[] = {"lease", NULL};
-    int rc = start_client(ld);
+    int rc = start_client(ld, err, errlen);
     if (rc < 0)
         return rc;
     const char *ns = c->lease_namespace ? c->lease_namespace : h->kube_namespace(ld->kube);
@@ -674,6 +666,7 @@ PLB_MODULE_EXPORT = {
     .version = "0.1.0",
     .description = "Lease-based leader election (as client-go's) gating write loops",
     .settings = ld_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct ld_config),
     .provides = PLB_ROLE_GATE,
     .check = ld_check,

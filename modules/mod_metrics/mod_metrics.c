@@ -396,7 +396,8 @@ on_beat(plb_timer *t, void *arg)
 }
 
 static int
-mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
     const struct mm_config *cfg = config;
     struct mm *m = host->alloc(sizeof(*m));
@@ -419,7 +420,7 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 }
 
 static int
-mm_start(void *state)
+mm_start(void *state, char *err, size_t errlen)
 {
     struct mm *m = state;
     const struct plb_host *h = m->host;
@@ -517,6 +518,7 @@ PLB_MODULE_EXPORT = {
     .version = "1.0",
     .description = "Serves /healthz, /readyz and /metrics (Prometheus text format 0.0.4)",
     .settings = mm_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct mm_config),
     .check = mm_check,
     .create = mm_create,

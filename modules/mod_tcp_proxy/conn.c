@@ -252,8 +252,8 @@ redial(struct tp_conn *c, const char *why)
             return 0;
         memcpy(again, c->replay, c->rlen);
     }
-    TP_LOG(tp, PLB_LOG_INFO, "upstream %s %s: retrying on %s%s", c->d->up->addr, why, u->addr,
-           last ? " (unhealthy: the last resort)" : "");
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", c->d->up->addr, "why", why, "next", u->addr),
+             "retrying on the next upstream%s", last ? " (unhealthy: the last resort)" : "");
     tp_metrics_dial_retry(tp);
     if (c->state == TP_CONN_OPEN) {
         tp->nconns--;
@@ -291,12 +291,13 @@ tp_conn_dial_failed(struct tp_conn *c, int err, const char *why)
     int was = d->up->healthy;
     char what[160];
 
-    TP_LOG(tp, PLB_LOG_WARN, "dial to upstream %s failed: %s", d->up->addr, why);
+    PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", why), "dial failed");
     tp_pool_dial_result(tp->pool, d->up, 0);
     tp_metrics_conn_error(tp, d);
     int changed = was != (int)d->up->healthy;
     if (changed)
-        TP_LOG(tp, PLB_LOG_WARN, "upstream %s is unhealthy (client dials failed)", d->up->addr);
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr),
+                 "upstream is unhealthy (client dials failed)");
     snprintf(what, sizeof(what), "failed (%s)", why);
     if (!(err == 0 || tp_conn_retryable(err)) || !redial(c, what))
         tp_conn_close(c); /* d may be gone after this (a drain completed) */
@@ -326,13 +327,13 @@ established(struct tp_conn *c, int what)
     if (h->io_add(c->uio, 0) < 0 ||
         (!c->cio &&
          (!(c->cio = h->io_new(tp->ctx, c->cfd, WATCH, on_cio, c)) || h->io_add(c->cio, 0) < 0))) {
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot watch a new connection (out of memory)");
+        PLB_ERR(tp->host, tp->ctx, NULL, "cannot watch a new connection (out of memory)");
         return -1;
     }
     int changed = was != (int)c->d->up->healthy;
     if (changed)
-        TP_LOG(tp, PLB_LOG_INFO, "upstream %s is healthy (a client dial succeeded)",
-               c->d->up->addr);
+        PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", c->d->up->addr),
+                 "upstream is healthy (a client dial succeeded)");
     int closed = tp_pump(c, 0) < 0 || tp_pump(c, 1) < 0;
     if (changed)
         tp_after_event(tp);
@@ -461,18 +462,17 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
          * unhealthy upstreams are tried (redial() goes through the rest). */
         u = tp_pool_pick_last_resort(tp->pool, NULL, 0);
         if (u && u->data)
-            TP_LOG(tp, PLB_LOG_INFO,
-                   "no healthy upstream for %s: trying unhealthy %s (the last resort)", peer,
-                   u->addr);
+            PLB_INFO(tp->host, tp->ctx, PLB_KV("client", peer, "upstream", u->addr),
+                     "no healthy upstream: trying an unhealthy one (the last resort)");
     }
     if (!u || !u->data) {
-        TP_LOG(tp, PLB_LOG_WARN, "no upstream available for %s: closing it", peer);
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("client", peer), "no upstream available: closing the client");
         close(fd);
         return;
     }
     struct tp_conn *c = tp->host->alloc(sizeof(*c));
     if (!c) {
-        TP_LOG(tp, PLB_LOG_ERROR, "out of memory accepting %s: closing it", peer);
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("client", peer), "out of memory accepting: closing the client");
         close(fd);
         return;
     }
@@ -485,9 +485,9 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     if (tp->client_opts == TP_OPTS_UNVERIFIED) {
         tp->client_opts = tp_sockopts_present(fd) ? TP_OPTS_INHERITED : TP_OPTS_PER_SOCKET;
         if (tp->client_opts == TP_OPTS_PER_SOCKET)
-            TP_LOG(tp, PLB_LOG_INFO,
-                   "accepted sockets do not inherit the listener's options: "
-                   "setting them on each");
+            PLB_INFO(tp->host, tp->ctx, NULL,
+                     "accepted sockets do not inherit the listener's options: setting them on "
+                     "each");
     }
     if (tp->client_opts == TP_OPTS_PER_SOCKET)
         tp_sockopts(fd);

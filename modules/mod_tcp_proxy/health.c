@@ -63,15 +63,17 @@ probe_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     int status = h->http_resp_status(resp);
     int ok = tp_probe_ok(e == PLB_HTTP_OK, status);
     if (!ok)
-        TP_LOG(tp, PLB_LOG_DEBUG, "readyz probe of %s failed: status %d, %s", d->up->addr, status,
-               e == PLB_HTTP_OK ? "not 200" : h->http_resp_error_text(resp));
+        PLB_DEBUG(tp->host, tp->ctx,
+                  PLB_KV("upstream", d->up->addr, "error",
+                         e == PLB_HTTP_OK ? "not 200" : h->http_resp_error_text(resp)),
+                  "readyz probe failed: status %d", status);
     if (d->up->draining || tp->stopping)
         return;
     int was = d->up->ready;
     tp_pool_probe_result(tp->pool, d->up, ok);
     if (was != (int)d->up->ready)
-        TP_LOG(tp, PLB_LOG_INFO, "upstream %s is %s", d->up->addr,
-               d->up->ready ? "ready" : "not ready");
+        PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr), "upstream is %s",
+                 d->up->ready ? "ready" : "not ready");
     tp_after_event(tp);
 }
 
@@ -115,7 +117,8 @@ probe_start(struct tp_upd *d)
     if (!d->probe) {
         /* A credential that does not exist yet fails the probe, not
          * the proxy. */
-        TP_LOG(tp, PLB_LOG_WARN, "readyz probe of %s not sent: %s", d->up->addr, strerror(-err));
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", strerror(-err)),
+                 "readyz probe not sent");
         tp_pool_probe_result(tp->pool, d->up, 0);
     }
 }
@@ -134,8 +137,9 @@ check_done(struct tp_upd *d, int ok)
     if (tp_pool_check_result(tp->pool, d->up, ok, ms))
         probe_start(d);
     if (was != (int)d->up->healthy)
-        TP_LOG(tp, d->up->healthy ? PLB_LOG_INFO : PLB_LOG_WARN, "upstream %s is %s", d->up->addr,
-               d->up->healthy ? "healthy" : "unhealthy");
+        PLB_LOG(tp->host, tp->ctx, d->up->healthy ? PLB_LOG_INFO : PLB_LOG_WARN,
+                PLB_KV("upstream", d->up->addr), "upstream is %s",
+                d->up->healthy ? "healthy" : "unhealthy");
     tp_after_event(tp);
 }
 
@@ -169,7 +173,8 @@ check_connect(struct tp_upd *d, const struct sockaddr *sa, socklen_t salen)
     }
     d->check_fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (d->check_fd < 0) {
-        TP_LOG(tp, PLB_LOG_WARN, "health check of %s: socket: %s", d->up->addr, strerror(errno));
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", strerror(errno)),
+                 "health check: no socket");
         check_done(d, 0);
         return;
     }
@@ -183,7 +188,7 @@ check_connect(struct tp_upd *d, const struct sockaddr *sa, socklen_t salen)
     }
     d->check_io = tp->host->io_new(tp->ctx, d->check_fd, PLB_IO_WRITE, on_check_io, d);
     if (!d->check_io || tp->host->io_add(d->check_io, left) < 0) {
-        TP_LOG(tp, PLB_LOG_ERROR, "health check of %s: cannot watch its socket", d->up->addr);
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr), "health check: cannot watch its socket");
         check_done(d, 0);
     }
 }
@@ -194,7 +199,8 @@ on_resolved(void *arg, int ok, const struct sockaddr *sa, socklen_t salen)
     struct tp_upd *d = arg;
     d->check_res = NULL;
     if (!ok) {
-        TP_LOG(d->tp, PLB_LOG_WARN, "health check of %s: cannot resolve %s", d->up->addr, d->host);
+        PLB_WARN(d->tp->host, d->tp->ctx, PLB_KV("upstream", d->up->addr, "host", d->host),
+                 "health check: cannot resolve the host");
         check_done(d, 0);
         return;
     }
@@ -224,7 +230,7 @@ on_check_timer(plb_timer *t, void *arg)
     }
     d->check_res = tp_resolve_start(tp, d->host, d->port, on_resolved, d);
     if (!d->check_res) {
-        TP_LOG(tp, PLB_LOG_ERROR, "health check of %s: cannot start resolving", d->up->addr);
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr), "health check: cannot start resolving");
         check_done(d, 0);
     }
 }

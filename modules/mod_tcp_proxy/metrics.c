@@ -23,7 +23,8 @@ check_rc(struct tp *tp, int rc, const char *what)
     static int logged;
     if (rc < 0 && !logged) {
         logged = 1;
-        TP_LOG(tp, PLB_LOG_WARN, "metric %s not updated: error %d (logged once)", what, rc);
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("metric", what), "metric not updated: error %d (logged once)",
+                 rc);
     }
 }
 

@@ -29,15 +29,6 @@
 static const char READY_CHECK[] = "upstreams";
 static const char LIVE_CHECK[] = "loop";
 
-void
-tp_log(struct tp *tp, enum plb_log_level lvl, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    tp->host->logv(tp->ctx, lvl, fmt, ap);
-    va_end(ap);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Pool environment and callbacks                                           */
 
@@ -64,7 +55,8 @@ ops_added(void *arg, struct tp_up *u)
     struct tp *tp = arg;
     struct tp_upd *d = tp->host->alloc(sizeof(*d));
     if (!d) {
-        TP_LOG(tp, PLB_LOG_ERROR, "out of memory adding upstream %s: it gets no traffic", u->addr);
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
+                "out of memory adding the upstream: it gets no traffic");
         return;
     }
     d->tp = tp;
@@ -78,10 +70,11 @@ ops_added(void *arg, struct tp_up *u)
     if (tp_parse_ip(d->host, d->port, &d->sa, &d->salen) == 0)
         d->literal = d->have_sa = 1;
     u->data = d;
-    TP_LOG(tp, PLB_LOG_INFO, "upstream %s added", u->addr);
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "upstream added");
     int rc = tp_health_start(d);
     if (rc < 0)
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot schedule health checks of %s: error %d", u->addr, rc);
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "cannot schedule health checks: error %d",
+                rc);
 }
 
 static void
@@ -89,8 +82,9 @@ ops_draining(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
     struct tp_upd *d = u->data;
-    TP_LOG(tp, PLB_LOG_INFO, "upstream %s removed: draining %u connection(s) for up to %lld ms",
-           u->addr, u->nconns, (long long)tp->cfg->drain_timeout_ms);
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
+             "upstream removed: draining %u connection(s) for up to %lld ms", u->nconns,
+             (long long)tp->cfg->drain_timeout_ms);
     if (!d)
         return;
     tp_health_cancel(d); /* checks stop while it drains */
@@ -101,15 +95,17 @@ static void
 ops_undrained(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
-    TP_LOG(tp, PLB_LOG_INFO, "upstream %s re-added: drain called off", u->addr);
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "upstream re-added: drain called off");
 }
 
 static void
 ops_close_conns(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
-    TP_LOG(tp, PLB_LOG_INFO, "closing %u connection(s) of upstream %s (%s)", u->nconns, u->addr,
-           u->draining ? "drain deadline" : "not ready while another upstream is");
+    PLB_INFO(tp->host, tp->ctx,
+             PLB_KV("upstream", u->addr, "why",
+                    u->draining ? "drain deadline" : "not ready while another upstream is"),
+             "closing %u connection(s) of the upstream", u->nconns);
     if (u->data)
         tp_conns_close_upstream(u->data);
 }
@@ -128,7 +124,7 @@ ops_removed(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
     struct tp_upd *d = u->data;
-    TP_LOG(tp, PLB_LOG_INFO, "upstream %s drained and removed", u->addr);
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "upstream drained and removed");
     if (!d)
         return;
     tp_metrics_forget(tp, d);
@@ -183,7 +179,7 @@ tp_after_event(struct tp *tp)
         int64_t delay = next - tp->host->now_ms(tp->ctx);
         int rc = tp->host->timer_arm(tp->tick, delay > 0 ? delay : 0, 0, 0);
         if (rc < 0)
-            TP_LOG(tp, PLB_LOG_ERROR, "cannot arm the drain timer: error %d", rc);
+            PLB_ERR(tp->host, tp->ctx, NULL, "cannot arm the drain timer: error %d", rc);
     } else {
         tp->host->timer_cancel(tp->tick);
     }
@@ -219,19 +215,19 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
         return;
     v = tp->host->alloc((set->n ? set->n : 1) * sizeof(*v));
     if (!v) {
-        TP_LOG(tp, PLB_LOG_ERROR, "out of memory: endpoint update of %zu ignored", set->n);
+        PLB_ERR(tp->host, tp->ctx, NULL, "out of memory: endpoint update of %zu ignored", set->n);
         return;
     }
     for (size_t i = 0; i < set->n; i++) {
         if (tp_split_hostport(set->v[i], host, sizeof(host), &port) < 0) {
-            TP_LOG(tp, PLB_LOG_WARN, "ignoring endpoint \"%s\": not host:port", set->v[i]);
+            PLB_WARN(tp->host, tp->ctx, PLB_KV("endpoint", set->v[i]), "ignoring an endpoint: not host:port");
             continue;
         }
         v[n++] = set->v[i];
     }
     if (n == 0) {
         /* Never route to zero backends: keep the current set. */
-        TP_LOG(tp, PLB_LOG_WARN, "endpoint update without a valid endpoint: ignored");
+        PLB_WARN(tp->host, tp->ctx, NULL, "endpoint update without a valid endpoint: ignored");
         tp->host->free(v);
         return;
     }
@@ -243,7 +239,7 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
         tp->paused = 0;
     }
     if (rc < 0)
-        TP_LOG(tp, PLB_LOG_ERROR, "endpoint update partly applied: error %d", rc);
+        PLB_ERR(tp->host, tp->ctx, NULL, "endpoint update partly applied: error %d", rc);
     tp->host->free(v);
     tp_after_event(tp);
 }
@@ -258,11 +254,14 @@ listen_on(struct tp *tp, const char *ip)
     tp->listener =
         tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, tp_on_accept, tp, &err);
     if (!tp->listener) {
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot listen on %s:%lld: %s", ip, (long long)tp->cfg->bind_port,
-               strerror(-err));
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("address", ip, "error", strerror(-err)),
+                "cannot listen on port %lld", (long long)tp->cfg->bind_port);
         return err ? err : -EINVAL;
     }
-    TP_LOG(tp, PLB_LOG_INFO, "listening on %s:%d", ip, tp->host->listener_port(tp->listener));
+    char listen[80];
+    snprintf(listen, sizeof(listen), strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip,
+             tp->host->listener_port(tp->listener));
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("listen", listen), "listening");
     /* Set once here, the client side's options reach every accepted socket
      * without system calls of its own (checked on the first one). */
     tp_sockopts(tp->host->listener_fd(tp->listener));
@@ -288,10 +287,10 @@ on_bind_resolved(void *arg, int ok, const struct sockaddr *sa, socklen_t salen)
     if (ok && getnameinfo(sa, salen, ip, sizeof(ip), NULL, 0, NI_NUMERICHOST) == 0 &&
         listen_on(tp, ip) == 0)
         return;
-    TP_LOG(tp, PLB_LOG_ERROR, "cannot listen on bind_address %s: retrying in %d ms",
-           tp->cfg->bind_address, RELISTEN_MS);
+    PLB_ERR(tp->host, tp->ctx, PLB_KV("bind_address", tp->cfg->bind_address),
+            "cannot listen on bind_address: retrying in %d ms", RELISTEN_MS);
     if (tp->host->timer_arm(tp->relisten, RELISTEN_MS, 0, 0) < 0)
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot arm the re-listen timer");
+        PLB_ERR(tp->host, tp->ctx, NULL, "cannot arm the re-listen timer");
 }
 
 static void
@@ -316,7 +315,8 @@ bind_resolve(struct tp *tp)
 /* Lifecycle                                                                */
 
 static int
-tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
     struct tp *tp = host->alloc(sizeof(*tp));
     if (!tp)
@@ -353,7 +353,7 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 }
 
 static int
-tp_start(void *state)
+tp_start(void *state, char *err, size_t errlen)
 {
     struct tp *tp = state;
     const struct plb_host *h = tp->host;
@@ -363,7 +363,7 @@ tp_start(void *state)
 
     tp_sockopts_init();
     if ((rc = tp_metrics_init(tp)) < 0) {
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot register metrics: error %d", rc);
+        PLB_ERR(tp->host, tp->ctx, NULL, "cannot register metrics: error %d", rc);
         return rc;
     }
     if ((rc = h->health_register(tp->ctx, READY_CHECK, PLB_HEALTH_READY)) < 0 ||
@@ -381,7 +381,7 @@ tp_start(void *state)
     }
     rc = h->endpoints_subscribe(tp->ctx, &tp->cfg->upstreams, on_endpoints, tp);
     if (rc < 0)
-        TP_LOG(tp, PLB_LOG_ERROR, "cannot subscribe to the upstream sources: error %d", rc);
+        PLB_ERR(tp->host, tp->ctx, NULL, "cannot subscribe to the upstream sources: error %d", rc);
     return rc;
 }
 
@@ -411,7 +411,7 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
     uint64_t n = tp->nconns;
     tp_conns_close_all(tp);
     tp_pipes_free(tp);
-    TP_LOG(tp, PLB_LOG_INFO, "stopped: closed %llu connection(s)", (unsigned long long)n);
+    PLB_INFO(tp->host, tp->ctx, NULL, "stopped: closed %llu connection(s)", (unsigned long long)n);
     tp->host->done(d);
 }
 
@@ -450,6 +450,7 @@ PLB_MODULE_EXPORT = {
     .description = "Per-node TCP load balancer for API servers: health-checked, "
                    "latency- and readiness-aware, with graceful draining",
     .settings = tp_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct tp_config),
     .check = tp_config_check,
     .create = tp_create,

@@ -267,7 +267,7 @@ fill(struct tp *tp, struct tp_dir *dr, int src, int dst, int *drained, struct tp
             if (e != EINVAL)
                 return -e;
             tp->no_splice = 1; /* not for these fds: copy from now on */
-            TP_LOG(tp, PLB_LOG_WARN, "splice(2) unavailable: using buffered copies");
+            PLB_WARN(tp->host, tp->ctx, NULL, "splice(2) unavailable: using buffered copies");
         }
     }
     do

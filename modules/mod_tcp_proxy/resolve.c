@@ -122,7 +122,8 @@ on_poll(plb_timer *t, void *arg)
             return;
         /* Cannot poll any more: give up on the answer. */
         r->cancelled = 1;
-        TP_LOG(r->tp, PLB_LOG_ERROR, "resolving %s: cannot re-arm its poll timer", r->host);
+        PLB_ERR(r->tp->host, r->tp->ctx, PLB_KV("host", r->host),
+                "resolving: cannot re-arm the poll timer");
         gai_cancel(&r->gcb);
         r->tp->host->timer_free(r->poll);
         r->poll = NULL;

@@ -146,14 +146,6 @@ enum tp_client_opts {
     TP_OPTS_PER_SOCKET,     /* set on each accepted socket */
 };
 
-/* Logging tagged with the instance. */
-#define TP_LOG(tp, lvl, ...)                                                                       \
-    do {                                                                                           \
-        if ((tp)->host->log_enabled((tp)->ctx, (lvl)))                                             \
-            tp_log((tp), (lvl), __VA_ARGS__);                                                      \
-    } while (0)
-void tp_log(struct tp *tp, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
-
 /* After any event that may change the pool: run its deadlines, re-arm the
  * tick timer, refresh readiness and the upstream gauges. */
 void tp_after_event(struct tp *tp);

@@ -14,16 +14,40 @@
  *         .abi_minor = PLB_ABI_MINOR,
  *         .size = sizeof(struct plb_module),
  *         .name = "example",
+ *         .settings = example_settings,
+ *         .setting_size = sizeof(struct plb_setting),
  *         ...
  *     };
  *
  * Versioning. The loader accepts a module when its abi_major equals the
- * daemon's and its abi_minor is at most the daemon's. A minor version adds
+ * daemon's and its abi_minor is at most the daemon's; it refuses any other
+ * module with a message naming both versions. A minor version only adds
  * (new host functions at the end of struct plb_host, new hooks at the end of
- * struct plb_module, new enum values); a major version changes or removes.
- * Structures passed across the ABI begin with their size so that either side
- * can tell which fields the other knows; use PLB_HOST_HAS() before calling a
- * host function added after the minor version your module requires.
+ * struct plb_module, new fields at the end of a sized structure, new enum
+ * values); a major version changes or removes something, or changes what an
+ * existing function does. Use PLB_HOST_HAS() before calling a host function
+ * added after the minor version your module requires (every member present
+ * in 2.0 is always there).
+ *
+ * The size rule. Every structure that crosses the ABI and may grow carries
+ * its size, and nothing that may grow is embedded by value in another
+ * structure or laid out in an array without its stride:
+ *   - a structure begins with `size_t size`, set by whoever fills it in
+ *     (sizeof as that side was built): the module for options it passes
+ *     (plb_http_opts, plb_kube_opts, plb_kube_ref, plb_kube_event,
+ *     plb_informer_opts, plb_lb_targets), the daemon for what it hands over
+ *     (plb_host, plb_kube_result, plb_informer_status, plb_endpoint_set,
+ *     plb_health_info). The reader uses only the fields within that size
+ *     and takes the others as zero / NULL; the daemon refuses (-EINVAL) a
+ *     structure smaller than its 2.0 size, so a forgotten size fails at
+ *     once;
+ *   - an array of structures comes with its stride: a settings table with
+ *     plb_module.setting_size, the targets of plb_lb_targets with
+ *     target_size (walk it with PLB_LB_TARGET());
+ *   - a structure referring to another holds a pointer (plb_informer_opts
+ *     points at its plb_kube_ref).
+ * plb_strv is a value stored in a module's config struct: a count and an
+ * array of strings, and it never changes.
  *
  * Ownership words used in every comment below:
  *   new       the caller owns the result and frees it with the named function;
@@ -34,6 +58,34 @@
  * function here may be called from another thread. No hook may block.
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.0  A major version; a module built for 1.x is refused with
+ *                    both versions in the message. Every change:
+ *                    - 1.1 changed what io_add does on a watch already added
+ *                      (only its timeout changes, where 1.0 re-added it) with
+ *                      a minor bump; a change of meaning is a major change,
+ *                      and 2.0 is where it is counted;
+ *                    - the size rule above: plb_module.setting_size gives
+ *                      the stride of the settings table (1.x had none, so a
+ *                      table built before `format` was appended would be
+ *                      misread); plb_lb_targets begins with its size and
+ *                      gives target_size (PLB_LB_TARGET()); plb_kube_ref
+ *                      begins with its size and plb_informer_opts.ref is a
+ *                      pointer to one; plb_endpoint_set and plb_health_info
+ *                      begin with their size;
+ *                    - logging: logf (printf-style, PLB_PRINTF), log_fields
+ *                      (a formatted message plus key/value fields),
+ *                      log_set_level (an instance's own threshold), and the
+ *                      static inline PLB_ERR/PLB_WARN/PLB_INFO/PLB_DEBUG
+ *                      and PLB_LOG with fields from PLB_KV;
+ *                      log_kv's msg is literal;
+ *                    - JSON builders: obj_new_object, obj_new_array,
+ *                      obj_new_bool, obj_new_null, obj_new_real,
+ *                      obj_append, obj_remove (beside obj_set, obj_del);
+ *                    - `sentinel` attributes on obj_get, obj_set, obj_del,
+ *                      log_kv (their variadic lists end with NULL);
+ *                    - create and start take an err buffer: a reason the
+ *                      daemon logs with the instance when they fail;
+ *                    - PLB_HOST_HAS is for members added after 2.0 only.
  *   2026-11-29  1.1  listener_fd: the listening socket, for options that
  *                    accepted sockets inherit; edge-triggered watches
  *                    (PLB_IO_EDGE), the peer's FIN as PLB_IO_CLOSED, and
@@ -57,8 +109,8 @@
 extern "C" {
 #endif
 
-#define PLB_ABI_MAJOR 1
-#define PLB_ABI_MINOR 1
+#define PLB_ABI_MAJOR 2
+#define PLB_ABI_MINOR 0
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -67,8 +119,11 @@ extern "C" {
 
 #if defined(__GNUC__)
 #define PLB_PRINTF(f, a) __attribute__((format(printf, f, a)))
+/* A variadic list that ends with NULL. */
+#define PLB_SENTINEL __attribute__((sentinel))
 #else
 #define PLB_PRINTF(f, a)
+#define PLB_SENTINEL
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -139,7 +194,10 @@ struct plb_strv {
 };
 
 /*
- * One setting. The daemon parses the value from the config file (or the
+ * One setting. A table is an array of these ending with PLB_SETTINGS_END;
+ * the daemon steps through it by plb_module.setting_size, so a module built
+ * with an older or newer header (a smaller or larger struct) is read right:
+ * fields the module's struct lacks are taken as zero. The daemon parses the value from the config file (or the
  * environment variable `env`, which wins over the file), checks type and
  * bounds, runs `validate`, and stores it at `offset` in the module's config
  * struct (of plb_module.config_size bytes). `def` is the default written as
@@ -289,6 +347,7 @@ enum plb_metric_type {
 
 /* An endpoint: "host:port", with IPv6 hosts in brackets. */
 struct plb_endpoint_set {
+    size_t size; /* sizeof(struct plb_endpoint_set) as the daemon was built */
     size_t n;
     const char *const *v; /* borrowed for the duration of the callback */
 };
@@ -305,6 +364,7 @@ enum plb_health_kind {
 };
 
 struct plb_health_info {
+    size_t size;              /* sizeof(struct plb_health_info), the daemon's */
     const char *instance;     /* borrowed */
     const char *check;        /* borrowed */
     enum plb_health_kind kind;
@@ -362,6 +422,7 @@ struct plb_kube_opts {
 /* An API resource, and optionally one object of it or its subresource.
  * Strings are borrowed for the call (copied). */
 struct plb_kube_ref {
+    size_t size;             /* sizeof(struct plb_kube_ref) */
     const char *api_version; /* "v1", "discovery.k8s.io/v1" */
     const char *resource;    /* plural: "services", "endpointslices" */
     const char *ns;          /* namespace; NULL or "" for cluster-scoped
@@ -440,7 +501,8 @@ struct plb_informer_status {
 
 struct plb_informer_opts {
     size_t size;               /* sizeof(struct plb_informer_opts) */
-    struct plb_kube_ref ref;   /* api_version, resource, ns (NULL: all) */
+    const struct plb_kube_ref *ref; /* api_version, resource, ns (NULL: all);
+                                  borrowed for the call (copied) */
     const char *label_selector; /* "kubernetes.io/service-name=kubernetes" */
     const char *field_selector; /* "metadata.name=x" */
     uint32_t page_size;        /* list chunk (limit); 0: 500 */
@@ -470,12 +532,19 @@ struct plb_lb_target {
     const char *ip;   /* its InternalIP, borrowed likewise */
 };
 
+/* Set size before lb_select_targets; the daemon fills the rest. */
 struct plb_lb_targets {
+    size_t size;             /* sizeof(struct plb_lb_targets), the module's */
     size_t n;
-    struct plb_lb_target *v; /* owned by the daemon: lb_targets_clear */
+    void *v;                 /* n targets, target_size bytes apart; owned by
+                                the daemon: lb_targets_clear */
+    size_t target_size;      /* sizeof(struct plb_lb_target), the daemon's */
     size_t dropped;          /* selected nodes cut by max_targets */
     size_t no_address;       /* selected nodes without an InternalIP */
 };
+/* Target i of t (a const struct plb_lb_target *). */
+#define PLB_LB_TARGET(t, i)                                                                        \
+    ((const struct plb_lb_target *)(const void *)((const char *)(t)->v + (i) * (t)->target_size))
 
 /* ------------------------------------------------------------------------ */
 /* The host table: every core service a module may use.                     */
@@ -489,12 +558,19 @@ struct plb_host {
     /* The instance's name and module name; borrowed for the instance's life. */
     const char *(*instance_name)(plb_ctx *ctx);
     const char *(*module_name)(plb_ctx *ctx);
-    /* Log a message tagged with the instance. fmt is printf-style; extra
-     * structured fields follow as NULL-terminated key, value string pairs
-     * in plb_log_kv. Values of keys that look secret (token, password,
-     * authorization, secret, key material) are redacted. */
-    void (*logv)(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap);
-    void (*log_kv)(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...);
+    /* Log a record tagged with the instance (and its module). Put the values
+     * a reader filters on in fields, not in the message: log_fields and the
+     * PLB_ERR/PLB_WARN/PLB_INFO/PLB_DEBUG helpers below take a
+     * NULL-terminated array of key, value strings (PLB_KV) beside a
+     * printf-style message. Values of keys that look secret (token,
+     * password, authorization, secret, key material) are redacted. A record
+     * below the daemon's log_level or the instance's own (log_set_level) is
+     * dropped. */
+    void (*logv)(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
+        PLB_PRINTF(3, 0);
+    /* msg is literal (not a format); key, value string pairs follow, ending
+     * with NULL. */
+    void (*log_kv)(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...) PLB_SENTINEL;
     int (*log_enabled)(plb_ctx *ctx, enum plb_log_level lvl);
 
     /* --- time and timers --- */
@@ -729,7 +805,7 @@ struct plb_host {
     /* JSON values (see enum plb_obj_type). Accessors accept NULL and then
      * return NULL, 0 or the default. */
     /* Follow object keys (NULL-terminated): borrowed child or NULL. */
-    const plb_obj *(*obj_get)(const plb_obj *o, ...);
+    const plb_obj *(*obj_get)(const plb_obj *o, ...) PLB_SENTINEL;
     enum plb_obj_type (*obj_type)(const plb_obj *o);
     const char *(*obj_str)(const plb_obj *o);     /* borrowed, or NULL */
     int64_t (*obj_int)(const plb_obj *o, int64_t def);
@@ -749,9 +825,9 @@ struct plb_host {
     /* Set value (steals, even on failure) at the key path (NULL-terminated), creating
      * intermediate objects, in o (which must be modifiable: a copy, a
      * parse, or the object of a modify callback). 0 or -EINVAL/-ENOMEM. */
-    int (*obj_set)(plb_obj *o, plb_obj *value, ...);
+    int (*obj_set)(plb_obj *o, plb_obj *value, ...) PLB_SENTINEL;
     /* Remove the member at the key path. 0, or -ENOENT. */
-    int (*obj_del)(plb_obj *o, ...);
+    int (*obj_del)(plb_obj *o, ...) PLB_SENTINEL;
     /* New string and integer values. */
     plb_obj *(*obj_new_str)(const char *s);
     plb_obj *(*obj_new_int)(int64_t v);
@@ -801,9 +877,38 @@ struct plb_host {
      * next loop iteration, as if the fd had become ready: how an
      * edge-triggered watch resumes work it set aside for fairness. */
     void (*io_activate)(plb_io *io, int what);
+
+    /* --- since 2.0 --- */
+
+    /* Log a printf-style message (see logv). */
+    void (*logf)(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+    /* Log a printf-style message with fields: kv is a NULL-terminated array
+     * of key, value strings (borrowed for the call; a NULL value is written
+     * empty), or NULL for none. */
+    void (*log_fields)(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
+                       const char *fmt, va_list ap) PLB_PRINTF(4, 0);
+    /* The instance's own threshold, below the daemon's: records of a level
+     * above lvl are dropped; -1 drops every record. The daemon's log_level
+     * still caps it. */
+    void (*log_set_level)(plb_ctx *ctx, int lvl);
+
+    /* JSON builders: new values (free with obj_unref, or hand them to
+     * obj_set / obj_append, which steal them). NULL on allocation failure. */
+    plb_obj *(*obj_new_object)(void);
+    plb_obj *(*obj_new_array)(void);
+    plb_obj *(*obj_new_bool)(int v);
+    plb_obj *(*obj_new_null)(void);
+    plb_obj *(*obj_new_real)(double v);
+    /* Append value (steals, even on failure) to the modifiable array a.
+     * 0 or -EINVAL (a is no array, value NULL) / -ENOMEM. */
+    int (*obj_append)(plb_obj *a, plb_obj *value);
+    /* Remove item i of the modifiable array a, moving later items down.
+     * 0, or -ENOENT (a is no array, or i is out of range). */
+    int (*obj_remove)(plb_obj *a, size_t i);
 };
 
-/* True when the daemon's host table has the named member. */
+/* True when the daemon's host table has the named member: only needed for
+ * members added after 2.0 (every 2.0 member is always there). */
 #define PLB_HOST_HAS(host, member)                                                                 \
     ((host)->size >= offsetof(struct plb_host, member) + sizeof((host)->member))
 
@@ -820,6 +925,9 @@ struct plb_module {
     const char *description; /* one line */
 
     const struct plb_setting *settings; /* terminated by PLB_SETTINGS_END */
+    size_t setting_size;                /* sizeof(struct plb_setting): the
+                                           table's stride (required when
+                                           settings is set) */
     size_t config_size;                 /* bytes of the config struct */
     uint32_t provides;                  /* PLB_ROLE_* bits */
 
@@ -832,14 +940,16 @@ struct plb_module {
                      PLB_PRINTF(3, 4));
 
     /* Create an instance. config is borrowed for the instance's life (freed
-     * by the daemon after destroy). Store your state in *state. 0 or -errno.
-     * Nothing may start running yet: no timers armed, no sockets. */
+     * by the daemon after destroy). Store your state in *state. 0 or -errno;
+     * on failure write why into err (errlen bytes, NUL-terminated; "" when
+     * the errno says it all): the daemon logs it with the instance. Nothing
+     * may start running yet: no timers armed, no sockets. */
     int (*create)(const struct plb_host *host, plb_ctx *ctx, const void *config,
-                  void **state);
-    /* Start running: listeners, watches, timers. 0 or -errno (the daemon then
-     * stops what it started and exits non-zero). Instances start in config
-     * order. */
-    int (*start)(void *state);
+                  void **state, char *err, size_t errlen);
+    /* Start running: listeners, watches, timers. 0 or -errno, with why in
+     * err as for create (the daemon then stops what it started and exits
+     * non-zero). Instances start in config order. */
+    int (*start)(void *state, char *err, size_t errlen);
     /* Stop: close listeners, let drains finish within grace_ms, then call
      * host->done(d). May complete before returning. Instances stop in
      * reverse order. NULL means nothing to wait for. */
@@ -853,6 +963,55 @@ struct plb_module {
      * then host->done(d). Watches and caches keep running. */
     void (*gate_close)(void *state, plb_done *d);
 };
+
+/* ------------------------------------------------------------------------ */
+/* Logging helpers.                                                          */
+
+/* A NULL-terminated key, value array for log_fields and the helpers:
+ * PLB_KV("upstream", addr, "error", why). */
+#define PLB_KV(...) ((const char *const[]){__VA_ARGS__, NULL})
+
+static inline void plb_log_at(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl,
+                              const char *const *kv, const char *fmt, va_list ap)
+    PLB_PRINTF(5, 0);
+static inline void
+plb_log_at(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl,
+           const char *const *kv, const char *fmt, va_list ap)
+{
+    if (host->log_enabled(ctx, lvl))
+        host->log_fields(ctx, lvl, kv, fmt, ap);
+}
+
+/* Log at a level: a printf-style message, and fields kv (PLB_KV(...), or
+ * NULL). Arguments are evaluated even when the level is off. */
+#define PLB_DEFINE_LOG_HELPER(NAME, LVL)                                                           \
+    static inline void NAME(const struct plb_host *host, plb_ctx *ctx, const char *const *kv,   \
+                            const char *fmt, ...) PLB_PRINTF(4, 5);                                \
+    static inline void NAME(const struct plb_host *host, plb_ctx *ctx, const char *const *kv,   \
+                            const char *fmt, ...)                                                  \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start(ap, fmt);                                                                         \
+        plb_log_at(host, ctx, LVL, kv, fmt, ap);                                                   \
+        va_end(ap);                                                                                \
+    }
+/* The same at a level chosen at run time. */
+static inline void PLB_LOG(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl,
+                           const char *const *kv, const char *fmt, ...) PLB_PRINTF(5, 6);
+static inline void
+PLB_LOG(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
+        const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    plb_log_at(host, ctx, lvl, kv, fmt, ap);
+    va_end(ap);
+}
+PLB_DEFINE_LOG_HELPER(PLB_ERR, PLB_LOG_ERROR)
+PLB_DEFINE_LOG_HELPER(PLB_WARN, PLB_LOG_WARN)
+PLB_DEFINE_LOG_HELPER(PLB_INFO, PLB_LOG_INFO)
+PLB_DEFINE_LOG_HELPER(PLB_DEBUG, PLB_LOG_DEBUG)
+#undef PLB_DEFINE_LOG_HELPER
 
 #ifdef __cplusplus
 }

@@ -107,7 +107,7 @@ START_TEST(bench)
     const char *extra[] = {"--history", hist, "--request-log-max", "1000", NULL};
     kt_start(&t, extra, NULL);
     struct kres r = {0};
-    struct plb_kube_ref nsref = {"v1", "namespaces", NULL, NULL, NULL};
+    struct plb_kube_ref nsref = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, NULL, NULL};
     kt_wait(&t, &r, core_kube_create(t.k, &nsref, "{\"metadata\":{\"name\":\"bench\"}}",
                                      kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 201);
@@ -117,7 +117,7 @@ START_TEST(bench)
     struct counter c = {0};
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {"coordination.k8s.io/v1", "leases", "bench", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "bench", NULL, NULL},
         .watch_timeout_s = 600,
         .on_add = on_add,
         .on_synced = on_synced,

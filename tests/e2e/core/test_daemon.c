@@ -150,6 +150,12 @@ START_TEST(failed_start_stops_what_started_and_exits_1)
     ck_assert_str_eq(t, "create ok\ncreate bad\nstart ok\nstart bad\nstop ok\n"
                         "destroy bad\ndestroy ok\n");
     free(t);
+    /* The module's reason, logged with the instance. */
+    char *l = tu_read_file(logfile, NULL);
+    ck_assert_msg(strstr(l, "instance=bad module=lifecycle msg=\"start failed\" "
+                            "reason=\"fail_start is set\" error=\"Invalid argument\""),
+                  "%s", l);
+    free(l);
 }
 END_TEST
 
@@ -210,7 +216,7 @@ START_TEST(version_and_help)
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--version", NULL};
     ck_assert_int_eq(tu_run(argv, NULL, &out, 10000), 0);
     ck_assert_ptr_nonnull(strstr(out, "prismlb "));
-    ck_assert_ptr_nonnull(strstr(out, "module ABI 1."));
+    ck_assert_ptr_nonnull(strstr(out, "module ABI 2."));
     free(out);
     char *argv2[] = {(char *)tu_build_path("core/prismlb"), "--help", NULL};
     ck_assert_int_eq(tu_run(argv2, NULL, &out, 10000), 0);

@@ -240,7 +240,7 @@ START_TEST(port_taken_from_the_slice_port_named_https)
     ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes-x", "10.0.0.9", "metrics=9100"), 0);
     start(NULL);
     ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.0.2:7443", 5000), 0);
-    ck_assert_int_eq(ewt_wait_log(&T, "have no TCP port named", 1000), 0);
+    ck_assert_int_eq(ewt_wait_log(&T, "have no TCP port of that name", 1000), 0);
 }
 END_TEST
 

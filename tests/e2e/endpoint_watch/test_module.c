@@ -21,6 +21,9 @@
 
 #include <prismlb/module.h>
 
+/* Why create or start failed, as the module said. */
+static char why[256];
+
 static const char *module_path;
 static void *dl;
 static const struct plb_module *mod;
@@ -82,6 +85,26 @@ logv(plb_ctx *c, enum plb_log_level lvl, const char *fmt, va_list ap)
     vsnprintf(line, sizeof(line), fmt, ap);
     size_t n = strlen(log_text);
     snprintf(log_text + n, sizeof(log_text) - n, "%d %s\n", (int)lvl, line);
+}
+
+static void log_fields(plb_ctx *c, enum plb_log_level lvl, const char *const *kv, const char *fmt,
+                       va_list ap) PLB_PRINTF(4, 0);
+
+/* The message, then the fields as " key=value". */
+static void
+log_fields(plb_ctx *c, enum plb_log_level lvl, const char *const *kv, const char *fmt, va_list ap)
+{
+    char line[1024];
+    (void)c;
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t n = strlen(log_text);
+    snprintf(log_text + n, sizeof(log_text) - n, "%d %s", (int)lvl, line);
+    for (size_t i = 0; kv && kv[i]; i += 2) {
+        n = strlen(log_text);
+        snprintf(log_text + n, sizeof(log_text) - n, " %s=%s", kv[i], kv[i + 1] ? kv[i + 1] : "");
+    }
+    n = strlen(log_text);
+    snprintf(log_text + n, sizeof(log_text) - n, "\n");
 }
 
 static int
@@ -318,6 +341,7 @@ static struct plb_host host = {
     .instance_name = instance_name,
     .module_name = module_name,
     .logv = logv,
+    .log_fields = log_fields,
     .log_enabled = log_enabled,
     .now_ms = now_ms,
     .timer_new = timer_new,
@@ -403,8 +427,8 @@ static void *
 start(void)
 {
     void *st = NULL;
-    ck_assert_int_eq(mod->create(&host, &ctx, cfg, &st), 0);
-    ck_assert_int_eq(mod->start(st), 0);
+    ck_assert_int_eq(mod->create(&host, &ctx, cfg, &st, why, sizeof(why)), 0);
+    ck_assert_int_eq(mod->start(st, why, sizeof(why)), 0);
     return st;
 }
 
@@ -462,8 +486,9 @@ START_TEST(kubernetes_failure_is_isolated)
     ck_assert_int_eq(beats, b + 5);
     ck_assert_int_eq(kube_new_calls, 1); /* no retry loop */
     ck_assert(errs[1] == 1);
-    ck_assert_ptr_nonnull(strstr(log_text, "EndpointSlice discovery disabled: kubeconfig: "
-                                           "kubeconfig: no such file"));
+    ck_assert_ptr_nonnull(strstr(log_text, "EndpointSlice discovery disabled: using the static "
+                                           "endpoints only what=kubeconfig error=kubeconfig: "
+                                           "no such file"));
     finish(st);
 }
 END_TEST
@@ -523,12 +548,12 @@ START_TEST(allocation_failures_neither_crash_nor_leak)
         publishes = done_calls = 0;
         allocs = live = 0;
         alloc_fail_at = n;
-        int rc = mod->create(&host, &ctx, cfg, &st);
+        int rc = mod->create(&host, &ctx, cfg, &st, why, sizeof(why));
         if (rc < 0) {
             ck_assert_int_eq(live, 0);
             continue;
         }
-        rc = mod->start(st);
+        rc = mod->start(st, why, sizeof(why));
         tick();
         mod->stop(st, 0, (plb_done *)&ctx);
         mod->destroy(st);

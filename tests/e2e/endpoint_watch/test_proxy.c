@@ -217,7 +217,7 @@ start_proxy(const char *drain)
                  proxy_port, drain);
         ck_assert_int_eq(ewt_daemon_start(&T, s, extra, NULL), 0);
         char want[64];
-        snprintf(want, sizeof(want), "listening on 127.0.0.1:%d", proxy_port);
+        snprintf(want, sizeof(want), "listen=127.0.0.1:%d", proxy_port);
         if (ewt_wait_log(&T, want, 5000) == 0)
             return;
         ewt_daemon_stop(&T, 2000, NULL);
@@ -385,7 +385,7 @@ START_TEST(discovery_through_the_local_proxy_fails_over)
                  proxy_port);
         ck_assert_int_eq(ewt_daemon_start(&T, s, extra, env), 0);
         char want[64];
-        snprintf(want, sizeof(want), "listening on 127.0.0.1:%d", proxy_port);
+        snprintf(want, sizeof(want), "listen=127.0.0.1:%d", proxy_port);
         if (ewt_wait_log(&T, want, 5000) == 0)
             break;
         ewt_daemon_stop(&T, 2000, NULL);
@@ -404,8 +404,8 @@ START_TEST(discovery_through_the_local_proxy_fails_over)
     char *log = ewt_log(&T);
     char at[128];
     snprintf(at, sizeof(at),
-             "at https://127.0.0.1:%d (service account, TLS name "
-             "kubernetes.default.svc)",
+             "server=https://127.0.0.1:%d source=\"service account\" "
+             "tls_server_name=kubernetes.default.svc",
              proxy_port);
     ck_assert_msg(strstr(log, at) != NULL, "no \"%s\" in the log", at);
     free(log);

@@ -36,6 +36,23 @@ t_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
     fputc('\n', stderr);
 }
 
+static void t_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
+                         const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+
+static void
+t_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv, const char *fmt,
+             va_list ap)
+{
+    (void)ctx;
+    if (!getenv("HZ_TEST_LOG") && lvl > PLB_LOG_WARN)
+        return;
+    fprintf(stderr, "[%d] ", (int)lvl);
+    vfprintf(stderr, fmt, ap);
+    for (size_t i = 0; kv && kv[i]; i += 2)
+        fprintf(stderr, " %s=%s", kv[i], kv[i + 1] ? kv[i + 1] : "");
+    fputc('\n', stderr);
+}
+
 static int
 t_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
 {
@@ -93,6 +110,7 @@ th_init(struct th *t)
     h->instance_name = t_name;
     h->module_name = t_name;
     h->logv = t_logv;
+    h->log_fields = t_log_fields;
     h->log_enabled = t_log_enabled;
     h->now_ms = t_now;
     h->wall_ms = t_wall;

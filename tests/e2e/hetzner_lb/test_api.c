@@ -43,7 +43,6 @@ struct rec {
 
 static struct th th;
 static struct hzt_fake fake;
-static struct hz_logger lg;
 static struct hz_api *api;
 static char token_path[512];
 
@@ -77,9 +76,8 @@ start(const char *const *args, int dry_run)
     ck_assert_int_eq(th_init(&th), 0);
     snprintf(token_path, sizeof(token_path), "%s/token", fake.dir);
     ck_assert_int_eq(tu_write_file(token_path, "tok-a\n"), 0);
-    lg = (struct hz_logger){.host = &th.host, .ctx = th.ctx, .max = PLB_LOG_DEBUG};
     hz_mem_use(&th.host);
-    struct hz_api_cfg cfg = {.host = &th.host, .ctx = th.ctx, .log = &lg,
+    struct hz_api_cfg cfg = {.host = &th.host, .ctx = th.ctx,
                              .endpoint = fake.url, .token_file = token_path,
                              .dry_run = dry_run, .timeout_ms = 10000};
     ck_assert_int_eq(hz_api_new(&cfg, &api), 0);

@@ -43,7 +43,7 @@ START_TEST(host_table_end_to_end)
 {
     struct kt t;
     kt_start(&t, NULL, NULL);
-    ck_assert(PLB_HOST_HAS(H, obj_new_int));
+    ck_assert(PLB_HOST_HAS(H, obj_remove)); /* the last 2.0 member */
     struct core core = {.base = t.base, .httpc = t.httpc};
     struct plb_ctx ctx = {.core = &core, .name = "abi-test"};
     char err[256];
@@ -54,7 +54,7 @@ START_TEST(host_table_end_to_end)
     ck_assert_str_eq(H->kube_server(k), t.f.server[0]);
 
     struct kres r = {0};
-    struct plb_kube_ref ref = {"coordination.k8s.io/v1", "leases", "default", "abi", NULL};
+    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", "abi", NULL};
     kt_wait(&t, &r, H->kube_create(k, &ref,
                                    "{\"metadata\":{\"name\":\"abi\"},\"spec\":"
                                    "{\"holderIdentity\":\"x\",\"leaseDurationSeconds\":15}}",
@@ -64,7 +64,7 @@ START_TEST(host_table_end_to_end)
 
     struct seen s = {0};
     struct plb_informer_opts io = {.size = sizeof(io),
-                                   .ref = {"coordination.k8s.io/v1", "leases", NULL, NULL, NULL},
+                                   .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", NULL, NULL, NULL},
                                    .on_add = on_add,
                                    .on_synced = on_synced,
                                    .arg = &s};

@@ -12,7 +12,7 @@
 
 #include "kt.h"
 
-static const struct plb_kube_ref ns_ref = {"v1", "namespaces", NULL, "default", NULL};
+static const struct plb_kube_ref ns_ref = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "default", NULL};
 
 START_TEST(client_certificate_identity)
 {
@@ -232,13 +232,13 @@ START_TEST(clusters_path_prefix)
     char want[300];
     snprintf(want, sizeof(want), "%s/clusters/root:test", t.f.server[0]);
     ck_assert_str_eq(core_kube_server(t.k), want);
-    struct plb_kube_ref ref = {"coordination.k8s.io/v1", "leases", "default", NULL, NULL};
+    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL};
     kt_wait(&t, &r, core_kube_create(t.k, &ref,
                                      "{\"metadata\":{\"name\":\"in-ws\"},\"spec\":{}}", kres_cb,
                                      &r, NULL));
     ck_assert_msg(r.status == 201, "%d %s", r.status, r.message);
     kres_clear(&r);
-    struct plb_informer_opts o = {.size = sizeof(o), .ref = ref};
+    struct plb_informer_opts o = {.size = sizeof(o), .ref = &ref};
     plb_informer *inf = core_informer_new(t.k, &o, NULL);
     ck_assert_ptr_nonnull(inf);
     ck_assert(kt_run_until(&t, is_synced, inf, 20000));

@@ -111,7 +111,7 @@ start_informer(struct kt *t, struct mirror *mi, const char *ns, uint32_t page)
     mi->m = json_object();
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {"coordination.k8s.io/v1", "leases", ns, NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, NULL, NULL},
         .page_size = page,
         .on_add = m_add,
         .on_update = m_update,
@@ -183,7 +183,7 @@ put_holder(struct kt *t, const char *ns, const char *name, const char *holder)
     struct kres r = {0};
     char patch[256];
     snprintf(patch, sizeof(patch), "{\"spec\":{\"holderIdentity\":\"%s\"}}", holder);
-    struct plb_kube_ref ref = {"coordination.k8s.io/v1", "leases", ns, name, NULL};
+    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, name, NULL};
     kt_wait(t, &r, core_kube_patch(t->k, &ref, PLB_KUBE_MERGE_PATCH, patch, kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
@@ -193,7 +193,7 @@ static void
 del_lease(struct kt *t, const char *ns, const char *name)
 {
     struct kres r = {0};
-    struct plb_kube_ref ref = {"coordination.k8s.io/v1", "leases", ns, name, NULL};
+    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, name, NULL};
     kt_wait(t, &r, core_kube_delete(t->k, &ref, NULL, NULL, kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
@@ -430,7 +430,7 @@ create_slice(struct kt *t, const char *name, const char *svc)
              "[\"10.0.0.1\"],\"conditions\":{\"ready\":true}}],\"ports\":[{\"name\":"
              "\"https\",\"port\":6443,\"protocol\":\"TCP\"}]}",
              name, svc);
-    struct plb_kube_ref ref = {"discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL};
+    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL};
     kt_wait(t, &r, core_kube_create(t->k, &ref, body, kres_cb, &r, NULL));
     ck_assert_msg(r.status == 201, "%d %s", r.status, r.message);
     kres_clear(&r);
@@ -457,7 +457,7 @@ START_TEST(label_and_field_selectors)
     mi.m = json_object();
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {"discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL},
         .label_selector = "kubernetes.io/service-name=kubernetes",
         .on_add = m_add,
         .on_update = m_update,
@@ -474,7 +474,7 @@ START_TEST(label_and_field_selectors)
     kt_wait_watches(&t, 1);
     /* kubernetes-x leaves the selection, web-abc enters it. */
     struct kres r = {0};
-    struct plb_kube_ref x = {"discovery.k8s.io/v1", "endpointslices", "default", "kubernetes-x",
+    struct plb_kube_ref x = {sizeof(struct plb_kube_ref), "discovery.k8s.io/v1", "endpointslices", "default", "kubernetes-x",
                              NULL};
     kt_wait(&t, &r, core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
                                     "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
@@ -538,7 +538,7 @@ START_TEST(free_from_callback)
     kt_bulk_create(&t, t.k, "default", "l", 10, 16);
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {"coordination.k8s.io/v1", "leases", "default", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL},
         .on_add = free_in_add,
         .arg = &n,
     };
@@ -570,7 +570,7 @@ START_TEST(free_client_from_informer_callback)
     kt_bulk_create(&t, t.k, "default", "l", 10, 16);
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {"coordination.k8s.io/v1", "leases", "default", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL},
         .on_add = free_kube_in_add,
         .arg = &n,
     };

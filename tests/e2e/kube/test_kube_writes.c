@@ -8,7 +8,7 @@
  */
 #include "kt.h"
 
-static const struct plb_kube_ref lease_ref = {"coordination.k8s.io/v1", "leases", "default",
+static const struct plb_kube_ref lease_ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default",
                                               "lead", NULL};
 
 static const char lease_body[] =
@@ -221,7 +221,7 @@ START_TEST(patches_and_status)
     struct kt t;
     struct kres r = {0};
     kt_start(&t, NULL, NULL);
-    struct plb_kube_ref svc = {"v1", "services", "default", "web", NULL};
+    struct plb_kube_ref svc = {sizeof(struct plb_kube_ref), "v1", "services", "default", "web", NULL};
     kt_wait(&t, &r, core_kube_create(t.k, &svc,
                                      "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
                                      "{\"name\":\"web\"},\"spec\":{\"type\":\"LoadBalancer\","
@@ -483,10 +483,10 @@ START_TEST(free_client_from_done_callback)
     kt_start(&t, NULL, NULL);
     struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = t.kubeconfig};
     struct freer f = {kt_client(&t, &o), 0};
-    struct plb_kube_ref ns = {"v1", "namespaces", NULL, "default", NULL};
+    struct plb_kube_ref ns = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "default", NULL};
     ck_assert_ptr_nonnull(core_kube_get(f.k, &ns, free_client_in_done, &f, NULL));
     kt_faults(&t, "{\"latency_ms\": 300, \"latency_match\": \"slow\"}");
-    struct plb_kube_ref slow = {"v1", "namespaces", NULL, "slow", NULL};
+    struct plb_kube_ref slow = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "slow", NULL};
     ck_assert_ptr_nonnull(core_kube_get(f.k, &slow, never, NULL, NULL));
     ck_assert(kt_run_until(&t, freer_called, &f, 10000));
     kt_run_ms(&t, 600);

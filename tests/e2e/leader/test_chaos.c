@@ -163,7 +163,7 @@ START_TEST(release)
         double failover = nw.t - t_term;
         char *log = le_daemon_log(&d[s]);
         ck_assert_msg(st == 0, "%s exited with status %d:\n%s", lw.id, st, log);
-        ck_assert_msg(strstr(log, "released Lease default/prismlb-test"), "no release in:\n%s",
+        ck_assert_msg(strstr(log, "msg=\"released the Lease\" lease=default/prismlb-test"), "no release in:\n%s",
                       log);
         free(log);
         printf("release %d: %s stopped, %s wrote after %.3f s\n", r, lw.id, nw.id, failover);

@@ -17,6 +17,9 @@
 
 #include <prismlb/module.h>
 
+/* Why create or start failed, as the module said. */
+static char why[256];
+
 static const char *module_path;
 static plb_http_server *last_server; /* the last one http_server_new made */
 static void *dl;
@@ -115,6 +118,17 @@ f_log_kv(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...)
     (void)ctx;
     (void)lvl;
     (void)msg;
+}
+
+static void
+f_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv, const char *fmt,
+             va_list ap)
+{
+    (void)ctx;
+    (void)lvl;
+    (void)kv;
+    (void)fmt;
+    (void)ap;
 }
 
 static int
@@ -465,6 +479,7 @@ static const struct plb_host host = {
     .module_name = f_module_name,
     .logv = f_logv,
     .log_kv = f_log_kv,
+    .log_fields = f_log_fields,
     .log_enabled = f_log_enabled,
     .now_ms = f_now_ms,
     .wall_ms = f_wall_ms,
@@ -565,8 +580,8 @@ static void
 inst_start(struct inst *in)
 {
     ck_assert_int_eq(checks_of(in, NULL, 0), 0);
-    ck_assert_int_eq(mod->create(&host, &in->ctx, in->config, &in->state), 0);
-    ck_assert_int_eq(mod->start(in->state), 0);
+    ck_assert_int_eq(mod->create(&host, &in->ctx, in->config, &in->state, why, sizeof(why)), 0);
+    ck_assert_int_eq(mod->start(in->state, why, sizeof(why)), 0);
 }
 
 static void
@@ -996,8 +1011,8 @@ START_TEST(start_failure_cleans_up)
     struct inst in;
     inst_init(&in, "metrics");
     F.fail_server = 1;
-    ck_assert_int_eq(mod->create(&host, &in.ctx, in.config, &in.state), 0);
-    ck_assert_int_eq(mod->start(in.state), -EADDRINUSE);
+    ck_assert_int_eq(mod->create(&host, &in.ctx, in.config, &in.state, why, sizeof(why)), 0);
+    ck_assert_int_eq(mod->start(in.state, why, sizeof(why)), -EADDRINUSE);
     ck_assert(!F.last_timer->armed);
     mod->destroy(in.state);
     ck_assert_int_eq(F.allocs, 0);
@@ -1020,11 +1035,11 @@ START_TEST(allocation_failures)
         f_health_register(&other, "upstreams", PLB_HEALTH_READY);
         f_health_set(&other, "upstreams", 0, "a reason long enough to need the buffer to grow "
                                              "at least once, and then some more text");
-        if (mod->create(&host, &in.ctx, in.config, &in.state) < 0) {
+        if (mod->create(&host, &in.ctx, in.config, &in.state, why, sizeof(why)) < 0) {
             ck_assert_int_eq(F.allocs, 0);
             continue;
         }
-        if (mod->start(in.state) < 0) {
+        if (mod->start(in.state, why, sizeof(why)) < 0) {
             mod->destroy(in.state);
             ck_assert_int_eq(F.allocs, 0);
             continue;

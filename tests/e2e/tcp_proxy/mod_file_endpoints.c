@@ -73,8 +73,11 @@ on_timer(plb_timer *t, void *arg)
 }
 
 static int
-fe_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+fe_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
+    (void)err;
+    (void)errlen;
     struct fe *fe = host->alloc(sizeof(*fe));
     if (!fe)
         return -ENOMEM;
@@ -91,8 +94,10 @@ fe_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 }
 
 static int
-fe_start(void *state)
+fe_start(void *state, char *err, size_t errlen)
 {
+    (void)err;
+    (void)errlen;
     struct fe *fe = state;
     poll_file(fe);
     return fe->host->timer_arm(fe->timer, fe->cfg->interval_ms, fe->cfg->interval_ms, 0);
@@ -123,6 +128,7 @@ PLB_MODULE_EXPORT = {
     .version = "1.0",
     .description = "Test endpoint source: publishes the lines of a file",
     .settings = fe_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct fe_config),
     .provides = PLB_ROLE_ENDPOINTS,
     .create = fe_create,

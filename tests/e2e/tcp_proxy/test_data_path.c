@@ -426,7 +426,7 @@ START_TEST(an_upstream_reset_before_its_first_byte_is_replayed_on_another)
     ck_assert_int_eq(srv_start(&e, SRV_ECHO, 'E'), 0);
     const char *eps[] = {srv_ep(&r), srv_ep(&e)};
     start_proxy(FAST, eps, 2);
-    const char *moved = "(Connection reset by peer): retrying on";
+    const char *moved = "(Connection reset by peer)\" next=";
     for (int n = 0; n < 64 && log_count(moved) < 3; n++) {
         int fd = tcp_connect(px.port, 3000);
         ck_assert_int_ge(fd, 0);
@@ -467,9 +467,9 @@ START_TEST(with_every_upstream_unhealthy_one_that_answers_serves_the_client)
         ck_assert_int_le(read_full(fd, b, 2, 5000), 0);
         close(fd);
     }
-    snprintf(line, sizeof(line), "upstream %s is unhealthy", ep_a);
+    snprintf(line, sizeof(line), "is unhealthy (client dials failed)\" upstream=%s", ep_a);
     ck_assert_int_eq(proxy_wait_log(&px, line, 3000), 0);
-    snprintf(line, sizeof(line), "upstream %s is unhealthy", ep_b);
+    snprintf(line, sizeof(line), "is unhealthy (client dials failed)\" upstream=%s", ep_b);
     ck_assert_int_eq(proxy_wait_log(&px, line, 3000), 0);
     /* B answers again; the proxy has not checked it since. */
     struct srv b2;

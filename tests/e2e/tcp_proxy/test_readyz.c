@@ -158,14 +158,14 @@ START_TEST(readyz_probes_present_the_client_certificate)
     const char *req[] = {"--require-cert", NULL};
     rz_start(&a, 'A', req);
     const char *eps[] = {a.ep};
-    char settings[16384], ready[64], extra[12000];
-    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
+    char settings[16384], ready[128], extra[12000];
+    snprintf(ready, sizeof(ready), "msg=\"upstream is ready\" upstream=%s", a.ep);
 
     /* Without a client certificate the handshake fails: never ready. */
     struct proxy p;
     readyz_settings(settings, sizeof(settings), NULL);
     assert_proxy_started(&p, settings, eps, 1);
-    ck_assert_int_eq(proxy_wait_log(&p, "readyz probe of", 5000), 0);
+    ck_assert_int_eq(proxy_wait_log(&p, "readyz probe failed", 5000), 0);
     tu_sleep_ms(1500);
     ck_assert_int_eq(log_count(&p, ready), 0);
     ck_assert_int_eq(proxy_stop(&p), 0);
@@ -190,9 +190,9 @@ START_TEST(readyz_probes_reread_a_rotated_token_file)
     const char *tok[] = {"--token-file", pki_path("accepted"), NULL};
     rz_start(&a, 'A', tok);
     const char *eps[] = {a.ep};
-    char settings[16384], extra[8192], ready[64], unready[64];
-    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
-    snprintf(unready, sizeof(unready), "upstream %s is not ready", a.ep);
+    char settings[16384], extra[8192], ready[128], unready[128];
+    snprintf(ready, sizeof(ready), "msg=\"upstream is ready\" upstream=%s", a.ep);
+    snprintf(unready, sizeof(unready), "msg=\"upstream is not ready\" upstream=%s", a.ep);
     snprintf(extra, sizeof(extra), "health_check_token_file = \"%s\";", pki_path("token"));
     readyz_settings(settings, sizeof(settings), extra);
 
@@ -217,8 +217,8 @@ START_TEST(a_missing_credential_fails_the_probe_not_the_start)
     const char *tok[] = {"--token-file", pki_path("accepted"), NULL};
     rz_start(&a, 'A', tok);
     const char *eps[] = {a.ep};
-    char settings[16384], extra[8192], ready[64];
-    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
+    char settings[16384], extra[8192], ready[128];
+    snprintf(ready, sizeof(ready), "msg=\"upstream is ready\" upstream=%s", a.ep);
     unlink(pki_path("token"));
     snprintf(extra, sizeof(extra), "health_check_token_file = \"%s\";", pki_path("token"));
     readyz_settings(settings, sizeof(settings), extra);
@@ -227,7 +227,7 @@ START_TEST(a_missing_credential_fails_the_probe_not_the_start)
     assert_proxy_started(&p, settings, eps, 1);
     tu_sleep_ms(2500);
     ck_assert_int_eq(log_count(&p, ready), 0);
-    ck_assert_int_gt(log_count(&p, "readyz probe of"), 0);
+    ck_assert_int_gt(log_count(&p, "readyz probe failed"), 0);
     ck_assert_int_eq(tu_write_file(pki_path("token"), "late\n"), 0);
     ck_assert_msg(wait_count(&p, ready, 1, 4000) == 0, "%s", proxy_log(&p));
     ck_assert_int_eq(proxy_stop(&p), 0);
@@ -267,9 +267,9 @@ START_TEST(a_serving_certificate_from_another_ca_turns_the_upstream_not_ready)
     struct rz a;
     rz_start(&a, 'A', NULL);
     const char *eps[] = {a.ep};
-    char settings[16384], ready[64], unready[64];
-    snprintf(ready, sizeof(ready), "upstream %s is ready", a.ep);
-    snprintf(unready, sizeof(unready), "upstream %s is not ready", a.ep);
+    char settings[16384], ready[128], unready[128];
+    snprintf(ready, sizeof(ready), "msg=\"upstream is ready\" upstream=%s", a.ep);
+    snprintf(unready, sizeof(unready), "msg=\"upstream is not ready\" upstream=%s", a.ep);
     readyz_settings(settings, sizeof(settings), NULL);
     struct proxy p;
     assert_proxy_started(&p, settings, eps, 1);
@@ -332,8 +332,8 @@ START_TEST(an_unready_upstream_loses_its_connections_after_drain_timeout_while_a
     char id = client_start(&c, &p, 0, 20);
     ck_assert(id == 'A' || id == 'B');
     struct rz *bad = id == 'A' ? &s[0] : &s[1];
-    char unready[64], buf[64];
-    snprintf(unready, sizeof(unready), "upstream %s is not ready", bad->ep);
+    char unready[128], buf[64];
+    snprintf(unready, sizeof(unready), "msg=\"upstream is not ready\" upstream=%s", bad->ep);
     rz_unready(bad, 1);
     ck_assert_msg(proxy_wait_log(&p, unready, 6000) == 0, "%s", proxy_log(&p));
     long long marked = tu_now_ms();
@@ -360,7 +360,7 @@ START_TEST(with_no_upstream_ready_existing_connections_stay)
     struct rz a;
     rz_start(&a, 'A', NULL);
     const char *eps[] = {a.ep};
-    char settings[16384], unready[64], buf[64];
+    char settings[16384], unready[128], buf[64];
     readyz_settings(settings, sizeof(settings), "drain_timeout = \"1s\";");
     struct proxy p;
     assert_proxy_started(&p, settings, eps, 1);
@@ -368,7 +368,7 @@ START_TEST(with_no_upstream_ready_existing_connections_stay)
     struct client c;
     ck_assert_int_eq(client_start(&c, &p, 0, 5), 'A');
     rz_unready(&a, 1);
-    snprintf(unready, sizeof(unready), "upstream %s is not ready", a.ep);
+    snprintf(unready, sizeof(unready), "msg=\"upstream is not ready\" upstream=%s", a.ep);
     ck_assert_int_eq(proxy_wait_log(&p, unready, 6000), 0);
     /* Held 5 s in all: well past drain_timeout, still open. */
     ck_assert_int_eq(tu_wait_line(c.log, "still open", buf, sizeof(buf), 8000), 0);

@@ -79,7 +79,7 @@ START_TEST(only_the_endpoint_list_changed_the_proxy_keeps_its_connections)
     ck_assert_int_eq(kill(px.proc.pid, SIGHUP), 0);
     ck_assert_msg(proxy_wait_log(&px, "1 restarted, 0 added, 0 removed, 1 unchanged", 10000) == 0,
                   "%s", proxy_log(&px));
-    snprintf(line, sizeof(line), "upstream %s added", srv_ep(&b));
+    snprintf(line, sizeof(line), "msg=\"upstream added\" upstream=%s", srv_ep(&b));
     ck_assert_msg(proxy_wait_log(&px, line, 10000) == 0, "%s", proxy_log(&px));
     /* the source stopped for the reload, the proxy did not */
     ck_assert(tu_file_has(px.log,

@@ -390,13 +390,13 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
         /* Wait for the log line rather than connecting: a test connection
          * would reach an upstream and count there. */
         char want[128];
-        snprintf(want, sizeof(want), "listening on 127.0.0.1:%d", p->port);
+        snprintf(want, sizeof(want), "listen=127.0.0.1:%d", p->port);
         if (proxy_wait_log(p, want, 10000) == 0) {
             p->started_ms = tu_now_ms();
             /* The endpoint set arrives through the link right after the
              * start: until then connections are refused (no upstream). */
             for (size_t i = 0; i < n; i++) {
-                snprintf(want, sizeof(want), "upstream %s added", eps[i]);
+                snprintf(want, sizeof(want), "msg=\"upstream added\" upstream=%s", eps[i]);
                 if (proxy_wait_log(p, want, 5000) < 0)
                     return -1;
             }

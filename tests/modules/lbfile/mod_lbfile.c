@@ -78,7 +78,7 @@ provision_one(const plb_obj *svc, void *arg)
         !ns || !name)
         return;
 
-    struct plb_lb_targets t;
+    struct plb_lb_targets t = {.size = sizeof(t)};
     char err[256];
     int rc = h->lb_select_targets(lf->ctx, svc, PLB_LB_POLICY_TRAFFIC, NULL, lf->nodes,
                                   lf->slices, (size_t)lf->cfg->max_targets, &t, err,
@@ -91,7 +91,8 @@ provision_one(const plb_obj *svc, void *arg)
     snprintf(addr, sizeof(addr), "192.0.2.%u", 10 + p->index++);
     fprintf(p->out, "%s/%s %s", ns, name, addr);
     for (size_t i = 0; i < t.n; i++)
-        fprintf(p->out, "%s%s=%s", i ? "," : " ", t.v[i].node, t.v[i].ip);
+        fprintf(p->out, "%s%s=%s", i ? "," : " ", PLB_LB_TARGET(&t, i)->node,
+                PLB_LB_TARGET(&t, i)->ip);
     fputc('\n', p->out);
 
     if (t.dropped) {
@@ -181,7 +182,7 @@ watch(struct lf *lf, const char *api_version, const char *resource)
 {
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = {.api_version = api_version, .resource = resource},
+        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref), .api_version = api_version, .resource = resource},
         .on_add = on_add,
         .on_update = on_update,
         .on_delete = on_add,
@@ -193,10 +194,11 @@ watch(struct lf *lf, const char *api_version, const char *resource)
 }
 
 static int
-lf_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+lf_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
-    if (!PLB_HOST_HAS(host, lb_status_write))
-        return -ENOTSUP;
+    (void)err;
+    (void)errlen;
     struct lf *lf = host->alloc(sizeof(*lf));
     if (!lf)
         return -ENOMEM;
@@ -213,17 +215,13 @@ lf_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 }
 
 static int
-lf_start(void *state)
+lf_start(void *state, char *err, size_t errlen)
 {
     struct lf *lf = state;
     struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = lf->cfg->kubeconfig};
-    char err[256];
-    lf->kube = lf->host->kube_new(lf->ctx, &o, err, sizeof(err));
-    if (!lf->kube) {
-        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot configure the Kubernetes client",
-                         "error", err, NULL);
-        return -EINVAL;
-    }
+    lf->kube = lf->host->kube_new(lf->ctx, &o, err, errlen);
+    if (!lf->kube)
+        return -EINVAL; /* err says why; the daemon logs it */
     lf->services = watch(lf, "v1", "services");
     lf->nodes = watch(lf, "v1", "nodes");
     lf->slices = watch(lf, "discovery.k8s.io/v1", "endpointslices");
@@ -264,6 +262,7 @@ PLB_MODULE_EXPORT = {
     .version = "1.0",
     .description = "Test cloud that provisions Service load balancers into a file",
     .settings = lf_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct lf_config),
     .create = lf_create,
     .start = lf_start,

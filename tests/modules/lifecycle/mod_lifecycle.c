@@ -211,11 +211,14 @@ on_stop_delay(plb_timer *t, void *arg)
 }
 
 static int
-lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
     struct lc *lc = host->alloc(sizeof(*lc));
-    if (!lc)
+    if (!lc) {
+        snprintf(err, errlen, "out of memory for the instance");
         return -ENOMEM;
+    }
     lc->host = host;
     lc->ctx = ctx;
     lc->cfg = config;
@@ -237,12 +240,14 @@ lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 }
 
 static int
-lc_start(void *state)
+lc_start(void *state, char *err, size_t errlen)
 {
     struct lc *lc = state;
     trace(lc, "start");
-    if (lc->cfg->fail_start)
+    if (lc->cfg->fail_start) {
+        snprintf(err, errlen, "fail_start is set");
         return -EINVAL;
+    }
     lc->started_ms = lc->host->now_ms(lc->ctx);
     int rc = lc->host->health_register(lc->ctx, "loop", PLB_HEALTH_LIVE);
     if (rc < 0)
@@ -322,6 +327,7 @@ PLB_MODULE_EXPORT = {
     .version = "1.0",
     .description = "Test module that traces its lifecycle hooks",
     .settings = lc_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct lc_config),
     .check = lc_check,
     .create = lc_create,

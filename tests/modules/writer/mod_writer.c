@@ -145,8 +145,11 @@ halt(struct wr *w)
 }
 
 static int
-wr_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state)
+wr_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
+          size_t errlen)
 {
+    (void)err;
+    (void)errlen;
     struct wr *w = host->alloc(sizeof(*w));
     if (!w)
         return -ENOMEM;
@@ -158,8 +161,10 @@ wr_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 }
 
 static int
-wr_start(void *state)
+wr_start(void *state, char *err, size_t errlen)
 {
+    (void)err;
+    (void)errlen;
     struct wr *w = state;
     w->timer = w->host->timer_new(w->ctx, on_timer, w);
     return w->timer ? 0 : -ENOMEM;
@@ -216,6 +221,7 @@ PLB_MODULE_EXPORT = {
     .version = "0.1.0",
     .description = "Test module: writes its identity to an object while its gate is open",
     .settings = wr_settings,
+    .setting_size = sizeof(struct plb_setting),
     .config_size = sizeof(struct wr_config),
     .create = wr_create,
     .start = wr_start,

@@ -175,7 +175,83 @@ START_TEST(newer_abi_minor)
              tu_build_path("tests/modules/mod_lifecycle_newminor.so"));
     int rc = check_config("minor.conf", text, &out);
     ck_assert_int_eq(rc, 1);
-    ck_assert_ptr_nonnull(strstr(out, "needs module ABI 1.999, newer than"));
+    char want[128];
+    snprintf(want, sizeof(want), "needs module ABI %d.999, newer than this prismlb's %d.%d",
+             PLB_ABI_MAJOR, PLB_ABI_MAJOR, PLB_ABI_MINOR);
+    ck_assert_msg(strstr(out, want) != NULL, "want %s in %s", want, out);
+    free(out);
+}
+END_TEST
+
+/* 2.0 is a major version: a module whose descriptor says 1.1 is refused,
+ * and the message names both versions. */
+START_TEST(abi_1_module_is_refused)
+{
+    char *out = NULL, text[8192];
+    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; " TRACE " }\n);\n",
+             tu_build_path("tests/modules/mod_lifecycle_abi1.so"));
+    int rc = check_config("abi1.conf", text, &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "abi1.conf", 2, "instances.[0]: ");
+    char want[160];
+    snprintf(want, sizeof(want),
+             "was built for module ABI 1.1, this prismlb has ABI %d.%d (the major version must "
+             "match)",
+             PLB_ABI_MAJOR, PLB_ABI_MINOR);
+    ck_assert_msg(strstr(out, want) != NULL, "want %s in %s", want, out);
+    ck_assert_int_eq(PLB_ABI_MAJOR, 2);
+    free(out);
+}
+END_TEST
+
+/* The settings table is walked by the descriptor's setting_size: a table
+ * built with a larger struct plb_setting (a newer header) or a smaller one
+ * (1.0's, without `format`) reads as the header's own: every entry's name,
+ * type, default, bounds and doc. */
+static const char *const stride_modules[] = {"stride", "stride_newer", "stride_older"};
+
+START_TEST(settings_tables_of_any_stride_load)
+{
+    const char *mod = stride_modules[_i];
+    char *out = NULL, text[8192];
+
+    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; name = \"s\"; }\n);\n",
+             mod);
+    int rc = check_config("defaults.conf", text, &out);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", mod, rc, out);
+    ck_assert_str_eq(out, "OK\n");
+    free(out);
+
+    snprintf(text, sizeof(text),
+             "instances = (\n  { module = \"%s\"; name = \"s\";\n"
+             "    alpha = 10;\n    beta = \"x\";\n    gamma = \"1m\"; }\n);\n",
+             mod);
+    rc = check_config("ok.conf", text, &out);
+    ck_assert_msg(rc == 0, "%s: exit %d: %s", mod, rc, out);
+    free(out);
+
+    /* Each entry's own bounds and flags, on its own line. */
+    snprintf(text, sizeof(text),
+             "instances = (\n  { module = \"%s\"; name = \"s\";\n"
+             "    alpha = 11;\n    beta = \"\";\n    gamma = \"2m\"; }\n);\n",
+             mod);
+    rc = check_config("bad.conf", text, &out);
+    ck_assert_int_eq(rc, 1);
+    assert_error(out, "bad.conf", 3, "instances.s.alpha: ");
+    assert_error(out, "bad.conf", 4, "instances.s.beta: ");
+    assert_error(out, "bad.conf", 5, "instances.s.gamma: ");
+    free(out);
+
+    /* The reference rendered from the table has every entry. */
+    char exe[4096];
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+    char *argv[] = {exe, "--settings-doc", (char *)mod, NULL};
+    char *env[] = {module_path, NULL};
+    ck_assert_int_eq(tu_run(argv, env, &out, 30000), 0);
+    ck_assert_msg(strstr(out, "`alpha`") && strstr(out, "An integer from 1 to 10.") &&
+                      strstr(out, "`beta`") && strstr(out, "A string that must not be empty.") &&
+                      strstr(out, "`gamma`") && strstr(out, "A duration from 1s to 1m."),
+                  "%s: %s", mod, out);
     free(out);
 }
 END_TEST
@@ -294,6 +370,9 @@ suite(void)
     tcase_add_test(tc, not_a_module);
     tcase_add_test(tc, other_abi_major);
     tcase_add_test(tc, newer_abi_minor);
+    tcase_add_test(tc, abi_1_module_is_refused);
+    tcase_add_loop_test(tc, settings_tables_of_any_stride_load, 0,
+                        (int)(sizeof(stride_modules) / sizeof(stride_modules[0])));
     tcase_add_test(tc, cross_setting_check_names_the_setting);
     tcase_add_test(tc, links_and_gates_are_checked);
     tcase_add_test(tc, duplicate_names_and_syntax_errors);

@@ -57,6 +57,48 @@
  * Threading. Everything happens on the daemon's one event loop thread; no
  * function here may be called from another thread. No hook may block.
  *
+ * Callbacks. What a callback may do with the handles it holds:
+ *   timer        timer_arm, timer_cancel and timer_free of the timer itself
+ *                from its own callback (the daemon never touches a timer
+ *                after calling it);
+ *   io watch     io_add, io_del and io_free of the watch itself, and closing
+ *                its fd after io_free, from its own callback;
+ *   listener     listener_pause and listener_free of the listener from its
+ *                accept callback;
+ *   HTTP server  http_server_free from one of its handlers (it stops
+ *                accepting now and is freed when the handler returns); an
+ *                exchange is answered exactly once, now or later;
+ *   HTTP client  http_cancel from the request's on_data (done is not
+ *                called) and from anywhere else before done; a no-op inside
+ *                done, after which the handle is gone;
+ *   Kubernetes   kube_cancel of any call (a no-op inside that call's own
+ *                done), kube_free and informer_free from any done callback
+ *                of the client's calls and from any informer callback;
+ *                informer_foreach's cb must not free the informer;
+ *   completions  host->done(d) exactly once per plb_done, from anywhere on
+ *                the loop, also before stop or gate_close returns.
+ * No host function runs a module callback before it returns (completions
+ * and informer events come from the loop), except where a comment says so.
+ *
+ * Lifetimes and orders.
+ *   - create runs for every instance in config order, then start in config
+ *     order; stop in reverse order, then destroy in reverse order.
+ *   - A create that fails: neither start, stop nor destroy runs for that
+ *     instance (free what create made before returning); the instances
+ *     created before it get destroy.
+ *   - A start that fails: stop is not called for that instance, destroy is
+ *     (so destroy must free whatever a partial start made); the instances
+ *     started before it get stop, then every created instance destroy.
+ *   - gate_open runs for a gated instance (one with `gate = "..."`) right
+ *     after its start when its gate is open already, and on every later
+ *     opening; gate_close on every closing while the instance's write loop
+ *     runs. An instance without a gate never gets gate_open or gate_close
+ *     (gate_is_open says 1): it writes from start. No gate callback comes
+ *     after stop was called.
+ *   - Informers: on_add for every object of the first list, then on_synced
+ *     once; later on_add, on_update, on_delete as changes arrive (after a
+ *     re-list, only the differences).
+ *
  * Changelog (every ABI change, newest first):
  *   2026-12-01  2.0  A major version; a module built for 1.x is refused with
  *                    both versions in the message. Every change:
@@ -774,7 +816,10 @@ struct plb_host {
                                 plb_kube_mutate_cb mutate, int attempts, plb_kube_done_cb done,
                                 void *arg, int *err);
     /* Record an Event (aggregated; see struct plb_kube_event). Events are
-     * written one at a time in order; done may be NULL. */
+     * written one at a time in order; done may be NULL. With done NULL the
+     * returned handle is only a success token: the call completes on its
+     * own and its handle may be gone by then, so never pass it to
+     * kube_cancel (kube_free still cancels it). */
     plb_kube_op *(*kube_event)(plb_kube *k, const struct plb_kube_event *ev,
                                plb_kube_done_cb done, void *arg, int *err);
     /* Cancel a call; its done callback is not called. No-op from inside
@@ -860,7 +905,11 @@ struct plb_host {
     /* Write a Service's status.loadBalancer.ingress: one entry per IP
      * (borrowed strings), each with ipMode ("VIP" or "Proxy"; NULL leaves
      * it out), as a merge patch of the status subresource. n == 0 clears
-     * the ingress. Same completion rules as kube_patch. */
+     * the ingress. The write is unconditional (no resourceVersion: the
+     * patch replaces the ingress whole) and always sent, also when the
+     * ingress already is what it writes: compare with svc's
+     * status.loadBalancer.ingress first to save the call. Same completion
+     * rules as kube_patch. */
     plb_kube_op *(*lb_status_write)(plb_kube *k, const plb_obj *svc, const char *const *ips,
                                     size_t n, const char *ip_mode, plb_kube_done_cb done,
                                     void *arg, int *err);

@@ -14,6 +14,7 @@
 #include "core.h"
 #include "kube/kube-internal.h"
 #include "log.h"
+#include "ports.h"
 #include "rfile.h"
 
 /* Largest config file (each one, includes too). */
@@ -440,8 +441,10 @@ core_config_load(struct core *c, const char *file, struct core_errors *err)
     for (int i = 0; i < config_setting_length(list); i++)
         parse_instance(c, config_setting_get_elem(list, (unsigned)i), (unsigned)i, err);
     /* Links only mean something once every instance parsed. */
-    if (err->n == ok_before && (size_t)config_setting_length(list) == c->ninst)
+    if (err->n == ok_before && (size_t)config_setting_length(list) == c->ninst) {
         check_links(c, list, err);
+        core_ports_check(c, list, err);
+    }
     if (c->ninst == 0 && err->n == before) {
         char where[512];
         core_setting_where(list, file, where, sizeof(where));

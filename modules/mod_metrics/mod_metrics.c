@@ -147,7 +147,8 @@ static const struct plb_setting mm_settings[] = {
      .doc = "IP address the HTTP server listens on; \"localhost\" means 127.0.0.1, other "
             "hostnames are refused."},
     {.name = "port", .type = PLB_SET_INT, .offset = offsetof(struct mm_config, port),
-     .def = "7446", .min = 1, .max = 65535,
+     .def = "7446", .min = 1, .max = 65535, .flags = PLB_SET_LISTEN_PORT,
+     .listen_address = "bind_address",
      .doc = "TCP port of the HTTP server (the spec's health port)."},
     {.name = "liveness_interval", .type = PLB_SET_DURATION,
      .offset = offsetof(struct mm_config, liveness_interval_ms), .def = "5s", .min = 1000,

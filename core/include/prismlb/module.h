@@ -127,6 +127,12 @@
  *                      log_kv (their variadic lists end with NULL);
  *                    - create and start take an err buffer: a reason the
  *                      daemon logs with the instance when they fail;
+ *                    - settings across instances: PLB_SET_LISTEN_PORT and
+ *                      plb_setting.listen_address declare a listening port
+ *                      and its address; the daemon refuses two colliding
+ *                      ones (--check-config names both with FILE:LINE);
+ *                    - callback rules and lifetimes stated for every handle
+ *                      (see "Callbacks" and "Lifetimes and orders");
  *                    - PLB_HOST_HAS is for members added after 2.0 only.
  *   2026-11-29  1.1  listener_fd: the listening socket, for options that
  *                    accepted sockets inherit; edge-triggered watches
@@ -225,6 +231,12 @@ enum plb_setting_format {
 #define PLB_SET_REQUIRED 0x1u /* no default: must be given */
 #define PLB_SET_SECRET 0x2u   /* never printed (logs, --check-config output) */
 #define PLB_SET_NONEMPTY 0x4u /* strings and lists: must not be empty */
+/* INT: a TCP port the instance listens on (0: the system picks one). The
+ * STRING setting named by `listen_address` holds its address (none: every
+ * address). The daemon refuses two such ports of any instances that would
+ * collide (the same port on the same address, or either on a wildcard),
+ * with FILE:LINE naming both settings, also for --check-config. */
+#define PLB_SET_LISTEN_PORT 0x8u
 
 /* Roles an instance can provide to others (struct plb_module.provides). */
 #define PLB_ROLE_ENDPOINTS 0x1u /* publishes endpoint sets */
@@ -264,6 +276,8 @@ struct plb_setting {
      * Return NULL if valid, else a static or thread-local message. */
     const char *(*validate)(const void *value);
     enum plb_setting_format format; /* checked by the daemon; 0: none */
+    const char *listen_address;     /* PLB_SET_LISTEN_PORT: the name of the
+                                       setting with the port's address */
 };
 
 /* Helpers for settings tables. */

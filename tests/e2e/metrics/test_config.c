@@ -65,7 +65,7 @@ START_TEST(defaults_and_good_values_pass)
                         "  { module = \"metrics\"; name = \"v6b\"; bind_address = \"[::]\";\n"
                         "    port = 65535; metrics = false; },\n"
                         "  { module = \"metrics\"; name = \"lh\"; bind_address = \"localhost\";\n"
-                        "    probes = false; }\n"
+                        "    port = 7447; probes = false; }\n"
                         ");\n",
                         &out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);

@@ -64,6 +64,67 @@ rejected(const char *line4, const char *setting, const char *msg)
 
 #define UP "upstreams = [\"eps\"]; "
 
+/* The proxy beside mod_metrics, both on 127.0.0.1 unless `extra` (in the
+ * proxy's group, line 5) and `mextra` (in metrics', line 7) say otherwise:
+ * bind_port on line 5, port on line 7. */
+static int
+run_pair(const char *bind_port, const char *extra, const char *port, const char *mextra,
+         char **out)
+{
+    char path[4096], text[4096], mp[12800];
+    snprintf(path, sizeof(path), "%s/pair.conf", dir);
+    snprintf(text, sizeof(text),
+             "instances = (\n"
+             "  { module = \"lifecycle\"; name = \"eps\"; trace_file = \"t.log\";\n"
+             "    publish = [\"127.0.0.1:6443\"]; },\n"
+             "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"eps\"];\n"
+             "    bind_port = %s; %s },\n"
+             "  { module = \"metrics\"; name = \"health\";\n"
+             "    port = %s; %s }\n"
+             ");\n",
+             bind_port, extra, port, mextra);
+    ck_assert_int_eq(tu_write_file(path, text), 0);
+    snprintf(mp, sizeof(mp), "%s:%s", module_path, tu_build_path("modules"));
+    return tu_check_config(path, mp, out);
+}
+
+/* The spec: "--bind-port and --health-port must differ". What bind(2)
+ * would refuse at start is refused by --check-config, at the later
+ * setting's FILE:LINE, naming the other one with its FILE:LINE. */
+START_TEST(bind_port_and_health_port_must_differ)
+{
+    char *out = NULL, want[8192];
+    int rc = run_pair("7445", "", "7445", "", &out);
+    ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
+    snprintf(want, sizeof(want),
+             "%s/pair.conf:7: instances.health.port: port 7445 on 127.0.0.1 is also "
+             "instances.kubeprism.bind_port (%s/pair.conf:5): two listeners cannot share it",
+             dir, dir);
+    ck_assert_msg(strstr(out, want) != NULL, "want \"%s\" in:\n%s", want, out);
+    free(out);
+    /* "localhost" is 127.0.0.1, and 0.0.0.0 takes every IPv4 address. */
+    rc = run_pair("7445", "", "7445", "bind_address = \"localhost\";", &out);
+    ck_assert_msg(rc == 1 && strstr(out, "instances.health.port: port 7445"), "%s", out);
+    free(out);
+    rc = run_pair("7445", "bind_address = \"0.0.0.0\";", "7445", "", &out);
+    ck_assert_msg(rc == 1 && strstr(out, "instances.health.port: port 7445"), "%s", out);
+    free(out);
+}
+END_TEST
+
+START_TEST(bind_port_and_health_port_may_match_on_other_addresses)
+{
+    char *out = NULL;
+    int rc = run_pair("7445", "bind_address = \"127.0.0.2\";", "7445", "", &out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    ck_assert_str_eq(out, "OK\n");
+    free(out);
+    rc = run_pair("7445", "", "7446", "", &out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
+    free(out);
+}
+END_TEST
+
 START_TEST(good_config_is_ok)
 {
     char *out = NULL;
@@ -198,6 +259,8 @@ suite(void)
     TCase *tc = tcase_create("validation");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, good_config_is_ok);
+    tcase_add_test(tc, bind_port_and_health_port_must_differ);
+    tcase_add_test(tc, bind_port_and_health_port_may_match_on_other_addresses);
     tcase_add_test(tc, bind_address_must_be_an_ip_or_rfc1123_hostname);
     tcase_add_test(tc, bind_port_must_be_in_1_to_65535);
     tcase_add_test(tc, upstreams_must_not_be_empty);

@@ -80,6 +80,64 @@ START_TEST(out_of_tree_module_loads_and_runs)
 }
 END_TEST
 
+/* The README's module example, as a module author copies it: compiled with
+ * -Wall -Wextra -Werror against the installed header and pkg-config file
+ * alone, and loaded by the daemon, which runs its timer. The guide and the
+ * example configurations are installed too. */
+START_TEST(readme_example_compiles_and_runs)
+{
+    char *dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    char cmd[16384], *out = NULL;
+
+    snprintf(cmd, sizeof(cmd),
+             "meson install -C '%s' --destdir '%s/root' --tags devel --no-rebuild --quiet",
+             tu_build_path(""), dir);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    int rc = tu_run(sh, NULL, &out, 120000);
+    ck_assert_msg(rc == 0, "install failed (%d): %s", rc, out);
+    free(out);
+
+    snprintf(cmd, sizeof(cmd),
+             "set -e; test -n \"$(find '%s/root' -path '*/doc/prismlb/README.md')\"; "
+             "test -n \"$(find '%s/root' -path '*/doc/prismlb/examples/proxy.conf')\"; "
+             "awk '/^```c$/ {on = 1; next} /^```$/ {if (on) exit} on' '%s' > '%s/hello.c'; "
+             "grep -q PLB_MODULE_EXPORT '%s/hello.c'; "
+             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
+             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
+             "cd '%s' && cc $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
+             "-fPIC -shared -fvisibility=hidden -o mod_hello.so hello.c",
+             dir, dir, tu_source_path("README.md"), dir, dir, dir, dir, dir);
+    rc = tu_run(sh, NULL, &out, 120000);
+    ck_assert_msg(rc == 0, "the README example does not build (%d): %s", rc, out);
+    free(out);
+
+    char conf[4096], logfile[4096], mp[4096];
+    snprintf(conf, sizeof(conf), "%s/hello.conf", dir);
+    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
+    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
+    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"hello\"; every = \"1s\";\n"
+                                         "  greeting = \"hi-there\"; } );\n"),
+                     0);
+    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
+    char *env[] = {mp, NULL};
+    struct tu_proc p;
+    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
+    long long end = tu_now_ms() + 10000;
+    while (!tu_file_has(logfile, "module=hello msg=tick greeting=hi-there") && tu_now_ms() < end)
+        tu_sleep_ms(50);
+    int ticked = tu_file_has(logfile, "module=hello msg=tick greeting=hi-there");
+    tu_stop(&p, SIGTERM, 10000);
+    char *l = tu_read_file(logfile, NULL);
+    ck_assert_msg(ticked, "no tick in the log: %s", l ? l : "");
+    free(l);
+    ck_assert(WIFEXITED(p.status));
+    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -87,6 +145,7 @@ main(void)
     TCase *tc = tcase_create("abi");
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, out_of_tree_module_loads_and_runs);
+    tcase_add_test(tc, readme_example_compiles_and_runs);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

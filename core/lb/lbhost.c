@@ -127,11 +127,12 @@ core_lb_host_status_write(plb_kube *k, const plb_obj *svc, const char *const *ip
         goto out;
     for (size_t i = 0; i < n; i++) {
         json_t *e = json_pack("{s:s}", "ip", ips[i]);
-        if (!e || (ip_mode && json_object_set_new(e, "ipMode", json_string(ip_mode)) < 0) ||
-            json_array_append_new(ingress, e) < 0) {
+        if (!e || (ip_mode && json_object_set_new(e, "ipMode", json_string(ip_mode)) < 0)) {
             json_decref(e);
             goto out;
         }
+        if (json_array_append_new(ingress, e) < 0)
+            goto out; /* e was stolen, even on failure */
     }
     /* A merge patch replaces the list whole, which is what status wants. */
     patch = json_pack("{s:{s:{s:O}}}", "status", "loadBalancer", "ingress", ingress);

@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "reactor.h"
 #include "settings.h"
+#include "status.h"
 
 static const char *
 h_instance_name(plb_ctx *ctx)
@@ -192,6 +193,12 @@ h_kube_new(plb_ctx *ctx, const struct plb_kube_opts *o, char *err, size_t errlen
     return core_kube_new(ctx->core->httpc, ctx->core->base, ctx, o, PRISMLB_VERSION, err, errlen);
 }
 
+static char *
+h_status_render(plb_ctx *ctx, size_t *len)
+{
+    return core_status_render(ctx->core, len);
+}
+
 const struct plb_host core_host = {
     .size = sizeof(struct plb_host),
     .abi_major = PLB_ABI_MAJOR,
@@ -326,4 +333,5 @@ const struct plb_host core_host = {
     .obj_new_real = core_obj_new_real,
     .obj_append = core_obj_append,
     .obj_remove = core_obj_remove,
+    .status_render = h_status_render,
 };

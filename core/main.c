@@ -29,6 +29,7 @@
 #include "notify.h"
 #include "reactor.h"
 #include "reload.h"
+#include "status_cli.h"
 
 static void
 usage(FILE *f)
@@ -37,6 +38,7 @@ usage(FILE *f)
             "usage: prismlb --config FILE [options]\n"
             "       prismlb --config FILE --check-config\n"
             "       prismlb --settings-doc MODULE\n"
+            "       prismlb status [--url http://127.0.0.1:7446] [-o json]\n"
             "\n"
             "  -c, --config FILE       the libconfig file naming and wiring module instances\n"
             "  -t, --check-config      load the file and every module, validate every\n"
@@ -189,6 +191,11 @@ main(int argc, char **argv)
     if (core_alloc_install_library_hooks() < 0) {
         fprintf(stderr, "prismlb: cannot initialise libcurl\n");
         return 1;
+    }
+    if (argc > 1 && strcmp(argv[1], "status") == 0) {
+        int rc = core_status_cli(argc - 1, argv + 1);
+        curl_global_cleanup();
+        return rc;
     }
     while ((o = getopt_long(argc, argv, "c:tl:f:Vh", opts, NULL)) != -1) {
         switch (o) {

@@ -199,6 +199,9 @@ run kubectl apply -f "$demo/api.yaml"
 wait_for "$other to give shop-api a balancer" has_ip shop-api
 run hcloud load-balancer list
 run kubectl get services -n shop -o custom-columns=$svc_columns
+other_port=7447; [ "$other" = replica-b ] && other_port=7448
+say "prismlb status of $other (its probe server's /status)"
+run "$build/core/prismlb" status --url "http://127.0.0.1:$other_port"
 
 # ------------------------------------------------------------------
 say "the proxy role: the kubernetes EndpointSlices name all three API servers"
@@ -251,6 +254,8 @@ n=0
 for k in 1 2 3 4 5 6; do via_proxy /api >/dev/null 2>&1 && n=$((n + 1)); done
 echo "  $n of 6 requests through the proxy succeeded"
 
+say "prismlb status of the proxy"
+run "$build/core/prismlb" status
 say "GET /readyz?verbose"
 curl -sS 'http://127.0.0.1:7446/readyz?verbose'
 say "prismlb_ metrics"

@@ -50,4 +50,11 @@ HZ_HIDDEN void hz_kube_free(struct hz_kside *ks);
  * served (hz_class_served under ks->cfg->load_balancer_class). */
 HZ_HIDDEN int hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc);
 
+/* The instance for `prismlb status` (hz_status.c): kind "reconciler", the
+ * gate, each Service's balancer, targets, last error and next check
+ * (next_resync_ms: monotonic time of the next resync, 0 unknown). New, or
+ * NULL when out of memory. */
+HZ_HIDDEN plb_obj *hz_kube_status(const struct hz_kside *ks, int gate_open,
+                                  int64_t next_resync_ms);
+
 #endif

@@ -33,6 +33,8 @@ struct hz_mod {
                                 robotlb/service-uid -> balancer of the last
                                 resync */
     uint64_t resyncs;
+    int64_t next_resync_ms;  /* monotonic time of the next resync (approx.:
+                                the timer has 10% jitter) */
     /* metrics */
     plb_metric *m_balancers, *m_requests, *m_429, *m_dry, *m_remaining, *m_resyncs;
     struct hz_api_stats last; /* counters already added */
@@ -140,6 +142,7 @@ resync_fire(plb_timer *t, void *arg)
     struct hz_mod *m = arg;
     int rc;
     (void)t;
+    m->next_resync_ms = m->host->now_ms(m->ctx) + m->cfg->resync_interval_ms;
     metrics_sync(m);
     if (!m->host->gate_is_open(m->ctx) || m->listing)
         return;
@@ -278,6 +281,13 @@ hz_gate_close(void *state, plb_done *d)
     m->host->done(d);
 }
 
+static plb_obj *
+hz_status(void *state)
+{
+    struct hz_mod *m = state;
+    return hz_kube_status(&m->ks, m->host->gate_is_open(m->ctx), m->next_resync_ms);
+}
+
 PLB_MODULE_EXPORT = {
     .abi_major = PLB_ABI_MAJOR,
     .abi_minor = PLB_ABI_MINOR,
@@ -295,4 +305,5 @@ PLB_MODULE_EXPORT = {
     .destroy = hz_destroy,
     .gate_open = hz_gate_open,
     .gate_close = hz_gate_close,
+    .status = hz_status,
 };

@@ -658,6 +658,28 @@ ld_destroy(void *state)
     h->free(ld);
 }
 
+/* `prismlb status`: kind "leader", the Lease, its holder as last read or
+ * written ("" when none), whether this replica leads, and its identity. */
+static plb_obj *
+ld_status(void *state)
+{
+    struct ld *ld = state;
+    const struct plb_host *h = ld->host;
+    plb_obj *o = h->obj_new_object();
+    const char *holder = ld->m.have_observed ? ld->m.observed.holder : "";
+    if (!o)
+        return NULL;
+    if (h->obj_set(o, h->obj_new_str("leader"), "kind", NULL) < 0 ||
+        h->obj_set(o, h->obj_new_str(ld->lease_label ? ld->lease_label : ""), "lease", NULL) < 0 ||
+        h->obj_set(o, h->obj_new_str(holder), "holder", NULL) < 0 ||
+        h->obj_set(o, h->obj_new_bool(le_is_leader(&ld->m)), "leading", NULL) < 0 ||
+        h->obj_set(o, h->obj_new_str(ld->identity), "identity", NULL) < 0) {
+        h->obj_unref(o);
+        return NULL;
+    }
+    return o;
+}
+
 PLB_MODULE_EXPORT = {
     .abi_major = PLB_ABI_MAJOR,
     .abi_minor = PLB_ABI_MINOR,
@@ -674,4 +696,5 @@ PLB_MODULE_EXPORT = {
     .start = ld_start,
     .stop = ld_stop,
     .destroy = ld_destroy,
+    .status = ld_status,
 };

@@ -14,6 +14,8 @@
  *                  paths and format).
  *   GET /metrics   the daemon's registry in Prometheus text format 0.0.4,
  *                  with process metrics and prismlb_build_info.
+ *   GET /status    every instance's status as JSON (`prismlb status`), with
+ *                  the probes.
  *
  * /metrics is rendered once per loop iteration at most: a scrape waits for
  * a render made on the next iteration (a zero timer), which answers every
@@ -313,11 +315,31 @@ serve_metrics(struct mm *m, plb_http_exchange *x)
     }
 }
 
+/* /status: what every instance reports, as `prismlb status` reads it. */
+static void
+serve_status(struct mm *m, plb_http_exchange *x)
+{
+    static const char *const headers[] = {"Cache-Control: no-store", NULL};
+    size_t len = 0;
+    char *text = PLB_HOST_HAS(m->host, status_render) ? m->host->status_render(m->ctx, &len)
+                                                       : NULL;
+    if (!text) {
+        reply_text(m, x, PLB_HOST_HAS(m->host, status_render) ? 500 : 404,
+                   PLB_HOST_HAS(m->host, status_render) ? "out of memory\n"
+                                                        : "404 page not found\n",
+                   NULL);
+        return;
+    }
+    m->host->http_reply(x, 200, "application/json", text, len, headers);
+    m->host->free(text);
+}
+
 enum endpoint {
     EP_NONE = 0,
     EP_HEALTHZ,
     EP_READYZ,
     EP_METRICS,
+    EP_STATUS,
 };
 
 /* The endpoint of path; *check gets the "instance/check" of a probe path
@@ -344,6 +366,8 @@ route(const struct mm *m, const char *path, const char **check)
     }
     if (m->cfg->metrics && strcmp(path, "/metrics") == 0)
         return EP_METRICS;
+    if (m->cfg->probes && strcmp(path, "/status") == 0)
+        return EP_STATUS;
     return EP_NONE;
 }
 
@@ -379,6 +403,9 @@ on_request(plb_http_exchange *x, void *arg)
         break;
     case EP_METRICS:
         serve_metrics(m, x);
+        break;
+    case EP_STATUS:
+        serve_status(m, x);
         break;
     case EP_NONE:
         break;

@@ -457,4 +457,5 @@ PLB_MODULE_EXPORT = {
     .start = tp_start,
     .stop = tp_stop,
     .destroy = tp_destroy,
+    .status = tp_status,
 };

@@ -9,6 +9,7 @@
  *   conn.c      the data path: one state machine per proxied connection
  *   pump.c      its forwarding, socket options and pipes (conn_int.h)
  *   metrics.c   the metric families and their series
+ *   status.c    the instance as `prismlb status` shows it
  *   mod_tcp_proxy.c  descriptor, lifecycle, endpoint links, pool glue
  */
 #ifndef TP_H
@@ -176,6 +177,13 @@ void tp_sockopts(int fd);
 int tp_sockopts_present(int fd);
 /* Read the system's keepalive defaults once (at start; procfs). */
 void tp_sockopts_init(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status (status.c)                                                        */
+
+/* The instance for `prismlb status` (plb_module.status): a new object, or
+ * NULL when out of memory. */
+plb_obj *tp_status(void *state);
 
 /* ------------------------------------------------------------------------ */
 /* Metrics (metrics.c)                                                      */

@@ -100,6 +100,10 @@
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.1  status: plb_module.status (an instance's state as a
+ *                    JSON object, for /status and `prismlb status`) and
+ *                    plb_host.status_render (every instance's, for the
+ *                    probe server).
  *   2026-12-01  2.0  A major version; a module built for 1.x is refused with
  *                    both versions in the message. Every change:
  *                    - 1.1 changed what io_add does on a watch already added
@@ -158,7 +162,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 0
+#define PLB_ABI_MINOR 1
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -968,6 +972,13 @@ struct plb_host {
     /* Remove item i of the modifiable array a, moving later items down.
      * 0, or -ENOENT (a is no array, or i is out of range). */
     int (*obj_remove)(plb_obj *a, size_t i);
+
+    /* --- 2.1: status --- */
+    /* {"instances": [{"name", "module", "status"}]} of every running
+     * instance whose module has a status hook, in config order, as compact
+     * JSON text (new, free with host->free; *len its length), for the probe
+     * server's /status. NULL when out of memory. Check PLB_HOST_HAS. */
+    char *(*status_render)(plb_ctx *ctx, size_t *len);
 };
 
 /* True when the daemon's host table has the named member: only needed for
@@ -1025,6 +1036,13 @@ struct plb_module {
     /* The gate closed: stop the write loop promptly, cancel in-flight writes,
      * then host->done(d). Watches and caches keep running. */
     void (*gate_close)(void *state, plb_done *d);
+
+    /* 2.1: the instance's state for /status and `prismlb status`: a new
+     * JSON object built with the obj_new_* functions (the daemon takes it),
+     * with "kind" ("proxy", "reconciler", "leader" or the module's own
+     * word) and the kind's fields. NULL when out of memory. Runs on the
+     * loop between start and stop; must not block. May be NULL. */
+    plb_obj *(*status)(void *state);
 };
 
 /* ------------------------------------------------------------------------ */

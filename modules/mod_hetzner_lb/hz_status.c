@@ -1,0 +1,102 @@
+/*
+ * hz_status: what `prismlb status` shows of a reconciler instance: kind
+ * "reconciler", whether the gate is open, and per Service its balancer (id,
+ * name, targets) from the last resync list and read-backs, the last error
+ * (the warning in force, or a refused write waiting for its recheck) and
+ * the seconds to its next check.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hz_kube_int.h"
+
+static void
+put(const struct plb_host *h, plb_obj *o, const char *key, plb_obj *v, int *bad)
+{
+    if (!v || h->obj_set(o, v, key, NULL) < 0)
+        *bad = 1;
+}
+
+/* One Service's row (new) or NULL. */
+static plb_obj *
+svc_status(const struct hz_kside *ks, const struct hz_svc_state *st, int64_t now,
+           int64_t next_resync_ms)
+{
+    const struct plb_host *h = ks->host;
+    plb_obj *o = h->obj_new_object(), *tg = h->obj_new_array();
+    json_t *lb = st->uid ? json_object_get(ks->by_uid, st->uid) : NULL, *t;
+    char err[600] = "";
+    const char *reason;
+    json_t *msg;
+    size_t i;
+    int bad = !o || !tg;
+
+    json_array_foreach(json_object_get(lb, "targets"), i, t) {
+        const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
+        if (!bad && ip && h->obj_append(tg, h->obj_new_str(ip)) < 0)
+            bad = 1;
+    }
+    json_object_foreach(st->warned, reason, msg) {
+        snprintf(err, sizeof(err), "%s: %s", reason, json_string_value(msg) ?: "");
+        break;
+    }
+    if (!err[0] && st->fail_fp && st->retry_at > now)
+        snprintf(err, sizeof(err), "a write was refused; checked again in %" PRId64 " s",
+                 (st->retry_at - now + 999) / 1000);
+    int64_t next = st->fail_fp && st->retry_at > now ? st->retry_at : next_resync_ms;
+    if (!bad) {
+        put(h, o, "service", h->obj_new_str(st->key), &bad);
+        put(h, o, "uid", h->obj_new_str(st->uid ? st->uid : ""), &bad);
+        put(h, o, "balancer_id",
+            json_is_integer(json_object_get(lb, "id"))
+                ? h->obj_new_int((int64_t)json_integer_value(json_object_get(lb, "id")))
+                : h->obj_new_null(),
+            &bad);
+        put(h, o, "balancer",
+            json_is_string(json_object_get(lb, "name"))
+                ? h->obj_new_str(json_string_value(json_object_get(lb, "name")))
+                : h->obj_new_null(),
+            &bad);
+        put(h, o, "targets", tg, &bad);
+        tg = NULL;
+        put(h, o, "last_error", h->obj_new_str(err), &bad);
+        put(h, o, "next_check_s",
+            next > 0 ? h->obj_new_int(next > now ? (next - now + 999) / 1000 : 0)
+                     : h->obj_new_null(),
+            &bad);
+    }
+    h->obj_unref(tg);
+    if (bad) {
+        h->obj_unref(o);
+        return NULL;
+    }
+    return o;
+}
+
+plb_obj *
+hz_kube_status(const struct hz_kside *ks, int gate_open, int64_t next_resync_ms)
+{
+    const struct plb_host *h = ks->host;
+    plb_obj *o = h->obj_new_object(), *svcs = h->obj_new_array();
+    int64_t now = h->now_ms(ks->ctx);
+    int bad = !o || !svcs;
+
+    for (const struct hz_svc_state *st = ks->svcs; st && !bad; st = st->next) {
+        plb_obj *s = svc_status(ks, st, now, gate_open ? next_resync_ms : 0);
+        if (!s || h->obj_append(svcs, s) < 0)
+            bad = 1;
+    }
+    if (!bad) {
+        put(h, o, "kind", h->obj_new_str("reconciler"), &bad);
+        put(h, o, "gate_open", h->obj_new_bool(gate_open), &bad);
+        put(h, o, "services", svcs, &bad);
+        svcs = NULL;
+    }
+    h->obj_unref(svcs);
+    if (bad) {
+        h->obj_unref(o);
+        return NULL;
+    }
+    return o;
+}

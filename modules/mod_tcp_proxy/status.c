@@ -1,0 +1,70 @@
+/*
+ * status: what `prismlb status` shows of a proxy instance, as a JSON object
+ * built with the host's builders: kind "proxy", the listener, and per
+ * upstream its address, health (null before the first check or dial),
+ * readiness (readyz only, null before the first probe), latency tier and
+ * smoothed RTT (null without a sample), active connections and draining.
+ */
+#include <stdio.h>
+
+#include "tp.h"
+
+/* Set key of o to v (stolen); on failure *bad is set. */
+static void
+put(const struct plb_host *h, plb_obj *o, const char *key, plb_obj *v, int *bad)
+{
+    if (!v || h->obj_set(o, v, key, NULL) < 0)
+        *bad = 1;
+}
+
+plb_obj *
+tp_status(void *state)
+{
+    struct tp *tp = state;
+    const struct plb_host *h = tp->host;
+    plb_obj *o = h->obj_new_object(), *ups = h->obj_new_array();
+    int bad = !o || !ups;
+    char listen[300];
+
+    snprintf(listen, sizeof(listen), "%s:%lld", tp->cfg->bind_address,
+             (long long)tp->cfg->bind_port);
+    for (size_t i = 0; !bad && tp->pool && i < tp_pool_count(tp->pool); i++) {
+        const struct tp_up *u = tp_pool_at(tp->pool, i);
+        plb_obj *e = h->obj_new_object();
+        if (!e) {
+            bad = 1;
+            break;
+        }
+        put(h, e, "address", h->obj_new_str(u->addr), &bad);
+        put(h, e, "healthy", u->health_known ? h->obj_new_bool(u->healthy) : h->obj_new_null(),
+            &bad);
+        put(h, e, "ready",
+            tp->cfg->health_check == TP_CHECK_READYZ && u->ready_known
+                ? h->obj_new_bool(u->ready)
+                : h->obj_new_null(),
+            &bad);
+        put(h, e, "tier",
+            tp->cfg->upstream_selection == TP_SEL_LATENCY && u->tier >= 0
+                ? h->obj_new_int(u->tier)
+                : h->obj_new_null(),
+            &bad);
+        put(h, e, "rtt_ms", u->has_sample ? h->obj_new_real(u->avg_ms) : h->obj_new_null(), &bad);
+        put(h, e, "connections", h->obj_new_int((int64_t)u->nconns), &bad);
+        put(h, e, "draining", h->obj_new_bool(u->draining), &bad);
+        if (h->obj_append(ups, e) < 0)
+            bad = 1;
+    }
+    if (!bad) {
+        put(h, o, "kind", h->obj_new_str("proxy"), &bad);
+        put(h, o, "listen", h->obj_new_str(listen), &bad);
+        put(h, o, "connections", h->obj_new_int((int64_t)tp->nconns), &bad);
+        put(h, o, "upstreams", ups, &bad);
+        ups = NULL;
+    }
+    h->obj_unref(ups);
+    if (bad) {
+        h->obj_unref(o);
+        return NULL;
+    }
+    return o;
+}

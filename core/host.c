@@ -5,6 +5,7 @@
 #include "host.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "build-config.h"
@@ -199,6 +200,25 @@ h_status_render(plb_ctx *ctx, size_t *len)
     return core_status_render(ctx->core, len);
 }
 
+static const char *
+h_instance_setting_str(plb_ctx *ctx, const char *module, const char *setting)
+{
+    struct core *c = ctx->core;
+    for (size_t i = 0; module && setting && i < c->ninst; i++) {
+        const plb_ctx *x = c->inst[i];
+        if (strcmp(x->cm->mod->name, module) != 0)
+            continue;
+        for (const struct plb_setting *s = x->cm->mod->settings; s && s->name;
+             s = (const struct plb_setting *)((const char *)s + x->cm->mod->setting_size)) {
+            if (strcmp(s->name, setting) == 0 &&
+                (s->type == PLB_SET_STRING || s->type == PLB_SET_PATH))
+                return *(char *const *)((const char *)x->config + s->offset);
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
 const struct plb_host core_host = {
     .size = sizeof(struct plb_host),
     .abi_major = PLB_ABI_MAJOR,
@@ -334,4 +354,5 @@ const struct plb_host core_host = {
     .obj_append = core_obj_append,
     .obj_remove = core_obj_remove,
     .status_render = h_status_render,
+    .instance_setting_str = h_instance_setting_str,
 };

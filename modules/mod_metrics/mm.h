@@ -6,6 +6,7 @@
  *   health.c       /healthz and /readyz verdicts and their text
  *   procstat.c     process metrics read from procfs on each scrape
  *   buf.c          a growable text buffer on the host allocator
+ *   resolve.c      a hostname bind_address, resolved off the loop
  *
  * Everything runs on the daemon's one event loop thread.
  */
@@ -91,6 +92,19 @@ MM_HIDDEN int mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, cons
 /* Does the query string ask for verbose output ("verbose", "verbose=1",
  * "verbose=true", among other parameters)? Pure. */
 MM_HIDDEN int mm_query_verbose(const char *query);
+
+/* ------------------------------------------------------------------ */
+/* resolve.c                                                            */
+
+struct mm_resolve;
+/* Done: ip is the address text (borrowed for the call), or NULL and why. */
+typedef void (*mm_resolve_cb)(void *arg, const char *ip, const char *why);
+/* Resolve name without blocking the loop; cb runs once, from a timer.
+ * New handle (freed before cb runs), or NULL when it cannot start. */
+MM_HIDDEN struct mm_resolve *mm_resolve_start(const struct plb_host *host, plb_ctx *ctx,
+                                              const char *name, mm_resolve_cb cb, void *arg);
+/* Cancel a resolution that has not called back: cb is not called. */
+MM_HIDDEN void mm_resolve_cancel(struct mm_resolve *r);
 
 /* ------------------------------------------------------------------ */
 /* procstat.c                                                           */

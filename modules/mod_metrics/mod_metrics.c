@@ -55,7 +55,10 @@ struct mm {
     const struct plb_host *host; /* borrowed for the instance's life */
     plb_ctx *ctx;
     const struct mm_config *cfg; /* borrowed, the daemon's */
-    const char *bind_ip;         /* cfg->bind_address, "localhost" resolved */
+    const char *bind_host;       /* bind_address, the proxy's, or 127.0.0.1 */
+    char *bind_copy;             /* the proxy's, copied (owned), or NULL */
+    struct mm_resolve *res;      /* resolving bind_host, or NULL */
+    plb_timer *retry;            /* the next resolution after a failure */
     plb_timer *beat;             /* loop heartbeat */
     plb_http_server *srv;
     plb_timer *render;    /* zero timer: answers the waiting scrapes */
@@ -125,29 +128,28 @@ is_ip_literal(const char *s)
     return inet_pton(AF_INET6, s, addr) == 1;
 }
 
-/* bind_address: an IP literal, or "localhost" (bound as 127.0.0.1). Other
- * hostnames are valid RFC 1123 names but would need a DNS lookup, which the
- * core's HTTP server does not do: they are refused with that reason. */
+/* bind_address: an IP literal or an RFC 1123 hostname (resolved off the
+ * loop at start); unset means the proxy's bind_address. */
 static const char *
 validate_bind_address(const void *value)
 {
     const char *s = *(const char *const *)value;
-    if (!s || !*s)
-        return "must not be empty";
-    if (is_ip_literal(s) || strcmp(s, "localhost") == 0)
+    if (!s)
         return NULL;
-    if (is_rfc1123_hostname(s))
-        return "hostnames other than \"localhost\" are not supported (the server binds an IP "
-               "address without a DNS lookup): give an IP address such as 127.0.0.1 or 0.0.0.0";
-    return "must be an IP address (or \"localhost\")";
+    if (!*s)
+        return "must not be empty";
+    if (is_ip_literal(s) || is_rfc1123_hostname(s))
+        return NULL;
+    return "must be an IP address or an RFC 1123 hostname";
 }
 
 static const struct plb_setting mm_settings[] = {
     {.name = "bind_address", .type = PLB_SET_STRING,
-     .offset = offsetof(struct mm_config, bind_address), .def = "127.0.0.1",
-     .flags = PLB_SET_NONEMPTY, .validate = validate_bind_address,
-     .doc = "IP address the HTTP server listens on; \"localhost\" means 127.0.0.1, other "
-            "hostnames are refused."},
+     .offset = offsetof(struct mm_config, bind_address), .validate = validate_bind_address,
+     .doc = "Address the HTTP server listens on: an IP address or an RFC 1123 hostname "
+            "(resolved without blocking, to its first IPv4 address when it has one); unset: "
+            "the bind_address of the config's tcp_proxy instance (extractedprism's "
+            "--health-bind-address default), else 127.0.0.1."},
     {.name = "port", .type = PLB_SET_INT, .offset = offsetof(struct mm_config, port),
      .def = "7446", .min = 1, .max = 65535, .flags = PLB_SET_LISTEN_PORT,
      .listen_address = "bind_address",
@@ -321,13 +323,13 @@ serve_status(struct mm *m, plb_http_exchange *x)
 {
     static const char *const headers[] = {"Cache-Control: no-store", NULL};
     size_t len = 0;
-    char *text = PLB_HOST_HAS(m->host, status_render) ? m->host->status_render(m->ctx, &len)
-                                                       : NULL;
-    if (!text) {
-        reply_text(m, x, PLB_HOST_HAS(m->host, status_render) ? 500 : 404,
-                   PLB_HOST_HAS(m->host, status_render) ? "out of memory\n"
-                                                        : "404 page not found\n",
-                   NULL);
+    char *text;
+    if (!PLB_HOST_HAS(m->host, status_render) || !m->host->status_render) {
+        reply_text(m, x, 404, "404 page not found\n", NULL);
+        return;
+    }
+    if (!(text = m->host->status_render(m->ctx, &len))) {
+        reply_text(m, x, 500, "out of memory\n", NULL);
         return;
     }
     m->host->http_reply(x, 200, "application/json", text, len, headers);
@@ -423,6 +425,9 @@ on_beat(plb_timer *t, void *arg)
     m->host->health_beat(m->ctx, MM_LOOP_CHECK);
 }
 
+static void on_retry(plb_timer *t, void *arg);
+static void on_resolved(void *arg, const char *ip, const char *why);
+
 static int
 mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
           size_t errlen)
@@ -434,17 +439,93 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     m->host = host;
     m->ctx = ctx;
     m->cfg = cfg;
-    m->bind_ip = strcmp(cfg->bind_address, "localhost") == 0 ? "127.0.0.1" : cfg->bind_address;
+    m->bind_host = cfg->bind_address;
+    m->bind_copy = NULL;
+    if (!m->bind_host && PLB_HOST_HAS(host, instance_setting_str) && host->instance_setting_str) {
+        /* copied: that instance may restart on a reload while this one
+         * runs on */
+        const char *p = host->instance_setting_str(ctx, "tcp_proxy", "bind_address");
+        size_t n = p ? strlen(p) + 1 : 0;
+        if (p && !(m->bind_copy = host->alloc(n))) {
+            host->free(m);
+            return -ENOMEM;
+        }
+        if (p)
+            memcpy(m->bind_copy, p, n);
+        m->bind_host = m->bind_copy;
+    }
+    if (!m->bind_host)
+        m->bind_host = "127.0.0.1";
+    m->res = NULL;
+    m->retry = host->timer_new(ctx, on_retry, m);
     m->render = host->timer_new(ctx, on_render, m);
     m->beat = host->timer_new(ctx, on_beat, m);
-    if (!m->beat || !m->render) {
+    if (!m->beat || !m->render || !m->retry) {
         host->timer_free(m->render);
         host->timer_free(m->beat);
+        host->timer_free(m->retry);
+        host->free(m->bind_copy);
         host->free(m);
         return -ENOMEM;
     }
     *state = m;
     return 0;
+}
+
+/* Serve on ip (a literal) and the configured port. 0 or -errno (logged). */
+static int
+listen_at(struct mm *m, const char *ip)
+{
+    const struct plb_host *h = m->host;
+    char port[16];
+    int rc = 0;
+    m->srv = h->http_server_new(m->ctx, ip, (int)m->cfg->port, &rc);
+    if (!m->srv) {
+        if (rc >= 0)
+            rc = -EIO;
+        snprintf(port, sizeof(port), "%d", (int)m->cfg->port);
+        h->log_kv(m->ctx, PLB_LOG_ERROR, "cannot start the HTTP server", "address", ip, "port",
+                  port, "error", strerror(-rc), NULL);
+        return rc;
+    }
+    /* A prefix route of "/" sends every path here, so that unknown paths
+     * and methods get this module's answers. */
+    if ((rc = h->http_route(m->srv, "/", on_request, m)) < 0) {
+        h->http_server_free(m->srv);
+        m->srv = NULL;
+        return rc;
+    }
+    snprintf(port, sizeof(port), "%d", h->http_server_port(m->srv));
+    h->log_kv(m->ctx, PLB_LOG_INFO, "listening", "address", ip, "port", port, "host",
+              m->bind_host, "metrics", m->cfg->metrics ? "true" : "false", "probes",
+              m->cfg->probes ? "true" : "false", NULL);
+    return 0;
+}
+
+static void
+on_resolved(void *arg, const char *ip, const char *why)
+{
+    struct mm *m = arg;
+    m->res = NULL;
+    if (ip && listen_at(m, ip) == 0)
+        return;
+    if (!ip)
+        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot resolve bind_address; retrying in 1s",
+                        "host", m->bind_host, "error", why, NULL);
+    if (m->host->timer_arm(m->retry, 1000, 0, 0) < 0)
+        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot arm the retry timer", NULL);
+}
+
+static void
+on_retry(plb_timer *t, void *arg)
+{
+    struct mm *m = arg;
+    (void)t;
+    if (!m->running || m->srv || m->res)
+        return;
+    if (!(m->res = mm_resolve_start(m->host, m->ctx, m->bind_host, on_resolved, m)) &&
+        m->host->timer_arm(m->retry, 1000, 0, 0) < 0)
+        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot arm the retry timer", NULL);
 }
 
 static int
@@ -471,30 +552,25 @@ mm_start(void *state, char *err, size_t errlen)
         if (rc < 0)
             goto fail;
     }
-    m->srv = h->http_server_new(m->ctx, m->bind_ip, (int)m->cfg->port, &rc);
-    if (!m->srv) {
-        if (rc >= 0)
-            rc = -EIO;
-        char port[16];
-        snprintf(port, sizeof(port), "%d", (int)m->cfg->port);
-        h->log_kv(m->ctx, PLB_LOG_ERROR, "cannot start the HTTP server", "address", m->bind_ip,
-                  "port", port, "error", strerror(-rc), NULL);
-        goto fail;
-    }
-    /* A prefix route of "/" sends every path here, so that unknown paths
-     * and methods get this module's answers. */
-    rc = h->http_route(m->srv, "/", on_request, m);
-    if (rc < 0)
-        goto fail;
-
-    char port[16];
-    snprintf(port, sizeof(port), "%d", h->http_server_port(m->srv));
-    h->log_kv(m->ctx, PLB_LOG_INFO, "listening", "address", m->bind_ip, "port", port, "metrics",
-              m->cfg->metrics ? "true" : "false", "probes", m->cfg->probes ? "true" : "false",
-              NULL);
     m->running = 1;
     m->next = running_list;
     running_list = m;
+    /* An IP literal is bound at once. */
+    if (is_ip_literal(m->bind_host)) {
+        if ((rc = listen_at(m, m->bind_host)) < 0) {
+            list_remove(m);
+            m->running = 0;
+            goto fail;
+        }
+        return 0;
+    }
+    /* A hostname: resolved off the loop, then bound. */
+    if (!(m->res = mm_resolve_start(h, m->ctx, m->bind_host, on_resolved, m))) {
+        list_remove(m);
+        m->running = 0;
+        rc = -ENOMEM;
+        goto fail;
+    }
     return 0;
 
 fail:
@@ -517,6 +593,9 @@ mm_stop(void *state, int64_t grace_ms, plb_done *d)
     /* The server frees the waiting scrapes' exchanges. */
     m->host->timer_cancel(m->render);
     m->nwaiting = 0;
+    m->host->timer_cancel(m->retry);
+    mm_resolve_cancel(m->res);
+    m->res = NULL;
     m->host->http_server_free(m->srv);
     m->srv = NULL;
     if (m->running) {
@@ -532,9 +611,12 @@ mm_destroy(void *state)
     struct mm *m = state;
     if (m->running)
         list_remove(m);
+    mm_resolve_cancel(m->res);
     m->host->http_server_free(m->srv);
     m->host->timer_free(m->render);
     m->host->timer_free(m->beat);
+    m->host->timer_free(m->retry);
+    m->host->free(m->bind_copy);
     m->host->free(m);
 }
 

@@ -103,7 +103,9 @@
  *   2026-12-01  2.1  status: plb_module.status (an instance's state as a
  *                    JSON object, for /status and `prismlb status`) and
  *                    plb_host.status_render (every instance's, for the
- *                    probe server).
+ *                    probe server); plb_host.instance_setting_str (another
+ *                    instance's string setting, for defaults that follow
+ *                    it).
  *   2026-12-01  2.0  A major version; a module built for 1.x is refused with
  *                    both versions in the message. Every change:
  *                    - 1.1 changed what io_add does on a watch already added
@@ -979,6 +981,12 @@ struct plb_host {
      * JSON text (new, free with host->free; *len its length), for the probe
      * server's /status. NULL when out of memory. Check PLB_HOST_HAS. */
     char *(*status_render)(plb_ctx *ctx, size_t *len);
+    /* The value of the string (or path) setting `setting` of the first
+     * instance, in config order, of module `module` in this daemon
+     * (borrowed, valid while that instance's config lives: copy it, or use
+     * it from create until destroy of an instance listed after it); NULL
+     * when there is none or it is unset. Check PLB_HOST_HAS. */
+    const char *(*instance_setting_str)(plb_ctx *ctx, const char *module, const char *setting);
 };
 
 /* True when the daemon's host table has the named member: only needed for

@@ -377,10 +377,51 @@ START_TEST(livez_single_checks_and_exclude)
 }
 END_TEST
 
+/* extractedprism's --health-bind-address defaults to --bind-address: with
+ * no bind_address the probe server listens where the config's proxy does
+ * (::1 here), and not on 127.0.0.1. */
+START_TEST(probe_server_defaults_to_the_proxy_bind_address)
+{
+    int mport = me_free_port(), pport = me_free_port();
+    char conf[1024], url6[128];
+    snprintf(conf, sizeof(conf),
+             "instances = (\n"
+             "  { module = \"endpoint_watch\"; name = \"eps\"; endpoints = [\"127.0.0.1:1\"];\n"
+             "    enable_discovery = false; },\n"
+             "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"eps\"];\n"
+             "    bind_address = \"::1\"; bind_port = %d; },\n"
+             "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n"
+             ");\n",
+             pport, mport);
+    struct me_daemon d;
+    me_daemon_start(&d, conf, 0);
+    snprintf(url6, sizeof(url6), "http://[::1]:%d/healthz", mport);
+    struct me_resp r;
+    long long dl = tu_now_ms() + 10000;
+    memset(&r, 0, sizeof(r));
+    while (me_http("GET", url6, NULL, &r) != 0 || r.status != 200) {
+        me_resp_free(&r);
+        memset(&r, 0, sizeof(r));
+        ck_assert_msg(tu_now_ms() < dl, "no probe server on [::1]:%d", mport);
+        tu_sleep_ms(50);
+    }
+    ck_assert_str_eq(r.body, "ok\n");
+    me_resp_free(&r);
+    memset(&r, 0, sizeof(r));
+    int rc4 = me_http("GET", url(mport, "/healthz"), NULL, &r);
+    me_resp_free(&r);
+    ck_assert_msg(rc4 != 0, "the probe server answers on 127.0.0.1 too");
+    char *log = me_daemon_log(&d);
+    assert_contains(log, "instance=probes module=metrics msg=listening address=::1");
+    free(log);
+    me_daemon_stop(&d);
+}
+END_TEST
+
 /* A public /metrics port and a loopback probe port in one daemon; each
  * serves only what it was asked to. The probe instance, with a threshold
  * shorter than the other's heartbeat interval, judges only its own loop
- * heartbeat. "localhost" binds 127.0.0.1. */
+ * heartbeat. "localhost", a hostname, is resolved (to 127.0.0.1). */
 START_TEST(several_instances)
 {
     int pub = me_free_port(), probe = me_free_port(), both = me_free_port();
@@ -400,6 +441,10 @@ START_TEST(several_instances)
     me_daemon_start(&d, conf, pub);
     ck_assert_int_eq(tu_wait_port("127.0.0.1", probe, 5000), 0);
     ck_assert_int_eq(tu_wait_port("127.0.0.1", both, 5000), 0);
+    char *dlog = me_daemon_log(&d);
+    assert_contains(dlog, "msg=listening address=127.0.0.1");
+    assert_contains(dlog, "host=localhost");
+    free(dlog);
 
     struct me_resp r = get_status(pub, "/metrics", 200);
     assert_contains(r.body, "prismlb_build_info{");
@@ -451,6 +496,7 @@ suite(void)
     tcase_add_test(tc, readiness_follows_checks);
     tcase_add_test(tc, several_instances);
     tcase_add_test(tc, livez_single_checks_and_exclude);
+    tcase_add_test(tc, probe_server_defaults_to_the_proxy_bind_address);
     suite_add_tcase(s, tc);
     return s;
 }

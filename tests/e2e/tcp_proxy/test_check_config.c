@@ -94,13 +94,19 @@ run_pair(const char *bind_port, const char *extra, const char *port, const char 
 START_TEST(bind_port_and_health_port_must_differ)
 {
     char *out = NULL, want[8192];
-    int rc = run_pair("7445", "", "7445", "", &out);
+    int rc = run_pair("7445", "", "7445", "bind_address = \"127.0.0.1\";", &out);
     ck_assert_msg(rc == 1, "exit %d: %s", rc, out);
     snprintf(want, sizeof(want),
              "%s/pair.conf:7: instances.health.port: port 7445 on 127.0.0.1 is also "
              "instances.kubeprism.bind_port (%s/pair.conf:5): two listeners cannot share it",
              dir, dir);
     ck_assert_msg(strstr(out, want) != NULL, "want \"%s\" in:\n%s", want, out);
+    free(out);
+    /* Without its own bind_address the probe server listens where the
+     * proxy does (extractedprism's --health-bind-address default): the
+     * same port clashes whatever the proxy's address. */
+    rc = run_pair("7445", "bind_address = \"127.0.0.2\";", "7445", "", &out);
+    ck_assert_msg(rc == 1 && strstr(out, "instances.health.port: port 7445"), "%s", out);
     free(out);
     /* "localhost" is 127.0.0.1, and 0.0.0.0 takes every IPv4 address. */
     rc = run_pair("7445", "", "7445", "bind_address = \"localhost\";", &out);
@@ -115,7 +121,8 @@ END_TEST
 START_TEST(bind_port_and_health_port_may_match_on_other_addresses)
 {
     char *out = NULL;
-    int rc = run_pair("7445", "bind_address = \"127.0.0.2\";", "7445", "", &out);
+    int rc = run_pair("7445", "bind_address = \"127.0.0.2\";", "7445",
+                      "bind_address = \"127.0.0.1\";", &out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_str_eq(out, "OK\n");
     free(out);

@@ -15,12 +15,15 @@
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "instance.h"
 #include "links.h"
 #include "log.h"
+#include "notify.h"
 #include "reload.h"
 #include "settings.h"
 
@@ -193,6 +196,7 @@ apply_finish(struct core_reload *r)
     int again = r->again;
     c->reload = NULL;
     reload_free(r);
+    core_notify("READY=1");
     if (again && !c->stopping)
         core_reload(c);
 }
@@ -385,9 +389,17 @@ core_reload(struct core *c)
         return;
     }
     CORE_INFO("SIGHUP: reloading %s", c->config_file);
+    /* systemd: reloading now, READY=1 once applied or refused */
+    char note[96];
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    snprintf(note, sizeof(note), "RELOADING=1\nMONOTONIC_USEC=%llu",
+             (unsigned long long)ts.tv_sec * 1000000ull + (unsigned long long)ts.tv_nsec / 1000);
+    core_notify(note);
     r = core_calloc(1, sizeof(*r));
     if (!r) {
         CORE_ERR("reload: out of memory; the running configuration stays");
+        core_notify("READY=1");
         return;
     }
     r->c = c;
@@ -422,6 +434,7 @@ core_reload(struct core *c)
 refuse:
     core_errors_clear(&err);
     reload_free(r);
+    core_notify("READY=1");
 }
 
 void

@@ -146,6 +146,15 @@ ready_then_stopping(int abstract)
     ck_assert(tu_file_has(m.trace, "start b"));
     ck_assert_int_eq(tu_wait_port("127.0.0.1", m.port, 0), 0);
 
+    /* SIGHUP: RELOADING=1 with the monotonic time, then READY=1 once the
+     * (unchanged) file is applied. */
+    ck_assert_int_eq(kill(m.proc.pid, SIGHUP), 0);
+    ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
+    ck_assert_msg(strstr(msg, "RELOADING=1") && strstr(msg, "MONOTONIC_USEC="), "after SIGHUP: %s",
+                  msg);
+    ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
+    ck_assert_msg(strstr(msg, "READY=1") != NULL, "after the reload: %s", msg);
+
     ck_assert_int_eq(kill(m.proc.pid, SIGTERM), 0);
     ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
     ck_assert_msg(strstr(msg, "STOPPING=1") != NULL, "after SIGTERM: %s", msg);

@@ -12,6 +12,11 @@
  *   hz_model.c        the desired balancer; the actual one parsed from JSON
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
  *   hz_api.c          the Hetzner API client: pacing, lanes, action waits
+ *   hz_queue.c        the per-Service work queue (pure)
+ *   hz_index.c        which Services an informer event can change (pure)
+ *   hz_watch.c        informers, what their events queue, full passes
+ *   hz_kube.c         the per-Service sync, status, Events, finalizers
+ *   hz_reconcile.c    one Service's reconcile with Hetzner
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event

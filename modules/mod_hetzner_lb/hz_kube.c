@@ -1,9 +1,13 @@
 /*
  * hz_kube.c: the Kubernetes side of mod_hetzner_lb — informers for
  * Services, Nodes and EndpointSlices on every replica (so a new leader acts
- * at once), and the per-Service sync. Any change of a Service, Node or
- * EndpointSlice, every resync list and every due recheck syncs every
- * Service:
+ * at once; hz_watch.c), and the per-Service sync. Events put the Service keys they
+ * can change in the work queue (hz_index.c says which: a Service its own;
+ * a Node only when its eligibility changed, never for a heartbeat; an
+ * EndpointSlice only its own Service, when that one is ours under Local);
+ * a due recheck its Service; every resync list, the caches' first sync and
+ * the gate's opening every Service. Shortly after, the queued Services are
+ * synced, each:
  *
  *   - which Services: type LoadBalancer with loadBalancerClass unset or
  *     "robotlb" (or the load_balancer_class setting's class);
@@ -29,10 +33,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hz_index.h"
 #include "hz_kube_int.h"
+#include "hz_queue.h"
 
 #define FINALIZER "robotlb/finalizer"
-#define SYNC_DELAY_MS 200
 
 /* A Kubernetes write in flight (cancelled when the gate closes). */
 struct kop {
@@ -88,8 +93,8 @@ state_free(struct hz_svc_state *s)
     hz_free(s);
 }
 
-static void
-state_drop(struct hz_kside *ks, const char *key)
+void
+hz_state_drop(struct hz_kside *ks, const char *key)
 {
     for (struct hz_svc_state **pp = &ks->svcs; *pp; pp = &(*pp)->next) {
         if (strcmp((*pp)->key, key) == 0) {
@@ -443,7 +448,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         remove_finalizer(ks, ns, name);
     if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
         hz_delete_labelled(ks, uid);
-        state_drop(ks, key);
+        hz_state_drop(ks, key);
         return;
     }
     if (!(st = hz_state_get(ks, key, 1)))
@@ -488,16 +493,12 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         hz_reconcile(ks, st, svc);
 }
 
-static void
-sync_cb(const plb_obj *obj, void *arg)
-{
-    sync_one(arg, obj);
-}
-
-static void
-sync_fire(plb_timer *t, void *arg)
+/* Sync the queued Services. */
+void
+hz_sync_fire(plb_timer *t, void *arg)
 {
     struct hz_kside *ks = arg;
+    const char *k;
     (void)t;
     /* Every cache complete: a node or slice missing from a half-listed
      * cache would remove its target. */
@@ -513,98 +514,39 @@ sync_fire(plb_timer *t, void *arg)
     }
     if (ks->by_uid)
         ks->ndeleted = 0;
-    ks->host->informer_foreach(ks->svc_inf, sync_cb, ks);
+    size_t n = 0;
+    while ((k = hz_queue_get(ks->queue))) {
+        char key[512];
+        const char *slash = strchr(k, '/');
+        snprintf(key, sizeof(key), "%s", k);
+        if (slash && (size_t)(slash - k) < sizeof(key)) {
+            key[slash - k] = '\0';
+            const plb_obj *svc = ks->host->informer_get(ks->svc_inf, key, key + (slash - k) + 1);
+            if (svc) {
+                sync_one(ks, svc);
+                n++;
+            }
+        }
+        hz_queue_done(ks->queue, k);
+    }
+    if (n && ks->m_syncs) {
+        const char *iv[] = {ks->host->instance_name(ks->ctx), NULL};
+        ks->host->metric_add(ks->m_syncs, iv, (double)n);
+    }
     hz_recheck_arm(ks);
 }
 
-static void
-recheck_fire(plb_timer *t, void *arg)
-{
-    (void)t;
-    hz_kube_sync_soon(arg);
-}
-
+/* Queue the Services whose recheck is due. */
 void
-hz_kube_sync_soon(struct hz_kside *ks)
-{
-    if (ks->sync_timer && !ks->host->timer_pending(ks->sync_timer))
-        ks->host->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
-}
-
-/* ------------------------------------------------------------------ */
-/* Informers                                                           */
-
-static void
-on_add(plb_informer *inf, const plb_obj *obj, void *arg)
-{
-    (void)inf;
-    (void)obj;
-    hz_kube_sync_soon(arg);
-}
-
-static void
-on_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
-{
-    (void)inf;
-    (void)old;
-    (void)obj;
-    hz_kube_sync_soon(arg);
-}
-
-static void
-on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
+hz_recheck_fire(plb_timer *t, void *arg)
 {
     struct hz_kside *ks = arg;
-    const char *uid = hz_ks_str(ks, old, "metadata", "uid", NULL);
-    char **nd;
-    char key[512];
-    (void)inf;
-    snprintf(key, sizeof(key), "%s/%s", hz_ks_str(ks, old, "metadata", "namespace", NULL),
-             hz_ks_str(ks, old, "metadata", "name", NULL));
-    state_drop(ks, key);
-    if (uid && hz_kube_is_ours(ks, old) &&
-        (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
-        ks->deleted = nd;
-        if ((nd[ks->ndeleted] = hz_strdup(uid)))
-            ks->ndeleted++;
-    }
-    hz_kube_sync_soon(ks);
-}
-
-static void
-on_delete(plb_informer *inf, const plb_obj *old, void *arg)
-{
-    (void)inf;
-    (void)old;
-    hz_kube_sync_soon(arg);
-}
-
-static void
-on_synced(plb_informer *inf, void *arg)
-{
-    (void)inf;
-    hz_kube_sync_soon(arg);
-}
-
-static plb_informer *
-informer(struct hz_kside *ks, const char *api_version, const char *resource,
-         void (*del)(plb_informer *, const plb_obj *, void *))
-{
-    struct plb_informer_opts o = {
-        .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref), .api_version = api_version, .resource = resource},
-        .on_add = on_add,
-        .on_update = on_update,
-        .on_delete = del,
-        .on_synced = on_synced,
-        .arg = ks,
-    };
-    int err = 0;
-    plb_informer *inf = ks->host->informer_new(ks->kube, &o, &err);
-    if (!inf)
-        PLB_ERR(ks->host, ks->ctx, PLB_KV("resource", resource, "error", strerror(-err)),
-                "cannot start the informer");
-    return inf;
+    int64_t now = ks->host->now_ms(ks->ctx);
+    (void)t;
+    for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
+        if (s->fail_fp && s->retry_at <= now)
+            hz_kube_sync_key(ks, s->key);
+    hz_recheck_arm(ks);
 }
 
 int
@@ -618,14 +560,13 @@ hz_kube_start(struct hz_kside *ks)
         PLB_ERR(ks->host, ks->ctx, PLB_KV("error", err), "cannot create the Kubernetes client");
         return -EINVAL;
     }
-    if (!(ks->sync_timer = h->timer_new(ks->ctx, sync_fire, ks)) ||
-        !(ks->recheck_timer = h->timer_new(ks->ctx, recheck_fire, ks)))
+    struct hz_queue_cfg qc = {.base_delay_ms = 5, .max_delay_ms = 1000000};
+    if (!(ks->sync_timer = h->timer_new(ks->ctx, hz_sync_fire, ks)) ||
+        !(ks->recheck_timer = h->timer_new(ks->ctx, hz_recheck_fire, ks)) ||
+        (!ks->queue && !(ks->queue = hz_queue_new(&qc))) ||
+        (!ks->index && !(ks->index = hz_index_new())))
         return -ENOMEM;
-    if (!(ks->svc_inf = informer(ks, "v1", "services", on_svc_delete)) ||
-        !(ks->node_inf = informer(ks, "v1", "nodes", on_delete)) ||
-        !(ks->slice_inf = informer(ks, "discovery.k8s.io/v1", "endpointslices", on_delete)))
-        return -EIO;
-    return 0;
+    return hz_watch_start(ks);
 }
 
 void
@@ -647,6 +588,8 @@ hz_kube_stop(struct hz_kside *ks)
         ks->host->timer_cancel(ks->sync_timer);
     if (ks->recheck_timer)
         ks->host->timer_cancel(ks->recheck_timer);
+    if (ks->queue)
+        hz_queue_shut_down(ks->queue); /* the reconciles in flight end on their own */
     ks->host->informer_free(ks->svc_inf);
     ks->host->informer_free(ks->node_inf);
     ks->host->informer_free(ks->slice_inf);
@@ -684,4 +627,8 @@ hz_kube_free(struct hz_kside *ks)
     ks->deleting = NULL;
     json_decref(ks->by_uid);
     ks->by_uid = NULL;
+    hz_queue_free(ks->queue);
+    ks->queue = NULL;
+    hz_index_free(ks->index);
+    ks->index = NULL;
 }

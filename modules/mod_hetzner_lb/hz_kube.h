@@ -7,6 +7,8 @@
 #include "hz_api.h"
 
 struct hz_svc_state;
+struct hz_queue;
+struct hz_index;
 struct kop;
 struct rec;
 struct netq;
@@ -30,6 +32,9 @@ struct hz_kside {
                                     read back after our writes; a resync list
                                     started earlier keeps it (owned) */
     struct hz_svc_state *svcs;
+    struct hz_queue *queue;      /* Service keys to sync (owned) */
+    struct hz_index *index;      /* which Services an event changes (owned) */
+    plb_metric *m_syncs;         /* Services synced (borrowed; may be NULL) */
     struct kop *kops;            /* writes in flight */
     char **deleted;              /* UIDs of deleted Services not yet handled */
     size_t ndeleted;
@@ -40,6 +45,8 @@ struct hz_kside {
 HZ_HIDDEN int hz_kube_start(struct hz_kside *ks);
 /* Sync every Service shortly (after a resync, on gate open). */
 HZ_HIDDEN void hz_kube_sync_soon(struct hz_kside *ks);
+/* Sync the Service key ("ns/name") shortly. */
+HZ_HIDDEN void hz_kube_sync_key(struct hz_kside *ks, const char *key);
 /* Cancel the Kubernetes writes in flight (gate closed). */
 HZ_HIDDEN void hz_kube_cancel_writes(struct hz_kside *ks);
 /* Stop informers and timers (stop). */

@@ -39,6 +39,14 @@ HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const 
                             const char *reason, const char *msg);
 /* The condition behind reason is over: warn again when it returns. */
 HZ_HIDDEN void hz_warn_clear(struct hz_svc_state *st, const char *reason);
+/* Forget the state of Service key. */
+HZ_HIDDEN void hz_state_drop(struct hz_kside *ks, const char *key);
+/* The sync timer: sync the queued Services (hz_kube.c). */
+HZ_HIDDEN void hz_sync_fire(plb_timer *t, void *arg);
+/* The recheck timer: queue the Services whose recheck is due (hz_kube.c). */
+HZ_HIDDEN void hz_recheck_fire(plb_timer *t, void *arg);
+/* Create the three informers (hz_watch.c). 0 or -EIO. */
+HZ_HIDDEN int hz_watch_start(struct hz_kside *ks);
 /* Delete the balancer labelled with uid (from the resync list), if any. */
 HZ_HIDDEN void hz_delete_labelled(struct hz_kside *ks, const char *uid);
 

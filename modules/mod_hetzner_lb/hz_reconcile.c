@@ -201,7 +201,7 @@ rec_finish(struct rec *r)
     }
     if (st && st->dirty && !r->cancelled) {
         st->dirty = 0;
-        hz_kube_sync_soon(ks);
+        hz_kube_sync_key(ks, st->key);
     }
     hz_recheck_arm(ks);
     rec_free(r);

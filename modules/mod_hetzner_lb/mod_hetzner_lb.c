@@ -210,6 +210,10 @@ hz_start(void *state, char *err, size_t errlen)
     m->m_dry = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
                                    "prismlb_hetzner_dry_run_writes_total",
                                    "Hetzner writes only logged (dry_run)", inst_label, NULL, 0);
+    m->ks.m_syncs = m->host->metric_new(
+        m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_lb_service_syncs_total",
+        "Services synced: one per Service an event, recheck or full pass queued", inst_label,
+        NULL, 0);
     m->m_remaining = m->host->metric_new(
         m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_api_rate_limit_remaining",
         "RateLimit-Remaining of the last Hetzner answer", inst_label, NULL, 0);

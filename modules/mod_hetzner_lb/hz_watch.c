@@ -1,0 +1,275 @@
+/*
+ * hz_watch.c: the informers of mod_hetzner_lb and what their events queue
+ * (see hz_index.h for which Services an event can change), the work
+ * queue's timer, and the full passes (every Service: resync, the caches'
+ * first sync, the gate's opening). hz_kube.c syncs what is queued.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hz_index.h"
+#include "hz_kube_int.h"
+#include "hz_queue.h"
+
+#define SYNC_DELAY_MS 200
+#define SLICE_SERVICE_LABEL "kubernetes.io/service-name"
+
+static void
+sync_arm(struct hz_kside *ks)
+{
+    if (ks->sync_timer && !ks->host->timer_pending(ks->sync_timer))
+        ks->host->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
+}
+
+/* hz_index_emit: queue key. */
+static void
+enqueue(const char *key, void *arg)
+{
+    struct hz_kside *ks = arg;
+    int rc = hz_queue_add(ks->queue, key);
+    if (rc == -ESHUTDOWN)
+        return; /* stopped */
+    if (rc == -ENOMEM)
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key), "out of memory: not queued");
+    sync_arm(ks);
+}
+
+static void
+enqueue_svc(const plb_obj *svc, void *arg)
+{
+    struct hz_kside *ks = arg;
+    const char *ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL);
+    const char *name = hz_ks_str(ks, svc, "metadata", "name", NULL);
+    char key[512];
+    if (!ns || !name)
+        return;
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    enqueue(key, ks);
+}
+
+void
+hz_kube_sync_soon(struct hz_kside *ks)
+{
+    if (ks->svc_inf && ks->queue)
+        ks->host->informer_foreach(ks->svc_inf, enqueue_svc, ks);
+}
+
+void
+hz_kube_sync_key(struct hz_kside *ks, const char *key)
+{
+    if (ks->queue)
+        enqueue(key, ks);
+}
+
+/* ------------------------------------------------------------------ */
+/* Informers                                                           */
+
+/* "ns/name" of o into key; 0, or -1 when o has no name. */
+static int
+key_of(const struct hz_kside *ks, const plb_obj *o, char *key, size_t len)
+{
+    const char *ns = hz_ks_str(ks, o, "metadata", "namespace", NULL);
+    const char *name = hz_ks_str(ks, o, "metadata", "name", NULL);
+    if (!name)
+        return -1;
+    snprintf(key, len, "%s/%s", ns ? ns : "", name);
+    return 0;
+}
+
+static void
+fp_str(uint64_t *h, const char *s)
+{
+    for (; s && *s; s++) {
+        *h ^= (unsigned char)*s;
+        *h *= 0x100000001b3ULL;
+    }
+    *h ^= 0xff;
+    *h *= 0x100000001b3ULL;
+}
+
+/* Fingerprint of what makes a node a target: its Ready condition,
+ * spec.unschedulable, its labels (the exclusion label, node selectors) and
+ * InternalIPs; heartbeats' timestamps are not in it. */
+static uint64_t
+node_fp(const struct hz_kside *ks, const plb_obj *node)
+{
+    const struct plb_host *h = ks->host;
+    uint64_t fp = 0xcbf29ce484222325ULL;
+    const plb_obj *v, *conds = h->obj_get(node, "status", "conditions", NULL);
+    const plb_obj *addrs = h->obj_get(node, "status", "addresses", NULL);
+    const plb_obj *labels = h->obj_get(node, "metadata", "labels", NULL);
+    void *it = NULL;
+    const char *k;
+    for (size_t i = 0; i < h->obj_len(conds); i++) {
+        const char *type = h->obj_str(h->obj_get(h->obj_at(conds, i), "type", NULL));
+        if (type && strcmp(type, "Ready") == 0)
+            fp_str(&fp, h->obj_str(h->obj_get(h->obj_at(conds, i), "status", NULL)));
+    }
+    fp_str(&fp, h->obj_bool(h->obj_get(node, "spec", "unschedulable", NULL), 0) ? "u" : "s");
+    while ((k = h->obj_iter(labels, &it, &v))) {
+        fp_str(&fp, k);
+        fp_str(&fp, h->obj_str(v));
+    }
+    for (size_t i = 0; i < h->obj_len(addrs); i++) {
+        const plb_obj *a = h->obj_at(addrs, i);
+        const char *type = h->obj_str(h->obj_get(a, "type", NULL));
+        if (type && strcmp(type, "InternalIP") == 0)
+            fp_str(&fp, h->obj_str(h->obj_get(a, "address", NULL)));
+    }
+    return fp;
+}
+
+static void
+index_failed(struct hz_kside *ks, const char *what, const char *key)
+{
+    /* the index lost this change: sync everything rather than miss it */
+    PLB_ERR(ks->host, ks->ctx, PLB_KV("kind", what, "key", key), "out of memory in the event index");
+    hz_kube_sync_soon(ks);
+}
+
+static void
+svc_event(struct hz_kside *ks, const plb_obj *svc, int deleted)
+{
+    const struct plb_host *h = ks->host;
+    char key[512];
+    if (key_of(ks, svc, key, sizeof(key)) < 0)
+        return;
+    int ours = !deleted && hz_kube_is_ours(ks, svc) &&
+               !h->obj_get(svc, "metadata", "deletionTimestamp", NULL);
+    const char *etp = h->obj_str(h->obj_get(svc, "spec", "externalTrafficPolicy", NULL));
+    int local = ks->cfg->dynamic_node_selector && etp && strcmp(etp, "Local") == 0;
+    if (hz_index_service(ks->index, key, ours, local, enqueue, ks) < 0)
+        index_failed(ks, "service", key);
+}
+
+static void
+node_event(struct hz_kside *ks, const plb_obj *node, int deleted)
+{
+    const char *name = hz_ks_str(ks, node, "metadata", "name", NULL);
+    if (name && hz_index_node(ks->index, name, node_fp(ks, node), deleted, enqueue, ks) < 0)
+        index_failed(ks, "node", name);
+}
+
+static void
+slice_event(struct hz_kside *ks, const plb_obj *slice, int deleted)
+{
+    const struct plb_host *h = ks->host;
+    const char *ns = hz_ks_str(ks, slice, "metadata", "namespace", NULL);
+    const char *svc = h->obj_str(h->obj_get(slice, "metadata", "labels", SLICE_SERVICE_LABEL, NULL));
+    const plb_obj *eps = h->obj_get(slice, "endpoints", NULL);
+    size_t n = h->obj_len(eps), nn = 0;
+    char key[512], skey[512];
+    const char **nodes = NULL;
+    if (key_of(ks, slice, key, sizeof(key)) < 0)
+        return;
+    snprintf(skey, sizeof(skey), "%s/%s", ns ? ns : "", svc ? svc : "");
+    if (n && !(nodes = hz_calloc(n * sizeof(*nodes)))) {
+        index_failed(ks, "endpointslice", key);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = h->obj_str(h->obj_get(h->obj_at(eps, i), "nodeName", NULL));
+        if (nm)
+            nodes[nn++] = nm;
+    }
+    if (hz_index_slice(ks->index, key, svc ? skey : NULL, nodes, nn, deleted, enqueue, ks) < 0)
+        index_failed(ks, "endpointslice", key);
+    hz_free(nodes);
+}
+
+/* The informers' callbacks: arg is the kside; which informer it is tells
+ * what the object is. */
+static void
+on_event(plb_informer *inf, const plb_obj *obj, int deleted, void *arg)
+{
+    struct hz_kside *ks = arg;
+    if (!ks->index)
+        return;
+    if (inf == ks->svc_inf)
+        svc_event(ks, obj, deleted);
+    else if (inf == ks->node_inf)
+        node_event(ks, obj, deleted);
+    else if (inf == ks->slice_inf)
+        slice_event(ks, obj, deleted);
+}
+
+static void
+on_add(plb_informer *inf, const plb_obj *obj, void *arg)
+{
+    on_event(inf, obj, 0, arg);
+}
+
+static void
+on_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
+{
+    (void)old;
+    on_event(inf, obj, 0, arg);
+}
+
+static void
+on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
+{
+    struct hz_kside *ks = arg;
+    const char *uid = hz_ks_str(ks, old, "metadata", "uid", NULL);
+    char **nd;
+    char key[512];
+    if (key_of(ks, old, key, sizeof(key)) < 0)
+        return;
+    hz_state_drop(ks, key);
+    if (uid && hz_kube_is_ours(ks, old) &&
+        (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
+        ks->deleted = nd;
+        if ((nd[ks->ndeleted] = hz_strdup(uid)))
+            ks->ndeleted++;
+    }
+    on_event(inf, old, 1, ks);
+    sync_arm(ks);
+}
+
+static void
+on_delete(plb_informer *inf, const plb_obj *old, void *arg)
+{
+    on_event(inf, old, 1, arg);
+}
+
+static void
+on_synced(plb_informer *inf, void *arg)
+{
+    (void)inf;
+    hz_kube_sync_soon(arg);
+}
+
+static plb_informer *
+informer(struct hz_kside *ks, const char *api_version, const char *resource,
+         void (*del)(plb_informer *, const plb_obj *, void *))
+{
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref),
+                                            .api_version = api_version,
+                                            .resource = resource},
+        .on_add = on_add,
+        .on_update = on_update,
+        .on_delete = del,
+        .on_synced = on_synced,
+        .arg = ks,
+    };
+    int err = 0;
+    plb_informer *inf = ks->host->informer_new(ks->kube, &o, &err);
+    if (!inf)
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("resource", resource, "error", strerror(-err)),
+                "cannot start the informer");
+    return inf;
+}
+
+/* See hz_kube_int.h. */
+int
+hz_watch_start(struct hz_kside *ks)
+{
+    if (!(ks->svc_inf = informer(ks, "v1", "services", on_svc_delete)) ||
+        !(ks->node_inf = informer(ks, "v1", "nodes", on_delete)) ||
+        !(ks->slice_inf = informer(ks, "discovery.k8s.io/v1", "endpointslices", on_delete)))
+        return -EIO;
+    return 0;
+}

@@ -43,6 +43,7 @@
 struct kop {
     struct hz_kside *ks;
     plb_kube_op *op;
+    char *status_key; /* a status write: its Service's key (owned) */
     struct kop *prev, *next;
 };
 
@@ -90,6 +91,7 @@ state_free(struct hz_svc_state *s)
     hz_annot_clear(&s->good);
     hz_free(s->last_bad);
     json_decref(s->warned);
+    json_decref(s->status_sent);
     hz_free(s);
 }
 
@@ -120,16 +122,45 @@ kop_unlink(struct kop *k)
         k->next->prev = k->prev;
 }
 
+/* A status write of k ended (ok = 1 when written) or was cancelled. */
+static void
+status_ended(struct kop *k, int ok)
+{
+    struct hz_svc_state *st = hz_state_get(k->ks, k->status_key, 0);
+    if (!st)
+        return;
+    st->status_busy = 0;
+    if (!ok) {
+        /* written again at the next sync */
+        json_decref(st->status_sent);
+        st->status_sent = NULL;
+    }
+    if (st->status_again) {
+        st->status_again = 0;
+        hz_kube_sync_key(k->ks, st->key);
+    }
+}
+
+static void
+kop_free(struct kop *k)
+{
+    hz_free(k->status_key);
+    hz_free(k);
+}
+
 static void
 kop_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
 {
     struct kop *k = arg;
+    int ok = r->status >= 200 && r->status < 300;
     (void)op;
-    if (r->status < 200 || r->status >= 300)
+    if (!ok)
         PLB_WARN(k->ks->host, k->ks->ctx, PLB_KV("error", r->message ? r->message : ""),
                  "kubernetes write failed: status %d", r->status);
     kop_unlink(k);
-    hz_free(k);
+    if (k->status_key)
+        status_ended(k, ok);
+    kop_free(k);
 }
 
 /* Track a started op (or report why it did not start). */
@@ -148,7 +179,9 @@ kop_started(struct hz_kside *ks, struct kop *k, plb_kube_op *op, int err, const 
     if (!op) {
         PLB_ERR(ks->host, ks->ctx, PLB_KV("what", what, "error", strerror(-err)),
                 "kubernetes write: cannot start");
-        hz_free(k);
+        if (k->status_key)
+            status_ended(k, 0);
+        kop_free(k);
         return;
     }
     k->op = op;
@@ -400,11 +433,17 @@ hz_warn_clear(struct hz_svc_state *st, const char *reason)
 
 /* Write svc's status.loadBalancer.ingress from lb when it differs. */
 void
-hz_status_update(struct hz_kside *ks, const struct hz_svc_state *st, const plb_obj *svc, json_t *lb)
+hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, json_t *lb)
 {
     json_t *want = ingress_of(ks, st, lb);
     json_t *have = current_ingress(ks, svc);
-    if (want && !json_equal(want, have)) {
+    if (want && json_equal(want, have)) {
+        /* the Service shows it: a later change of it is written again */
+        json_decref(st->status_sent);
+        st->status_sent = NULL;
+    } else if (want && st->status_busy) {
+        st->status_again = 1; /* one write at a time: look again after it */
+    } else if (want && !json_equal(want, st->status_sent)) {
         const char *ips[2];
         size_t n = 0, i;
         json_t *e;
@@ -417,6 +456,15 @@ hz_status_update(struct hz_kside *ks, const struct hz_svc_state *st, const plb_o
         }
         PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", ips[0],
                  n > 1 ? ", " : "", n > 1 ? ips[1] : "");
+        if (k && !(k->status_key = hz_strdup(st->key))) {
+            hz_free(k);
+            k = NULL;
+        }
+        if (k) {
+            json_decref(st->status_sent);
+            st->status_sent = json_incref(want);
+            st->status_busy = 1;
+        }
         if (k)
             kop_started(ks, k,
                         ks->host->lb_status_write(
@@ -576,7 +624,9 @@ hz_kube_cancel_writes(struct hz_kside *ks)
         struct kop *k = ks->kops;
         kop_unlink(k);
         ks->host->kube_cancel(k->op);
-        hz_free(k);
+        if (k->status_key)
+            status_ended(k, 0);
+        kop_free(k);
     }
 }
 

@@ -19,6 +19,10 @@ struct hz_svc_state {
     int dirty;        /* something changed meanwhile: sync again after it */
     int by_name;      /* look its names up one by one (a create met a
                          name the lists did not show) */
+    json_t *status_sent; /* the ingress last written (owned): not written
+                            again until the cache shows another one */
+    int status_busy;     /* a status write is in flight */
+    int status_again;    /* a sync met it in flight: sync again after it */
     uint64_t fail_fp; /* fingerprint of the desired state that failed */
     int64_t retry_at; /* ... not tried again before this (monotonic ms) */
     struct hz_svc_state *next;
@@ -31,8 +35,10 @@ HZ_HIDDEN const char *hz_ks_str(const struct hz_kside *ks, const plb_obj *o, con
  * when absent (or out of memory). */
 HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_kside *ks, const char *key, int create);
 /* Write svc's status.loadBalancer.ingress from lb (borrowed) when it
- * differs from what the Service shows. */
-HZ_HIDDEN void hz_status_update(struct hz_kside *ks, const struct hz_svc_state *st,
+ * differs from what the Service shows: at most one write in flight per
+ * Service, and none while the last one written is what it should show
+ * (the cache has not caught up yet). */
+HZ_HIDDEN void hz_status_update(struct hz_kside *ks, struct hz_svc_state *st,
                                 const plb_obj *svc, json_t *lb);
 /* A warning Event for svc, once while the same reason and message hold. */
 HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,

@@ -51,6 +51,12 @@ enqueue_svc(const plb_obj *svc, void *arg)
 void
 hz_kube_sync_soon(struct hz_kside *ks)
 {
+    /* A status written but overwritten before the cache showed it would
+     * otherwise wait for the Service's next change. */
+    for (struct hz_svc_state *st = ks->svcs; st; st = st->next) {
+        json_decref(st->status_sent);
+        st->status_sent = NULL;
+    }
     if (ks->svc_inf && ks->queue)
         ks->host->informer_foreach(ks->svc_inf, enqueue_svc, ks);
 }

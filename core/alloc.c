@@ -22,9 +22,8 @@ live_add(long delta)
 {
     long now = __atomic_add_fetch(&live_bytes, delta, __ATOMIC_RELAXED);
     long peak = __atomic_load_n(&peak_bytes, __ATOMIC_RELAXED);
-    while (now > peak &&
-           !__atomic_compare_exchange_n(&peak_bytes, &peak, now, 1, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
+    while (now > peak && !__atomic_compare_exchange_n(&peak_bytes, &peak, now, 1, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED))
         ;
 }
 
@@ -45,8 +44,7 @@ core_alloc_peak_bytes(void)
 void
 core_alloc_peak_reset(void)
 {
-    __atomic_store_n(&peak_bytes, __atomic_load_n(&live_bytes, __ATOMIC_RELAXED),
-                     __ATOMIC_RELAXED);
+    __atomic_store_n(&peak_bytes, __atomic_load_n(&live_bytes, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 }
 
 static int
@@ -200,8 +198,8 @@ core_alloc_install_library_hooks(void)
     (void)CRYPTO_set_mem_functions(ssl_malloc, ssl_realloc, ssl_free);
     event_set_mem_functions(core_malloc, core_realloc, core_free);
     json_set_alloc_funcs(core_malloc, core_free);
-    if (curl_global_init_mem(CURL_GLOBAL_DEFAULT, core_malloc, core_free, core_realloc,
-                             core_strdup, curl_calloc_cb) != CURLE_OK)
+    if (curl_global_init_mem(CURL_GLOBAL_DEFAULT, core_malloc, core_free, core_realloc, core_strdup,
+                             curl_calloc_cb) != CURLE_OK)
         return -1;
     return 0;
 }

@@ -24,10 +24,11 @@
 
 /* The index is the plb_log_level for the first four; extractedprism's (zap's)
  * dpanic, panic and fatal are accepted and mean error. */
-static const char *const log_levels[] = {"error", "warn", "info", "debug",
+static const char *const log_levels[] = {"error",  "warn",  "info",  "debug",
                                          "dpanic", "panic", "fatal", NULL};
 static const char *const log_formats[] = {"logfmt", "json", NULL};
 
+/* clang-format off */
 const struct plb_setting core_settings_table[] = {
     {.name = "modules_dir", .type = PLB_SET_PATH,
      .offset = offsetof(struct core_config, modules_dir),
@@ -46,6 +47,7 @@ const struct plb_setting core_settings_table[] = {
      .max = 3600000, .doc = "Longest wait for each instance to stop on SIGTERM"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 static const char *const instance_keys[] = {"module", "name", "gate", NULL};
 
@@ -103,8 +105,8 @@ core_instance_find(struct core *c, const char *name)
 }
 
 static const char *
-member_string(const config_setting_t *grp, const char *key, const char *file,
-              const char *path, struct core_errors *err, int required)
+member_string(const config_setting_t *grp, const char *key, const char *file, const char *path,
+              struct core_errors *err, int required)
 {
     const config_setting_t *m = config_setting_get_member(grp, key);
     char where[512], p[512];
@@ -131,9 +133,8 @@ member_string(const config_setting_t *grp, const char *key, const char *file,
  * that does not exist yet is left to run time: deployments write it after
  * checking the config (the demo does). */
 static void
-check_kubeconfigs(const struct plb_setting *table, const void *config,
-                  const config_setting_t *grp, const char *file, const char *path,
-                  struct core_errors *err)
+check_kubeconfigs(const struct plb_setting *table, const void *config, const config_setting_t *grp,
+                  const char *file, const char *path, struct core_errors *err)
 {
     const char *kc = NULL, *kctx = NULL;
 
@@ -161,8 +162,7 @@ check_kubeconfigs(const struct plb_setting *table, const void *config,
 
 /* Parse one instance group into a new plb_ctx appended to c->inst. */
 static void
-parse_instance(struct core *c, const config_setting_t *grp, unsigned idx,
-               struct core_errors *err)
+parse_instance(struct core *c, const config_setting_t *grp, unsigned idx, struct core_errors *err)
 {
     char where[512], path[512];
     const char *file = c->config_file;
@@ -262,8 +262,7 @@ check_links(struct core *c, const config_setting_t *list, struct core_errors *er
                                     "instance \"%s\" (module %s) cannot be linked here: it "
                                     "is not %s",
                                     v->v[k], t->cm->mod->name,
-                                    (s->role & PLB_ROLE_GATE) ? "a gate"
-                                                              : "an endpoint source");
+                                    (s->role & PLB_ROLE_GATE) ? "a gate" : "an endpoint source");
             }
         }
         if (ctx->gate_name) {
@@ -274,9 +273,8 @@ check_links(struct core *c, const config_setting_t *list, struct core_errors *er
             if (!g)
                 core_errors_add(err, where, path, "no instance named \"%s\"", ctx->gate_name);
             else if (!(g->cm->mod->provides & PLB_ROLE_GATE))
-                core_errors_add(err, where, path,
-                                "instance \"%s\" (module %s) is not a gate", ctx->gate_name,
-                                g->cm->mod->name);
+                core_errors_add(err, where, path, "instance \"%s\" (module %s) is not a gate",
+                                ctx->gate_name, g->cm->mod->name);
             else if (g == ctx)
                 core_errors_add(err, where, path, "an instance cannot gate itself");
             else if (!ctx->cm->mod->gate_open || !ctx->cm->mod->gate_close)
@@ -420,8 +418,7 @@ core_config_load(struct core *c, const char *file, struct core_errors *err)
 
     static const char *const top_keys[] = {"instances", NULL};
     const config_setting_t *root = config_root_setting(&cf);
-    core_settings_parse(core_settings_table, &c->cfg, root, file, "", c->config_dir, top_keys,
-                        err);
+    core_settings_parse(core_settings_table, &c->cfg, root, file, "", c->config_dir, top_keys, err);
     if (c->cfg.log_level > PLB_LOG_DEBUG)
         c->cfg.log_level = PLB_LOG_ERROR; /* dpanic, panic, fatal */
 

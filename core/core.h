@@ -23,10 +23,10 @@ struct core_links;
  * layout (fields the module's header lacked are zero), so nothing else in
  * the core looks at the module's strides. */
 struct core_module {
-    char *path;                  /* resolved file path */
-    void *dl;                    /* dlopen handle */
+    char *path;                   /* resolved file path */
+    void *dl;                     /* dlopen handle */
     const struct plb_module *mod; /* &desc */
-    struct plb_module desc;      /* the module's descriptor, normalized */
+    struct plb_module desc;       /* the module's descriptor, normalized */
     struct plb_setting *settings; /* its settings table, normalized (desc.settings) */
     unsigned refs;
     struct core_module *next;
@@ -43,25 +43,25 @@ enum core_inst_state {
 struct plb_ctx {
     struct core *core;
     char *name;
-    const char *where;           /* FILE:LINE of its config group */
+    const char *where; /* FILE:LINE of its config group */
     struct core_module *cm;
-    void *config;                /* config_size bytes, settings stored */
-    void *state;                 /* the module's */
+    void *config; /* config_size bytes, settings stored */
+    void *state;  /* the module's */
     enum core_inst_state st;
     int created;
-    char *gate_name;             /* the gate instance it follows, or NULL */
-    struct plb_ctx *gate;        /* resolved */
-    int gate_open;               /* for gate instances: current state */
-    int gated_active;            /* for gated instances: write loop running */
-    plb_done *stop_done;         /* handed to stop(), until it fires */
-    int log_max;                 /* its own log threshold (log_set_level) */
+    char *gate_name;      /* the gate instance it follows, or NULL */
+    struct plb_ctx *gate; /* resolved */
+    int gate_open;        /* for gate instances: current state */
+    int gated_active;     /* for gated instances: write loop running */
+    plb_done *stop_done;  /* handed to stop(), until it fires */
+    int log_max;          /* its own log threshold (log_set_level) */
 };
 
 /* The daemon-wide configuration (top-level settings). */
 struct core_config {
     char *modules_dir;
-    int log_level;   /* enum plb_log_level */
-    int log_format;  /* enum core_log_format */
+    int log_level;  /* enum plb_log_level */
+    int log_format; /* enum core_log_format */
     int64_t shutdown_grace_ms;
 };
 
@@ -72,9 +72,9 @@ struct core {
     struct core_links *links;
     const struct plb_host *host;
 
-    int checking;                /* --check-config: also load each kubeconfig named */
-    char *config_file;           /* as given */
-    char *config_dir;            /* its directory, for relative paths */
+    int checking;      /* --check-config: also load each kubeconfig named */
+    char *config_file; /* as given */
+    char *config_dir;  /* its directory, for relative paths */
     struct core_config cfg;
     struct core_module *modules; /* loaded module files */
     struct plb_ctx **inst;       /* in config order */
@@ -82,14 +82,14 @@ struct core {
 
     /* shutdown */
     int stopping;
-    size_t stop_next;            /* index+1 of the next instance to stop */
-    struct event *stop_timer;    /* grace of the instance being stopped */
+    size_t stop_next;         /* index+1 of the next instance to stop */
+    struct event *stop_timer; /* grace of the instance being stopped */
     struct event *sig_term, *sig_int, *sig_hup;
     int exit_code;
 
     /* reload (SIGHUP) */
-    struct core_reload *reload;  /* being applied, or NULL */
-    int cli_level, cli_format;   /* given on the command line, or -1 */
+    struct core_reload *reload; /* being applied, or NULL */
+    int cli_level, cli_format;  /* given on the command line, or -1 */
 };
 
 /* The daemon's top-level settings table. */

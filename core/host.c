@@ -121,13 +121,13 @@ h_listen_tcp(plb_ctx *ctx, const char *addr, int port, int backlog, plb_accept_c
 {
     static const char *const labels[] = {"listener", NULL};
     plb_listener *l = core_listen_tcp(ctx->core->base, addr, port, backlog, cb, arg, err);
-    plb_metric *m = l && ctx->core->metrics
-                        ? core_metric_new(ctx->core->metrics, PLB_METRIC_COUNTER,
-                                          "prismlb_accept_errors_total",
-                                          "Times accept() failed on a listening socket (out of "
-                                          "descriptors: each failure pauses accepting for 100 ms).",
-                                          labels, NULL, 0, NULL)
-                        : NULL;
+    plb_metric *m =
+        l && ctx->core->metrics
+            ? core_metric_new(ctx->core->metrics, PLB_METRIC_COUNTER, "prismlb_accept_errors_total",
+                              "Times accept() failed on a listening socket (out of "
+                              "descriptors: each failure pauses accepting for 100 ms).",
+                              labels, NULL, 0, NULL)
+            : NULL;
     if (m)
         core_listener_count_errors(l, m);
     return l;
@@ -150,8 +150,8 @@ h_metric_new(plb_ctx *ctx, enum plb_metric_type type, const char *name, const ch
              const char *const *label_names, const double *buckets, size_t nbuckets)
 {
     int err = 0;
-    plb_metric *m = core_metric_new(ctx->core->metrics, type, name, help, label_names, buckets,
-                                    nbuckets, &err);
+    plb_metric *m =
+        core_metric_new(ctx->core->metrics, type, name, help, label_names, buckets, nbuckets, &err);
     if (!m)
         core_log(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name,
                  "cannot register metric %s: error %d", name, err);

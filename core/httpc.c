@@ -43,7 +43,7 @@
 #define HTTPC_MAX_PEM_FILE ((size_t)1 << 20)
 #define HTTPC_MAX_HEADER_BYTES ((size_t)64 << 10)
 #define HTTPC_LINE_KEEP ((size_t)64 << 10) /* partial-line buffer kept between lines */
-#define HTTPC_MAX_PER_HOST 8 /* BUFFER requests running per host */
+#define HTTPC_MAX_PER_HOST 8               /* BUFFER requests running per host */
 /* Idle connections kept for reuse. curl's default, four per transfer in
  * the multi handle, drops to a few just as a burst's first transfers end
  * together, and the next ones would open new connections. */
@@ -100,9 +100,9 @@ struct plb_http_req {
 /* One host's BUFFER requests: how many hold a slot, and who waits for one. */
 struct hostq {
     struct hostq *next;
-    char *key;     /* "scheme://host:port" or "...>connect_to" */
-    size_t refs;   /* requests pointing here */
-    size_t slots;  /* requests holding a slot */
+    char *key;    /* "scheme://host:port" or "...>connect_to" */
+    size_t refs;  /* requests pointing here */
+    size_t slots; /* requests holding a slot */
     plb_http_req *whead, *wtail;
     size_t nwait;
 };
@@ -123,8 +123,8 @@ struct core_httpc {
     size_t nqueued;
     size_t active;
     struct hostq *hosts;
-    size_t nwaiting;  /* requests waiting for a host slot */
-    size_t connects;  /* connections opened, over every transfer */
+    size_t nwaiting; /* requests waiting for a host slot */
+    size_t connects; /* connections opened, over every transfer */
     struct sockinfo *socks;
     int in_curl; /* inside curl_multi_socket_action */
     int sweep;   /* a running request was cancelled inside it */

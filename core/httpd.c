@@ -124,7 +124,7 @@ struct plb_http_server {
 
 struct plb_http_exchange {
     plb_http_server *srv;
-    struct hconn *hc; /* NULL once its connection closed */
+    struct hconn *hc;                /* NULL once its connection closed */
     struct evhttp_request *req;      /* NULL once libevent dropped it */
     struct evhttp_connection *evcon; /* NULL once closed */
     const char *method;
@@ -360,15 +360,24 @@ static const char *
 method_name(enum evhttp_cmd_type t)
 {
     switch (t) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    case EVHTTP_REQ_TRACE: return "TRACE";
-    case EVHTTP_REQ_CONNECT: return "CONNECT";
-    case EVHTTP_REQ_PATCH: return "PATCH";
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    case EVHTTP_REQ_TRACE:
+        return "TRACE";
+    case EVHTTP_REQ_CONNECT:
+        return "CONNECT";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
     }
     return "UNKNOWN";
 }
@@ -424,8 +433,7 @@ send_reply(struct evhttp_request *req, int status, const char *content_type, con
         snprintf(clen, sizeof clen, "%zu", len);
         if (evhttp_add_header(out, "Content-Length", clen) != 0)
             goto fail;
-        if (!head && len > 0 &&
-            evbuffer_add(evhttp_request_get_output_buffer(req), body, len) != 0)
+        if (!head && len > 0 && evbuffer_add(evhttp_request_get_output_buffer(req), body, len) != 0)
             goto fail;
     }
     evhttp_send_reply(req, status, NULL, NULL);
@@ -695,10 +703,8 @@ core_http_server_new(struct event_base *base, const char *addr, int port, int *e
         goto fail;
     }
     /* backlog 0: already listening. Close-on-exec for accepted sockets. */
-    srv->lev = evconnlistener_new(base, NULL, NULL,
-                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                      LEV_OPT_CLOSE_ON_EXEC,
-                                  0, fd);
+    srv->lev = evconnlistener_new(
+        base, NULL, NULL, LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
     if (!srv->lev) {
         rc = -ENOMEM;
         goto fail;

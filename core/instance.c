@@ -19,8 +19,8 @@ core_instance_log_failure(plb_ctx *ctx, const char *what, int rc, char why[512])
     const char *err = rc < 0 ? strerror(-rc) : "failed";
     why[511] = '\0'; /* whatever the module wrote */
     if (why[0])
-        core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "reason", why, "error",
-                    err, NULL);
+        core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "reason", why, "error", err,
+                    NULL);
     else
         core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "error", err, NULL);
 }

@@ -231,8 +231,7 @@ sub_deliver(struct sub *s)
         goto oom;
     if (n == 0 && s->nlast > 0) {
         core_log(PLB_LOG_WARN, s->ctx->name, s->ctx->cm->mod->name,
-                 "skipped an endpoint update that would leave no endpoints; keeping %zu",
-                 s->nlast);
+                 "skipped an endpoint update that would leave no endpoints; keeping %zu", s->nlast);
         goto out;
     }
     if (n == s->nlast && s->delivered) {

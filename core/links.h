@@ -12,8 +12,7 @@ struct core_links *core_links_new(struct core *c);
 void core_links_free(struct core_links *l);
 
 /* Endpoint sets (see plb_host.endpoints_*). */
-int core_endpoints_publish(plb_ctx *ctx, const char *provider, const char *const *eps,
-                           size_t n);
+int core_endpoints_publish(plb_ctx *ctx, const char *provider, const char *const *eps, size_t n);
 void core_endpoints_failed(plb_ctx *ctx, const char *provider, int failed);
 int core_endpoints_subscribe(plb_ctx *ctx, const struct plb_strv *sources, plb_endpoints_cb cb,
                              void *arg);

@@ -71,16 +71,15 @@ core_sockaddr_parse(const char *ip, int port, struct sockaddr_storage *ss, sockl
             return 0;
         }
     }
-v6:
-    {
-        struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-        if (inet_pton(AF_INET6, ip, &sin6->sin6_addr) == 1) {
-            sin6->sin6_family = AF_INET6;
-            sin6->sin6_port = htons((uint16_t)port);
-            *len = sizeof *sin6;
-            return 0;
-        }
+v6 : {
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+    if (inet_pton(AF_INET6, ip, &sin6->sin6_addr) == 1) {
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port = htons((uint16_t)port);
+        *len = sizeof *sin6;
+        return 0;
     }
+}
     memset(ss, 0, sizeof *ss);
     return -EINVAL;
 }
@@ -112,8 +111,7 @@ core_sockaddr_format(const struct sockaddr *sa, char *buf, size_t len)
 /* Accepting                                                                */
 
 static void
-accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int socklen,
-          void *p)
+accept_cb(struct evconnlistener *lev, evutil_socket_t fd, struct sockaddr *sa, int socklen, void *p)
 {
     plb_listener *l = p;
     char peer[CORE_SOCKADDR_STRLEN];
@@ -201,9 +199,8 @@ core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port,
     if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
         goto fail;
     if (bound_port)
-        *bound_port = ss.ss_family == AF_INET6
-                          ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                          : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                               : ntohs(((struct sockaddr_in *)&ss)->sin_port);
     if (name)
         core_sockaddr_format((struct sockaddr *)&ss, name, name_len);
     return fd;
@@ -214,8 +211,8 @@ fail:
 }
 
 plb_listener *
-core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog,
-                plb_accept_cb cb, void *arg, int *err)
+core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog, plb_accept_cb cb,
+                void *arg, int *err)
 {
     plb_listener *l = NULL;
     int fd = -1;

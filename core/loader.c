@@ -172,8 +172,8 @@ core_module_load(struct core *c, const char *ref, const char *where, const char 
                         file, mod->size);
         goto fail;
     }
-    if (mod->settings && mod->setting_size < offsetof(struct plb_setting, type) +
-                                                 sizeof(mod->settings->type)) {
+    if (mod->settings &&
+        mod->setting_size < offsetof(struct plb_setting, type) + sizeof(mod->settings->type)) {
         core_errors_add(err, where, path,
                         "%s has a settings table without a valid setting_size (%zu): set "
                         ".setting_size = sizeof(struct plb_setting)",
@@ -181,8 +181,8 @@ core_module_load(struct core *c, const char *ref, const char *where, const char 
         goto fail;
     }
     if (!ref_is_path(ref) && strcmp(mod->name, ref) != 0) {
-        core_errors_add(err, where, path, "%s declares module \"%s\", not \"%s\"", file,
-                        mod->name, ref);
+        core_errors_add(err, where, path, "%s declares module \"%s\", not \"%s\"", file, mod->name,
+                        ref);
         goto fail;
     }
     cm = core_calloc(1, sizeof(*cm));

@@ -69,7 +69,7 @@ core_log_format_parse(const char *s, enum core_log_format *out)
 int
 core_log_key_is_secret(const char *key)
 {
-    static const char *const words[] = {"token", "password", "passwd", "secret",
+    static const char *const words[] = {"token",         "password",    "passwd", "secret",
                                         "authorization", "private_key", "key_pem"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         if (strcasestr(key, words[i]))
@@ -256,8 +256,7 @@ core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *modul
 }
 
 void
-core_log_kv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
-            ...)
+core_log_kv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg, ...)
 {
     va_list ap;
     va_start(ap, msg);

@@ -31,16 +31,16 @@ int core_log_level_parse(const char *s, enum plb_log_level *out);
 int core_log_format_parse(const char *s, enum core_log_format *out);
 
 /* Write a record. instance and module may be NULL. */
-void core_logv(enum plb_log_level lvl, const char *instance, const char *module,
-               const char *fmt, va_list ap) PLB_PRINTF(4, 0);
-void core_log(enum plb_log_level lvl, const char *instance, const char *module,
-              const char *fmt, ...) PLB_PRINTF(4, 5);
+void core_logv(enum plb_log_level lvl, const char *instance, const char *module, const char *fmt,
+               va_list ap) PLB_PRINTF(4, 0);
+void core_log(enum plb_log_level lvl, const char *instance, const char *module, const char *fmt,
+              ...) PLB_PRINTF(4, 5);
 /* A record with fields: kv is a NULL-terminated list of const char * key,
  * value pairs (a NULL value is written as empty). */
-void core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module,
-                  const char *msg, va_list kv);
-void core_log_kv(enum plb_log_level lvl, const char *instance, const char *module,
-                 const char *msg, ...) PLB_SENTINEL;
+void core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
+                  va_list kv);
+void core_log_kv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
+                 ...) PLB_SENTINEL;
 /* A record with a printf-style message and fields: kv is a NULL-terminated
  * array of key, value pairs (borrowed), or NULL. */
 void core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *module,

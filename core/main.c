@@ -138,8 +138,8 @@ run(struct core *c)
     }
     if (core_instances_create(c) < 0)
         goto out;
-    CORE_INFO("prismlb %s (%s) running %zu instance(s) from %s", PRISMLB_VERSION,
-              PRISMLB_REVISION, c->ninst, c->config_file);
+    CORE_INFO("prismlb %s (%s) running %zu instance(s) from %s", PRISMLB_VERSION, PRISMLB_REVISION,
+              c->ninst, c->config_file);
     if (core_instances_start(c) < 0 || core_notify_ready(c->base, (unsigned)c->ninst) < 0) {
         core_instances_stop(c, on_stopped);
         event_base_dispatch(c->base);

@@ -111,8 +111,7 @@ core_ports_check(struct core *c, const config_setting_t *list, struct core_error
                             "port %lld%s%s is also instances.%s.%s (%s): two listeners "
                             "cannot share it",
                             (long long)v[j].port, v[j].addr ? " on " : "",
-                            v[j].addr ? v[j].addr : "", v[i].ctx->name, v[i].s->name,
-                            v[i].where);
+                            v[j].addr ? v[j].addr : "", v[i].ctx->name, v[i].s->name, v[i].where);
             break;
         }
     }

@@ -29,17 +29,17 @@
 
 struct core_reload {
     struct core *c;
-    struct core nc;           /* the new file, parsed (its instances) */
-    plb_ctx **stop;           /* old instances to stop, in stop order */
+    struct core nc; /* the new file, parsed (its instances) */
+    plb_ctx **stop; /* old instances to stop, in stop order */
     size_t nstop, next;
-    int *gone;                /* stop[i] is removed (else it restarts) */
-    plb_ctx **final;          /* the instance list once applied */
+    int *gone;       /* stop[i] is removed (else it restarts) */
+    plb_ctx **final; /* the instance list once applied */
     size_t nfinal;
-    int *fresh;               /* final[i] needs create + start */
-    struct event *timer;      /* grace of the instance stopping */
-    plb_done *done;           /* handed to the current stop (the instance's
-                                 stop_done owns it) */
-    int again;                /* SIGHUP during the reload: once more */
+    int *fresh;          /* final[i] needs create + start */
+    struct event *timer; /* grace of the instance stopping */
+    plb_done *done;      /* handed to the current stop (the instance's
+                            stop_done owns it) */
+    int again;           /* SIGHUP during the reload: once more */
 };
 
 static int

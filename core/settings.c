@@ -18,8 +18,7 @@
 /* Error sink                                                           */
 
 void
-core_errors_add(struct core_errors *e, const char *where, const char *path, const char *fmt,
-                ...)
+core_errors_add(struct core_errors *e, const char *where, const char *path, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -941,9 +940,10 @@ static void
 doc_line(const struct plb_setting *s, char *line, size_t len)
 {
     char def[256], range[160], values[256];
-    snprintf(def, sizeof(def), "%s", (s->flags & PLB_SET_REQUIRED) ? "(required)"
-                                     : s->def                       ? s->def
-                                                                    : "");
+    snprintf(def, sizeof(def), "%s",
+             (s->flags & PLB_SET_REQUIRED) ? "(required)"
+             : s->def                      ? s->def
+                                           : "");
     range[0] = values[0] = '\0';
     if ((s->min != 0 || s->max != 0) && s->type != PLB_SET_ENUM) {
         char lo[64], hi[64];
@@ -967,9 +967,9 @@ doc_line(const struct plb_setting *s, char *line, size_t len)
     const char *doc = s->doc ? s->doc : "";
     size_t dl = strlen(doc);
     const char *stop = (dl && doc[dl - 1] != '.') ? "." : "";
-    snprintf(line, len, "| `%s` | %s | %s%s%s | %s%s%s | %s%s%s%s%s |\n", s->name,
-             doc_type(s), *def ? "`" : "", def, *def ? "`" : "", s->env ? "`" : "",
-             s->env ? s->env : "", s->env ? "`" : "", doc, stop, values, range,
+    snprintf(line, len, "| `%s` | %s | %s%s%s | %s%s%s | %s%s%s%s%s |\n", s->name, doc_type(s),
+             *def ? "`" : "", def, *def ? "`" : "", s->env ? "`" : "", s->env ? s->env : "",
+             s->env ? "`" : "", doc, stop, values, range,
              (s->flags & PLB_SET_SECRET) ? " Secret: never printed." : "");
 }
 

@@ -17,13 +17,13 @@
 /* An error sink: every problem is recorded as one line
  * "WHERE: PATH: MESSAGE" and the count kept. */
 struct core_errors {
-    char **lines;     /* nlines recorded lines */
+    char **lines; /* nlines recorded lines */
     size_t nlines, cap;
-    size_t n;         /* errors counted (>= nlines when memory ran out) */
-    int oom; /* an error could not be recorded for lack of memory */
+    size_t n; /* errors counted (>= nlines when memory ran out) */
+    int oom;  /* an error could not be recorded for lack of memory */
 };
-void core_errors_add(struct core_errors *e, const char *where, const char *path,
-                     const char *fmt, ...) PLB_PRINTF(4, 5);
+void core_errors_add(struct core_errors *e, const char *where, const char *path, const char *fmt,
+                     ...) PLB_PRINTF(4, 5);
 void core_errors_print(const struct core_errors *e, FILE *out);
 void core_errors_clear(struct core_errors *e);
 
@@ -44,9 +44,9 @@ void core_duration_format(int64_t ms, char *buf, size_t len);
  * Unknown members are errors, with a suggestion when one is close. Returns
  * the number of errors added. INSTANCES values are checked later by the
  * caller (core_settings_instances). */
-int core_settings_parse(const struct plb_setting *table, void *config,
-                        const config_setting_t *grp, const char *file, const char *path,
-                        const char *base_dir, const char *const *skip, struct core_errors *err);
+int core_settings_parse(const struct plb_setting *table, void *config, const config_setting_t *grp,
+                        const char *file, const char *path, const char *base_dir,
+                        const char *const *skip, struct core_errors *err);
 
 /* Free every string and list the parse stored in config (not config). */
 void core_settings_free(const struct plb_setting *table, void *config);

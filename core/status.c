@@ -35,8 +35,8 @@ core_status_render(struct core *c, size_t *len)
             json_decref(st);
             st = json_pack("{s:s}", "error", "the instance reported no status");
         }
-        json_t *e = json_pack("{s:s, s:s, s:o}", "name", x->name, "module", x->cm->mod->name,
-                              "status", st);
+        json_t *e =
+            json_pack("{s:s, s:s, s:o}", "name", x->name, "module", x->cm->mod->name, "status", st);
         if (!e || json_array_append_new(arr, e) < 0)
             goto out;
     }

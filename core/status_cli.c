@@ -180,7 +180,8 @@ proxy_rows(struct table *t, const char *inst, const json_t *st)
 {
     size_t i;
     json_t *u;
-    json_array_foreach(json_object_get(st, "upstreams"), i, u) {
+    json_array_foreach(json_object_get(st, "upstreams"), i, u)
+    {
         char tier[16] = "-", rtt[32] = "-", conns[24];
         const json_t *tv = json_object_get(u, "tier"), *rv = json_object_get(u, "rtt_ms");
         if (json_is_integer(tv))
@@ -206,15 +207,16 @@ reconciler_rows(struct table *t, const char *inst, const json_t *st)
 {
     size_t i, k;
     json_t *s, *ip;
-    json_array_foreach(json_object_get(st, "services"), i, s) {
+    json_array_foreach(json_object_get(st, "services"), i, s)
+    {
         char id[24] = "<none>", next[32], targets[1024] = "";
         const json_t *idv = json_object_get(s, "balancer_id");
         if (json_is_integer(idv))
             snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(idv));
-        json_array_foreach(json_object_get(s, "targets"), k, ip) {
+        json_array_foreach(json_object_get(s, "targets"), k, ip)
+        {
             size_t n = strlen(targets);
-            snprintf(targets + n, sizeof(targets) - n, "%s%s", n ? "," : "",
-                     str_or(ip, "?"));
+            snprintf(targets + n, sizeof(targets) - n, "%s%s", n ? "," : "", str_or(ip, "?"));
         }
         fmt_seconds(json_object_get(s, "next_check_s"), next, sizeof(next));
         const char *cells[] = {inst,
@@ -242,7 +244,7 @@ static int
 print_tables(const json_t *doc, FILE *out)
 {
     static struct table px = {.head = {"PROXY", "UPSTREAM", "HEALTH", "READY", "TIER", "RTT",
-                                        "CONNECTIONS", "DRAINING"},
+                                       "CONNECTIONS", "DRAINING"},
                               .ncols = 8},
                         rc = {.head = {"RECONCILER", "SERVICE", "BALANCER-ID", "BALANCER",
                                        "TARGETS", "LAST-ERROR", "NEXT-CHECK"},
@@ -251,7 +253,8 @@ print_tables(const json_t *doc, FILE *out)
     size_t i;
     json_t *x;
     int printed = 0;
-    json_array_foreach(json_object_get(doc, "instances"), i, x) {
+    json_array_foreach(json_object_get(doc, "instances"), i, x)
+    {
         const char *name = str_or(json_object_get(x, "name"), "?");
         const char *kind = str_or(json_object_get(json_object_get(x, "status"), "kind"), "");
         const json_t *st = json_object_get(x, "status");
@@ -310,8 +313,7 @@ core_status_cli(int argc, char **argv)
         return 2;
     }
     size_t ul = strlen(url);
-    snprintf(full, sizeof(full), "%.*s/status", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul),
-             url);
+    snprintf(full, sizeof(full), "%.*s/status", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul), url);
     json_t *doc = fetch(full);
     if (!doc)
         return 1;

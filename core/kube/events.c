@@ -125,9 +125,9 @@ core_kube_event_response(plb_kube_op *op, int status, json_t *obj, const char *r
     }
     if (status >= 200 && status < 300 && json_is_object(obj)) {
         json_t *md = json_object_get(obj, "metadata");
-        json_t *entry = json_pack("{s:O?, s:O?, s:O?}", "name", json_object_get(md, "name"),
-                                  "namespace", json_object_get(md, "namespace"), "count",
-                                  json_object_get(obj, "count"));
+        json_t *entry =
+            json_pack("{s:O?, s:O?, s:O?}", "name", json_object_get(md, "name"), "namespace",
+                      json_object_get(md, "namespace"), "count", json_object_get(obj, "count"));
         if (entry)
             cache_put(k, op->ev_key, entry);
     }

@@ -42,11 +42,10 @@ core_kube_event_key(const struct core_kube_evsrc *src, json_t *involved, const c
                     const char *message)
 {
     kind_of(involved, &kind, &api_version);
-    return core_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s",
-                         s_or(src->component), s_or(src->host), s_or(kind),
-                         s_or(md(involved, "namespace")), s_or(md(involved, "name")),
-                         s_or(md(involved, "uid")), s_or(api_version), s_or(type), s_or(reason),
-                         s_or(message));
+    return core_asprintf(
+        "%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s", s_or(src->component),
+        s_or(src->host), s_or(kind), s_or(md(involved, "namespace")), s_or(md(involved, "name")),
+        s_or(md(involved, "uid")), s_or(api_version), s_or(type), s_or(reason), s_or(message));
 }
 
 const char *
@@ -75,17 +74,17 @@ core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved, const 
         return NULL;
     core_kube_rfc3339(wall_ns, ts, sizeof(ts));
 
-    json_t *ref = json_pack("{s:s, s:s, s:s}", "kind", s_or(kind), "apiVersion",
-                            s_or(api_version), "name", oname);
+    json_t *ref = json_pack("{s:s, s:s, s:s}", "kind", s_or(kind), "apiVersion", s_or(api_version),
+                            "name", oname);
     json_t *ev = NULL;
     if (!ref)
         return NULL;
     if ((ons && *ons && json_object_set_new(ref, "namespace", json_string(ons)) < 0) ||
-        (md(involved, "uid") && json_object_set_new(ref, "uid",
-                                                    json_string(md(involved, "uid"))) < 0) ||
+        (md(involved, "uid") &&
+         json_object_set_new(ref, "uid", json_string(md(involved, "uid"))) < 0) ||
         (md(involved, "resourceVersion") &&
-         json_object_set_new(ref, "resourceVersion",
-                             json_string(md(involved, "resourceVersion"))) < 0))
+         json_object_set_new(ref, "resourceVersion", json_string(md(involved, "resourceVersion"))) <
+             0))
         goto fail;
     json_t *source = json_pack("{s:s}", "component", s_or(src->component));
     if (!source)
@@ -94,13 +93,13 @@ core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved, const 
         json_decref(source);
         goto fail;
     }
-    ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:o, s:i, s:s, s:s, s:s, s:s}",
-                   "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
-                   ons && *ons ? ons : "default", "involvedObject", ref, "reason", s_or(reason),
-                   "message", s_or(message), "type", type && *type ? type : "Normal", "source",
-                   source, "count", 1, "firstTimestamp", ts, "lastTimestamp", ts,
-                   "reportingComponent", s_or(src->component), "reportingInstance",
-                   s_or(src->host));
+    ev =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:o, s:s, s:s, s:s, s:o, s:i, s:s, s:s, s:s, s:s}",
+                  "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
+                  ons && *ons ? ons : "default", "involvedObject", ref, "reason", s_or(reason),
+                  "message", s_or(message), "type", type && *type ? type : "Normal", "source",
+                  source, "count", 1, "firstTimestamp", ts, "lastTimestamp", ts,
+                  "reportingComponent", s_or(src->component), "reportingInstance", s_or(src->host));
     return ev; /* json_pack stole ref and source, even on failure */
 fail:
     json_decref(ref);

@@ -41,14 +41,14 @@ enum watch_end { WE_NONE = 0, WE_GONE, WE_ERROR };
 struct plb_informer {
     plb_kube *k;
     struct plb_informer_opts o;
-    struct plb_kube_ref ref;     /* o.ref points here */
+    struct plb_kube_ref ref;                         /* o.ref points here */
     char *api_version, *resource, *ns, *lsel, *fsel; /* copies of o's */
-    char *path;             /* collection path */
-    json_t *cache;          /* key -> object */
-    json_t *fresh;          /* list being read */
-    char *rv;               /* resourceVersion to watch from */
-    char *cont;             /* continue token of the next page */
-    int unpaged;            /* list without limit (after an expired continue) */
+    char *path;                                      /* collection path */
+    json_t *cache;                                   /* key -> object */
+    json_t *fresh;                                   /* list being read */
+    char *rv;                                        /* resourceVersion to watch from */
+    char *cont;                                      /* continue token of the next page */
+    int unpaged; /* list without limit (after an expired continue) */
     int synced;
     enum inf_state st;
     enum kb_action pending; /* WAIT: what the timer starts */
@@ -56,12 +56,12 @@ struct plb_informer {
     plb_timer *timer;
     plb_http_req *req;
     enum watch_end wend;
-    int wcode;              /* ERROR event code */
+    int wcode; /* ERROR event code */
     char wmsg[256];
-    char *errbody;          /* non-event lines of a watch answer */
+    char *errbody; /* non-event lines of a watch answer */
     size_t errlen;
     int depth, dead;
-    int linked;             /* in k->informers */
+    int linked;                /* in k->informers */
     struct plb_informer *next; /* k->informers */
 };
 
@@ -146,8 +146,7 @@ schedule(plb_informer *inf, struct kb_step step)
     inf->st = INF_WAIT;
     inf->pending = step.action;
     if (core_timer_arm(inf->timer, step.delay_ms, 0, 0) < 0)
-        core_log(PLB_LOG_ERROR, NULL, NULL, "informer %s: cannot arm retry timer",
-                 inf->resource);
+        core_log(PLB_LOG_ERROR, NULL, NULL, "informer %s: cannot arm retry timer", inf->resource);
 }
 
 static void
@@ -189,14 +188,13 @@ list_page(plb_informer *inf)
     int err = 0;
     snprintf(num, sizeof(num), "%u", inf->o.page_size ? inf->o.page_size : INF_PAGE);
     if (!url || (!inf->unpaged && core_kube_qappend(&url, "limit", num)) ||
-        (inf->cont && core_kube_qappend(&url, "continue", inf->cont)) ||
-        add_selectors(inf, &url)) {
+        (inf->cont && core_kube_qappend(&url, "continue", inf->cont)) || add_selectors(inf, &url)) {
         err = -ENOMEM;
         goto fail;
     }
     inf->st = INF_LIST;
-    inf->req = core_kube_http(inf->k, "GET", url, NULL, NULL, PLB_HTTP_BUFFER, 0, NULL,
-                              list_done, inf, &err);
+    inf->req = core_kube_http(inf->k, "GET", url, NULL, NULL, PLB_HTTP_BUFFER, 0, NULL, list_done,
+                              inf, &err);
     if (!inf->req)
         goto fail;
     core_free(url);
@@ -349,10 +347,11 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
         const char *reason = json_string_value(json_object_get(obj, "reason"));
         const char *msg = json_string_value(json_object_get(obj, "message"));
         inf->wcode = (int)json_integer_value(json_object_get(obj, "code"));
-        inf->wend = inf->wcode == 410 || (reason && (strcmp(reason, "Expired") == 0 ||
-                                                     strcmp(reason, "Gone") == 0))
-                        ? WE_GONE
-                        : WE_ERROR;
+        inf->wend =
+            inf->wcode == 410 ||
+                    (reason && (strcmp(reason, "Expired") == 0 || strcmp(reason, "Gone") == 0))
+                ? WE_GONE
+                : WE_ERROR;
         snprintf(inf->wmsg, sizeof(inf->wmsg), "%s", msg ? msg : reason ? reason : "error");
         json_decref(ev);
         return 1; /* end the stream */
@@ -465,8 +464,8 @@ watch_start(plb_informer *inf)
     inf->st = INF_WATCH;
     /* The server ends the watch after timeoutSeconds; a stream silent for a
      * minute past that is dead. */
-    inf->req = core_kube_http(inf->k, "GET", url, NULL, NULL, PLB_HTTP_LINES,
-                              (t + 60) * 1000u, watch_line, watch_done, inf, &err);
+    inf->req = core_kube_http(inf->k, "GET", url, NULL, NULL, PLB_HTTP_LINES, (t + 60) * 1000u,
+                              watch_line, watch_done, inf, &err);
     if (!inf->req)
         goto fail;
     core_free(url);
@@ -503,8 +502,8 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
         err = &dummy;
     *err = -EINVAL;
     if (!k || !o || o->size < sizeof(struct plb_informer_opts) || !o->ref ||
-        o->ref->size < sizeof(struct plb_kube_ref) || !o->ref->api_version ||
-        !o->ref->resource || o->ref->name)
+        o->ref->size < sizeof(struct plb_kube_ref) || !o->ref->api_version || !o->ref->resource ||
+        o->ref->name)
         return NULL;
     *err = -ENOMEM;
     inf = core_calloc(1, sizeof(*inf));
@@ -530,8 +529,8 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
         inf_destroy(inf);
         return NULL;
     }
-    inf->ref = (struct plb_kube_ref){sizeof(inf->ref), inf->api_version, inf->resource, inf->ns,
-                                     NULL, NULL};
+    inf->ref = (struct plb_kube_ref){
+        sizeof(inf->ref), inf->api_version, inf->resource, inf->ns, NULL, NULL};
     inf->o.ref = &inf->ref;
     inf->o.label_selector = inf->lsel;
     inf->o.field_selector = inf->fsel;
@@ -602,8 +601,7 @@ core_informer_get(const plb_informer *inf, const char *ns, const char *name)
 }
 
 void
-core_informer_foreach(const plb_informer *inf, void (*cb)(const plb_obj *obj, void *arg),
-                      void *arg)
+core_informer_foreach(const plb_informer *inf, void (*cb)(const plb_obj *obj, void *arg), void *arg)
 {
     const char *key;
     json_t *obj;

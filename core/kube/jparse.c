@@ -163,22 +163,38 @@ string(struct jp *j, const char **out, size_t *outlen)
             return -1;
         c = *s++;
         switch (c) {
-        case '"': case '\\': case '/': j->tmp[o++] = (char)c; continue;
-        case 'b': j->tmp[o++] = '\b'; continue;
-        case 'f': j->tmp[o++] = '\f'; continue;
-        case 'n': j->tmp[o++] = '\n'; continue;
-        case 'r': j->tmp[o++] = '\r'; continue;
-        case 't': j->tmp[o++] = '\t'; continue;
-        case 'u': break;
-        default: return -1;
+        case '"':
+        case '\\':
+        case '/':
+            j->tmp[o++] = (char)c;
+            continue;
+        case 'b':
+            j->tmp[o++] = '\b';
+            continue;
+        case 'f':
+            j->tmp[o++] = '\f';
+            continue;
+        case 'n':
+            j->tmp[o++] = '\n';
+            continue;
+        case 'r':
+            j->tmp[o++] = '\r';
+            continue;
+        case 't':
+            j->tmp[o++] = '\t';
+            continue;
+        case 'u':
+            break;
+        default:
+            return -1;
         }
         unsigned cp, lo;
         if (e - s < 4 || hex4(s, &cp) < 0)
             return -1;
         s += 4;
         if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (e - s < 6 || s[0] != '\\' || s[1] != 'u' || hex4(s + 2, &lo) < 0 ||
-                lo < 0xDC00 || lo > 0xDFFF)
+            if (e - s < 6 || s[0] != '\\' || s[1] != 'u' || hex4(s + 2, &lo) < 0 || lo < 0xDC00 ||
+                lo > 0xDFFF)
                 return -1;
             s += 6;
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -365,8 +381,12 @@ value(struct jp *j)
     if (j->p >= j->end || ++j->depth > JP_MAX_DEPTH)
         return NULL;
     switch (*j->p) {
-    case '{': v = object(j); break;
-    case '[': v = array(j); break;
+    case '{':
+        v = object(j);
+        break;
+    case '[':
+        v = array(j);
+        break;
     case '"': {
         const char *s;
         size_t n;
@@ -374,10 +394,18 @@ value(struct jp *j)
             v = json_stringn_nocheck(s, n);
         break;
     }
-    case 't': v = word(j, "true", 4) ? json_true() : NULL; break;
-    case 'f': v = word(j, "false", 5) ? json_false() : NULL; break;
-    case 'n': v = word(j, "null", 4) ? json_null() : NULL; break;
-    default: v = number(j); break;
+    case 't':
+        v = word(j, "true", 4) ? json_true() : NULL;
+        break;
+    case 'f':
+        v = word(j, "false", 5) ? json_false() : NULL;
+        break;
+    case 'n':
+        v = word(j, "null", 4) ? json_null() : NULL;
+        break;
+    default:
+        v = number(j);
+        break;
     }
     j->depth--;
     return v;

@@ -85,8 +85,9 @@ core_kube_new(struct core_httpc *httpc, struct event_base *base, plb_ctx *ctx,
 
     if (err && errlen)
         err[0] = '\0';
-    if (!httpc || !base || !o || o->size < offsetof(struct plb_kube_opts, insecure_skip_verify) +
-                                                 sizeof(o->insecure_skip_verify)) {
+    if (!httpc || !base || !o ||
+        o->size < offsetof(struct plb_kube_opts, insecure_skip_verify) +
+                      sizeof(o->insecure_skip_verify)) {
         seterr(err, errlen, "bad arguments");
         return NULL;
     }
@@ -118,8 +119,7 @@ core_kube_new(struct core_httpc *httpc, struct event_base *base, plb_ctx *ctx,
             goto oom;
     }
     k->insecure = o->insecure_skip_verify || k->cfg.insecure;
-    k->ua_header = core_asprintf("User-Agent: %s",
-                                 o->user_agent ? o->user_agent : "prismlb");
+    k->ua_header = core_asprintf("User-Agent: %s", o->user_agent ? o->user_agent : "prismlb");
     if (!o->user_agent && k->ua_header) {
         core_free(k->ua_header);
         k->ua_header = core_asprintf("User-Agent: prismlb/%s", version ? version : "0");
@@ -347,7 +347,6 @@ core_kube_cancel(plb_kube_op *op)
 /* ------------------------------------------------------------------------ */
 /* Operations.                                                               */
 
-
 static plb_kube_op *
 op_new(plb_kube *k, enum kop_kind kind, const struct plb_kube_ref *ref, int with_name,
        plb_kube_done_cb done, void *arg, int *err)
@@ -425,8 +424,7 @@ modify_read(plb_kube_op *op, int status, json_t *obj, const char *reason, const 
         return;
     }
     if (rc < 0) {
-        core_kube_op_finish(op, 0, PLB_HTTP_E_ABORTED, "", "declined by the modify callback",
-                            obj);
+        core_kube_op_finish(op, 0, PLB_HTTP_E_ABORTED, "", "declined by the modify callback", obj);
         return;
     }
     core_free(op->body);

@@ -61,17 +61,17 @@ json_t *core_kube_json_parse(const char *text, size_t len);
 /* A resolved client configuration: where the API is and how to prove who
  * we are. Every string is new (core_kube_config_clear frees them). */
 struct core_kube_config {
-    char *server;          /* "https://host:port[/prefix]", no trailing '/' */
-    char *ca_file;         /* CA bundle path, or NULL */
-    char *ca_pem;          /* or PEM text */
+    char *server;               /* "https://host:port[/prefix]", no trailing '/' */
+    char *ca_file;              /* CA bundle path, or NULL */
+    char *ca_pem;               /* or PEM text */
     char *cert_file, *key_file; /* client certificate and key paths */
     char *cert_pem, *key_pem;   /* or PEM text */
-    char *token;           /* bearer token, or NULL */
-    char *token_file;      /* or a file re-read on every request */
-    char *tls_server_name; /* verify the server as this name, or NULL */
-    char *connect_to;      /* "host:port" to connect to instead, or NULL */
-    char *ns;              /* the context's namespace, or NULL */
-    int insecure;          /* insecure-skip-tls-verify: true was written */
+    char *token;                /* bearer token, or NULL */
+    char *token_file;           /* or a file re-read on every request */
+    char *tls_server_name;      /* verify the server as this name, or NULL */
+    char *connect_to;           /* "host:port" to connect to instead, or NULL */
+    char *ns;                   /* the context's namespace, or NULL */
+    int insecure;               /* insecure-skip-tls-verify: true was written */
 };
 
 void core_kube_config_clear(struct core_kube_config *c);
@@ -129,13 +129,13 @@ int core_kube_qappend(char **buf, const char *key, const char *value);
 
 /* What happened. */
 enum kb_input {
-    KB_LIST_OK = 1,   /* a list (initial or re-list) completed */
-    KB_LIST_FAILED,   /* a list failed (not a 410 on a continue: that is
-                         retried unpaged by the informer without asking) */
-    KB_WATCH_CLOSED,  /* the watch stream ended without an error */
-    KB_WATCH_ERROR,   /* the watch call failed, an ERROR event (not 410),
-                         or the stream broke */
-    KB_WATCH_GONE,    /* 410: HTTP status or ERROR event Expired/Gone */
+    KB_LIST_OK = 1,  /* a list (initial or re-list) completed */
+    KB_LIST_FAILED,  /* a list failed (not a 410 on a continue: that is
+                        retried unpaged by the informer without asking) */
+    KB_WATCH_CLOSED, /* the watch stream ended without an error */
+    KB_WATCH_ERROR,  /* the watch call failed, an ERROR event (not 410),
+                        or the stream broke */
+    KB_WATCH_GONE,   /* 410: HTTP status or ERROR event Expired/Gone */
 };
 
 /* What to do next, after delay_ms (0: at once). */
@@ -146,18 +146,18 @@ enum kb_action {
 
 struct kb_step {
     enum kb_action action;
-    int64_t delay_ms;   /* jitter included */
-    int64_t base_ms;    /* the backoff step before jitter (0 when at once) */
+    int64_t delay_ms; /* jitter included */
+    int64_t base_ms;  /* the backoff step before jitter (0 when at once) */
 };
 
 struct kb_machine {
-    int64_t next_ms;       /* the next backoff delay, before jitter */
-    int64_t watch_started; /* clock when the running watch was opened */
+    int64_t next_ms;        /* the next backoff delay, before jitter */
+    int64_t watch_started;  /* clock when the running watch was opened */
     int rewatch_after_long; /* the running watch re-opened at once after a
                                watch of >= 30 s closed without error */
-    int gone_fast;         /* a 410 qualifies the watch after the re-list to
-                              start at once */
-    int relisting;         /* the running list follows a 410 */
+    int gone_fast;          /* a 410 qualifies the watch after the re-list to
+                               start at once */
+    int relisting;          /* the running list follows a 410 */
 };
 
 /* A machine at rest: the first action is a list, at once. */
@@ -215,9 +215,9 @@ char *core_kube_event_key(const struct core_kube_evsrc *src, json_t *involved, c
  * apiVersion, resourceVersion), reason, message, type, source, count 1,
  * firstTimestamp = lastTimestamp (RFC 3339 of wall_ns), reportingComponent
  * and reportingInstance. New or NULL (ENOMEM, or involved has no name). */
-json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved,
-                             const char *kind, const char *api_version, const char *type,
-                             const char *reason, const char *message, int64_t wall_ns);
+json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved, const char *kind,
+                             const char *api_version, const char *type, const char *reason,
+                             const char *message, int64_t wall_ns);
 
 /* RFC 3339 UTC seconds ("2026-11-29T14:00:00Z") for wall_ns into buf
  * (len >= 32). Returns buf. */
@@ -239,20 +239,20 @@ enum kop_kind {
 struct plb_kube_op {
     plb_kube *k;
     enum kop_kind kind;
-    int phase;              /* MODIFY: 0 read, 1 write; EVENT: 0 patch, 1 create */
-    char *path;             /* the object's (or collection's) API path */
-    char *body;             /* request body (owned) or NULL */
+    int phase;  /* MODIFY: 0 read, 1 write; EVENT: 0 patch, 1 create */
+    char *path; /* the object's (or collection's) API path */
+    char *body; /* request body (owned) or NULL */
     const char *method, *ctype;
     plb_kube_mutate_cb mutate;
-    int attempts;           /* MODIFY: writes left */
-    plb_http_req *req;      /* in flight, or NULL */
+    int attempts;      /* MODIFY: writes left */
+    plb_http_req *req; /* in flight, or NULL */
     plb_kube_done_cb done;
     void *arg;
     int in_done;
     /* EVENT */
-    char *ev_key;           /* aggregation key (owned) */
-    json_t *ev_body;        /* the Event to create (owned) */
-    int64_t ev_ns;          /* wall clock of the record, ns */
+    char *ev_key;                    /* aggregation key (owned) */
+    json_t *ev_body;                 /* the Event to create (owned) */
+    int64_t ev_ns;                   /* wall clock of the record, ns */
     struct plb_kube_op *prev, *next; /* k->ops */
     struct plb_kube_op *qnext;       /* k->evq */
 };
@@ -262,25 +262,24 @@ struct plb_kube {
     struct event_base *base;
     plb_ctx *ctx;
     struct core_kube_config cfg;
-    char *ua_header;        /* "User-Agent: ..." */
-    char *ns;               /* default namespace */
+    char *ua_header; /* "User-Agent: ..." */
+    char *ns;        /* default namespace */
     uint32_t timeout_ms;
     int insecure;
-    struct plb_kube_op *ops;          /* started or queued */
+    struct plb_kube_op *ops;            /* started or queued */
     struct plb_kube_op *evq, *evq_tail; /* Event writes, head running */
-    json_t *ev_cur, *ev_old;          /* aggregation cache, two generations */
+    json_t *ev_cur, *ev_old;            /* aggregation cache, two generations */
     struct plb_informer *informers;
-    int depth;              /* done callbacks on the stack */
-    int dying;              /* kube_free ran inside one: free when it returns */
+    int depth; /* done callbacks on the stack */
+    int dying; /* kube_free ran inside one: free when it returns */
 };
 
 /* Start an HTTP request to path (joined to the server) with the client's
  * TLS and credentials. ctype: request body type or NULL. timeout_ms 0: the
  * client's. New request (see core_http_request) or NULL with *err. */
-plb_http_req *core_kube_http(plb_kube *k, const char *method, const char *path,
-                             const char *ctype, const char *body, enum plb_http_body_mode mode,
-                             uint32_t timeout_ms, plb_http_data_cb on_data, plb_http_done_cb done,
-                             void *arg, int *err);
+plb_http_req *core_kube_http(plb_kube *k, const char *method, const char *path, const char *ctype,
+                             const char *body, enum plb_http_body_mode mode, uint32_t timeout_ms,
+                             plb_http_data_cb on_data, plb_http_done_cb done, void *arg, int *err);
 
 /* Parse a response body: the JSON value (new) or NULL, and from a Status
  * its reason and message (borrowed from the value). */
@@ -288,8 +287,8 @@ json_t *core_kube_parse_body(const char *body, size_t len, const char **reason,
                              const char **message);
 
 /* Finish op with a result (calls done unless cancelled, unlinks, frees). */
-void core_kube_op_finish(plb_kube_op *op, int status, enum plb_http_error error,
-                         const char *reason, const char *message, json_t *obj);
+void core_kube_op_finish(plb_kube_op *op, int status, enum plb_http_error error, const char *reason,
+                         const char *message, json_t *obj);
 
 /* Unlink and free op without calling done. */
 void core_kube_op_free(plb_kube_op *op);

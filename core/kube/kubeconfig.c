@@ -16,9 +16,9 @@
 void
 core_kube_config_clear(struct core_kube_config *c)
 {
-    char **s[] = {&c->server, &c->ca_file, &c->ca_pem, &c->cert_file, &c->key_file,
-                  &c->cert_pem, &c->key_pem, &c->token, &c->token_file,
-                  &c->tls_server_name, &c->connect_to, &c->ns};
+    char **s[] = {&c->server,     &c->ca_file,         &c->ca_pem,     &c->cert_file,
+                  &c->key_file,   &c->cert_pem,        &c->key_pem,    &c->token,
+                  &c->token_file, &c->tls_server_name, &c->connect_to, &c->ns};
     for (size_t i = 0; i < sizeof(s) / sizeof(s[0]); i++) {
         core_free(*s[i]);
         *s[i] = NULL;
@@ -116,8 +116,8 @@ core_kube_url_join(const char *server, const char *path)
 static int
 unreserved(unsigned char c)
 {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-           c == '-' || c == '.' || c == '_' || c == '~';
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '.' || c == '_' || c == '~';
 }
 
 /* Append s percent-encoded (keeping also the characters in keep). */
@@ -301,8 +301,8 @@ core_kube_config_from_doc(struct core_kube_config *c, json_t *doc, const char *c
     char t1[32], t2[32], t3[32];
     if (!json_is_object(doc))
         return seterr(err, errlen, -EINVAL, "kubeconfig is not a mapping");
-    const char *cname = ctx_name && *ctx_name ? ctx_name
-                                              : kstr(doc, "current-context", t1, sizeof(t1));
+    const char *cname =
+        ctx_name && *ctx_name ? ctx_name : kstr(doc, "current-context", t1, sizeof(t1));
     if (!cname || !*cname)
         return seterr(err, errlen, -EINVAL, "kubeconfig has no current-context");
     json_t *ctx = named(doc, "contexts", "context", cname);
@@ -316,8 +316,7 @@ core_kube_config_from_doc(struct core_kube_config *c, json_t *doc, const char *c
                       clname ? clname : "");
     json_t *user = uname && *uname ? named(doc, "users", "user", uname) : NULL;
     if (uname && *uname && !user)
-        return seterr(err, errlen, -EINVAL, "context \"%s\": user \"%s\" not found", cname,
-                      uname);
+        return seterr(err, errlen, -EINVAL, "context \"%s\": user \"%s\" not found", cname, uname);
 
     char tmp[32];
     const char *server = kstr(cl, "server", tmp, sizeof(tmp));
@@ -357,8 +356,8 @@ core_kube_config_from_doc(struct core_kube_config *c, json_t *doc, const char *c
         rc = data_or_file(user, "client-certificate-data", "client-certificate", &c->cert_pem,
                           &c->cert_file, dir, err, errlen);
         if (!rc)
-            rc = data_or_file(user, "client-key-data", "client-key", &c->key_pem, &c->key_file,
-                              dir, err, errlen);
+            rc = data_or_file(user, "client-key-data", "client-key", &c->key_pem, &c->key_file, dir,
+                              err, errlen);
         if (rc)
             return rc;
         if ((c->cert_pem || c->cert_file) != (c->key_pem || c->key_file))
@@ -382,8 +381,8 @@ oom:
 }
 
 int
-core_kube_config_load(struct core_kube_config *c, const char *path, const char *ctx_name,
-                      char *err, size_t errlen)
+core_kube_config_load(struct core_kube_config *c, const char *path, const char *ctx_name, char *err,
+                      size_t errlen)
 {
     char *buf = NULL, *dir = NULL;
     size_t len = 0;
@@ -409,8 +408,7 @@ core_kube_config_load(struct core_kube_config *c, const char *path, const char *
     }
     if (slash == path)
         dir[0] = '\0'; /* a file in / */
-    rc = core_kube_config_from_doc(c, doc, ctx_name, slash == path ? "/" : dir, perr,
-                                   sizeof(perr));
+    rc = core_kube_config_from_doc(c, doc, ctx_name, slash == path ? "/" : dir, perr, sizeof(perr));
     if (rc)
         seterr(err, errlen, rc, "%s: %s", path, perr);
 out:

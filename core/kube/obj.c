@@ -30,14 +30,21 @@ core_obj_type(const plb_obj *o)
     if (!o)
         return PLB_OBJ_NULL; /* the ABI's accessors accept NULL */
     switch (json_typeof(KJSON(o))) {
-    case JSON_OBJECT: return PLB_OBJ_OBJECT;
-    case JSON_ARRAY: return PLB_OBJ_ARRAY;
-    case JSON_STRING: return PLB_OBJ_STRING;
-    case JSON_INTEGER: return PLB_OBJ_INT;
-    case JSON_REAL: return PLB_OBJ_REAL;
+    case JSON_OBJECT:
+        return PLB_OBJ_OBJECT;
+    case JSON_ARRAY:
+        return PLB_OBJ_ARRAY;
+    case JSON_STRING:
+        return PLB_OBJ_STRING;
+    case JSON_INTEGER:
+        return PLB_OBJ_INT;
+    case JSON_REAL:
+        return PLB_OBJ_REAL;
     case JSON_TRUE:
-    case JSON_FALSE: return PLB_OBJ_BOOL;
-    case JSON_NULL: break;
+    case JSON_FALSE:
+        return PLB_OBJ_BOOL;
+    case JSON_NULL:
+        break;
     }
     return PLB_OBJ_NULL;
 }

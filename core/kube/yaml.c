@@ -50,7 +50,8 @@ struct yb {
     int failed;
 };
 
-static void fail(struct yb *b, size_t line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(struct yb *b, size_t line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
 fail(struct yb *b, size_t line, const char *fmt, ...)
@@ -96,7 +97,7 @@ parse_int(const char *s, size_t n, long long *out)
     if (!*digits)
         return -1;
     for (const char *c = digits; *c; c++)
-        if (!(base == 16 ? isxdigit((unsigned char)*c)
+        if (!(base == 16  ? isxdigit((unsigned char)*c)
               : base == 8 ? (*c >= '0' && *c <= '7')
                           : isdigit((unsigned char)*c)))
             return -1;
@@ -168,13 +169,15 @@ count_nodes(const json_t *v, size_t limit)
     const char *k;
     json_t *x;
     if (json_is_array(v)) {
-        json_array_foreach(v, i, x) {
+        json_array_foreach(v, i, x)
+        {
             if (n > limit)
                 break;
             n += count_nodes(x, limit - n);
         }
     } else if (json_is_object(v)) {
-        json_object_foreach((json_t *)v, k, x) {
+        json_object_foreach((json_t *)v, k, x)
+        {
             if (n > limit)
                 break;
             n += count_nodes(x, limit - n);
@@ -314,7 +317,8 @@ close_container(struct yb *b, size_t line)
         rc = -1;
     }
     /* Merge keys: explicit keys win, then earlier merges over later. */
-    json_array_foreach(f->merge, i, m) {
+    json_array_foreach(f->merge, i, m)
+    {
         if (rc < 0)
             break;
         size_t j;
@@ -381,7 +385,8 @@ on_event(struct yb *b, const yaml_event_t *ev, int *docs)
         json_t *v = scalar_json(b, ev);
         if (!v)
             return -1;
-        if (ev->data.scalar.anchor && remember(b, (const char *)ev->data.scalar.anchor, v, line) < 0) {
+        if (ev->data.scalar.anchor &&
+            remember(b, (const char *)ev->data.scalar.anchor, v, line) < 0) {
             json_decref(v);
             return -1;
         }
@@ -425,8 +430,7 @@ core_kube_yaml_parse(const char *text, size_t len, char *err, size_t errlen)
     if (f < len && (text[f] == '{' || text[f] == '[')) {
         json_error_t je;
         size_t k = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-        json_t *root =
-            json_loadb(text + k, len - k, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
+        json_t *root = json_loadb(text + k, len - k, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &je);
         if (root)
             return root;
         /* Perhaps a YAML flow document that is not JSON: try that, and

@@ -87,8 +87,7 @@ add_term(struct core_lb_selector *sel, enum core_lb_sel_op op, const char *k, si
 }
 
 int
-core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *err,
-                       size_t errlen)
+core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *err, size_t errlen)
 {
     struct core_lb_selector *sel = core_calloc(1, sizeof(*sel));
     int rc = 0;
@@ -275,7 +274,7 @@ core_lb_policy_of(const json_t *svc, int dynamic)
 /* Per node name, what its endpoints of the service say. */
 struct node_ep {
     const char *node;
-    int ready;       /* has a ready endpoint */
+    int ready;        /* has a ready endpoint */
     int serving_term; /* has a terminating endpoint still serving */
 };
 

@@ -21,6 +21,7 @@
  * 1123 label, relaxed from the IANA service names Kubernetes allows. */
 #define OFF(f) PLB_OFFSET(struct ew_config, f)
 
+/* clang-format off */
 const struct plb_setting ew_settings[] = {
     {.name = "endpoints",
      .type = PLB_SET_STRING_LIST,
@@ -84,6 +85,7 @@ const struct plb_setting ew_settings[] = {
             "unnamed port); slices without it contribute nothing"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 int
 ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,

@@ -44,7 +44,6 @@ extern const struct plb_setting ew_settings[];
 int ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
                     void (*report)(plb_check *, const char *, const char *, ...));
 
-
 /* ------------------------------------------------------------------------ */
 /* EndpointSlices (slices.c)                                                */
 
@@ -80,9 +79,9 @@ struct ew {
     plb_timer *recompute; /* coalesces informer callbacks into one publish */
     plb_kube *kube;
     plb_informer *inf;
-    char *selector; /* "kubernetes.io/service-name=<service_name>" */
+    char *selector;    /* "kubernetes.io/service-name=<service_name>" */
     char service[320]; /* "<ns>/<service_name>", logged as service= */
-    char *last;     /* the kubernetes list last published, joined */
+    char *last;        /* the kubernetes list last published, joined */
     int static_failed;
     int kube_enabled; /* the Kubernetes provider runs */
     int kube_failed;

@@ -45,7 +45,8 @@ schedule(struct ew *ew)
         return;
     int rc = ew->host->timer_arm(ew->recompute, 0, 0, 0);
     if (rc < 0)
-        PLB_ERR(ew->host, ew->ctx, NULL, "cannot schedule the endpoint recomputation: error %d", rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot schedule the endpoint recomputation: error %d",
+                rc);
 }
 
 /* Joined list for logs and change detection (new or NULL). */
@@ -90,7 +91,8 @@ on_recompute(plb_timer *t, void *arg)
     }
     rc = h->endpoints_publish(ew->ctx, EW_PROVIDER_KUBE, (const char *const *)l.v, l.n);
     if (rc < 0) {
-        PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish %zu endpoint(s): error %d; retrying", l.n, rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish %zu endpoint(s): error %d; retrying", l.n,
+                rc);
         ew_list_clear(h, &l);
         if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
             PLB_ERR(ew->host, ew->ctx, NULL, "cannot re-arm the recomputation");
@@ -112,12 +114,12 @@ on_recompute(plb_timer *t, void *arg)
                  "kubernetes list; the static endpoints remain",
                  l.slices, l.not_ready);
     else if (changed)
-        PLB_INFO(ew->host, ew->ctx, PLB_KV("service", ew->service, "endpoints", joined ? joined : "?"),
-                 "kubernetes endpoints changed (%zu slice(s), %zu not ready)", l.slices,
-                 l.not_ready);
+        PLB_INFO(
+            ew->host, ew->ctx, PLB_KV("service", ew->service, "endpoints", joined ? joined : "?"),
+            "kubernetes endpoints changed (%zu slice(s), %zu not ready)", l.slices, l.not_ready);
     else
-        PLB_DEBUG(ew->host, ew->ctx, PLB_KV("service", ew->service), "kubernetes endpoints unchanged: %zu",
-                  l.n);
+        PLB_DEBUG(ew->host, ew->ctx, PLB_KV("service", ew->service),
+                  "kubernetes endpoints unchanged: %zu", l.n);
     h->free(ew->last);
     ew->last = joined;
     ew_list_clear(h, &l);
@@ -252,7 +254,10 @@ ew_kube_start(struct ew *ew)
     snprintf(ew->selector, sl, "kubernetes.io/service-name=%s", c->service_name);
     struct plb_informer_opts io = {
         .size = sizeof(io),
-        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref), .api_version = "discovery.k8s.io/v1", .resource = "endpointslices", .ns = c->ns},
+        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref),
+                                            .api_version = "discovery.k8s.io/v1",
+                                            .resource = "endpointslices",
+                                            .ns = c->ns},
         .label_selector = ew->selector,
         .on_add = on_add,
         .on_update = on_update,

@@ -44,7 +44,8 @@ count(struct ew *ew, plb_metric *m, const char *provider, double v)
     int rc = m ? ew->host->metric_add(m, lv, v) : -EINVAL;
     if (rc < 0 && !logged) {
         logged = 1;
-        PLB_WARN(ew->host, ew->ctx, NULL, "discovery metric not updated: error %d (logged once)", rc);
+        PLB_WARN(ew->host, ew->ctx, NULL, "discovery metric not updated: error %d (logged once)",
+                 rc);
     }
 }
 
@@ -97,7 +98,8 @@ publish_static(struct ew *ew)
     if (rc < 0) {
         ew_count_error(ew, EW_PROVIDER_STATIC);
         ew_provider_failed(ew, EW_PROVIDER_STATIC, 1);
-        PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish the static endpoints: error %d; retrying", rc);
+        PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish the static endpoints: error %d; retrying",
+                rc);
         return;
     }
     ew_count_update(ew, EW_PROVIDER_STATIC);
@@ -188,7 +190,8 @@ ew_start(void *state, char *err, size_t errlen)
         return rc;
     publish_static(ew);
     if (!ew->cfg->enable_discovery) {
-        PLB_INFO(ew->host, ew->ctx, NULL, "EndpointSlice discovery disabled (enable_discovery = false)");
+        PLB_INFO(ew->host, ew->ctx, NULL,
+                 "EndpointSlice discovery disabled (enable_discovery = false)");
         return 0;
     }
     return ew_kube_start(ew);

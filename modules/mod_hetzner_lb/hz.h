@@ -49,11 +49,11 @@ enum hz_ip_mode { HZ_IPMODE_VIP = 0, HZ_IPMODE_PROXY = 1 };
 
 /* The settings as the daemon stores them (see hz_settings_table). */
 struct hz_config {
-    char *hcloud_token_file;  /* PATH: the token, read on every request */
-    char *hcloud_token;       /* only from ROBOTLB_HCLOUD_TOKEN (SECRET) */
-    char *hcloud_endpoint;    /* base URL ending in /v1 */
-    char *cluster_name;       /* DNS label or NULL */
-    char *default_network;    /* network name or NULL */
+    char *hcloud_token_file; /* PATH: the token, read on every request */
+    char *hcloud_token;      /* only from ROBOTLB_HCLOUD_TOKEN (SECRET) */
+    char *hcloud_endpoint;   /* base URL ending in /v1 */
+    char *cluster_name;      /* DNS label or NULL */
+    char *default_network;   /* network name or NULL */
     int dynamic_node_selector;
     int64_t default_lb_retries;
     int64_t default_lb_timeout;
@@ -64,13 +64,13 @@ struct hz_config {
                                  1 round-robin, 2 least-connection (alias of 0);
                                  read it with hz_config_algorithm */
     int default_lb_proxy_mode_enabled;
-    int default_ip_mode;      /* enum hz_ip_mode */
+    int default_ip_mode; /* enum hz_ip_mode */
     int ipv6_ingress;
     int64_t resync_interval_ms;
     int64_t refused_recheck_ms; /* recheck after a refused target (30 s) */
     int dry_run;
-    char *log_level;          /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
-    char *kubeconfig;         /* PATH or NULL (in-cluster, $KUBECONFIG) */
+    char *log_level;  /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
+    char *kubeconfig; /* PATH or NULL (in-cluster, $KUBECONFIG) */
     char *kube_context;
     char *load_balancer_class; /* the spec.loadBalancerClass served, or NULL:
                                   unset or "robotlb" */
@@ -103,10 +103,10 @@ HZ_HIDDEN int hz_class_served(const char *served, const char *svc_class);
 /* Route the module's allocations through host (NULL: libc). Called once in
  * create, before any other hz_ function allocates. */
 HZ_HIDDEN void hz_mem_use(const struct plb_host *host);
-HZ_HIDDEN void *hz_calloc(size_t n);               /* zeroed; NULL on failure */
+HZ_HIDDEN void *hz_calloc(size_t n); /* zeroed; NULL on failure */
 HZ_HIDDEN void *hz_realloc(void *p, size_t n);
-HZ_HIDDEN void hz_free(void *p);                   /* NULL is fine */
-HZ_HIDDEN char *hz_strdup(const char *s);          /* NULL in: NULL out */
+HZ_HIDDEN void hz_free(void *p);          /* NULL is fine */
+HZ_HIDDEN char *hz_strdup(const char *s); /* NULL in: NULL out */
 HZ_HIDDEN char *hz_strndup(const char *s, size_t n);
 HZ_HIDDEN char *hz_asprintf(const char *fmt, ...) PLB_PRINTF(1, 2);
 
@@ -125,9 +125,8 @@ HZ_HIDDEN void hz_name_fit(const char *name, char out[HZ_NAME_MAX + 1]);
  * annotation (annot_name, no cluster prefix) when given, else
  * "<service>.<namespace>", or "<cluster>.<service>.<namespace>" with a
  * cluster name; then fitted. cluster and annot_name may be NULL or "". */
-HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster,
-                                   const char *service, const char *ns,
-                                   char out[HZ_NAME_MAX + 1]);
+HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster, const char *service,
+                                   const char *ns, char out[HZ_NAME_MAX + 1]);
 /* The name earlier releases gave the balancer: "<service>", fitted. */
 HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 
@@ -198,7 +197,7 @@ HZ_HIDDEN int hz_algorithm_from_api(const char *s);
 struct hz_port {
     const char *protocol; /* "TCP", "UDP", "SCTP"; NULL means TCP */
     int port;
-    int node_port;        /* 0 when none is allocated */
+    int node_port; /* 0 when none is allocated */
 };
 
 /* The Service, borrowed for the call. */
@@ -217,17 +216,17 @@ struct hz_desired {
     char name[HZ_NAME_MAX + 1]; /* create name */
     char *uid;
     char *type, *location;
-    int algorithm;       /* enum hz_algorithm */
-    char *network;       /* network name, NULL when none */
-    char *private_ip;    /* only with a network */
+    int algorithm;    /* enum hz_algorithm */
+    char *network;    /* network name, NULL when none */
+    char *private_ip; /* only with a network */
     int interval, timeout, retries;
     int proxy;
-    int ip_mode;         /* enum hz_ip_mode (for the Service status) */
-    int public_iface;    /* 1: public interface enabled; 0: private only
-                            (needs a network) */
+    int ip_mode;      /* enum hz_ip_mode (for the Service status) */
+    int public_iface; /* 1: public interface enabled; 0: private only
+                         (needs a network) */
     struct hz_svc_port *services;
     size_t nservices;
-    char **targets;      /* target IPs (node InternalIPs), as given */
+    char **targets; /* target IPs (node InternalIPs), as given */
     size_t ntargets;
 };
 
@@ -242,8 +241,7 @@ struct hz_desired {
  * network (err says so); -ENOMEM. Free with hz_desired_clear. */
 HZ_HIDDEN int hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a,
                                const struct hz_svc *svc, const char *const *target_ips,
-                               size_t ntargets, struct hz_desired *out, char *err,
-                               size_t errlen);
+                               size_t ntargets, struct hz_desired *out, char *err, size_t errlen);
 HZ_HIDDEN void hz_desired_clear(struct hz_desired *d);
 
 struct hz_act_service {
@@ -262,15 +260,15 @@ struct hz_act_net {
 struct hz_actual {
     int64_t id;
     char *name;
-    char *uid;           /* robotlb/service-uid label, or NULL */
-    json_t *labels;      /* every label (new reference) */
+    char *uid;      /* robotlb/service-uid label, or NULL */
+    json_t *labels; /* every label (new reference) */
     char *type, *location;
-    int algorithm;       /* enum hz_algorithm, -1 when unknown */
-    char *ipv4, *ipv6;   /* public addresses or NULL */
-    int public_enabled;  /* public_net.enabled (1 when absent) */
+    int algorithm;      /* enum hz_algorithm, -1 when unknown */
+    char *ipv4, *ipv6;  /* public addresses or NULL */
+    int public_enabled; /* public_net.enabled (1 when absent) */
     struct hz_act_net *nets;
     size_t nnets;
-    char **ip_targets;   /* targets of type ip */
+    char **ip_targets; /* targets of type ip */
     size_t nip_targets;
     size_t nother_targets; /* targets of other types (server, selector) */
     struct hz_act_service *services;
@@ -292,8 +290,7 @@ HZ_HIDDEN int hz_actual_on_network(const struct hz_actual *a, int64_t network);
  * a private-only balancer without one); else the plan disables it after
  * attach_to_network. A requested private IP needs attach_to_network
  * after the create, which the plan then issues. NULL on ENOMEM. */
-HZ_HIDDEN json_t *hz_create_body(const struct hz_desired *d, int64_t network_id,
-                                 int with_targets);
+HZ_HIDDEN json_t *hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets);
 
 /* One service of d as the API takes it (new): tcp, listen, destination,
  * proxyprotocol and a tcp health check on the destination port. NULL on
@@ -320,10 +317,10 @@ enum hz_op_kind {
 /* One Hetzner write, ready to send. */
 struct hz_op {
     enum hz_op_kind kind;
-    const char *method;  /* static */
-    char *path;          /* "/load_balancers/7/actions/add_target" */
-    json_t *body;        /* new reference */
-    char *target_ip;     /* ADD/REMOVE_TARGET: the IP */
+    const char *method; /* static */
+    char *path;         /* "/load_balancers/7/actions/add_target" */
+    json_t *body;       /* new reference */
+    char *target_ip;    /* ADD/REMOVE_TARGET: the IP */
 };
 
 struct hz_plan {
@@ -353,9 +350,9 @@ enum hz_own_kind {
 
 struct hz_own_in {
     const char *uid;
-    const char *name;         /* the create name (annotation or default) */
-    int annotated;            /* name comes from robotlb/balancer */
-    const char *legacy_name;  /* earlier releases' "<service>" */
+    const char *name;        /* the create name (annotation or default) */
+    int annotated;           /* name comes from robotlb/balancer */
+    const char *legacy_name; /* earlier releases' "<service>" */
     /* Balancers found (borrowed, NULL when none): labelled for uid (the
      * lowest id when several), and by each name (GET ?name=). */
     const struct hz_actual *labelled;

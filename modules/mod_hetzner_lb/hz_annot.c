@@ -75,8 +75,7 @@ static void PLB_PRINTF(3, 4) bad(struct errbuf *e, const char *key, const char *
 
 /* An integer annotation within [lo, hi]. */
 static void
-get_int(hz_annot_get_fn get, void *arg, const char *key, int lo, int hi, int *out,
-        struct errbuf *e)
+get_int(hz_annot_get_fn get, void *arg, const char *key, int lo, int hi, int *out, struct errbuf *e)
 {
     const char *v = get(arg, key);
     char *end;

@@ -46,12 +46,12 @@ struct hz_call {
     enum call_state st;
     struct hz_lane *lane;
     struct hz_call *lane_next;
-    struct hz_call *q_next;               /* pacer FIFO */
-    struct hz_call *all_prev, *all_next;  /* every live call, oldest first */
+    struct hz_call *q_next;              /* pacer FIFO */
+    struct hz_call *all_prev, *all_next; /* every live call, oldest first */
 
     char method[8];
-    char *path;       /* below the endpoint, with the query */
-    char *body;       /* serialized JSON or NULL */
+    char *path; /* below the endpoint, with the query */
+    char *body; /* serialized JSON or NULL */
     size_t body_len;
     int write;
 
@@ -67,12 +67,12 @@ struct hz_call {
 
     plb_http_req *req;
     uint64_t seq;
-    int64_t ready_ms;  /* entered the queue */
+    int64_t ready_ms; /* entered the queue */
     int retries, locked_tries;
     plb_timer *retry_timer;
 
     int64_t action_id, action_since_ms;
-    json_t *answer;    /* the answer that started the action */
+    json_t *answer; /* the answer that started the action */
     int answer_status;
 };
 
@@ -276,7 +276,8 @@ send_call(struct hz_call *c)
         api->st.writes++;
     if (c->is_poll)
         api->st.action_polls++;
-    PLB_DEBUG(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path), "hetzner: request");
+    PLB_DEBUG(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path),
+              "hetzner: request");
 }
 
 static void
@@ -286,7 +287,7 @@ dry_run_finish(struct hz_call *c)
     struct hz_result r = {.dry_run = 1};
     api->st.dry_run++;
     PLB_INFO(api->host, api->ctx, NULL, "hetzner dry run: would %s %s %.*s", c->method, c->path,
-           (int)(c->body_len > 2000 ? 2000 : c->body_len), c->body ? c->body : "");
+             (int)(c->body_len > 2000 ? 2000 : c->body_len), c->body ? c->body : "");
     finish(c, &r);
 }
 
@@ -410,11 +411,12 @@ poll_done(struct hz_api *api, int status, json_t *body)
     int64_t now = now_ms(api);
     api->poll_in_flight = 0;
     if (status == 200) {
-        json_array_foreach(json_object_get(body, "actions"), i, a) {
+        json_array_foreach(json_object_get(body, "actions"), i, a)
+        {
             json_t *idv = json_object_get(a, "id");
             const char *s = json_string_value(json_object_get(a, "status"));
-            struct hz_call *c = json_is_integer(idv) ? find_action(api, json_integer_value(idv))
-                                                     : NULL;
+            struct hz_call *c =
+                json_is_integer(idv) ? find_action(api, json_integer_value(idv)) : NULL;
             if (!c || !s || strcmp(s, "running") == 0)
                 continue;
             json_t *e = json_object_get(a, "error");
@@ -472,8 +474,8 @@ static void
 list_page(struct hz_call *c, int status, json_t *body)
 {
     json_t *items = json_object_get(body, c->list_key);
-    json_t *next = json_object_get(json_object_get(json_object_get(body, "meta"), "pagination"),
-                                   "next_page");
+    json_t *next =
+        json_object_get(json_object_get(json_object_get(body, "meta"), "pagination"), "next_page");
     if (!json_is_array(items)) {
         finish_err(c, -EIO, status, NULL, "the answer lacks the list");
         return;
@@ -523,18 +525,18 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     long long remaining = header_num(h, resp, "RateLimit-Remaining");
     long long reset = header_num(h, resp, "RateLimit-Reset");
     if (limit > 0) {
-        hz_pace_update(&api->pace, c->seq, now, h->wall_ms(api->ctx), (long)limit,
-                       (long)remaining, reset);
+        hz_pace_update(&api->pace, c->seq, now, h->wall_ms(api->ctx), (long)limit, (long)remaining,
+                       reset);
         api->st.limit = (long)limit;
         api->st.remaining = (long)remaining;
     }
 
     if (e != PLB_HTTP_OK) {
         const char *why = h->http_resp_error_text(resp);
-        PLB_WARN(api->host, api->ctx,
-                 PLB_KV("method", c->method, "path", c->path, "error",
-                        why ? why : "transport error"),
-                 "hetzner: the request failed");
+        PLB_WARN(
+            api->host, api->ctx,
+            PLB_KV("method", c->method, "path", c->path, "error", why ? why : "transport error"),
+            "hetzner: the request failed");
         if (c->is_poll) {
             poll_done(api, 0, NULL);
             all_unlink(c);
@@ -595,7 +597,9 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         return;
     }
     if (status >= 300 || status == 0) {
-        struct hz_result r = {.err = status ? 0 : -EIO, .status = status, .code = code,
+        struct hz_result r = {.err = status ? 0 : -EIO,
+                              .status = status,
+                              .code = code,
                               .message = msg ? msg : (status ? NULL : "no answer"),
                               .body = body};
         if (status >= 300)
@@ -842,8 +846,8 @@ fail:
 int
 hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb, void *arg)
 {
-    char *first = hz_asprintf("%s%cper_page=%d&page=1", path, strchr(path, '?') ? '&' : '?',
-                              PER_PAGE);
+    char *first =
+        hz_asprintf("%s%cper_page=%d&page=1", path, strchr(path, '?') ? '&' : '?', PER_PAGE);
     struct hz_call *c = first ? call_new(api, "GET", first) : NULL;
     int rc = -ENOMEM;
     hz_free(first);

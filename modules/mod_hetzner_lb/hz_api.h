@@ -30,14 +30,14 @@
 /* Pacing (hz_pace.c, pure)                                             */
 
 struct hz_pace {
-    int known;           /* an answer with the headers was seen */
-    uint64_t seq;        /* dispatch number of the answer the estimate uses */
+    int known;    /* an answer with the headers was seen */
+    uint64_t seq; /* dispatch number of the answer the estimate uses */
     long limit, remaining;
-    int64_t t_ms;        /* monotonic time of that answer */
-    int64_t reset_ms;    /* monotonic time the bucket is full */
-    double rate_per_ms;  /* estimated refill */
+    int64_t t_ms;           /* monotonic time of that answer */
+    int64_t reset_ms;       /* monotonic time the bucket is full */
+    double rate_per_ms;     /* estimated refill */
     int64_t pause_until_ms; /* after a 429 */
-    uint64_t rate_429;   /* 429 answers seen */
+    uint64_t rate_429;      /* 429 answers seen */
 };
 
 HZ_HIDDEN void hz_pace_init(struct hz_pace *p);
@@ -63,12 +63,12 @@ struct hz_api;
 struct hz_api_cfg {
     const struct plb_host *host; /* borrowed for the client's life */
     plb_ctx *ctx;
-    const char *endpoint;        /* base URL ("https://api.hetzner.cloud/v1"), copied */
-    const char *token_file;      /* read on every request, copied; or */
-    const char *token;           /* the token itself, copied (never logged) */
+    const char *endpoint;   /* base URL ("https://api.hetzner.cloud/v1"), copied */
+    const char *token_file; /* read on every request, copied; or */
+    const char *token;      /* the token itself, copied (never logged) */
     int dry_run;
-    uint32_t timeout_ms;         /* per request; 0: 30 s */
-    int max_in_flight;           /* 0: 8 */
+    uint32_t timeout_ms; /* per request; 0: 30 s */
+    int max_in_flight;   /* 0: 8 */
 };
 
 /* The outcome of one call, borrowed for the callback. */

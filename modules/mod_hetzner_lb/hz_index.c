@@ -82,7 +82,8 @@ hz_index_node(struct hz_index *ix, const char *name, uint64_t fp, int deleted, h
     json_t *serving = json_object_get(ix->node_svcs, name);
     const char *key;
     json_t *v;
-    json_object_foreach(ix->svcs, key, v) {
+    json_object_foreach(ix->svcs, key, v)
+    {
         if (json_integer_value(v) != OURS_LOCAL || json_object_get(serving, key))
             emit(key, arg);
     }
@@ -95,7 +96,8 @@ count_nodes(struct hz_index *ix, const char *svc, json_t *nodes, int d)
 {
     size_t i;
     json_t *n;
-    json_array_foreach(nodes, i, n) {
+    json_array_foreach(nodes, i, n)
+    {
         const char *name = json_string_value(n);
         json_t *m = json_object_get(ix->node_svcs, name);
         if (!m) {

@@ -248,7 +248,11 @@ drop_finalizer(plb_obj *obj, void *arg)
 static void
 remove_finalizer(struct hz_kside *ks, const char *ns, const char *name)
 {
-    struct plb_kube_ref ref = {.size = sizeof(struct plb_kube_ref), .api_version = "v1", .resource = "services", .ns = ns, .name = name};
+    struct plb_kube_ref ref = {.size = sizeof(struct plb_kube_ref),
+                               .api_version = "v1",
+                               .resource = "services",
+                               .ns = ns,
+                               .name = name};
     struct kop *k = kop_new(ks);
     int err = 0;
     if (!k)
@@ -374,8 +378,8 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb)
     const char *v4 = json_string_value(json_object_get(json_object_get(pn, "ipv4"), "ip"));
     const char *v6 = json_string_value(json_object_get(json_object_get(pn, "ipv6"), "ip"));
     if (json_is_false(json_object_get(pn, "enabled"))) {
-        v4 = json_string_value(json_object_get(
-            json_array_get(json_object_get(lb, "private_net"), 0), "ip"));
+        v4 = json_string_value(
+            json_object_get(json_array_get(json_object_get(lb, "private_net"), 0), "ip"));
         v6 = NULL;
     }
     int mode = st->have_good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;

@@ -23,20 +23,20 @@ struct hz_kside {
     plb_kube *kube;
     plb_informer *svc_inf, *node_inf, *slice_inf;
     plb_timer *sync_timer;
-    plb_timer *recheck_timer;    /* the earliest retry of a Service */
-    json_t *nets;                /* network name -> id, looked up once */
-    struct netq *netq;           /* reconciles waiting for a network lookup */
-    struct rec *nameq;           /* reconciles waiting for the unlabelled list */
-    int unl_listing;             /* that list is in flight */
-    json_t *fresh;               /* UID -> monotonic ms its by_uid entry was
-                                    read back after our writes; a resync list
-                                    started earlier keeps it (owned) */
+    plb_timer *recheck_timer; /* the earliest retry of a Service */
+    json_t *nets;             /* network name -> id, looked up once */
+    struct netq *netq;        /* reconciles waiting for a network lookup */
+    struct rec *nameq;        /* reconciles waiting for the unlabelled list */
+    int unl_listing;          /* that list is in flight */
+    json_t *fresh;            /* UID -> monotonic ms its by_uid entry was
+                                 read back after our writes; a resync list
+                                 started earlier keeps it (owned) */
     struct hz_svc_state *svcs;
-    struct hz_queue *queue;      /* Service keys to sync (owned) */
-    struct hz_index *index;      /* which Services an event changes (owned) */
-    plb_metric *m_syncs;         /* Services synced (borrowed; may be NULL) */
-    struct kop *kops;            /* writes in flight */
-    char **deleted;              /* UIDs of deleted Services not yet handled */
+    struct hz_queue *queue; /* Service keys to sync (owned) */
+    struct hz_index *index; /* which Services an event changes (owned) */
+    plb_metric *m_syncs;    /* Services synced (borrowed; may be NULL) */
+    struct kop *kops;       /* writes in flight */
+    char **deleted;         /* UIDs of deleted Services not yet handled */
     size_t ndeleted;
 };
 
@@ -61,7 +61,6 @@ HZ_HIDDEN int hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc);
  * gate, each Service's balancer, targets, last error and next check
  * (next_resync_ms: monotonic time of the next resync, 0 unknown). New, or
  * NULL when out of memory. */
-HZ_HIDDEN plb_obj *hz_kube_status(const struct hz_kside *ks, int gate_open,
-                                  int64_t next_resync_ms);
+HZ_HIDDEN plb_obj *hz_kube_status(const struct hz_kside *ks, int gate_open, int64_t next_resync_ms);
 
 #endif

@@ -13,18 +13,18 @@ struct hz_svc_state {
     char *uid;
     struct hz_annot good; /* last good annotations */
     int have_good;
-    char *last_bad;   /* the last annotation problem reported */
-    json_t *warned;   /* reason -> message of the warnings in force */
-    int busy;         /* a reconcile is in flight */
-    int dirty;        /* something changed meanwhile: sync again after it */
-    int by_name;      /* look its names up one by one (a create met a
-                         name the lists did not show) */
+    char *last_bad;      /* the last annotation problem reported */
+    json_t *warned;      /* reason -> message of the warnings in force */
+    int busy;            /* a reconcile is in flight */
+    int dirty;           /* something changed meanwhile: sync again after it */
+    int by_name;         /* look its names up one by one (a create met a
+                            name the lists did not show) */
     json_t *status_sent; /* the ingress last written (owned): not written
                             again until the cache shows another one */
     int status_busy;     /* a status write is in flight */
     int status_again;    /* a sync met it in flight: sync again after it */
-    uint64_t fail_fp; /* fingerprint of the desired state that failed */
-    int64_t retry_at; /* ... not tried again before this (monotonic ms) */
+    uint64_t fail_fp;    /* fingerprint of the desired state that failed */
+    int64_t retry_at;    /* ... not tried again before this (monotonic ms) */
     struct hz_svc_state *next;
 };
 
@@ -38,8 +38,8 @@ HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_kside *ks, const char *key
  * differs from what the Service shows: at most one write in flight per
  * Service, and none while the last one written is what it should show
  * (the cache has not caught up yet). */
-HZ_HIDDEN void hz_status_update(struct hz_kside *ks, struct hz_svc_state *st,
-                                const plb_obj *svc, json_t *lb);
+HZ_HIDDEN void hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                                json_t *lb);
 /* A warning Event for svc, once while the same reason and message hold. */
 HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                             const char *reason, const char *msg);

@@ -37,8 +37,8 @@ is_tcp(const char *proto)
 
 int
 hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const struct hz_svc *svc,
-                 const char *const *target_ips, size_t ntargets, struct hz_desired *out,
-                 char *err, size_t errlen)
+                 const char *const *target_ips, size_t ntargets, struct hz_desired *out, char *err,
+                 size_t errlen)
 {
     struct hz_desired d;
     const char *net;
@@ -208,7 +208,8 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     v = json_object_get(lb, "private_net");
     if (json_array_size(v) && !(a.nets = hz_calloc(json_array_size(v) * sizeof(*a.nets))))
         goto nomem;
-    json_array_foreach(v, i, it) {
+    json_array_foreach(v, i, it)
+    {
         struct hz_act_net *n = &a.nets[a.nnets];
         json_t *nid = json_object_get(it, "network");
         if (!json_is_integer(nid))
@@ -223,7 +224,8 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     if (json_array_size(v) &&
         !(a.ip_targets = hz_calloc(json_array_size(v) * sizeof(*a.ip_targets))))
         goto nomem;
-    json_array_foreach(v, i, it) {
+    json_array_foreach(v, i, it)
+    {
         const char *type = json_string_value(json_object_get(it, "type"));
         const char *ip = json_string_value(json_object_get(json_object_get(it, "ip"), "ip"));
         if (type && strcmp(type, "ip") == 0 && ip) {
@@ -238,7 +240,8 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     v = json_object_get(lb, "services");
     if (json_array_size(v) && !(a.services = hz_calloc(json_array_size(v) * sizeof(*a.services))))
         goto nomem;
-    json_array_foreach(v, i, it) {
+    json_array_foreach(v, i, it)
+    {
         struct hz_act_service *s = &a.services[a.nservices];
         json_t *hc = json_object_get(it, "health_check");
         s->listen = int_of(it, "listen_port");
@@ -283,11 +286,11 @@ hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s)
 json_t *
 hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets)
 {
-    json_t *body = json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name,
-                             "load_balancer_type", d->type, "location", d->location,
-                             "algorithm", "type", hz_algorithm_api_name(d->algorithm), "labels",
-                             HZ_LABEL_UID, d->uid, "public_interface",
-                             d->public_iface || network_id <= 0 || d->private_ip);
+    json_t *body =
+        json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name, "load_balancer_type",
+                  d->type, "location", d->location, "algorithm", "type",
+                  hz_algorithm_api_name(d->algorithm), "labels", HZ_LABEL_UID, d->uid,
+                  "public_interface", d->public_iface || network_id <= 0 || d->private_ip);
     json_t *services = json_array();
     if (!body || !services)
         goto fail;

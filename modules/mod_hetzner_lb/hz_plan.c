@@ -18,17 +18,28 @@ const char *
 hz_op_name(enum hz_op_kind k)
 {
     switch (k) {
-    case HZ_OP_SET_LABELS: return "set_labels";
-    case HZ_OP_ATTACH_NETWORK: return "attach_to_network";
-    case HZ_OP_ENABLE_PUBLIC: return "enable_public_interface";
-    case HZ_OP_DISABLE_PUBLIC: return "disable_public_interface";
-    case HZ_OP_CHANGE_ALGORITHM: return "change_algorithm";
-    case HZ_OP_REMOVE_TARGET: return "remove_target";
-    case HZ_OP_DELETE_SERVICE: return "delete_service";
-    case HZ_OP_CHANGE_TYPE: return "change_type";
-    case HZ_OP_ADD_SERVICE: return "add_service";
-    case HZ_OP_UPDATE_SERVICE: return "update_service";
-    case HZ_OP_ADD_TARGET: return "add_target";
+    case HZ_OP_SET_LABELS:
+        return "set_labels";
+    case HZ_OP_ATTACH_NETWORK:
+        return "attach_to_network";
+    case HZ_OP_ENABLE_PUBLIC:
+        return "enable_public_interface";
+    case HZ_OP_DISABLE_PUBLIC:
+        return "disable_public_interface";
+    case HZ_OP_CHANGE_ALGORITHM:
+        return "change_algorithm";
+    case HZ_OP_REMOVE_TARGET:
+        return "remove_target";
+    case HZ_OP_DELETE_SERVICE:
+        return "delete_service";
+    case HZ_OP_CHANGE_TYPE:
+        return "change_type";
+    case HZ_OP_ADD_SERVICE:
+        return "add_service";
+    case HZ_OP_UPDATE_SERVICE:
+        return "update_service";
+    case HZ_OP_ADD_TARGET:
+        return "add_target";
     }
     return "?";
 }
@@ -48,8 +59,8 @@ hz_plan_clear(struct hz_plan *p)
 
 /* Append an op; steals body (also on failure). 0 or -ENOMEM. */
 static int
-push(struct hz_plan *p, size_t *cap, const struct hz_actual *a, enum hz_op_kind k,
-     json_t *body, const char *ip)
+push(struct hz_plan *p, size_t *cap, const struct hz_actual *a, enum hz_op_kind k, json_t *body,
+     const char *ip)
 {
     struct hz_op op = {.kind = k, .body = body};
     if (!body)
@@ -150,10 +161,9 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
             goto fail;
     }
     if (network_id > 0 && !hz_actual_on_network(a, network_id)) {
-        json_t *b = d->private_ip
-                        ? json_pack("{s:I, s:s}", "network", (json_int_t)network_id, "ip",
-                                    d->private_ip)
-                        : json_pack("{s:I}", "network", (json_int_t)network_id);
+        json_t *b = d->private_ip ? json_pack("{s:I, s:s}", "network", (json_int_t)network_id, "ip",
+                                              d->private_ip)
+                                  : json_pack("{s:I}", "network", (json_int_t)network_id);
         if ((rc = push(&p, &cap, a, HZ_OP_ATTACH_NETWORK, b, NULL)) < 0)
             goto fail;
     }
@@ -240,10 +250,10 @@ hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out)
     /* Every rule below looks at unlabelled balancers, which can only be
      * told apart by whether they target the Service's nodes. */
     if (in->nnode_ips == 0) {
-        const struct hz_actual *c =
-            (in->by_legacy && !in->annotated && !in->by_legacy->uid) ? in->by_legacy
-            : (in->by_name && !in->by_name->uid)                     ? in->by_name
-                                                                     : NULL;
+        const struct hz_actual *c = (in->by_legacy && !in->annotated && !in->by_legacy->uid)
+                                        ? in->by_legacy
+                                    : (in->by_name && !in->by_name->uid) ? in->by_name
+                                                                         : NULL;
         out->kind = HZ_OWN_WAIT;
         if (c)
             snprintf(out->warning, sizeof(out->warning),

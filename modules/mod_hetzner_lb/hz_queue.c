@@ -14,11 +14,11 @@
 struct item {
     char *key;
     uint64_t hash;
-    struct item *hnext;        /* hash chain */
-    struct item *prev, *next;  /* ready list */
+    struct item *hnext;       /* hash chain */
+    struct item *prev, *next; /* ready list */
     int queued, in_flight, dirty;
     int failures;
-    size_t heap_at;            /* 1 + index in the heap; 0 = not delayed */
+    size_t heap_at; /* 1 + index in the heap; 0 = not delayed */
     int64_t due_ms;
 };
 
@@ -28,7 +28,7 @@ struct hz_queue {
     size_t nbuckets, nitems;
     struct item *head, *tail; /* ready, oldest first */
     size_t nready, nflight;
-    struct item **heap;       /* delayed, min-heap on due_ms */
+    struct item **heap; /* delayed, min-heap on due_ms */
     size_t nheap, capheap;
     int shut;
 };
@@ -282,8 +282,7 @@ hz_queue_add_after(struct hz_queue *q, const char *key, int64_t delay_ms, int64_
 }
 
 int
-hz_queue_add_rate_limited(struct hz_queue *q, const char *key, int64_t now_ms,
-                          int64_t *delay_ms)
+hz_queue_add_rate_limited(struct hz_queue *q, const char *key, int64_t now_ms, int64_t *delay_ms)
 {
     if (q->shut)
         return -ESHUTDOWN;

@@ -214,8 +214,7 @@ rec_call(struct rec *r, const char *method, const char *path, json_t *body, hz_r
     int rc = hz_api_call(r->ks->api, r->uid, method, path, body, cb, arg);
     if (rc < 0) {
         PLB_WARN(r->ks->host, r->ks->ctx,
-                 PLB_KV("service", r->key, "method", method, "path", path, "error",
-                        strerror(-rc)),
+                 PLB_KV("service", r->key, "method", method, "path", path, "error", strerror(-rc)),
                  "the request cannot start");
         r->failed = 1;
         return rc;
@@ -340,8 +339,8 @@ rec_plan(struct rec *r, json_t *lb)
         char id[24];
         snprintf(id, sizeof(id), "%lld", (long long)a.id);
         PLB_INFO(r->ks->host, r->ks->ctx,
-                 PLB_KV("service", r->key, "balancer", id, "name", a.name, "ip", o->ip),
-                 "%s", hz_op_name(o->kind));
+                 PLB_KV("service", r->key, "balancer", id, "name", a.name, "ip", o->ip), "%s",
+                 hz_op_name(o->kind));
         if (rec_call(r, p.ops[i].method, p.ops[i].path, json_incref(p.ops[i].body), op_done, o) <
             0) {
             hz_free(o->ip);
@@ -376,7 +375,8 @@ create_done(void *arg, const struct hz_result *res)
     } else if (res->status == 201 && lb) {
         char id[24];
         snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(lb, "id")));
-        PLB_INFO(r->ks->host, r->ks->ctx, PLB_KV("service", r->key, "balancer", id, "name", r->d.name),
+        PLB_INFO(r->ks->host, r->ks->ctx,
+                 PLB_KV("service", r->key, "balancer", id, "name", r->d.name),
                  "created the balancer");
         rec_plan(r, json_incref(lb));
         return;
@@ -405,10 +405,10 @@ rec_create(struct rec *r)
         r->failed = 1;
         return;
     }
-    PLB_INFO(r->ks->host, r->ks->ctx,
-             PLB_KV("service", r->key, "name", r->d.name, "type", r->d.type, "location",
-                    r->d.location),
-             "creating the balancer with %zu target(s)", r->with_targets ? r->d.ntargets : 0);
+    PLB_INFO(
+        r->ks->host, r->ks->ctx,
+        PLB_KV("service", r->key, "name", r->d.name, "type", r->d.type, "location", r->d.location),
+        "creating the balancer with %zu target(s)", r->with_targets ? r->d.ntargets : 0);
     rec_call(r, "POST", "/load_balancers", body, create_done, r);
 }
 
@@ -702,10 +702,10 @@ unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
     ks->nameq = NULL;
     ks->unl_listing = 0;
     if (!items && res->err != -ECANCELED)
-        PLB_WARN(ks->host, ks->ctx,
-                 PLB_KV("code", res->code ? res->code : "-", "error",
-                        res->message ? res->message : "-"),
-                 "listing unlabelled balancers failed: status %d", res->status);
+        PLB_WARN(
+            ks->host, ks->ctx,
+            PLB_KV("code", res->code ? res->code : "-", "error", res->message ? res->message : "-"),
+            "listing unlabelled balancers failed: status %d", res->status);
     while (q) {
         struct rec *r = q;
         q = q->qnext;

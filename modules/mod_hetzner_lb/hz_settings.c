@@ -147,8 +147,7 @@ v_class(const void *value)
         return "the name must be 1 to 63 characters";
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (!(isalnum(c) || ((c == '-' || c == '_' || c == '.') && i > 0 && i + 1 < n)) ||
-            c > 0x7f)
+        if (!(isalnum(c) || ((c == '-' || c == '_' || c == '.') && i > 0 && i + 1 < n)) || c > 0x7f)
             return "the name must be letters, digits, '-', '_' and '.', alphanumeric at both "
                    "ends";
     }
@@ -157,6 +156,7 @@ v_class(const void *value)
 
 #define OFF(f) PLB_OFFSET(struct hz_config, f)
 
+/* clang-format off */
 const struct plb_setting hz_settings_table[] = {
     {.name = "hcloud_token_file", .type = PLB_SET_PATH, .offset = OFF(hcloud_token_file),
      .doc = "File holding the Hetzner Cloud API token, re-read on every request (a rotated "
@@ -240,6 +240,7 @@ const struct plb_setting hz_settings_table[] = {
      .validate = v_nonblank, .doc = "kubeconfig context; unset: its current-context"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 int
 hz_check(const struct plb_host *host, plb_check *chk, const void *config,

@@ -32,12 +32,14 @@ svc_status(const struct hz_kside *ks, const struct hz_svc_state *st, int64_t now
     size_t i;
     int bad = !o || !tg;
 
-    json_array_foreach(json_object_get(lb, "targets"), i, t) {
+    json_array_foreach(json_object_get(lb, "targets"), i, t)
+    {
         const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
         if (!bad && ip && h->obj_append(tg, h->obj_new_str(ip)) < 0)
             bad = 1;
     }
-    json_object_foreach(st->warned, reason, msg) {
+    json_object_foreach(st->warned, reason, msg)
+    {
         snprintf(err, sizeof(err), "%s: %s", reason, json_string_value(msg) ?: "");
         break;
     }

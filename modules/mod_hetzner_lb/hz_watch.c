@@ -130,7 +130,8 @@ static void
 index_failed(struct hz_kside *ks, const char *what, const char *key)
 {
     /* the index lost this change: sync everything rather than miss it */
-    PLB_ERR(ks->host, ks->ctx, PLB_KV("kind", what, "key", key), "out of memory in the event index");
+    PLB_ERR(ks->host, ks->ctx, PLB_KV("kind", what, "key", key),
+            "out of memory in the event index");
     hz_kube_sync_soon(ks);
 }
 
@@ -162,7 +163,8 @@ slice_event(struct hz_kside *ks, const plb_obj *slice, int deleted)
 {
     const struct plb_host *h = ks->host;
     const char *ns = hz_ks_str(ks, slice, "metadata", "namespace", NULL);
-    const char *svc = h->obj_str(h->obj_get(slice, "metadata", "labels", SLICE_SERVICE_LABEL, NULL));
+    const char *svc =
+        h->obj_str(h->obj_get(slice, "metadata", "labels", SLICE_SERVICE_LABEL, NULL));
     const plb_obj *eps = h->obj_get(slice, "endpoints", NULL);
     size_t n = h->obj_len(eps), nn = 0;
     char key[512], skey[512];

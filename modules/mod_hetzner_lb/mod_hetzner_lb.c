@@ -33,8 +33,8 @@ struct hz_mod {
                                 robotlb/service-uid -> balancer of the last
                                 resync */
     uint64_t resyncs;
-    int64_t next_resync_ms;  /* monotonic time of the next resync (approx.:
-                                the timer has 10% jitter) */
+    int64_t next_resync_ms; /* monotonic time of the next resync (approx.:
+                               the timer has 10% jitter) */
     /* metrics */
     plb_metric *m_balancers, *m_requests, *m_429, *m_dry, *m_remaining, *m_resyncs;
     struct hz_api_stats last; /* counters already added */
@@ -84,7 +84,8 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
         PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
         return;
     }
-    json_array_foreach(items, i, lb) {
+    json_array_foreach(items, i, lb)
+    {
         const char *uid =
             json_string_value(json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
         json_t *prev;
@@ -110,7 +111,8 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
         const char *uid;
         json_t *t, *old;
         void *tmp;
-        json_object_foreach_safe(m->ks.fresh, tmp, uid, t) {
+        json_object_foreach_safe(m->ks.fresh, tmp, uid, t)
+        {
             if (json_integer_value(t) < m->list_started_ms) {
                 json_object_del(m->ks.fresh, uid);
             } else if ((old = json_object_get(m->ks.by_uid, uid)) &&
@@ -127,7 +129,7 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     if (dup)
         PLB_WARN(m->host, m->ctx, NULL, "resync: %zu balancer(s) carry a UID another one has", dup);
     PLB_DEBUG(m->host, m->ctx, NULL, "resync: %zu labelled balancer(s) in %zu item(s)",
-           json_object_size(idx), json_array_size(items));
+              json_object_size(idx), json_array_size(items));
     if (m->m_balancers)
         m->host->metric_set(m->m_balancers, iv, (double)json_object_size(idx));
     if (m->m_resyncs)
@@ -197,26 +199,25 @@ hz_start(void *state, char *err, size_t errlen)
     m->m_balancers = m->host->metric_new(
         m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_lb_balancers",
         "Balancers labelled robotlb/service-uid seen at the last resync", inst_label, NULL, 0);
-    m->m_resyncs = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
-                                       "prismlb_hetzner_lb_resyncs_total",
-                                       "Completed resync lists", inst_label, NULL, 0);
-    m->m_requests = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
-                                        "prismlb_hetzner_api_requests_total",
-                                        "Requests sent to the Hetzner Cloud API", inst_label,
-                                        NULL, 0);
-    m->m_429 = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
-                                   "prismlb_hetzner_api_rate_limited_total",
-                                   "429 answers of the Hetzner Cloud API", inst_label, NULL, 0);
-    m->m_dry = m->host->metric_new(m->ctx, PLB_METRIC_COUNTER,
-                                   "prismlb_hetzner_dry_run_writes_total",
-                                   "Hetzner writes only logged (dry_run)", inst_label, NULL, 0);
+    m->m_resyncs =
+        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_lb_resyncs_total",
+                            "Completed resync lists", inst_label, NULL, 0);
+    m->m_requests =
+        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_api_requests_total",
+                            "Requests sent to the Hetzner Cloud API", inst_label, NULL, 0);
+    m->m_429 =
+        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_api_rate_limited_total",
+                            "429 answers of the Hetzner Cloud API", inst_label, NULL, 0);
+    m->m_dry =
+        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_dry_run_writes_total",
+                            "Hetzner writes only logged (dry_run)", inst_label, NULL, 0);
     m->ks.m_syncs = m->host->metric_new(
         m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_lb_service_syncs_total",
-        "Services synced: one per Service an event, recheck or full pass queued", inst_label,
-        NULL, 0);
-    m->m_remaining = m->host->metric_new(
-        m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_api_rate_limit_remaining",
-        "RateLimit-Remaining of the last Hetzner answer", inst_label, NULL, 0);
+        "Services synced: one per Service an event, recheck or full pass queued", inst_label, NULL,
+        0);
+    m->m_remaining =
+        m->host->metric_new(m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_api_rate_limit_remaining",
+                            "RateLimit-Remaining of the last Hetzner answer", inst_label, NULL, 0);
     if (!(m->resync = m->host->timer_new(m->ctx, resync_fire, m)))
         return -ENOMEM;
     m->ks.host = m->host;
@@ -230,8 +231,8 @@ hz_start(void *state, char *err, size_t errlen)
     if ((rc = m->host->timer_arm(m->resync, 0, cfg->resync_interval_ms, 0.1)) < 0)
         return rc;
     m->started = 1;
-    PLB_INFO(m->host, m->ctx, PLB_KV("endpoint", cfg->hcloud_endpoint), "hetzner: resync every %lld s%s",
-             (long long)(cfg->resync_interval_ms / 1000),
+    PLB_INFO(m->host, m->ctx, PLB_KV("endpoint", cfg->hcloud_endpoint),
+             "hetzner: resync every %lld s%s", (long long)(cfg->resync_interval_ms / 1000),
              cfg->dry_run ? ", dry run: no writes" : "");
     return 0;
 }

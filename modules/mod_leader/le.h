@@ -58,13 +58,13 @@
  * as client-go's LeaseLock reads and writes it. Times are MicroTime text
  * ("2006-01-02T15:04:05.000000Z07:00"), "" when absent. */
 struct le_record {
-    char holder[LE_HOLDER_MAX];      /* holderIdentity, "" for none */
-    int64_t duration_s;              /* leaseDurationSeconds, 0 when absent */
-    char acquire_time[LE_TIME_MAX];  /* acquireTime */
-    char renew_time[LE_TIME_MAX];    /* renewTime */
-    int64_t transitions;             /* leaseTransitions */
-    char strategy[LE_STRATEGY_MAX];  /* spec.strategy, carried unchanged */
-    char preferred[LE_HOLDER_MAX];   /* spec.preferredHolder, carried unchanged */
+    char holder[LE_HOLDER_MAX];     /* holderIdentity, "" for none */
+    int64_t duration_s;             /* leaseDurationSeconds, 0 when absent */
+    char acquire_time[LE_TIME_MAX]; /* acquireTime */
+    char renew_time[LE_TIME_MAX];   /* renewTime */
+    int64_t transitions;            /* leaseTransitions */
+    char strategy[LE_STRATEGY_MAX]; /* spec.strategy, carried unchanged */
+    char preferred[LE_HOLDER_MAX];  /* spec.preferredHolder, carried unchanged */
 };
 
 /* 1 when a and b are the same record (client-go compares the raw record). */
@@ -146,12 +146,12 @@ struct le_params {
 };
 
 enum le_state {
-    LE_INIT = 0,   /* not started */
-    LE_CANDIDATE,  /* attempting to acquire */
-    LE_LEADER,     /* holding the Lease, gate open */
-    LE_CLOSING,    /* lost or stopping: waiting for the gated stops */
-    LE_RELEASING,  /* stopping: the release write is in flight */
-    LE_STOPPED,    /* stopped; no request, no wake-up */
+    LE_INIT = 0,  /* not started */
+    LE_CANDIDATE, /* attempting to acquire */
+    LE_LEADER,    /* holding the Lease, gate open */
+    LE_CLOSING,   /* lost or stopping: waiting for the gated stops */
+    LE_RELEASING, /* stopping: the release write is in flight */
+    LE_STOPPED,   /* stopped; no request, no wake-up */
 };
 
 enum le_req {
@@ -180,13 +180,13 @@ struct le {
 
     struct le_record observed; /* the last record read or written */
     int have_observed;
-    int64_t observed_ms;       /* monotonic time it last changed */
-    char rv[LE_RV_MAX];        /* resourceVersion of the last object received */
+    int64_t observed_ms; /* monotonic time it last changed */
+    char rv[LE_RV_MAX];  /* resourceVersion of the last object received */
 
     int stopping;
     int64_t stop_deadline;
     int release_tries;
-    uint64_t term;             /* leadership terms won so far */
+    uint64_t term; /* leadership terms won so far */
 };
 
 /* Initialise m (caller-owned memory) with parameters and operations, both

@@ -159,8 +159,8 @@ attempt_failed(struct le *m)
         double r = m->ops->random(m->arg);
         if (r < 0 || r >= 1)
             r = 0;
-        m->next_attempt =
-            t + m->p.retry_period_ms + (int64_t)(r * LE_JITTER_FACTOR * (double)m->p.retry_period_ms);
+        m->next_attempt = t + m->p.retry_period_ms +
+                          (int64_t)(r * LE_JITTER_FACTOR * (double)m->p.retry_period_ms);
         /* No later than the moment the observed lease expires. */
         if (m->have_observed && m->observed.holder[0] && !is_me(m, m->observed.holder)) {
             int64_t expiry = m->observed_ms + m->observed.duration_s * 1000;
@@ -185,7 +185,8 @@ attempt_succeeded(struct le *m, const struct le_record *written, const char *rv)
     if (m->state == LE_CANDIDATE) {
         if (t >= m->lead_deadline) {
             /* Won too late to be sure of it: the next attempt renews. */
-            m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED, "the write completed after renew_deadline");
+            m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED,
+                         "the write completed after renew_deadline");
             attempt_failed(m);
             return;
         }

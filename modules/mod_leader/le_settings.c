@@ -60,6 +60,7 @@ valid_identity(const void *value)
 
 #define OFF(f) PLB_OFFSET(struct ld_config, f)
 
+/* clang-format off */
 const struct plb_setting ld_settings[] = {
     {.name = "lease_name", .type = PLB_SET_STRING, .offset = OFF(lease_name),
      .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .validate = valid_subdomain,
@@ -109,6 +110,7 @@ const struct plb_setting ld_settings[] = {
      .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 /* "10s", "2.4s", "500ms": a duration as the config file would have it. */
 static const char *
@@ -117,7 +119,10 @@ fmt_ms(int64_t ms, char *buf, size_t len)
     if (ms % 1000 == 0)
         snprintf(buf, len, "%llds", (long long)(ms / 1000));
     else if (ms >= 1000)
-        snprintf(buf, len, "%g" "s", (double)ms / 1000.0);
+        snprintf(buf, len,
+                 "%g"
+                 "s",
+                 (double)ms / 1000.0);
     else
         snprintf(buf, len, "%lldms", (long long)ms);
     return buf;
@@ -157,8 +162,7 @@ ld_check(const struct plb_host *host, plb_check *chk, const void *config,
      * is an error; compare in integers: 5 × deadline against 6 × retry. */
     if (c->renew_deadline_ms > 0 && c->retry_period_ms > 0 &&
         c->renew_deadline_ms * 5 <= c->retry_period_ms * 6) {
-        report(chk, "renew_deadline",
-               "must be greater than 1.2 × retry_period (%s), got %s",
+        report(chk, "renew_deadline", "must be greater than 1.2 × retry_period (%s), got %s",
                fmt_ms(c->retry_period_ms * 6 / 5, a, sizeof(a)),
                fmt_ms(c->renew_deadline_ms, b, sizeof(b)));
         problems++;

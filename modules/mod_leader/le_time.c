@@ -22,7 +22,6 @@ le_microtime(int64_t wall_ms, char *buf, size_t len)
     if (!gmtime_r(&secs, &tm) || tm.tm_year + 1900 > 9999)
         return -1;
     int n = snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                     (int)(ms * 1000));
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms * 1000));
     return n > 0 && (size_t)n < len ? 0 : -1;
 }

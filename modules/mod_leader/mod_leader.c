@@ -421,8 +421,8 @@ op_holder(void *arg, const char *old_holder, const char *new_holder)
     if (ld->m_transitions)
         ld->host->metric_add(ld->m_transitions, labels, 1);
     ld->host->log_kv(ld->ctx, PLB_LOG_INFO, "leader changed", "lease", ld->lease_label, "from",
-                     *old_holder ? old_holder : "(none)", "to",
-                     *new_holder ? new_holder : "(none)", "self", ld->identity, NULL);
+                     *old_holder ? old_holder : "(none)", "to", *new_holder ? new_holder : "(none)",
+                     "self", ld->identity, NULL);
 }
 
 static void
@@ -452,7 +452,8 @@ op_note(void *arg, enum le_note what, const char *detail)
         PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "created the Lease");
         break;
     case LE_NOTE_NS_MISSING:
-        PLB_ERR(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "namespace", ld->ns, "error", d),
+        PLB_ERR(ld->host, ld->ctx,
+                PLB_KV("lease", ld->lease_label, "namespace", ld->ns, "error", d),
                 "cannot create the Lease: the namespace does not exist; create it or set "
                 "lease_namespace");
         break;
@@ -600,13 +601,12 @@ ld_start(void *state, char *err, size_t errlen)
                                  label_names, NULL, 0);
     ld->m_transitions =
         h->metric_new(ld->ctx, PLB_METRIC_COUNTER, "prismlb_leader_transitions_total",
-                      "Changes of the Lease's holder this replica observed", label_names, NULL,
-                      0);
-    ld->m_renew = h->metric_new(ld->ctx, PLB_METRIC_GAUGE,
-                                "prismlb_leader_last_renew_timestamp_seconds",
-                                "Wall-clock time of this replica's last successful acquire or "
-                                "renew of the Lease",
-                                label_names, NULL, 0);
+                      "Changes of the Lease's holder this replica observed", label_names, NULL, 0);
+    ld->m_renew =
+        h->metric_new(ld->ctx, PLB_METRIC_GAUGE, "prismlb_leader_last_renew_timestamp_seconds",
+                      "Wall-clock time of this replica's last successful acquire or "
+                      "renew of the Lease",
+                      label_names, NULL, 0);
     if (!ld->m_leader || !ld->m_transitions || !ld->m_renew)
         return -ENOMEM;
     const char *labels[] = {ld->lease_label, NULL};

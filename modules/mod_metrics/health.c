@@ -17,9 +17,9 @@ struct eval {
     int64_t threshold_ms;
     int verbose;
     int failed;
-    const char *only;  /* one check, "instance/check", or NULL */
-    int found;         /* only: it exists */
-    char why[256];     /* only: why it failed */
+    const char *only; /* one check, "instance/check", or NULL */
+    int found;        /* only: it exists */
+    char why[256];    /* only: why it failed */
     char excl[MAX_EXCLUDES][128];
     int excl_used[MAX_EXCLUDES];
     size_t nexcl;
@@ -102,8 +102,8 @@ visit(const struct plb_health_info *info, void *arg)
             return;
         }
         char why[128];
-        snprintf(why, sizeof(why), "no heartbeat for %.1fs (threshold %.1fs)",
-                 (double)age / 1000.0, (double)e->threshold_ms / 1000.0);
+        snprintf(why, sizeof(why), "no heartbeat for %.1fs (threshold %.1fs)", (double)age / 1000.0,
+                 (double)e->threshold_ms / 1000.0);
         e->failed = 1;
         check_line(e, info, 0, why);
         return;

@@ -86,8 +86,8 @@ MM_HIDDEN int mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const vo
  * error: reason\n" when it fails, -1 (out untouched) when there is no such
  * check. */
 MM_HIDDEN int mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const void *self,
-                                 enum plb_health_kind kind, int64_t threshold_ms,
-                                 const char *check, struct mm_buf *out);
+                                 enum plb_health_kind kind, int64_t threshold_ms, const char *check,
+                                 struct mm_buf *out);
 
 /* Does the query string ask for verbose output ("verbose", "verbose=1",
  * "verbose=true", among other parameters)? Pure. */

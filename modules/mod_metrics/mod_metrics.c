@@ -61,9 +61,9 @@ struct mm {
     plb_timer *retry;            /* the next resolution after a failure */
     plb_timer *beat;             /* loop heartbeat */
     plb_http_server *srv;
-    plb_timer *render;    /* zero timer: answers the waiting scrapes */
-    int64_t proc_ms;      /* last refresh of the process metrics */
-    int proc_done;        /* proc_ms is set */
+    plb_timer *render; /* zero timer: answers the waiting scrapes */
+    int64_t proc_ms;   /* last refresh of the process metrics */
+    int proc_done;     /* proc_ms is set */
     size_t nwaiting;
     plb_http_exchange *waiting[MM_MAX_WAITING];
     struct mm_proc proc;
@@ -143,6 +143,7 @@ validate_bind_address(const void *value)
     return "must be an IP address or an RFC 1123 hostname";
 }
 
+/* clang-format off */
 static const struct plb_setting mm_settings[] = {
     {.name = "bind_address", .type = PLB_SET_STRING,
      .offset = offsetof(struct mm_config, bind_address), .validate = validate_bind_address,
@@ -167,6 +168,7 @@ static const struct plb_setting mm_settings[] = {
      .def = "true", .doc = "Serve /healthz and /readyz."},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 /* Rules between settings. Runs for --check-config too: no side effects.
  * (The proxy role's rule "bind_port and health_port must differ" belongs to
@@ -184,8 +186,9 @@ mm_check(const struct plb_host *host, plb_check *chk, const void *config,
         n++;
     }
     if (!cfg->metrics && !cfg->probes) {
-        report(chk, "probes", "metrics and probes are both false: the instance would serve "
-                              "nothing; enable one of them");
+        report(chk, "probes",
+               "metrics and probes are both false: the instance would serve "
+               "nothing; enable one of them");
         n++;
     }
     return n;
@@ -238,8 +241,7 @@ serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind, const
     struct mm_buf b = {.host = m->host};
     int ok;
     if (check) {
-        ok = mm_health_eval_one(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms, check,
-                                &b);
+        ok = mm_health_eval_one(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms, check, &b);
         if (ok < 0) {
             mm_buf_free(&b);
             reply_text(m, x, 404, "404 page not found\n", NULL);
@@ -282,8 +284,7 @@ render_now(struct mm *m)
     }
     text = m->host->metrics_render(m->ctx, &len);
     if (!text)
-        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot render the metrics: out of memory",
-                        NULL);
+        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot render the metrics: out of memory", NULL);
     for (size_t i = 0; i < n; i++) {
         if (text)
             m->host->http_reply(m->waiting[i], 200, EXPOSITION_0_0_4, text, len, NULL);
@@ -496,8 +497,8 @@ listen_at(struct mm *m, const char *ip)
         return rc;
     }
     snprintf(port, sizeof(port), "%d", h->http_server_port(m->srv));
-    h->log_kv(m->ctx, PLB_LOG_INFO, "listening", "address", ip, "port", port, "host",
-              m->bind_host, "metrics", m->cfg->metrics ? "true" : "false", "probes",
+    h->log_kv(m->ctx, PLB_LOG_INFO, "listening", "address", ip, "port", port, "host", m->bind_host,
+              "metrics", m->cfg->metrics ? "true" : "false", "probes",
               m->cfg->probes ? "true" : "false", NULL);
     return 0;
 }
@@ -547,8 +548,7 @@ mm_start(void *state, char *err, size_t errlen)
                       strerror(-rc), NULL);
             goto fail;
         }
-        rc = h->timer_arm(m->beat, m->cfg->liveness_interval_ms, m->cfg->liveness_interval_ms,
-                          0);
+        rc = h->timer_arm(m->beat, m->cfg->liveness_interval_ms, m->cfg->liveness_interval_ms, 0);
         if (rc < 0)
             goto fail;
     }

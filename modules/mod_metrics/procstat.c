@@ -143,8 +143,8 @@ static void
 debug_failure(const struct plb_host *host, plb_ctx *ctx, const char *what, int err)
 {
     if (host->log_enabled(ctx, PLB_LOG_DEBUG))
-        host->log_kv(ctx, PLB_LOG_DEBUG, "cannot read a process metric", "metric", what,
-                     "error", strerror(-err), NULL);
+        host->log_kv(ctx, PLB_LOG_DEBUG, "cannot read a process metric", "metric", what, "error",
+                     strerror(-err), NULL);
 }
 
 /* Set a gauge, logging (at debug level) when the registry refuses. */

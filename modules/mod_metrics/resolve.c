@@ -54,8 +54,7 @@ on_poll(plb_timer *t, void *arg)
             pick = a;
     }
     if (pick && pick->ai_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)pick->ai_addr)->sin_addr, ip,
-                  sizeof(ip));
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)pick->ai_addr)->sin_addr, ip, sizeof(ip));
     else if (pick && pick->ai_family == AF_INET6)
         inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)pick->ai_addr)->sin6_addr, ip,
                   sizeof(ip));

@@ -27,6 +27,7 @@ not_negative(const void *value)
 
 #define OFF(f) PLB_OFFSET(struct tp_config, f)
 
+/* clang-format off */
 const struct plb_setting tp_settings[] = {
     {.name = "bind_address",
      .type = PLB_SET_STRING,
@@ -113,6 +114,7 @@ const struct plb_setting tp_settings[] = {
             "must not be empty"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 static int
 set_path(const char *s)

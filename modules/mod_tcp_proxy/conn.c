@@ -466,13 +466,15 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
                      "no healthy upstream: trying an unhealthy one (the last resort)");
     }
     if (!u || !u->data) {
-        PLB_WARN(tp->host, tp->ctx, PLB_KV("client", peer), "no upstream available: closing the client");
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("client", peer),
+                 "no upstream available: closing the client");
         close(fd);
         return;
     }
     struct tp_conn *c = tp->host->alloc(sizeof(*c));
     if (!c) {
-        PLB_ERR(tp->host, tp->ctx, PLB_KV("client", peer), "out of memory accepting: closing the client");
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("client", peer),
+                "out of memory accepting: closing the client");
         close(fd);
         return;
     }

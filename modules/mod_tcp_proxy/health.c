@@ -188,7 +188,8 @@ check_connect(struct tp_upd *d, const struct sockaddr *sa, socklen_t salen)
     }
     d->check_io = tp->host->io_new(tp->ctx, d->check_fd, PLB_IO_WRITE, on_check_io, d);
     if (!d->check_io || tp->host->io_add(d->check_io, left) < 0) {
-        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr), "health check: cannot watch its socket");
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr),
+                "health check: cannot watch its socket");
         check_done(d, 0);
     }
 }
@@ -230,7 +231,8 @@ on_check_timer(plb_timer *t, void *arg)
     }
     d->check_res = tp_resolve_start(tp, d->host, d->port, on_resolved, d);
     if (!d->check_res) {
-        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr), "health check: cannot start resolving");
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr),
+                "health check: cannot start resolving");
         check_done(d, 0);
     }
 }

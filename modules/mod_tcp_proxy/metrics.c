@@ -23,8 +23,8 @@ check_rc(struct tp *tp, int rc, const char *what)
     static int logged;
     if (rc < 0 && !logged) {
         logged = 1;
-        PLB_WARN(tp->host, tp->ctx, PLB_KV("metric", what), "metric not updated: error %d (logged once)",
-                 rc);
+        PLB_WARN(tp->host, tp->ctx, PLB_KV("metric", what),
+                 "metric not updated: error %d (logged once)", rc);
     }
 }
 

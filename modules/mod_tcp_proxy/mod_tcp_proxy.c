@@ -73,8 +73,8 @@ ops_added(void *arg, struct tp_up *u)
     PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "upstream added");
     int rc = tp_health_start(d);
     if (rc < 0)
-        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "cannot schedule health checks: error %d",
-                rc);
+        PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
+                "cannot schedule health checks: error %d", rc);
 }
 
 static void
@@ -220,7 +220,8 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
     }
     for (size_t i = 0; i < set->n; i++) {
         if (tp_split_hostport(set->v[i], host, sizeof(host), &port) < 0) {
-            PLB_WARN(tp->host, tp->ctx, PLB_KV("endpoint", set->v[i]), "ignoring an endpoint: not host:port");
+            PLB_WARN(tp->host, tp->ctx, PLB_KV("endpoint", set->v[i]),
+                     "ignoring an endpoint: not host:port");
             continue;
         }
         v[n++] = set->v[i];

@@ -39,14 +39,12 @@ tp_status(void *state)
         put(h, e, "healthy", u->health_known ? h->obj_new_bool(u->healthy) : h->obj_new_null(),
             &bad);
         put(h, e, "ready",
-            tp->cfg->health_check == TP_CHECK_READYZ && u->ready_known
-                ? h->obj_new_bool(u->ready)
-                : h->obj_new_null(),
+            tp->cfg->health_check == TP_CHECK_READYZ && u->ready_known ? h->obj_new_bool(u->ready)
+                                                                       : h->obj_new_null(),
             &bad);
         put(h, e, "tier",
-            tp->cfg->upstream_selection == TP_SEL_LATENCY && u->tier >= 0
-                ? h->obj_new_int(u->tier)
-                : h->obj_new_null(),
+            tp->cfg->upstream_selection == TP_SEL_LATENCY && u->tier >= 0 ? h->obj_new_int(u->tier)
+                                                                          : h->obj_new_null(),
             &bad);
         put(h, e, "rtt_ms", u->has_sample ? h->obj_new_real(u->avg_ms) : h->obj_new_null(), &bad);
         put(h, e, "connections", h->obj_new_int((int64_t)u->nconns), &bad);

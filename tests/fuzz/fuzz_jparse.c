@@ -21,7 +21,8 @@ depth_of(const json_t *v)
     if (json_is_object(v)) {
         const char *k;
         json_t *m;
-        json_object_foreach((json_t *)v, k, m) {
+        json_object_foreach((json_t *)v, k, m)
+        {
             size_t c = depth_of(m);
             d = c > d ? c : d;
         }

@@ -31,10 +31,31 @@ static struct {
     int pending_ok;      /* the write answer being delivered is ours */
 } S;
 
-static int64_t f_now(void *a) { (void)a; return S.now; }
-static int64_t f_wall(void *a) { (void)a; return S.wall; }
-static double f_random(void *a) { (void)a; return 0.5; }
-static int f_get(void *a) { (void)a; S.inflight = LE_REQ_GET; return 0; }
+static int64_t
+f_now(void *a)
+{
+    (void)a;
+    return S.now;
+}
+static int64_t
+f_wall(void *a)
+{
+    (void)a;
+    return S.wall;
+}
+static double
+f_random(void *a)
+{
+    (void)a;
+    return 0.5;
+}
+static int
+f_get(void *a)
+{
+    (void)a;
+    S.inflight = LE_REQ_GET;
+    return 0;
+}
 static int
 f_create(void *a, const struct le_record *r)
 {
@@ -54,8 +75,18 @@ f_update(void *a, const struct le_record *r, const char *rv)
     S.write_sent = S.now;
     return 0;
 }
-static void f_cancel(void *a) { (void)a; S.inflight = LE_REQ_NONE; }
-static void f_wake_at(void *a, int64_t at) { (void)a; S.wake = at; }
+static void
+f_cancel(void *a)
+{
+    (void)a;
+    S.inflight = LE_REQ_NONE;
+}
+static void
+f_wake_at(void *a, int64_t at)
+{
+    (void)a;
+    S.wake = at;
+}
 static int
 f_gate(void *a, int open)
 {
@@ -67,17 +98,54 @@ f_gate(void *a, int open)
         le_gate_closed(&S.m);
     return 0;
 }
-static void f_leading(void *a, int is) { (void)a; if (is) S.lead_started_ok = S.pending_ok; }
-static void f_holder(void *a, const char *o, const char *n) { (void)a; (void)o; (void)n; }
-static void f_renewed(void *a, int64_t w) { (void)a; (void)w; }
-static void f_note(void *a, enum le_note w, const char *d) { (void)a; (void)w; (void)d; }
-static void f_stopped(void *a) { (void)a; }
+static void
+f_leading(void *a, int is)
+{
+    (void)a;
+    if (is)
+        S.lead_started_ok = S.pending_ok;
+}
+static void
+f_holder(void *a, const char *o, const char *n)
+{
+    (void)a;
+    (void)o;
+    (void)n;
+}
+static void
+f_renewed(void *a, int64_t w)
+{
+    (void)a;
+    (void)w;
+}
+static void
+f_note(void *a, enum le_note w, const char *d)
+{
+    (void)a;
+    (void)w;
+    (void)d;
+}
+static void
+f_stopped(void *a)
+{
+    (void)a;
+}
 
 static const struct le_ops ops = {
-    .now_ms = f_now, .wall_ms = f_wall, .random = f_random, .get = f_get,
-    .create = f_create, .update = f_update, .cancel = f_cancel, .wake_at = f_wake_at,
-    .gate = f_gate, .leading = f_leading, .holder = f_holder, .renewed = f_renewed,
-    .note = f_note, .stopped = f_stopped,
+    .now_ms = f_now,
+    .wall_ms = f_wall,
+    .random = f_random,
+    .get = f_get,
+    .create = f_create,
+    .update = f_update,
+    .cancel = f_cancel,
+    .wake_at = f_wake_at,
+    .gate = f_gate,
+    .leading = f_leading,
+    .holder = f_holder,
+    .renewed = f_renewed,
+    .note = f_note,
+    .stopped = f_stopped,
 };
 
 /* A record from a JSON Lease (as mod_leader reads one); 0, or -1 when not
@@ -120,8 +188,11 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const struct le_params p = {
-        .identity = ME, .lease_duration_ms = 3000, .renew_deadline_ms = 2000,
-        .retry_period_ms = 500, .release_on_cancel = 1,
+        .identity = ME,
+        .lease_duration_ms = 3000,
+        .renew_deadline_ms = 2000,
+        .retry_period_ms = 500,
+        .release_on_cancel = 1,
     };
     memset(&S, 0, sizeof(S));
     S.now = 1000000;
@@ -180,11 +251,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 struct le_record r = S.sent;
                 struct le_result res = {.status = 200, .rv = "8"};
                 switch (how % 5) {
-                case 0: res.rec = &r; break; /* our Lease back */
-                case 1: snprintf(r.holder, sizeof(r.holder), "other"); res.rec = &r; break;
-                case 2: snprintf(r.renew_time, sizeof(r.renew_time), "2001-01-01T00:00:00.000000Z"); res.rec = &r; break;
-                case 3: res.rec = NULL; res.message = "not a Lease"; break;
-                case 4: res.status = how & 8 ? 409 : 500; break;
+                case 0:
+                    res.rec = &r;
+                    break; /* our Lease back */
+                case 1:
+                    snprintf(r.holder, sizeof(r.holder), "other");
+                    res.rec = &r;
+                    break;
+                case 2:
+                    snprintf(r.renew_time, sizeof(r.renew_time), "2001-01-01T00:00:00.000000Z");
+                    res.rec = &r;
+                    break;
+                case 3:
+                    res.rec = NULL;
+                    res.message = "not a Lease";
+                    break;
+                case 4:
+                    res.status = how & 8 ? 409 : 500;
+                    break;
                 }
                 int ok = res.status == 200 && how % 5 == 0;
                 int64_t sent = S.write_sent;

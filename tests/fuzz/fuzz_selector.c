@@ -27,8 +27,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = core_lb_selector_parse(text, &sel, err, sizeof(err));
     size_t first = strlen(text);
     if (rc == 0) {
-        json_t *labels = first < size ? json_loadb(text + first + 1, size - first - 1, 0, NULL)
-                                      : NULL;
+        json_t *labels =
+            first < size ? json_loadb(text + first + 1, size - first - 1, 0, NULL) : NULL;
         (void)core_lb_selector_match(sel, labels);
         (void)core_lb_selector_match(sel, NULL);
         json_decref(labels);

@@ -33,8 +33,7 @@ int tu_rmrf(const char *path);
 /* Start argv[0] (PATH is searched) with extra "K=V" environment entries
  * (envp_extra may be NULL), stdout and stderr appended to log_path (or
  * inherited when NULL). Returns 0 or -errno. */
-int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp_extra[],
-             const char *log_path);
+int tu_spawn(struct tu_proc *p, char *const argv[], char *const envp_extra[], const char *log_path);
 /* Send sig to p->pid and wait up to timeout_ms for it to exit; SIGKILL after
  * that. Returns the wait status, or -1 if it had already been reaped. */
 int tu_stop(struct tu_proc *p, int sig, int timeout_ms);

@@ -183,39 +183,39 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 /* Opaque handles. Their layout belongs to the daemon.                      */
 
-typedef struct plb_ctx plb_ctx;                 /* one module instance */
-typedef struct plb_timer plb_timer;             /* a timer on the event loop */
-typedef struct plb_io plb_io;                   /* a watch on a file descriptor */
-typedef struct plb_listener plb_listener;       /* a TCP listener */
-typedef struct plb_http_server plb_http_server; /* a small HTTP server */
+typedef struct plb_ctx plb_ctx;                     /* one module instance */
+typedef struct plb_timer plb_timer;                 /* a timer on the event loop */
+typedef struct plb_io plb_io;                       /* a watch on a file descriptor */
+typedef struct plb_listener plb_listener;           /* a TCP listener */
+typedef struct plb_http_server plb_http_server;     /* a small HTTP server */
 typedef struct plb_http_exchange plb_http_exchange; /* one request to that server */
-typedef struct plb_http_req plb_http_req;       /* one HTTP client request */
-typedef struct plb_http_resp plb_http_resp;     /* its response */
-typedef struct plb_metric plb_metric;           /* a metric family */
-typedef struct plb_check plb_check;             /* a config validation pass */
-typedef struct plb_done plb_done;               /* an asynchronous completion */
-typedef struct plb_obj plb_obj;                 /* a JSON value (Kubernetes objects) */
-typedef struct plb_kube plb_kube;               /* a Kubernetes API client */
-typedef struct plb_kube_op plb_kube_op;         /* one Kubernetes API call */
-typedef struct plb_informer plb_informer;       /* a list+watch cache of one resource */
+typedef struct plb_http_req plb_http_req;           /* one HTTP client request */
+typedef struct plb_http_resp plb_http_resp;         /* its response */
+typedef struct plb_metric plb_metric;               /* a metric family */
+typedef struct plb_check plb_check;                 /* a config validation pass */
+typedef struct plb_done plb_done;                   /* an asynchronous completion */
+typedef struct plb_obj plb_obj;                     /* a JSON value (Kubernetes objects) */
+typedef struct plb_kube plb_kube;                   /* a Kubernetes API client */
+typedef struct plb_kube_op plb_kube_op;             /* one Kubernetes API call */
+typedef struct plb_informer plb_informer;           /* a list+watch cache of one resource */
 
 /* ------------------------------------------------------------------------ */
 /* Settings tables.                                                          */
 
 enum plb_setting_type {
-    PLB_SET_BOOL = 1,   /* int (0 or 1) */
-    PLB_SET_INT,        /* int64_t, within [min, max] */
-    PLB_SET_DOUBLE,     /* double, within [min, max] */
-    PLB_SET_STRING,     /* char * (NUL-terminated; NULL when unset, no default) */
-    PLB_SET_DURATION,   /* int64_t milliseconds; "150ms", "20s", "1m30s", "2h" or
-                           an integer number of seconds; within [min, max] ms */
-    PLB_SET_ENUM,       /* int: index into enum_values */
-    PLB_SET_STRING_LIST,/* struct plb_strv: array of strings or one string with
-                           comma-separated items */
-    PLB_SET_PATH,       /* char *: a file path, relative paths resolved against
-                           the directory of the config file that set it */
-    PLB_SET_INSTANCES,  /* struct plb_strv of instance names, each checked to
-                           exist and to provide the role in `role` */
+    PLB_SET_BOOL = 1,    /* int (0 or 1) */
+    PLB_SET_INT,         /* int64_t, within [min, max] */
+    PLB_SET_DOUBLE,      /* double, within [min, max] */
+    PLB_SET_STRING,      /* char * (NUL-terminated; NULL when unset, no default) */
+    PLB_SET_DURATION,    /* int64_t milliseconds; "150ms", "20s", "1m30s", "2h" or
+                            an integer number of seconds; within [min, max] ms */
+    PLB_SET_ENUM,        /* int: index into enum_values */
+    PLB_SET_STRING_LIST, /* struct plb_strv: array of strings or one string with
+                            comma-separated items */
+    PLB_SET_PATH,        /* char *: a file path, relative paths resolved against
+                            the directory of the config file that set it */
+    PLB_SET_INSTANCES,   /* struct plb_strv of instance names, each checked to
+                            exist and to provide the role in `role` */
 };
 
 /* Formats the daemon checks a STRING value, or each item of a STRING_LIST,
@@ -257,12 +257,11 @@ struct plb_strv {
  * One setting. A table is an array of these ending with PLB_SETTINGS_END;
  * the daemon steps through it by plb_module.setting_size, so a module built
  * with an older or newer header (a smaller or larger struct) is read right:
- * fields the module's struct lacks are taken as zero. The daemon parses the value from the config file (or the
- * environment variable `env`, which wins over the file), checks type and
- * bounds, runs `validate`, and stores it at `offset` in the module's config
- * struct (of plb_module.config_size bytes). `def` is the default written as
- * it would be in the config file ("20s", "127.0.0.1", "true", "a,b"); NULL
- * means no default (zero / NULL / empty list). The same table renders the
+ * fields the module's struct lacks are taken as zero. The daemon parses the value from the config
+ * file (or the environment variable `env`, which wins over the file), checks type and bounds, runs
+ * `validate`, and stores it at `offset` in the module's config struct (of plb_module.config_size
+ * bytes). `def` is the default written as it would be in the config file ("20s", "127.0.0.1",
+ * "true", "a,b"); NULL means no default (zero / NULL / empty list). The same table renders the
  * module's settings reference (prismlb --settings-doc MODULE).
  */
 struct plb_setting {
@@ -270,14 +269,14 @@ struct plb_setting {
     enum plb_setting_type type;
     size_t offset;
     const char *def;
-    double min, max;                 /* INT, DOUBLE, DURATION (ms): bounds when
-                                        either is non-zero; max <= min means
-                                        no upper bound */
-    const char *const *enum_values;  /* ENUM: NULL-terminated list */
-    uint32_t flags;                  /* PLB_SET_* flags */
-    uint32_t role;                   /* INSTANCES: PLB_ROLE_* the targets provide */
-    const char *env;                 /* environment variable overriding it, or NULL */
-    const char *doc;                 /* one line */
+    double min, max;                /* INT, DOUBLE, DURATION (ms): bounds when
+                                       either is non-zero; max <= min means
+                                       no upper bound */
+    const char *const *enum_values; /* ENUM: NULL-terminated list */
+    uint32_t flags;                 /* PLB_SET_* flags */
+    uint32_t role;                  /* INSTANCES: PLB_ROLE_* the targets provide */
+    const char *env;                /* environment variable overriding it, or NULL */
+    const char *doc;                /* one line */
     /* Extra check of one value, or NULL. `value` points at the parsed field.
      * Return NULL if valid, else a static or thread-local message. */
     const char *(*validate)(const void *value);
@@ -288,7 +287,10 @@ struct plb_setting {
 
 /* Helpers for settings tables. */
 #define PLB_OFFSET(type, field) offsetof(type, field)
-#define PLB_SETTINGS_END {0}
+#define PLB_SETTINGS_END                                                                           \
+    {                                                                                              \
+        0                                                                                          \
+    }
 
 /* ------------------------------------------------------------------------ */
 /* Logging.                                                                  */
@@ -363,35 +365,35 @@ typedef int (*plb_http_data_cb)(plb_http_req *req, const char *data, size_t len,
 typedef void (*plb_http_done_cb)(plb_http_req *req, const plb_http_resp *resp, void *arg);
 
 struct plb_http_opts {
-    size_t size;                 /* sizeof(struct plb_http_opts) */
-    const char *method;          /* "GET" when NULL */
-    const char *url;             /* required: http:// or https:// */
-    const char *const *headers;  /* NULL-terminated "Name: value" lines, or NULL */
-    const void *body;            /* copied; may be NULL */
+    size_t size;                /* sizeof(struct plb_http_opts) */
+    const char *method;         /* "GET" when NULL */
+    const char *url;            /* required: http:// or https:// */
+    const char *const *headers; /* NULL-terminated "Name: value" lines, or NULL */
+    const void *body;           /* copied; may be NULL */
     size_t body_len;
-    const char *ca_file;         /* verify the server against this bundle
-                                    (system store when NULL) */
-    const char *ca_pem;          /* or against this PEM text (copied) */
-    const char *cert_file;       /* client certificate (PEM), read per request */
-    const char *key_file;        /* client key (PEM), read per request */
-    const char *cert_pem;        /* or inline PEM text (copied) */
+    const char *ca_file;   /* verify the server against this bundle
+                              (system store when NULL) */
+    const char *ca_pem;    /* or against this PEM text (copied) */
+    const char *cert_file; /* client certificate (PEM), read per request */
+    const char *key_file;  /* client key (PEM), read per request */
+    const char *cert_pem;  /* or inline PEM text (copied) */
     const char *key_pem;
     const char *bearer_token_file; /* "Authorization: Bearer <contents>", the
                                       file read on every request */
-    const char *bearer_token;    /* or a token given inline (copied) */
-    const char *tls_server_name; /* verify the certificate against this name
-                                    instead of the URL's host */
-    const char *connect_to;      /* "host:port": connect there instead of the
-                                    URL's host and port (SNI and verification
-                                    still use the URL's host) */
-    int insecure_skip_verify;    /* never a default; for explicit opt-in only */
-    uint32_t connect_timeout_ms; /* 0: 10 s */
-    uint32_t timeout_ms;         /* total, 0: none (streams) */
+    const char *bearer_token;      /* or a token given inline (copied) */
+    const char *tls_server_name;   /* verify the certificate against this name
+                                      instead of the URL's host */
+    const char *connect_to;        /* "host:port": connect there instead of the
+                                      URL's host and port (SNI and verification
+                                      still use the URL's host) */
+    int insecure_skip_verify;      /* never a default; for explicit opt-in only */
+    uint32_t connect_timeout_ms;   /* 0: 10 s */
+    uint32_t timeout_ms;           /* total, 0: none (streams) */
     enum plb_http_body_mode body_mode;
-    size_t max_body;             /* BUFFER: body limit; LINES: line limit;
-                                    0: 16 MiB */
-    plb_http_data_cb on_data;    /* CHUNKS and LINES */
-    plb_http_done_cb done;       /* required */
+    size_t max_body;          /* BUFFER: body limit; LINES: line limit;
+                                 0: 16 MiB */
+    plb_http_data_cb on_data; /* CHUNKS and LINES */
+    plb_http_done_cb done;    /* required */
     void *arg;
 };
 
@@ -426,13 +428,13 @@ enum plb_health_kind {
 };
 
 struct plb_health_info {
-    size_t size;              /* sizeof(struct plb_health_info), the daemon's */
-    const char *instance;     /* borrowed */
-    const char *check;        /* borrowed */
+    size_t size;          /* sizeof(struct plb_health_info), the daemon's */
+    const char *instance; /* borrowed */
+    const char *check;    /* borrowed */
     enum plb_health_kind kind;
-    int ok;                   /* READY: last state */
-    int64_t last_beat_ms;     /* LIVE: monotonic time of the last heartbeat */
-    const char *reason;       /* borrowed; why not ready, or NULL */
+    int ok;               /* READY: last state */
+    int64_t last_beat_ms; /* LIVE: monotonic time of the last heartbeat */
+    const char *reason;   /* borrowed; why not ready, or NULL */
 };
 typedef void (*plb_health_iter_cb)(const struct plb_health_info *info, void *arg);
 
@@ -520,9 +522,9 @@ typedef void (*plb_kube_done_cb)(plb_kube_op *op, const struct plb_kube_result *
 typedef int (*plb_kube_mutate_cb)(plb_obj *obj, void *arg);
 
 enum plb_kube_patch_type {
-    PLB_KUBE_MERGE_PATCH = 0,  /* application/merge-patch+json (RFC 7386) */
-    PLB_KUBE_STRATEGIC_PATCH,  /* application/strategic-merge-patch+json */
-    PLB_KUBE_JSON_PATCH,       /* application/json-patch+json (RFC 6902) */
+    PLB_KUBE_MERGE_PATCH = 0, /* application/merge-patch+json (RFC 7386) */
+    PLB_KUBE_STRATEGIC_PATCH, /* application/strategic-merge-patch+json */
+    PLB_KUBE_JSON_PATCH,      /* application/json-patch+json (RFC 6902) */
 };
 
 /* A core/v1 Event about an object. The same component, host, object, type,
@@ -538,8 +540,8 @@ struct plb_kube_event {
     const char *type;        /* "Normal" (NULL) or "Warning" */
     const char *reason;      /* UpperCamelCase: "EnsuringLoadBalancer" */
     const char *message;
-    const char *component;   /* source.component; NULL: "prismlb" */
-    const char *host;        /* source.host (the node), or NULL */
+    const char *component; /* source.component; NULL: "prismlb" */
+    const char *host;      /* source.host (the node), or NULL */
 };
 
 /* Informer notifications. Objects are borrowed for the call. */
@@ -562,14 +564,14 @@ struct plb_informer_status {
 };
 
 struct plb_informer_opts {
-    size_t size;               /* sizeof(struct plb_informer_opts) */
+    size_t size;                    /* sizeof(struct plb_informer_opts) */
     const struct plb_kube_ref *ref; /* api_version, resource, ns (NULL: all);
                                   borrowed for the call (copied) */
-    const char *label_selector; /* "kubernetes.io/service-name=kubernetes" */
-    const char *field_selector; /* "metadata.name=x" */
-    uint32_t page_size;        /* list chunk (limit); 0: 500 */
-    uint32_t watch_timeout_s;  /* timeoutSeconds of each watch; 0: random
-                                  in [300, 600) */
+    const char *label_selector;     /* "kubernetes.io/service-name=kubernetes" */
+    const char *field_selector;     /* "metadata.name=x" */
+    uint32_t page_size;             /* list chunk (limit); 0: 500 */
+    uint32_t watch_timeout_s;       /* timeoutSeconds of each watch; 0: random
+                                       in [300, 600) */
     /* Changes after the cache was updated; old is the state before. */
     void (*on_add)(plb_informer *inf, const plb_obj *obj, void *arg);
     void (*on_update)(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg);
@@ -596,13 +598,13 @@ struct plb_lb_target {
 
 /* Set size before lb_select_targets; the daemon fills the rest. */
 struct plb_lb_targets {
-    size_t size;             /* sizeof(struct plb_lb_targets), the module's */
+    size_t size; /* sizeof(struct plb_lb_targets), the module's */
     size_t n;
-    void *v;                 /* n targets, target_size bytes apart; owned by
-                                the daemon: lb_targets_clear */
-    size_t target_size;      /* sizeof(struct plb_lb_target), the daemon's */
-    size_t dropped;          /* selected nodes cut by max_targets */
-    size_t no_address;       /* selected nodes without an InternalIP */
+    void *v;            /* n targets, target_size bytes apart; owned by
+                           the daemon: lb_targets_clear */
+    size_t target_size; /* sizeof(struct plb_lb_target), the daemon's */
+    size_t dropped;     /* selected nodes cut by max_targets */
+    size_t no_address;  /* selected nodes without an InternalIP */
 };
 /* Target i of t (a const struct plb_lb_target *). */
 #define PLB_LB_TARGET(t, i)                                                                        \
@@ -690,8 +692,8 @@ struct plb_host {
     const char *(*http_header)(plb_http_exchange *x, const char *name);
     /* Reply (exactly once): status, content type (NULL for none), body
      * (copied), NULL-terminated "Name: value" extra headers. Frees x. */
-    void (*http_reply)(plb_http_exchange *x, int status, const char *content_type,
-                       const void *body, size_t len, const char *const *headers);
+    void (*http_reply)(plb_http_exchange *x, int status, const char *content_type, const void *body,
+                       size_t len, const char *const *headers);
 
     /* --- HTTP client --- */
 
@@ -700,9 +702,9 @@ struct plb_host {
     plb_http_req *(*http_request)(plb_ctx *ctx, const struct plb_http_opts *o, int *err);
     /* Cancel a running request; its done callback is not called. */
     void (*http_cancel)(plb_http_req *req);
-    int (*http_resp_status)(const plb_http_resp *r);       /* 0 if none */
+    int (*http_resp_status)(const plb_http_resp *r); /* 0 if none */
     enum plb_http_error (*http_resp_error)(const plb_http_resp *r);
-    const char *(*http_resp_error_text)(const plb_http_resp *r); /* borrowed */
+    const char *(*http_resp_error_text)(const plb_http_resp *r);        /* borrowed */
     const char *(*http_resp_body)(const plb_http_resp *r, size_t *len); /* borrowed */
     /* Last value of a response header (case-insensitive) or NULL; borrowed. */
     const char *(*http_resp_header)(const plb_http_resp *r, const char *name);
@@ -734,16 +736,16 @@ struct plb_host {
     /* Publish this instance's latest endpoint set under a provider name
      * ("static", "kubernetes"); endpoints are copied. Sinks linked to this
      * instance receive the merged union. 0 or -errno. */
-    int (*endpoints_publish)(plb_ctx *ctx, const char *provider,
-                             const char *const *endpoints, size_t n);
+    int (*endpoints_publish)(plb_ctx *ctx, const char *provider, const char *const *endpoints,
+                             size_t n);
     /* Mark a provider failed or recovered; a source whose providers have all
      * failed is unhealthy (it keeps its last set). */
     void (*endpoints_failed)(plb_ctx *ctx, const char *provider, int failed);
     /* Subscribe to the merged set of the named source instances (as given in
      * a PLB_SET_INSTANCES setting). cb runs now if a set exists, and on every
      * change. 0 or -errno. */
-    int (*endpoints_subscribe)(plb_ctx *ctx, const struct plb_strv *sources,
-                               plb_endpoints_cb cb, void *arg);
+    int (*endpoints_subscribe)(plb_ctx *ctx, const struct plb_strv *sources, plb_endpoints_cb cb,
+                               void *arg);
 
     /* --- gates --- */
 
@@ -774,7 +776,7 @@ struct plb_host {
     /* --- memory and process --- */
 
     /* The allocator every module should use, so tests can fail allocations. */
-    void *(*alloc)(size_t n);     /* zeroed */
+    void *(*alloc)(size_t n); /* zeroed */
     void *(*realloc)(void *p, size_t n);
     void (*free)(void *p);
     char *(*strdup)(const char *s);
@@ -840,8 +842,8 @@ struct plb_host {
      * returned handle is only a success token: the call completes on its
      * own and its handle may be gone by then, so never pass it to
      * kube_cancel (kube_free still cancels it). */
-    plb_kube_op *(*kube_event)(plb_kube *k, const struct plb_kube_event *ev,
-                               plb_kube_done_cb done, void *arg, int *err);
+    plb_kube_op *(*kube_event)(plb_kube *k, const struct plb_kube_event *ev, plb_kube_done_cb done,
+                               void *arg, int *err);
     /* Cancel a call; its done callback is not called. No-op from inside
      * that callback. */
     void (*kube_cancel)(plb_kube_op *op);
@@ -864,18 +866,18 @@ struct plb_host {
     const plb_obj *(*informer_get)(const plb_informer *inf, const char *ns, const char *name);
     /* Visit every cached object (borrowed for the call). The cache must not
      * change meanwhile: do not free the informer from cb. */
-    void (*informer_foreach)(const plb_informer *inf,
-                             void (*cb)(const plb_obj *obj, void *arg), void *arg);
+    void (*informer_foreach)(const plb_informer *inf, void (*cb)(const plb_obj *obj, void *arg),
+                             void *arg);
 
     /* JSON values (see enum plb_obj_type). Accessors accept NULL and then
      * return NULL, 0 or the default. */
     /* Follow object keys (NULL-terminated): borrowed child or NULL. */
-    const plb_obj *(*obj_get)(const plb_obj *o, ...) PLB_SENTINEL;
+    const plb_obj *(*obj_get)(const plb_obj *o, ...)PLB_SENTINEL;
     enum plb_obj_type (*obj_type)(const plb_obj *o);
-    const char *(*obj_str)(const plb_obj *o);     /* borrowed, or NULL */
+    const char *(*obj_str)(const plb_obj *o); /* borrowed, or NULL */
     int64_t (*obj_int)(const plb_obj *o, int64_t def);
     int (*obj_bool)(const plb_obj *o, int def);
-    size_t (*obj_len)(const plb_obj *o);          /* array items or members */
+    size_t (*obj_len)(const plb_obj *o);                  /* array items or members */
     const plb_obj *(*obj_at)(const plb_obj *o, size_t i); /* borrowed item */
     /* Iterate an object's members: *it NULL to start; returns the key
      * (borrowed) and sets *value (borrowed), NULL at the end. */
@@ -884,9 +886,9 @@ struct plb_host {
     char *(*obj_dump)(const plb_obj *o);
     /* New value from JSON text, or NULL. */
     plb_obj *(*obj_parse)(const char *text, size_t len);
-    plb_obj *(*obj_ref)(const plb_obj *o);        /* new reference */
-    void (*obj_unref)(plb_obj *o);                /* NULL is fine */
-    plb_obj *(*obj_copy)(const plb_obj *o);       /* new deep copy */
+    plb_obj *(*obj_ref)(const plb_obj *o);  /* new reference */
+    void (*obj_unref)(plb_obj *o);          /* NULL is fine */
+    plb_obj *(*obj_copy)(const plb_obj *o); /* new deep copy */
     /* Set value (steals, even on failure) at the key path (NULL-terminated), creating
      * intermediate objects, in o (which must be modifiable: a copy, a
      * parse, or the object of a modify callback). 0 or -EINVAL/-ENOMEM. */
@@ -916,9 +918,9 @@ struct plb_host {
      * free the array with lb_targets_clear. 0, -EINVAL with a message in
      * err (a bad node selector), or -ENOMEM. */
     int (*lb_select_targets)(plb_ctx *ctx, const plb_obj *svc, enum plb_lb_policy policy,
-                             const char *node_selector, plb_informer *nodes,
-                             plb_informer *slices, size_t max_targets,
-                             struct plb_lb_targets *out, char *err, size_t errlen);
+                             const char *node_selector, plb_informer *nodes, plb_informer *slices,
+                             size_t max_targets, struct plb_lb_targets *out, char *err,
+                             size_t errlen);
     void (*lb_targets_clear)(struct plb_lb_targets *t);
     /* Check a node selector's syntax: 0, or -EINVAL with a message. */
     int (*lb_selector_check)(const char *node_selector, char *err, size_t errlen);
@@ -931,8 +933,8 @@ struct plb_host {
      * status.loadBalancer.ingress first to save the call. Same completion
      * rules as kube_patch. */
     plb_kube_op *(*lb_status_write)(plb_kube *k, const plb_obj *svc, const char *const *ips,
-                                    size_t n, const char *ip_mode, plb_kube_done_cb done,
-                                    void *arg, int *err);
+                                    size_t n, const char *ip_mode, plb_kube_done_cb done, void *arg,
+                                    int *err);
 
     /* --- since 1.1 --- */
 
@@ -954,8 +956,8 @@ struct plb_host {
     /* Log a printf-style message with fields: kv is a NULL-terminated array
      * of key, value strings (borrowed for the call; a NULL value is written
      * empty), or NULL for none. */
-    void (*log_fields)(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
-                       const char *fmt, va_list ap) PLB_PRINTF(4, 0);
+    void (*log_fields)(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv, const char *fmt,
+                       va_list ap) PLB_PRINTF(4, 0);
     /* The instance's own threshold, below the daemon's: records of a level
      * above lvl are dropped; -1 drops every record. The daemon's log_level
      * still caps it. */
@@ -1026,8 +1028,8 @@ struct plb_module {
      * on failure write why into err (errlen bytes, NUL-terminated; "" when
      * the errno says it all): the daemon logs it with the instance. Nothing
      * may start running yet: no timers armed, no sockets. */
-    int (*create)(const struct plb_host *host, plb_ctx *ctx, const void *config,
-                  void **state, char *err, size_t errlen);
+    int (*create)(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state,
+                  char *err, size_t errlen);
     /* Start running: listeners, watches, timers. 0 or -errno, with why in
      * err as for create (the daemon then stops what it started and exits
      * non-zero). Instances start in config order. */
@@ -1061,11 +1063,10 @@ struct plb_module {
 #define PLB_KV(...) ((const char *const[]){__VA_ARGS__, NULL})
 
 static inline void plb_log_at(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl,
-                              const char *const *kv, const char *fmt, va_list ap)
-    PLB_PRINTF(5, 0);
+                              const char *const *kv, const char *fmt, va_list ap) PLB_PRINTF(5, 0);
 static inline void
-plb_log_at(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl,
-           const char *const *kv, const char *fmt, va_list ap)
+plb_log_at(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
+           const char *fmt, va_list ap)
 {
     if (host->log_enabled(ctx, lvl))
         host->log_fields(ctx, lvl, kv, fmt, ap);
@@ -1074,9 +1075,9 @@ plb_log_at(const struct plb_host *host, plb_ctx *ctx, enum plb_log_level lvl,
 /* Log at a level: a printf-style message, and fields kv (PLB_KV(...), or
  * NULL). Arguments are evaluated even when the level is off. */
 #define PLB_DEFINE_LOG_HELPER(NAME, LVL)                                                           \
-    static inline void NAME(const struct plb_host *host, plb_ctx *ctx, const char *const *kv,   \
+    static inline void NAME(const struct plb_host *host, plb_ctx *ctx, const char *const *kv,      \
                             const char *fmt, ...) PLB_PRINTF(4, 5);                                \
-    static inline void NAME(const struct plb_host *host, plb_ctx *ctx, const char *const *kv,   \
+    static inline void NAME(const struct plb_host *host, plb_ctx *ctx, const char *const *kv,      \
                             const char *fmt, ...)                                                  \
     {                                                                                              \
         va_list ap;                                                                                \

@@ -108,8 +108,9 @@ START_TEST(bench)
     kt_start(&t, extra, NULL);
     struct kres r = {0};
     struct plb_kube_ref nsref = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, NULL, NULL};
-    kt_wait(&t, &r, core_kube_create(t.k, &nsref, "{\"metadata\":{\"name\":\"bench\"}}",
-                                     kres_cb, &r, NULL));
+    kt_wait(
+        &t, &r,
+        core_kube_create(t.k, &nsref, "{\"metadata\":{\"name\":\"bench\"}}", kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 201);
     kres_clear(&r);
 
@@ -117,7 +118,8 @@ START_TEST(bench)
     struct counter c = {0};
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "bench", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1",
+                                            "leases", "bench", NULL, NULL},
         .watch_timeout_s = 600,
         .on_add = on_add,
         .on_synced = on_synced,
@@ -147,8 +149,7 @@ START_TEST(bench)
                           ru0.ru_stime.tv_usec) /
                      1e6;
     core_informer_foreach(inf, size_cb, NULL);
-    printf("objects                 %d (compact JSON %.0f bytes each)\n", n,
-           (double)obj_bytes / n);
+    printf("objects                 %d (compact JSON %.0f bytes each)\n", n, (double)obj_bytes / n);
     printf("created through client  %.0f/s (200 objects, 64 in flight)\n",
            200 / (create_ms / 1000.0));
     printf("watch events into cache %.0f/s (%d events in %.3f s)\n", n / (secs > 0 ? secs : 1e-3),

@@ -57,10 +57,11 @@ START_TEST(out_of_tree_module_loads_and_runs)
     snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
     snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
     ck_assert_int_eq(
-        tu_write_file(conf, "instances = (\n"
-                            "  { module = \"lifecycle\"; name = \"alpha\"; trace_file = \"trace.log\"; },\n"
-                            "  { module = \"lifecycle\"; name = \"beta\"; trace_file = \"trace.log\"; }\n"
-                            ");\n"),
+        tu_write_file(
+            conf, "instances = (\n"
+                  "  { module = \"lifecycle\"; name = \"alpha\"; trace_file = \"trace.log\"; },\n"
+                  "  { module = \"lifecycle\"; name = \"beta\"; trace_file = \"trace.log\"; }\n"
+                  ");\n"),
         0);
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
     char *env[] = {mp, NULL};

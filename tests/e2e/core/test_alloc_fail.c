@@ -20,13 +20,14 @@ START_TEST(every_allocation_failure_in_check_config_is_clean)
     snprintf(conf, sizeof(conf), "%s/sweep.conf", dir);
     snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", tu_build_path("tests/modules"));
     ck_assert_int_eq(
-        tu_write_file(conf, "log_level = \"warn\";\n"
-                            "instances = (\n"
-                            "  { module = \"lifecycle\"; name = \"src\"; trace_file = \"t\";\n"
-                            "    publish = [\"10.0.0.1:6443\", \"10.0.0.2:6443\"]; tags = \"a,b\"; },\n"
-                            "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"t\";\n"
-                            "    sources = [\"src\"]; gate = \"src\"; interval = \"2s\"; }\n"
-                            ");\n"),
+        tu_write_file(conf,
+                      "log_level = \"warn\";\n"
+                      "instances = (\n"
+                      "  { module = \"lifecycle\"; name = \"src\"; trace_file = \"t\";\n"
+                      "    publish = [\"10.0.0.1:6443\", \"10.0.0.2:6443\"]; tags = \"a,b\"; },\n"
+                      "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"t\";\n"
+                      "    sources = [\"src\"]; gate = \"src\"; interval = \"2s\"; }\n"
+                      ");\n"),
         0);
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", conf,
                     NULL};

@@ -67,10 +67,11 @@ exit_code(struct tu_proc *p)
 START_TEST(hooks_run_in_order_for_two_instances)
 {
     struct tu_proc p;
-    start_daemon(&p, "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"first\"; trace_file = \"trace.log\"; },\n"
-                     "  { module = \"lifecycle\"; name = \"second\"; trace_file = \"trace.log\"; }\n"
-                     ");\n");
+    start_daemon(&p,
+                 "instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"first\"; trace_file = \"trace.log\"; },\n"
+                 "  { module = \"lifecycle\"; name = \"second\"; trace_file = \"trace.log\"; }\n"
+                 ");\n");
     wait_trace("start second", 10000);
     tu_stop(&p, SIGTERM, 10000);
     ck_assert_int_eq(exit_code(&p), 0);
@@ -162,7 +163,8 @@ END_TEST
 START_TEST(config_errors_refuse_to_start)
 {
     struct tu_proc p;
-    start_daemon(&p, "instances = ( { module = \"lifecycle\"; trace_file = \"t\"; port = -1; } );\n");
+    start_daemon(&p,
+                 "instances = ( { module = \"lifecycle\"; trace_file = \"t\"; port = -1; } );\n");
     ck_assert(tu_wait_exit(&p, 10000));
     ck_assert_int_eq(exit_code(&p), 1);
     char *l = tu_read_file(logfile, NULL);
@@ -175,15 +177,14 @@ END_TEST
 START_TEST(endpoint_sets_are_merged_for_sinks)
 {
     struct tu_proc p;
-    start_daemon(&p,
-                 "instances = (\n"
-                 "  { module = \"lifecycle\"; name = \"s1\"; trace_file = \"trace.log\";\n"
-                 "    publish = [\"10.0.0.2:6443\", \"10.0.0.1:6443\"]; },\n"
-                 "  { module = \"lifecycle\"; name = \"s2\"; trace_file = \"trace.log\";\n"
-                 "    publish = [\"10.0.0.1:6443\", \"10.0.0.3:6443\"]; },\n"
-                 "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"trace.log\";\n"
-                 "    sources = [\"s1\", \"s2\"]; }\n"
-                 ");\n");
+    start_daemon(&p, "instances = (\n"
+                     "  { module = \"lifecycle\"; name = \"s1\"; trace_file = \"trace.log\";\n"
+                     "    publish = [\"10.0.0.2:6443\", \"10.0.0.1:6443\"]; },\n"
+                     "  { module = \"lifecycle\"; name = \"s2\"; trace_file = \"trace.log\";\n"
+                     "    publish = [\"10.0.0.1:6443\", \"10.0.0.3:6443\"]; },\n"
+                     "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"trace.log\";\n"
+                     "    sources = [\"s1\", \"s2\"]; }\n"
+                     ");\n");
     wait_trace("endpoints=10.0.0.1:6443,10.0.0.2:6443,10.0.0.3:6443 sink", 10000);
     tu_stop(&p, SIGTERM, 10000);
     ck_assert_int_eq(exit_code(&p), 0);
@@ -193,13 +194,12 @@ END_TEST
 START_TEST(gate_opens_and_closes_gated_instances)
 {
     struct tu_proc p;
-    start_daemon(&p,
-                 "instances = (\n"
-                 "  { module = \"lifecycle\"; name = \"leader\"; trace_file = \"trace.log\";\n"
-                 "    gate_open_after = \"100ms\"; gate_close_after = \"200ms\"; },\n"
-                 "  { module = \"lifecycle\"; name = \"writer\"; trace_file = \"trace.log\";\n"
-                 "    gate = \"leader\"; }\n"
-                 ");\n");
+    start_daemon(&p, "instances = (\n"
+                     "  { module = \"lifecycle\"; name = \"leader\"; trace_file = \"trace.log\";\n"
+                     "    gate_open_after = \"100ms\"; gate_close_after = \"200ms\"; },\n"
+                     "  { module = \"lifecycle\"; name = \"writer\"; trace_file = \"trace.log\";\n"
+                     "    gate = \"leader\"; }\n"
+                     ");\n");
     wait_trace("gate_closed_all leader", 10000);
     tu_stop(&p, SIGTERM, 10000);
     ck_assert_int_eq(exit_code(&p), 0);
@@ -234,14 +234,15 @@ START_TEST(json_logs_carry_the_instance)
     ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"lifecycle\"; name = \"j\";"
                                          " trace_file = \"trace.log\"; } );\n"),
                      0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, "--log-format",
-                    "json", NULL};
+    char *argv[] = {
+        (char *)tu_build_path("core/prismlb"), "--config", conf, "--log-format", "json", NULL};
     char *env[] = {module_path, NULL};
     ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
     wait_trace("start j", 10000);
     tu_stop(&p, SIGTERM, 10000);
     char *l = tu_read_file(logfile, NULL);
-    ck_assert_ptr_nonnull(strstr(l, "\"level\":\"info\",\"instance\":\"j\",\"module\":\"lifecycle\""));
+    ck_assert_ptr_nonnull(
+        strstr(l, "\"level\":\"info\",\"instance\":\"j\",\"module\":\"lifecycle\""));
     free(l);
 }
 END_TEST
@@ -272,8 +273,8 @@ START_TEST(log_levels_dpanic_panic_fatal_mean_error)
     ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"lifecycle\"; name = \"c\";"
                                          " trace_file = \"trace.log\"; } );\n"),
                      0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, "--log-level",
-                    "fatal", NULL};
+    char *argv[] = {
+        (char *)tu_build_path("core/prismlb"), "--config", conf, "--log-level", "fatal", NULL};
     char *env[] = {module_path, NULL};
     ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
     wait_trace("start c", 10000);

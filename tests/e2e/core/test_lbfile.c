@@ -60,9 +60,9 @@ node_status(const char *name, const char *ip)
              "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"}]}}",
              ip);
     memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_api(&f, 0, "PATCH", path, "application/merge-patch+json", body, 1,
-                              NULL, 10000, &r),
-                     0);
+    ck_assert_int_eq(
+        fake_api(&f, 0, "PATCH", path, "application/merge-patch+json", body, 1, NULL, 10000, &r),
+        0);
     ck_assert_int_eq(r.status, 200);
     http_res_free(&r);
 }
@@ -130,16 +130,21 @@ START_TEST(another_cloud_provisions_through_the_abi)
     /* Cluster policy, the excluded node out, capped at 2 in name order. */
     wait_output(output, "default/web 192.0.2.10 n1=10.1.0.1,n2=10.1.0.2\n");
     /* The status write reached the API server. */
-    const char *get[] = {"get", "service", "web", "-o",
-                         "jsonpath={.status.loadBalancer.ingress[0].ip}", NULL};
+    const char *get[] = {
+        "get", "service", "web", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}", NULL};
     long long deadline = tu_now_ms() + 10000;
     do {
         kubectl(out, sizeof(out), get);
     } while (strcmp(out, "192.0.2.10") != 0 && tu_now_ms() < deadline && (tu_sleep_ms(100), 1));
     ck_assert_str_eq(out, "192.0.2.10");
     /* The cap is reported as a warning Event on the Service. */
-    const char *events[] = {"get", "events", "--field-selector", "reason=TooManyTargets", "-o",
-                            "jsonpath={.items[0].message}", NULL};
+    const char *events[] = {"get",
+                            "events",
+                            "--field-selector",
+                            "reason=TooManyTargets",
+                            "-o",
+                            "jsonpath={.items[0].message}",
+                            NULL};
     deadline = tu_now_ms() + 10000;
     do {
         kubectl(out, sizeof(out), events);

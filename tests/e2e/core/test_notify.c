@@ -24,10 +24,10 @@
 
 struct mgr {
     char *dir;
-    int fd;                  /* the notification socket */
-    char addr[108];          /* NOTIFY_SOCKET's value */
+    int fd;         /* the notification socket */
+    char addr[108]; /* NOTIFY_SOCKET's value */
     char conf[4096], trace[4096], log[4096];
-    int port;                /* mod_metrics' port */
+    int port; /* mod_metrics' port */
     struct tu_proc proc;
 };
 

@@ -47,7 +47,7 @@ wait_log(const char *needle, int timeout_ms)
     }
 }
 
-#define INST(name, extra)                                                                       \
+#define INST(name, extra)                                                                          \
     "  { module = \"lifecycle\"; name = \"" name "\"; trace_file = \"trace.log\"; " extra " }"
 
 /* A changed setting restarts that instance only; a new one starts, a
@@ -55,8 +55,8 @@ wait_log(const char *needle, int timeout_ms)
 START_TEST(a_valid_reload_restarts_only_the_changed_instances)
 {
     struct tu_proc p;
-    ck_assert_int_eq(tu_write_file(conf, "instances = (\n" INST("a", "port = 1;") ",\n"
-                                         INST("b", "port = 2;") ",\n" INST("gone", "") "\n);\n"),
+    ck_assert_int_eq(tu_write_file(conf, "instances = (\n" INST("a", "port = 1;") ",\n" INST(
+                                             "b", "port = 2;") ",\n" INST("gone", "") "\n);\n"),
                      0);
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
     char *env[] = {module_path, NULL};
@@ -64,10 +64,11 @@ START_TEST(a_valid_reload_restarts_only_the_changed_instances)
     wait_log("msg=started", 10000);
     ck_assert(tu_file_has(trace, "start gone"));
     ck_assert_int_eq(tu_write_file(trace, ""), 0);
-    ck_assert_int_eq(tu_write_file(conf, "log_level = \"debug\";\ninstances = (\n"
-                                         INST("a", "port = 1;") ",\n" INST("b", "port = 3;")
-                                         ",\n" INST("new", "") "\n);\n"),
-                     0);
+    ck_assert_int_eq(
+        tu_write_file(conf,
+                      "log_level = \"debug\";\ninstances = (\n" INST("a", "port = 1;") ",\n" INST(
+                          "b", "port = 3;") ",\n" INST("new", "") "\n);\n"),
+        0);
     ck_assert_int_eq(kill(p.pid, SIGHUP), 0);
     wait_log("1 restarted, 1 added, 1 removed, 1 unchanged", 10000);
     char *t = tu_read_file(trace, NULL);

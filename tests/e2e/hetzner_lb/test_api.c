@@ -16,20 +16,20 @@
 #include "hz_api.h"
 #include "hzt.h"
 
-#define SEED                                                                                    \
-    "{\"tokens\":[\"tok-a\",\"tok-b\"],"                                                        \
-    "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\",\"subnets\":["     \
-    "{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\",\"network_zone\":\"eu-central\"},"      \
-    "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","    \
-    "\"vswitch_id\":4242}]}],"                                                                 \
-    "\"load_balancers\":["                                                                     \
-    "{\"id\":1,\"name\":\"a.shop\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","   \
-    "\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.10\"}}],"            \
-    "\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}],"   \
-    "\"labels\":{\"robotlb/service-uid\":\"uid-a\"}},"                                         \
-    "{\"id\":2,\"name\":\"b.shop\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","   \
-    "\"network\":7,\"labels\":{\"robotlb/service-uid\":\"uid-b\"}},"                           \
-    "{\"id\":3,\"name\":\"web\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","      \
+#define SEED                                                                                       \
+    "{\"tokens\":[\"tok-a\",\"tok-b\"],"                                                           \
+    "\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\",\"subnets\":["          \
+    "{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\",\"network_zone\":\"eu-central\"},"           \
+    "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","          \
+    "\"vswitch_id\":4242}]}],"                                                                     \
+    "\"load_balancers\":["                                                                         \
+    "{\"id\":1,\"name\":\"a.shop\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","         \
+    "\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.10\"}}],"                 \
+    "\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}],"         \
+    "\"labels\":{\"robotlb/service-uid\":\"uid-a\"}},"                                             \
+    "{\"id\":2,\"name\":\"b.shop\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","         \
+    "\"network\":7,\"labels\":{\"robotlb/service-uid\":\"uid-b\"}},"                               \
+    "{\"id\":3,\"name\":\"web\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\","            \
     "\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.11\"}}]}]}"
 
 struct rec {
@@ -77,9 +77,12 @@ start(const char *const *args, int dry_run)
     snprintf(token_path, sizeof(token_path), "%s/token", fake.dir);
     ck_assert_int_eq(tu_write_file(token_path, "tok-a\n"), 0);
     hz_mem_use(&th.host);
-    struct hz_api_cfg cfg = {.host = &th.host, .ctx = th.ctx,
-                             .endpoint = fake.url, .token_file = token_path,
-                             .dry_run = dry_run, .timeout_ms = 10000};
+    struct hz_api_cfg cfg = {.host = &th.host,
+                             .ctx = th.ctx,
+                             .endpoint = fake.url,
+                             .token_file = token_path,
+                             .dry_run = dry_run,
+                             .timeout_ms = 10000};
     ck_assert_int_eq(hz_api_new(&cfg, &api), 0);
 }
 
@@ -110,8 +113,8 @@ count_status(json_t *log, int status)
     size_t i;
     json_t *e;
     int n = 0;
-    json_array_foreach(json_object_get(log, "requests"), i, e)
-        n += json_integer_value(json_object_get(e, "status")) == status;
+    json_array_foreach(json_object_get(log, "requests"), i, e) n +=
+        json_integer_value(json_object_get(e, "status")) == status;
     return n;
 }
 
@@ -132,8 +135,7 @@ START_TEST(with_a_bucket_of_10_refilling_1_per_second_a_burst_never_gets_429)
     memset(r, 0, sizeof(r));
     long long t0 = tu_now_ms();
     for (int i = 0; i < 30; i++)
-        ck_assert_int_eq(hz_api_call(api, NULL, "GET", "/load_balancers/1", NULL, on_result,
-                                     &r[i]),
+        ck_assert_int_eq(hz_api_call(api, NULL, "GET", "/load_balancers/1", NULL, on_result, &r[i]),
                          0);
     for (long long dl = t0 + 90000; !all && tu_now_ms() < dl;) {
         th_run_for(&th, 200);
@@ -176,8 +178,7 @@ START_TEST(after_a_429_the_client_waits_for_the_reset)
     start(args, 0);
     /* someone else spends half the bucket */
     for (int i = 0; i < 5; i++) {
-        ck_assert_int_eq(hzt_req(&fake, "GET", "/load_balancers", "tok-a", "other", NULL, &hr),
-                         0);
+        ck_assert_int_eq(hzt_req(&fake, "GET", "/load_balancers", "tok-a", "other", NULL, &hr), 0);
         hzt_resp_free(&hr);
     }
     ck_assert_int_eq(hzt_req(&fake, "POST", "/_admin/faults", NULL, NULL,
@@ -200,7 +201,8 @@ START_TEST(after_a_429_the_client_waits_for_the_reset)
     size_t i;
     json_t *e;
     long long t429 = -1, next = -1;
-    json_array_foreach(json_object_get(log, "requests"), i, e) {
+    json_array_foreach(json_object_get(log, "requests"), i, e)
+    {
         long long t = json_integer_value(json_object_get(e, "t_ms"));
         if (json_integer_value(json_object_get(e, "status")) == 429)
             t429 = t;
@@ -260,10 +262,10 @@ START_TEST(action_waits_of_one_balancer_do_not_block_another)
     /* the second write took effect after the first */
     struct hzt_resp hr;
     ck_assert_int_eq(hzt_req(&fake, "GET", "/load_balancers/1", "tok-a", NULL, NULL, &hr), 0);
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_object_get(hr.body, "load_balancer"), "algorithm"),
-                         "type")),
-                     "least_connections");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(hr.body, "load_balancer"), "algorithm"), "type")),
+        "least_connections");
     hzt_resp_free(&hr);
     stop();
 }
@@ -277,8 +279,8 @@ START_TEST(a_locked_balancer_is_retried_later)
     struct hzt_resp hr;
     struct rec r = {0};
     start(args, 0);
-    ck_assert_int_eq(hzt_req(&fake, "POST", "/load_balancers/2/actions/change_algorithm",
-                             "tok-b", "other", "{\"type\":\"round_robin\"}", &hr),
+    ck_assert_int_eq(hzt_req(&fake, "POST", "/load_balancers/2/actions/change_algorithm", "tok-b",
+                             "other", "{\"type\":\"round_robin\"}", &hr),
                      0);
     ck_assert_int_eq(hr.status, 201);
     hzt_resp_free(&hr);
@@ -310,12 +312,12 @@ START_TEST(the_label_selector_list_pages_at_50)
         char name[32], uid[32];
         snprintf(name, sizeof(name), "svc-%d.ns", i);
         snprintf(uid, sizeof(uid), "uid-%d", i);
-        ck_assert_int_eq(hz_api_call(api, NULL, "POST", "/load_balancers",
-                                     json_pack("{s:s, s:s, s:s, s:{s:s}}", "name", name,
-                                               "load_balancer_type", "lb11", "location", "hel1",
-                                               "labels", HZ_LABEL_UID, uid),
-                                     on_result, &c[i]),
-                         0);
+        ck_assert_int_eq(
+            hz_api_call(api, NULL, "POST", "/load_balancers",
+                        json_pack("{s:s, s:s, s:s, s:{s:s}}", "name", name, "load_balancer_type",
+                                  "lb11", "location", "hel1", "labels", HZ_LABEL_UID, uid),
+                        on_result, &c[i]),
+            0);
     }
     ck_assert(th_run_until(&th, &c[119].done, 60000));
     for (int i = 0; i < 120; i++) {
@@ -348,8 +350,7 @@ START_TEST(error_bodies_give_code_and_message)
                                            "load_balancer_type", "lb11", "location", "hel1"),
                                  on_result, &r),
                      0);
-    ck_assert_int_eq(hz_api_call(api, NULL, "GET", "/load_balancers/999", NULL, on_result, &n),
-                     0);
+    ck_assert_int_eq(hz_api_call(api, NULL, "GET", "/load_balancers/999", NULL, on_result, &n), 0);
     ck_assert(th_run_until(&th, &r.done, 10000));
     ck_assert(th_run_until(&th, &n.done, 10000));
     ck_assert_int_eq(r.status, 409);
@@ -395,17 +396,15 @@ START_TEST(dry_run_makes_no_write)
                                  on_result, &w[0]),
                      0);
     ck_assert_int_eq(hz_api_call(api, "uid-a", "POST", "/load_balancers/1/actions/add_target",
-                                 json_pack("{s:s, s:{s:s}}", "type", "ip", "ip", "ip",
-                                           "10.0.1.12"),
+                                 json_pack("{s:s, s:{s:s}}", "type", "ip", "ip", "ip", "10.0.1.12"),
                                  on_result, &w[1]),
                      0);
     ck_assert_int_eq(hz_api_call(api, "uid-a", "PUT", "/load_balancers/3",
-                                 json_pack("{s:{s:s}}", "labels", HZ_LABEL_UID, "uid-a"),
-                                 on_result, &w[2]),
+                                 json_pack("{s:{s:s}}", "labels", HZ_LABEL_UID, "uid-a"), on_result,
+                                 &w[2]),
                      0);
-    ck_assert_int_eq(hz_api_call(api, "uid-b", "DELETE", "/load_balancers/2", NULL, on_result,
-                                 &w[3]),
-                     0);
+    ck_assert_int_eq(
+        hz_api_call(api, "uid-b", "DELETE", "/load_balancers/2", NULL, on_result, &w[3]), 0);
     ck_assert_int_eq(hz_api_call(api, "uid-a", "POST", "/load_balancers/1/actions/delete_service",
                                  json_pack("{s:i}", "listen_port", 80), on_result, &w[4]),
                      0);
@@ -421,7 +420,8 @@ START_TEST(dry_run_makes_no_write)
     size_t i;
     json_t *e;
     int n = 0;
-    json_array_foreach(json_object_get(log, "requests"), i, e) {
+    json_array_foreach(json_object_get(log, "requests"), i, e)
+    {
         ck_assert_str_eq(json_string_value(json_object_get(e, "method")), "GET");
         n++;
     }

@@ -61,8 +61,8 @@ check_config(const char *conf, char *const *env_extra, char **out)
     return tu_run(argv, env, out, 30000);
 }
 
-#define CONF_FILE_TOKEN                                                                         \
-    "instances = ( { module = \"hetzner_lb\"; name = \"hz\";\n"                                \
+#define CONF_FILE_TOKEN                                                                            \
+    "instances = ( { module = \"hetzner_lb\"; name = \"hz\";\n"                                    \
     "  hcloud_token_file = \"token\"; } );\n"
 
 START_TEST(defaults_with_a_token_file_pass)
@@ -79,8 +79,7 @@ START_TEST(the_token_comes_from_a_file_or_the_environment_never_from_the_config)
 {
     char *out = NULL;
     char *env[] = {"ROBOTLB_HCLOUD_TOKEN=s3cr3t-token-value", NULL};
-    ck_assert_int_eq(check_config("instances = ( { module = \"hetzner_lb\"; } );\n", env, &out),
-                     0);
+    ck_assert_int_eq(check_config("instances = ( { module = \"hetzner_lb\"; } );\n", env, &out), 0);
     free(out);
     ck_assert_int_eq(check_config("instances = ( { module = \"hetzner_lb\";\n"
                                   "  hcloud_token = \"s3cr3t-token-value\"; } );\n",
@@ -126,10 +125,14 @@ START_TEST(robotlb_environment_variables_override_the_settings)
         free(out);
     }
     /* and good values of robotlb's own spelling pass, over the file */
-    char *good[] = {"ROBOTLB_CLUSTER_NAME=prod-1", "ROBOTLB_DEFAULT_LB_ALGORITHM=round-robin",
-                    "ROBOTLB_DYNAMIC_NODE_SELECTOR=true", "ROBOTLB_RESYNC_INTERVAL=60",
-                    "ROBOTLB_LOG_LEVEL=INFO", "ROBOTLB_DEFAULT_IP_MODE=Proxy",
-                    "ROBOTLB_DEFAULT_LB_TYPE=lb21", NULL};
+    char *good[] = {"ROBOTLB_CLUSTER_NAME=prod-1",
+                    "ROBOTLB_DEFAULT_LB_ALGORITHM=round-robin",
+                    "ROBOTLB_DYNAMIC_NODE_SELECTOR=true",
+                    "ROBOTLB_RESYNC_INTERVAL=60",
+                    "ROBOTLB_LOG_LEVEL=INFO",
+                    "ROBOTLB_DEFAULT_IP_MODE=Proxy",
+                    "ROBOTLB_DEFAULT_LB_TYPE=lb21",
+                    NULL};
     char *out = NULL;
     ck_assert_int_eq(check_config("instances = ( { module = \"hetzner_lb\";\n"
                                   "  hcloud_token_file = \"token\"; cluster_name = \"Bad!\";"
@@ -179,8 +182,8 @@ struct env2 {
 };
 
 static void
-kube_req(struct env2 *e, const char *method, const char *path, const char *ctype,
-         const char *body, int want, json_t **out)
+kube_req(struct env2 *e, const char *method, const char *path, const char *ctype, const char *body,
+         int want, json_t **out)
 {
     struct http_res r;
     ck_assert_int_eq(fake_api(&e->kube, 0, method, path, ctype, body, 1, NULL, 10000, &r), 0);
@@ -201,8 +204,7 @@ create_service(struct env2 *e, const char *name, const char *type, const char *e
              "\"namespace\":\"default\"%s},\"spec\":{\"type\":\"%s\",\"selector\":{\"app\":"
              "\"%s\"},\"ports\":[{\"port\":80,\"protocol\":\"TCP\"}]%s}}",
              name, extra_meta ? extra_meta : "", type, name, extra_spec ? extra_spec : "");
-    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
-             &o);
+    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201, &o);
     const char *uid = json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
     ck_assert_ptr_nonnull(uid);
     char *r = strdup(uid);
@@ -222,8 +224,8 @@ create_lb(struct env2 *e, const char *name, const char *labels)
              labels ? ",\"labels\":" : "", labels ? labels : "");
     ck_assert_int_eq(hzt_req(&e->hz, "POST", "/load_balancers", "tok-a", "seed", body, &r), 0);
     ck_assert_int_eq(r.status, 201);
-    long id = (long)json_integer_value(
-        json_object_get(json_object_get(r.body, "load_balancer"), "id"));
+    long id =
+        (long)json_integer_value(json_object_get(json_object_get(r.body, "load_balancer"), "id"));
     hzt_resp_free(&r);
     return id;
 }
@@ -337,12 +339,12 @@ START_TEST(the_daemon_lists_labelled_balancers_once_per_resync_and_dry_run_write
     ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
     size_t i;
     json_t *x;
-    json_array_foreach(json_object_get(r.body, "requests"), i, x) {
+    json_array_foreach(json_object_get(r.body, "requests"), i, x)
+    {
         const char *p = json_string_value(json_object_get(x, "path"));
         ck_assert_str_eq(json_string_value(json_object_get(x, "method")), "GET");
         ck_assert_int_eq(json_integer_value(json_object_get(x, "status")), 200);
-        ck_assert_msg(strstr(p, "label_selector=robotlb/service-uid") &&
-                          strstr(p, "per_page=50"),
+        ck_assert_msg(strstr(p, "label_selector=robotlb/service-uid") && strstr(p, "per_page=50"),
                       "unexpected request %s", p);
     }
     hzt_resp_free(&r);
@@ -363,8 +365,8 @@ ingress_ip(struct env2 *e, const char *name, char *ip, size_t len, char *mode, s
     json_t *o;
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
     kube_req(e, "GET", path, NULL, NULL, 200, &o);
-    json_t *ing = json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"),
-                                  "ingress");
+    json_t *ing =
+        json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"), "ingress");
     const char *v = json_string_value(json_object_get(json_array_get(ing, 0), "ip"));
     const char *m = json_string_value(json_object_get(json_array_get(ing, 0), "ipMode"));
     *n = json_array_size(ing);
@@ -382,7 +384,8 @@ has_event(struct env2 *e, const char *reason, const char *needle)
     json_t *ev;
     int found = 0;
     kube_req(e, "GET", "/api/v1/namespaces/default/events", NULL, NULL, 200, &o);
-    json_array_foreach(json_object_get(o, "items"), i, ev) {
+    json_array_foreach(json_object_get(o, "items"), i, ev)
+    {
         const char *r = json_string_value(json_object_get(ev, "reason"));
         const char *m = json_string_value(json_object_get(ev, "message"));
         const char *t = json_string_value(json_object_get(ev, "type"));
@@ -418,18 +421,18 @@ dump_log(struct env2 *e)
     free(text);
 }
 
-#define WAIT_FOR(cond, ms, what)                                                                \
-    do {                                                                                        \
-        long long dl_ = tu_now_ms() + (ms);                                                     \
-        while (!(cond) && tu_now_ms() < dl_) {                                                  \
-            if (tu_exited(&e.d))                                                                \
-                dump_log(&e);                                                                   \
-            ck_assert_msg(!tu_exited(&e.d), "the daemon exited");                               \
-            tu_sleep_ms(200);                                                                   \
-        }                                                                                       \
-        if (!(cond))                                                                            \
-            dump_log(&e);                                                                       \
-        ck_assert_msg((cond), "timed out waiting for %s", what);                                \
+#define WAIT_FOR(cond, ms, what)                                                                   \
+    do {                                                                                           \
+        long long dl_ = tu_now_ms() + (ms);                                                        \
+        while (!(cond) && tu_now_ms() < dl_) {                                                     \
+            if (tu_exited(&e.d))                                                                   \
+                dump_log(&e);                                                                      \
+            ck_assert_msg(!tu_exited(&e.d), "the daemon exited");                                  \
+            tu_sleep_ms(200);                                                                      \
+        }                                                                                          \
+        if (!(cond))                                                                               \
+            dump_log(&e);                                                                          \
+        ck_assert_msg((cond), "timed out waiting for %s", what);                                   \
     } while (0)
 
 /* The Service side that needs no target nodes, as a user sees it:
@@ -455,9 +458,9 @@ START_TEST(service_status_events_deletion_and_finalizers)
     char *gone = create_service(&e, "gone", "LoadBalancer", NULL, NULL);
     char *other = create_service(&e, "other", "LoadBalancer", NULL,
                                  ",\"loadBalancerClass\":\"example.com/other\"");
-    char *old = create_service(&e, "old", "ClusterIP",
-                               ",\"finalizers\":[\"robotlb/finalizer\",\"example.com/keep\"]",
-                               NULL);
+    char *old =
+        create_service(&e, "old", "ClusterIP",
+                       ",\"finalizers\":[\"robotlb/finalizer\",\"example.com/keep\"]", NULL);
     snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\",\"team\":\"a\"}", web);
     long lb_web = create_lb(&e, "web.default", labels);
     snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", gone);
@@ -477,26 +480,24 @@ START_TEST(service_status_events_deletion_and_finalizers)
         ck_assert_int_eq(hzt_req(&e.hz, "GET", path, "tok-a", NULL, NULL, &r), 0);
         snprintf(want_ip, sizeof(want_ip), "%s",
                  json_string_value(json_object_get(
-                     json_object_get(json_object_get(json_object_get(r.body, "load_balancer"),
-                                                     "public_net"),
-                                     "ipv4"),
+                     json_object_get(
+                         json_object_get(json_object_get(r.body, "load_balancer"), "public_net"),
+                         "ipv4"),
                      "ip")));
         hzt_resp_free(&r);
     }
 
-    WAIT_FOR(ingress_ip(&e, "web", ip, sizeof(ip), mode, sizeof(mode), &n), 20000,
-             "web's status");
+    WAIT_FOR(ingress_ip(&e, "web", ip, sizeof(ip), mode, sizeof(mode), &n), 20000, "web's status");
     ck_assert_str_eq(ip, want_ip);
     ck_assert_str_eq(mode, "VIP");
     ck_assert_uint_eq(n, 1); /* ipv6_ingress is off */
-    WAIT_FOR(has_event(&e, "InvalidAnnotation", "robotlb/lb-retries"), 20000,
-             "the warning Event");
+    WAIT_FOR(has_event(&e, "InvalidAnnotation", "robotlb/lb-retries"), 20000, "the warning Event");
     WAIT_FOR(!lb_exists(&e, lb_other), 20000, "the other-class Service's balancer to go");
     WAIT_FOR(!has_finalizer(&e, "old"), 20000, "the finalizer's removal");
 
     /* type change and deletion */
-    kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/web",
-             "application/merge-patch+json", "{\"spec\":{\"type\":\"ClusterIP\"}}", 200, NULL);
+    kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/web", "application/merge-patch+json",
+             "{\"spec\":{\"type\":\"ClusterIP\"}}", 200, NULL);
     kube_req(&e, "DELETE", "/api/v1/namespaces/default/services/gone", NULL, NULL, 200, NULL);
     WAIT_FOR(!lb_exists(&e, lb_web), 20000, "web's balancer to go after the type change");
     WAIT_FOR(!lb_exists(&e, lb_gone), 20000, "gone's balancer to go after the deletion");

@@ -50,8 +50,7 @@ add_service(struct env *e, const char *name, int node_port, const char *extra_me
              "\"namespace\":\"default\"%s},\"spec\":{\"type\":\"LoadBalancer\",\"selector\":"
              "{\"app\":\"%s\"},\"ports\":[{\"port\":80,\"protocol\":\"TCP\",\"nodePort\":%d}]%s}}",
              name, extra_meta ? extra_meta : "", name, node_port, extra_spec ? extra_spec : "");
-    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
-             &o);
+    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201, &o);
     const char *uid = json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
     ck_assert_ptr_nonnull(uid);
     char *r = strdup(uid);
@@ -87,7 +86,8 @@ targets_of(struct env *e, const char *uid, char *buf, size_t len)
         json_decref(a);
         return 0;
     }
-    json_array_foreach(json_object_get(json_array_get(a, 0), "targets"), i, t) {
+    json_array_foreach(json_object_get(json_array_get(a, 0), "targets"), i, t)
+    {
         const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
         if (ip && n < 64)
             snprintf(ips[n++], sizeof(ips[0]), "%s", ip);
@@ -113,8 +113,8 @@ ingress_ip(struct env *e, const char *name, char *ip, size_t len)
     json_t *o;
     snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
     kube_req(e, "GET", path, NULL, NULL, 200, &o);
-    json_t *ing = json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"),
-                                  "ingress");
+    json_t *ing =
+        json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"), "ingress");
     const char *v = json_string_value(json_object_get(json_array_get(ing, 0), "ip"));
     snprintf(ip, len, "%s", v ? v : "");
     json_decref(o);
@@ -128,7 +128,8 @@ has_event(struct env *e, const char *reason, const char *needle)
     size_t i;
     int found = 0;
     kube_req(e, "GET", "/api/v1/namespaces/default/events", NULL, NULL, 200, &o);
-    json_array_foreach(json_object_get(o, "items"), i, ev) {
+    json_array_foreach(json_object_get(o, "items"), i, ev)
+    {
         const char *r = json_string_value(json_object_get(ev, "reason"));
         const char *m = json_string_value(json_object_get(ev, "message"));
         const char *t = json_string_value(json_object_get(ev, "type"));
@@ -311,8 +312,7 @@ START_TEST(a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cy
     long n1 = count_route(&e, route);
     long long dt = tu_now_ms() - t0;
     /* one refused add_target per 2 s cycle: 2 or 3 in 4.5 s, not a hot loop */
-    ck_assert_msg(n1 - n0 >= 1 && n1 - n0 <= dt / 2000 + 1, "%ld retries in %lld ms", n1 - n0,
-                  dt);
+    ck_assert_msg(n1 - n0 >= 1 && n1 - n0 <= dt / 2000 + 1, "%ld retries in %lld ms", n1 - n0, dt);
     ck_assert(targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
     ck_assert_int_eq(total_lbs(&e), 1);
     free(uid);
@@ -489,8 +489,7 @@ START_TEST(with_allocate_node_ports_false_the_port_that_sets_a_node_port_is_expo
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ports, 0), "nodePort")),
                      30111);
     ck_assert_ptr_null(json_object_get(json_array_get(ports, 1), "nodePort"));
-    char *uid =
-        strdup(json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")));
+    char *uid = strdup(json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")));
     json_decref(o);
     ck_assert_ptr_nonnull(uid);
     WAIT_FOR(&e, ingress_ip(&e, "mixed", ip, sizeof(ip)), 20000, "the status");
@@ -523,8 +522,8 @@ START_TEST(lb_public_interface_false_makes_a_private_only_balancer)
                            ",\"annotations\":{\"robotlb/lb-public-interface\":\"false\","
                            "\"robotlb/lb-private-ip\":\"10.0.0.20\"}",
                            NULL);
-    WAIT_FOR(&e, ingress_ip(&e, "inner", ip, sizeof(ip)) && strncmp(ip, "10.0.0.", 7) == 0,
-             20000, "the private IP in the status");
+    WAIT_FOR(&e, ingress_ip(&e, "inner", ip, sizeof(ip)) && strncmp(ip, "10.0.0.", 7) == 0, 20000,
+             "the private IP in the status");
     WAIT_FOR(&e, ingress_ip(&e, "inner2", ip, sizeof(ip)) && strcmp(ip, "10.0.0.20") == 0, 20000,
              "the requested private IP in the status");
     for (int k = 0; k < 2; k++) {
@@ -694,7 +693,8 @@ START_TEST(dry_run_logs_the_create_it_would_make_and_makes_none)
     tu_sleep_ms(1000);
     ck_assert_int_eq(total_lbs(&e), 0);
     ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
-    json_array_foreach(json_object_get(r.body, "requests"), i, x) {
+    json_array_foreach(json_object_get(r.body, "requests"), i, x)
+    {
         ck_assert_str_eq(json_string_value(json_object_get(x, "method")), "GET");
     }
     hzt_resp_free(&r);
@@ -713,7 +713,8 @@ converged(struct env *e, size_t ntargets, long *lbs, long *n429, long *total)
     json_t *lb, *x;
     *lbs = 0;
     ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/state", NULL, NULL, NULL, &r), 0);
-    json_array_foreach(json_object_get(r.body, "load_balancers"), i, lb) {
+    json_array_foreach(json_object_get(r.body, "load_balancers"), i, lb)
+    {
         if (json_object_get(json_object_get(lb, "labels"), "robotlb/service-uid") &&
             json_array_size(json_object_get(lb, "targets")) == ntargets &&
             json_array_size(json_object_get(lb, "services")) == 1)
@@ -723,7 +724,8 @@ converged(struct env *e, size_t ntargets, long *lbs, long *n429, long *total)
     ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
     *n429 = 0;
     *total = (long)json_integer_value(json_object_get(r.body, "total"));
-    json_array_foreach(json_object_get(r.body, "requests"), i, x) {
+    json_array_foreach(json_object_get(r.body, "requests"), i, x)
+    {
         if (json_integer_value(json_object_get(x, "status")) == 429)
             (*n429)++;
     }
@@ -737,7 +739,8 @@ services_with_ip(struct env *e)
     json_t *o, *svc;
     size_t i, n = 0;
     kube_req(e, "GET", "/api/v1/namespaces/default/services", NULL, NULL, 200, &o);
-    json_array_foreach(json_object_get(o, "items"), i, svc) {
+    json_array_foreach(json_object_get(o, "items"), i, svc)
+    {
         if (json_array_size(json_object_get(
                 json_object_get(json_object_get(svc, "status"), "loadBalancer"), "ingress")) == 1)
             n++;
@@ -790,8 +793,8 @@ suite(void)
     tcase_add_test(tc, a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cycle);
     tcase_add_test(tc, an_unlabelled_balancer_under_the_old_name_is_adopted);
     tcase_add_test(tc, a_taken_name_gives_a_warning_event_naming_the_old_uid);
-    tcase_add_test(tc,
-                   lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_naming_the_limit);
+    tcase_add_test(
+        tc, lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_naming_the_limit);
     tcase_add_test(tc, a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_event);
     tcase_add_test(tc, a_service_without_target_nodes_waits_with_a_warning_event);
     tcase_add_test(tc, lb_private_ip_requests_the_balancers_address_in_the_network);
@@ -801,8 +804,8 @@ suite(void)
     tcase_add_test(tc, every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner);
     tcase_add_test(tc, a_deleted_endpoint_slice_rechecks_the_balancers);
     tcase_add_test(tc, dry_run_logs_the_create_it_would_make_and_makes_none);
-    tcase_add_test(tc,
-                   without_the_dynamic_node_selector_the_node_selector_annotation_picks_the_targets);
+    tcase_add_test(
+        tc, without_the_dynamic_node_selector_the_node_selector_annotation_picks_the_targets);
     suite_add_tcase(s, tc);
     TCase *budget = tcase_create("budget");
     tcase_add_checked_fixture(budget, setup, teardown);

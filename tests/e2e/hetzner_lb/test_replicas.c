@@ -98,7 +98,8 @@ lb_targets(json_t *lb, char *buf, size_t len)
     size_t n = 0, i;
     json_t *t;
     buf[0] = '\0';
-    json_array_foreach(json_object_get(lb, "targets"), i, t) {
+    json_array_foreach(json_object_get(lb, "targets"), i, t)
+    {
         const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
         if (ip && n < 64)
             snprintf(ips[n++], sizeof(ips[0]), "%s", ip);
@@ -165,8 +166,8 @@ cli_describe_is(const char *name, const char *want)
     return !strcmp(t, want);
 }
 
-#define NODE_YAML(n)                                                                            \
-    "apiVersion: v1\nkind: Node\nmetadata:\n  name: " n "\n  labels:\n"                          \
+#define NODE_YAML(n)                                                                               \
+    "apiVersion: v1\nkind: Node\nmetadata:\n  name: " n "\n  labels:\n"                            \
     "    kubernetes.io/hostname: " n "\nspec: {}\n"
 
 /* "kubectl applies Nodes (with InternalIPs inside the vSwitch subnet) and a
@@ -184,11 +185,12 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
     snprintf(path, sizeof(path), "%s/cluster.yaml", dir);
     ck_assert_int_eq(
         tu_write_file(path,
-                      NODE_YAML("n1") "---\n" NODE_YAML("n2") "---\n" NODE_YAML("n3") "---\n"
-                      "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n"
-                      "  namespace: default\nspec:\n  type: LoadBalancer\n  selector:\n"
-                      "    app: web\n  ports:\n  - port: 80\n    protocol: TCP\n"
-                      "    nodePort: 30080\n"),
+                      NODE_YAML("n1") "---\n" NODE_YAML("n2") "---\n" NODE_YAML(
+                          "n3") "---\n"
+                                "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n"
+                                "  namespace: default\nspec:\n  type: LoadBalancer\n  selector:\n"
+                                "    app: web\n  ports:\n  - port: 80\n    protocol: TCP\n"
+                                "    nodePort: 30080\n"),
         0);
     int rc = kc(&out, "apply", "-f", path, NULL);
     ck_assert_msg(rc == 0, "kubectl apply: %d %s", rc, out ? out : "");
@@ -206,8 +208,7 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
         snprintf(sp, sizeof(sp), "/api/v1/nodes/%s/status", names[i]);
         kube_req(&e, "PATCH", sp, "application/merge-patch+json", body, 200, NULL);
     }
-    rc = kc(&out, "get", "service", "web", "-n", "default", "-o", "jsonpath={.metadata.uid}",
-            NULL);
+    rc = kc(&out, "get", "service", "web", "-n", "default", "-o", "jsonpath={.metadata.uid}", NULL);
     ck_assert_msg(rc == 0 && out && out[0], "kubectl get service: %d %s", rc, out ? out : "");
     char uid[128];
     snprintf(uid, sizeof(uid), "%s", out);
@@ -224,8 +225,7 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
 
     /* another UID finds nothing */
     char nm[64], t[256];
-    ck_assert_int_eq(cli_list("00000000-0000-0000-0000-000000000000", nm, sizeof(nm), t,
-                              sizeof(t)),
+    ck_assert_int_eq(cli_list("00000000-0000-0000-0000-000000000000", nm, sizeof(nm), t, sizeof(t)),
                      0);
 
     rc = kc(&out, "cordon", "n2", NULL);
@@ -342,8 +342,8 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
                  "{\"metadata\":{\"name\":\"svc-%d\"},\"spec\":{\"type\":\"LoadBalancer\","
                  "\"ports\":[{\"port\":80,\"nodePort\":%d}]}}",
                  i, 30100 + i);
-        kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json", body,
-                 201, NULL);
+        kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
+                 NULL);
     }
 
     /* Every action the leader starts stays running (its balancer locked)

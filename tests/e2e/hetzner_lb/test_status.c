@@ -102,14 +102,15 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
              201, NULL);
 
     mport = free_port_here();
-    snprintf(conf, sizeof(conf),
-             "instances = (\n"
-             "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
-             "    lease_namespace = \"default\"; kubeconfig = \"%s\"; identity = \"replica-a\"; },\n"
-             "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
-             "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\"; default_network = \"k8s\"; },\n"
-             "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n);\n",
-             kc, e.hz.url, kc, mport);
+    snprintf(
+        conf, sizeof(conf),
+        "instances = (\n"
+        "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
+        "    lease_namespace = \"default\"; kubeconfig = \"%s\"; identity = \"replica-a\"; },\n"
+        "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
+        "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\"; default_network = \"k8s\"; },\n"
+        "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n);\n",
+        kc, e.hz.url, kc, mport);
     snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
     snprintf(e.log, sizeof(e.log), "%s/prismlb.log", dir);
     ck_assert_int_eq(tu_write_file(path, conf), 0);
@@ -136,8 +137,7 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
             break;
         if (tu_now_ms() > dl) {
             dump_log(&e);
-            ck_abort_msg("status never showed the balancer, the warning and the leader:\n%s",
-                         out);
+            ck_abort_msg("status never showed the balancer, the warning and the leader:\n%s", out);
         }
         free(out);
         tu_sleep_ms(200);
@@ -153,8 +153,7 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
     ck_assert_str_eq(c[4], "10.0.1.41");
     ck_assert_str_eq(c[5], "<none>");
     ck_assert_msg(c[6][strlen(c[6]) - 1] == 's', "next check \"%s\"", c[6]);
-    ck_assert_int_eq(sscanf(udp, "%127s %127s %127s %127s %127s", c[0], c[1], c[2], c[3], c[4]),
-                     5);
+    ck_assert_int_eq(sscanf(udp, "%127s %127s %127s %127s %127s", c[0], c[1], c[2], c[3], c[4]), 5);
     ck_assert_str_eq(c[2], "<none>");
     ck_assert_str_eq(c[3], "<none>");
     ck_assert_str_eq(c[4], "<none>");

@@ -281,7 +281,8 @@ kt_bulk_create(struct kt *t, plb_kube *k, const char *ns, const char *prefix, in
     ck_assert_ptr_nonnull(padding);
     memset(padding, 'x', pad);
     padding[pad] = '\0';
-    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, NULL, NULL};
+    struct plb_kube_ref ref = {
+        sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, NULL, NULL};
     for (int i = 0; i < n; i++) {
         while (b.started - b.done >= 64) {
             struct timeval tv = {0, 2000};

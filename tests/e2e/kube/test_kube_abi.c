@@ -54,17 +54,21 @@ START_TEST(host_table_end_to_end)
     ck_assert_str_eq(H->kube_server(k), t.f.server[0]);
 
     struct kres r = {0};
-    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", "abi", NULL};
-    kt_wait(&t, &r, H->kube_create(k, &ref,
-                                   "{\"metadata\":{\"name\":\"abi\"},\"spec\":"
-                                   "{\"holderIdentity\":\"x\",\"leaseDurationSeconds\":15}}",
-                                   kres_cb, &r, NULL));
+    struct plb_kube_ref ref = {
+        sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", "abi", NULL};
+    kt_wait(&t, &r,
+            H->kube_create(k, &ref,
+                           "{\"metadata\":{\"name\":\"abi\"},\"spec\":"
+                           "{\"holderIdentity\":\"x\",\"leaseDurationSeconds\":15}}",
+                           kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 201);
     kres_clear(&r);
 
     struct seen s = {0};
     struct plb_informer_opts io = {.size = sizeof(io),
-                                   .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", NULL, NULL, NULL},
+                                   .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref),
+                                                                       "coordination.k8s.io/v1",
+                                                                       "leases", NULL, NULL, NULL},
                                    .on_add = on_add,
                                    .on_synced = on_synced,
                                    .arg = &s};

@@ -12,7 +12,8 @@
 
 #include "kt.h"
 
-static const struct plb_kube_ref ns_ref = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "default", NULL};
+static const struct plb_kube_ref ns_ref = {
+    sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "default", NULL};
 
 START_TEST(client_certificate_identity)
 {
@@ -136,8 +137,10 @@ START_TEST(in_cluster_through_a_local_proxy_with_server_name)
     snprintf(crt, sizeof(crt), "%s/svc.crt", pki);
     snprintf(key, sizeof(key), "%s/svc.key", pki);
     snprintf(sca, sizeof(sca), "%s/sca.crt", pki);
-    const char *extra[] = {"--token", "sa-token=system:serviceaccount:kube-system:prismlb",
-                           "--tls-cert", crt, "--tls-key", key, NULL};
+    const char *extra[] = {"--token",    "sa-token=system:serviceaccount:kube-system:prismlb",
+                           "--tls-cert", crt,
+                           "--tls-key",  key,
+                           NULL};
     kt_start(&t, extra, NULL);
     char sa[4300];
     snprintf(sa, sizeof(sa), "%s/sa", t.f.dir);
@@ -150,7 +153,9 @@ START_TEST(in_cluster_through_a_local_proxy_with_server_name)
     setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
     snprintf(local, sizeof(local), "https://127.0.0.1:%d/", port);
-    struct plb_kube_opts o = {.size = sizeof(o), .sa_dir = sa, .server = local,
+    struct plb_kube_opts o = {.size = sizeof(o),
+                              .sa_dir = sa,
+                              .server = local,
                               .tls_server_name = "kubernetes.default.svc"};
     plb_kube *k = core_kube_new(t.httpc, t.base, NULL, &o, "test", err, sizeof(err));
     ck_assert_msg(k != NULL, "%s", err);
@@ -232,10 +237,11 @@ START_TEST(clusters_path_prefix)
     char want[300];
     snprintf(want, sizeof(want), "%s/clusters/root:test", t.f.server[0]);
     ck_assert_str_eq(core_kube_server(t.k), want);
-    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL};
-    kt_wait(&t, &r, core_kube_create(t.k, &ref,
-                                     "{\"metadata\":{\"name\":\"in-ws\"},\"spec\":{}}", kres_cb,
-                                     &r, NULL));
+    struct plb_kube_ref ref = {
+        sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL};
+    kt_wait(&t, &r,
+            core_kube_create(t.k, &ref, "{\"metadata\":{\"name\":\"in-ws\"},\"spec\":{}}", kres_cb,
+                             &r, NULL));
     ck_assert_msg(r.status == 201, "%d %s", r.status, r.message);
     kres_clear(&r);
     struct plb_informer_opts o = {.size = sizeof(o), .ref = &ref};
@@ -253,8 +259,9 @@ START_TEST(clusters_path_prefix)
     json_decref(root);
     kt_run_ms(&t, 500); /* the watch follows the list at once; let it arrive */
     /* Every path carried the prefix exactly once. */
-    ck_assert_int_eq(kt_requests(&t, "GET", "/clusters/root:test/apis/coordination.k8s.io/v1/"
-                                            "namespaces/default/leases?",
+    ck_assert_int_eq(kt_requests(&t, "GET",
+                                 "/clusters/root:test/apis/coordination.k8s.io/v1/"
+                                 "namespaces/default/leases?",
                                  NULL),
                      2); /* list and watch */
     ck_assert_int_eq(kt_requests(&t, "GET", "/clusters/root:test/clusters", NULL), 0);

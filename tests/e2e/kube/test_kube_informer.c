@@ -38,9 +38,9 @@ m_add(plb_informer *inf, const plb_obj *obj, void *arg)
     if (json_object_get(mi->m, key))
         spurious(mi, "add of known", key);
     /* the cache already holds it, as the same (borrowed) object */
-    ck_assert_ptr_eq(core_informer_get(inf, kt_md((json_t *)obj, "namespace"),
-                                       kt_md((json_t *)obj, "name")),
-                     obj);
+    ck_assert_ptr_eq(
+        core_informer_get(inf, kt_md((json_t *)obj, "namespace"), kt_md((json_t *)obj, "name")),
+        obj);
     json_object_set_new(mi->m, key, json_string(core_kube_obj_rv((json_t *)obj)));
     mi->adds++;
 }
@@ -73,8 +73,8 @@ m_delete(plb_informer *inf, const plb_obj *old, void *arg)
     ck_assert_int_eq(core_kube_obj_key((json_t *)old, key, sizeof(key)), 0);
     if (!json_object_get(mi->m, key))
         spurious(mi, "delete of unknown", key);
-    ck_assert_ptr_null(core_informer_get(inf, kt_md((json_t *)old, "namespace"),
-                                         kt_md((json_t *)old, "name")));
+    ck_assert_ptr_null(
+        core_informer_get(inf, kt_md((json_t *)old, "namespace"), kt_md((json_t *)old, "name")));
     json_object_del(mi->m, key);
     mi->deletes++;
 }
@@ -95,11 +95,26 @@ m_status(plb_informer *inf, const struct plb_informer_status *st, void *arg)
     mi->errors += st->is_error;
     mi->last_http = st->http_status;
     switch (st->event) {
-    case PLB_INFORMER_LIST_FAILED: mi->list_failed++; ck_assert(st->is_error); break;
-    case PLB_INFORMER_WATCH_FAILED: mi->watch_failed++; ck_assert(st->is_error); break;
-    case PLB_INFORMER_WATCH_ERROR: mi->watch_error++; ck_assert(st->is_error); break;
-    case PLB_INFORMER_WATCH_ENDED: mi->ended++; ck_assert(!st->is_error); break;
-    case PLB_INFORMER_EXPIRED: mi->expired++; ck_assert(!st->is_error); break;
+    case PLB_INFORMER_LIST_FAILED:
+        mi->list_failed++;
+        ck_assert(st->is_error);
+        break;
+    case PLB_INFORMER_WATCH_FAILED:
+        mi->watch_failed++;
+        ck_assert(st->is_error);
+        break;
+    case PLB_INFORMER_WATCH_ERROR:
+        mi->watch_error++;
+        ck_assert(st->is_error);
+        break;
+    case PLB_INFORMER_WATCH_ENDED:
+        mi->ended++;
+        ck_assert(!st->is_error);
+        break;
+    case PLB_INFORMER_EXPIRED:
+        mi->expired++;
+        ck_assert(!st->is_error);
+        break;
     }
     ck_assert_int_ge(st->retry_in_ms, 0);
 }
@@ -111,7 +126,8 @@ start_informer(struct kt *t, struct mirror *mi, const char *ns, uint32_t page)
     mi->m = json_object();
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1",
+                                            "leases", ns, NULL, NULL},
         .page_size = page,
         .on_add = m_add,
         .on_update = m_update,
@@ -183,7 +199,8 @@ put_holder(struct kt *t, const char *ns, const char *name, const char *holder)
     struct kres r = {0};
     char patch[256];
     snprintf(patch, sizeof(patch), "{\"spec\":{\"holderIdentity\":\"%s\"}}", holder);
-    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, name, NULL};
+    struct plb_kube_ref ref = {
+        sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, name, NULL};
     kt_wait(t, &r, core_kube_patch(t->k, &ref, PLB_KUBE_MERGE_PATCH, patch, kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
@@ -193,7 +210,8 @@ static void
 del_lease(struct kt *t, const char *ns, const char *name)
 {
     struct kres r = {0};
-    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, name, NULL};
+    struct plb_kube_ref ref = {
+        sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", ns, name, NULL};
     kt_wait(t, &r, core_kube_delete(t->k, &ref, NULL, NULL, kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
@@ -340,7 +358,7 @@ START_TEST(server_errors_500_back_off_and_count)
     long long took = tu_now_ms() - t0;
     ck_assert_int_eq(mi.list_failed, 2);
     ck_assert_int_eq(mi.errors, 2);
-    ck_assert_int_ge(took, 3000);     /* 1 s + 2 s */
+    ck_assert_int_ge(took, 3000);        /* 1 s + 2 s */
     ck_assert_int_le(took, 3750 + 1500); /* + 25 % jitter + slack */
     assert_converged(&t, inf, &mi, "");
     /* A failing re-watch counts as an error each time, then recovers. */
@@ -430,7 +448,12 @@ create_slice(struct kt *t, const char *name, const char *svc)
              "[\"10.0.0.1\"],\"conditions\":{\"ready\":true}}],\"ports\":[{\"name\":"
              "\"https\",\"port\":6443,\"protocol\":\"TCP\"}]}",
              name, svc);
-    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref), "discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL};
+    struct plb_kube_ref ref = {sizeof(struct plb_kube_ref),
+                               "discovery.k8s.io/v1",
+                               "endpointslices",
+                               "default",
+                               NULL,
+                               NULL};
     kt_wait(t, &r, core_kube_create(t->k, &ref, body, kres_cb, &r, NULL));
     ck_assert_msg(r.status == 201, "%d %s", r.status, r.message);
     kres_clear(&r);
@@ -457,7 +480,8 @@ START_TEST(label_and_field_selectors)
     mi.m = json_object();
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "discovery.k8s.io/v1", "endpointslices", "default", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "discovery.k8s.io/v1",
+                                            "endpointslices", "default", NULL, NULL},
         .label_selector = "kubernetes.io/service-name=kubernetes",
         .on_add = m_add,
         .on_update = m_update,
@@ -474,19 +498,25 @@ START_TEST(label_and_field_selectors)
     kt_wait_watches(&t, 1);
     /* kubernetes-x leaves the selection, web-abc enters it. */
     struct kres r = {0};
-    struct plb_kube_ref x = {sizeof(struct plb_kube_ref), "discovery.k8s.io/v1", "endpointslices", "default", "kubernetes-x",
+    struct plb_kube_ref x = {sizeof(struct plb_kube_ref),
+                             "discovery.k8s.io/v1",
+                             "endpointslices",
+                             "default",
+                             "kubernetes-x",
                              NULL};
-    kt_wait(&t, &r, core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
-                                    "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
-                                    "\"other\"}}}",
-                                    kres_cb, &r, NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
+                            "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
+                            "\"other\"}}}",
+                            kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
     x.name = "web-abc";
-    kt_wait(&t, &r, core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
-                                    "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
-                                    "\"kubernetes\"}}}",
-                                    kres_cb, &r, NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &x, PLB_KUBE_MERGE_PATCH,
+                            "{\"metadata\":{\"labels\":{\"kubernetes.io/service-name\":"
+                            "\"kubernetes\"}}}",
+                            kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
     long long end = tu_now_ms() + 10000;
@@ -497,7 +527,8 @@ START_TEST(label_and_field_selectors)
     ck_assert_ptr_null(core_informer_get(inf, "default", "kubernetes-x"));
     ck_assert_ptr_nonnull(core_informer_get(inf, "default", "web-abc"));
     ck_assert_int_eq(mi.spurious, 0);
-    ck_assert_int_eq(kt_requests(&t, "GET", "labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes",
+    ck_assert_int_eq(kt_requests(&t, "GET",
+                                 "labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes",
                                  "watch=1"),
                      1);
     core_informer_free(inf);
@@ -538,7 +569,8 @@ START_TEST(free_from_callback)
     kt_bulk_create(&t, t.k, "default", "l", 10, 16);
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1",
+                                            "leases", "default", NULL, NULL},
         .on_add = free_in_add,
         .arg = &n,
     };
@@ -570,7 +602,8 @@ START_TEST(free_client_from_informer_callback)
     kt_bulk_create(&t, t.k, "default", "l", 10, 16);
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", NULL, NULL},
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1",
+                                            "leases", "default", NULL, NULL},
         .on_add = free_kube_in_add,
         .arg = &n,
     };

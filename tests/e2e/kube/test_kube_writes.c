@@ -8,13 +8,12 @@
  */
 #include "kt.h"
 
-static const struct plb_kube_ref lease_ref = {sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default",
-                                              "lead", NULL};
+static const struct plb_kube_ref lease_ref = {
+    sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", "lead", NULL};
 
-static const char lease_body[] =
-    "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
-    "\"metadata\":{\"name\":\"lead\",\"namespace\":\"default\"},"
-    "\"spec\":{\"holderIdentity\":\"a\",\"leaseDurationSeconds\":15}}";
+static const char lease_body[] = "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\","
+                                 "\"metadata\":{\"name\":\"lead\",\"namespace\":\"default\"},"
+                                 "\"spec\":{\"holderIdentity\":\"a\",\"leaseDurationSeconds\":15}}";
 
 static void
 create_lease(struct kt *t, struct kres *r)
@@ -40,9 +39,8 @@ START_TEST(create_get_and_already_exists)
     kres_clear(&r);
     kt_wait(&t, &r, core_kube_get(t.k, &lease_ref, kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.obj, "spec"),
-                                                       "holderIdentity")),
-                     "a");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(r.obj, "spec"), "holderIdentity")), "a");
     kres_clear(&r);
     struct plb_kube_ref missing = lease_ref;
     missing.name = "nope";
@@ -97,9 +95,8 @@ START_TEST(update_with_resource_version_and_409)
     ck_assert_int_eq(r.error, PLB_HTTP_OK);
     kres_clear(&r);
     kt_wait(&t, &r, core_kube_get(t.k, &lease_ref, kres_cb, &r, NULL));
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(r.obj, "spec"),
-                                                       "holderIdentity")),
-                     "b");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(r.obj, "spec"), "holderIdentity")), "b");
     kres_clear(&r);
     json_decref(a);
     json_decref(v1);
@@ -128,8 +125,7 @@ take_lease(plb_obj *obj, void *arg)
         snprintf(patch, sizeof(patch), "{\"spec\":{\"leaseTransitions\":%d}}", transitions++);
         ck_assert_int_eq(fake_api(&m->t->f, 0, "PATCH",
                                   "/apis/coordination.k8s.io/v1/namespaces/default/leases/lead",
-                                  "application/merge-patch+json",
-                                  patch, 1, NULL, 10000, &res),
+                                  "application/merge-patch+json", patch, 1, NULL, 10000, &res),
                          0);
         ck_assert_int_eq(res.status, 200);
         http_res_free(&res);
@@ -221,45 +217,49 @@ START_TEST(patches_and_status)
     struct kt t;
     struct kres r = {0};
     kt_start(&t, NULL, NULL);
-    struct plb_kube_ref svc = {sizeof(struct plb_kube_ref), "v1", "services", "default", "web", NULL};
-    kt_wait(&t, &r, core_kube_create(t.k, &svc,
-                                     "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
-                                     "{\"name\":\"web\"},\"spec\":{\"type\":\"LoadBalancer\","
-                                     "\"ports\":[{\"name\":\"http\",\"port\":80}]}}",
-                                     kres_cb, &r, NULL));
+    struct plb_kube_ref svc = {
+        sizeof(struct plb_kube_ref), "v1", "services", "default", "web", NULL};
+    kt_wait(&t, &r,
+            core_kube_create(t.k, &svc,
+                             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":"
+                             "{\"name\":\"web\"},\"spec\":{\"type\":\"LoadBalancer\","
+                             "\"ports\":[{\"name\":\"http\",\"port\":80}]}}",
+                             kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 201);
     kres_clear(&r);
     /* merge patch of the object */
-    kt_wait(&t, &r, core_kube_patch(t.k, &svc, PLB_KUBE_MERGE_PATCH,
-                                    "{\"metadata\":{\"labels\":{\"a\":\"1\"}}}", kres_cb, &r,
-                                    NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &svc, PLB_KUBE_MERGE_PATCH,
+                            "{\"metadata\":{\"labels\":{\"a\":\"1\"}}}", kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(json_string_value(json_object_get(
                          json_object_get(json_object_get(r.obj, "metadata"), "labels"), "a")),
                      "1");
     kres_clear(&r);
     /* strategic merge patch: ports merge by port */
-    kt_wait(&t, &r, core_kube_patch(t.k, &svc, PLB_KUBE_STRATEGIC_PATCH,
-                                    "{\"spec\":{\"ports\":[{\"name\":\"https\",\"port\":443}]}}", kres_cb, &r,
-                                    NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &svc, PLB_KUBE_STRATEGIC_PATCH,
+                            "{\"spec\":{\"ports\":[{\"name\":\"https\",\"port\":443}]}}", kres_cb,
+                            &r, NULL));
     ck_assert_int_eq(r.status, 200);
-    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(r.obj, "spec"), "ports")),
-                     2);
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(r.obj, "spec"), "ports")), 2);
     kres_clear(&r);
     /* JSON patch */
-    kt_wait(&t, &r, core_kube_patch(t.k, &svc, PLB_KUBE_JSON_PATCH,
-                                    "[{\"op\":\"add\",\"path\":\"/metadata/labels/b\","
-                                    "\"value\":\"2\"}]",
-                                    kres_cb, &r, NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &svc, PLB_KUBE_JSON_PATCH,
+                            "[{\"op\":\"add\",\"path\":\"/metadata/labels/b\","
+                            "\"value\":\"2\"}]",
+                            kres_cb, &r, NULL));
     ck_assert_msg(r.status == 200, "%d %s", r.status, r.message);
     kres_clear(&r);
     /* merge patch of /status: the load balancer's address */
     struct plb_kube_ref status = svc;
     status.subresource = "status";
-    kt_wait(&t, &r, core_kube_patch(t.k, &status, PLB_KUBE_MERGE_PATCH,
-                                    "{\"status\":{\"loadBalancer\":{\"ingress\":"
-                                    "[{\"ip\":\"203.0.113.7\"}]}}}",
-                                    kres_cb, &r, NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &status, PLB_KUBE_MERGE_PATCH,
+                            "{\"status\":{\"loadBalancer\":{\"ingress\":"
+                            "[{\"ip\":\"203.0.113.7\"}]}}}",
+                            kres_cb, &r, NULL));
     ck_assert_int_eq(r.status, 200);
     kres_clear(&r);
     kt_wait(&t, &r, core_kube_get(t.k, &svc, kres_cb, &r, NULL));
@@ -273,9 +273,9 @@ START_TEST(patches_and_status)
     kres_clear(&r);
     ck_assert_int_eq(kt_requests(&t, "PATCH", "/services/web/status", NULL), 1);
     /* a patch that does not apply */
-    kt_wait(&t, &r, core_kube_patch(t.k, &svc, PLB_KUBE_JSON_PATCH,
-                                    "[{\"op\":\"remove\",\"path\":\"/nope/x\"}]", kres_cb, &r,
-                                    NULL));
+    kt_wait(&t, &r,
+            core_kube_patch(t.k, &svc, PLB_KUBE_JSON_PATCH,
+                            "[{\"op\":\"remove\",\"path\":\"/nope/x\"}]", kres_cb, &r, NULL));
     ck_assert_int_ge(r.status, 400);
     kres_clear(&r);
     kt_stop(&t);
@@ -381,9 +381,9 @@ START_TEST(events_aggregate_like_client_go)
         ck_assert_str_eq(json_string_value(json_object_get(io, "uid")), kt_md(lease, "uid"));
         ck_assert_str_eq(json_string_value(json_object_get(e, "type")), "Warning");
         ck_assert_str_eq(json_string_value(json_object_get(e, "reason")), "BadAnnotation");
-        ck_assert_str_eq(json_string_value(
-                             json_object_get(json_object_get(e, "source"), "component")),
-                         "prismlb-test");
+        ck_assert_str_eq(
+            json_string_value(json_object_get(json_object_get(e, "source"), "component")),
+            "prismlb-test");
         if (strcmp(msg, ev.message) == 0) {
             ck_assert_int_eq(json_integer_value(json_object_get(e, "count")), 4);
             seen |= 1;
@@ -483,10 +483,12 @@ START_TEST(free_client_from_done_callback)
     kt_start(&t, NULL, NULL);
     struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = t.kubeconfig};
     struct freer f = {kt_client(&t, &o), 0};
-    struct plb_kube_ref ns = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "default", NULL};
+    struct plb_kube_ref ns = {
+        sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "default", NULL};
     ck_assert_ptr_nonnull(core_kube_get(f.k, &ns, free_client_in_done, &f, NULL));
     kt_faults(&t, "{\"latency_ms\": 300, \"latency_match\": \"slow\"}");
-    struct plb_kube_ref slow = {sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "slow", NULL};
+    struct plb_kube_ref slow = {
+        sizeof(struct plb_kube_ref), "v1", "namespaces", NULL, "slow", NULL};
     ck_assert_ptr_nonnull(core_kube_get(f.k, &slow, never, NULL, NULL));
     ck_assert(kt_run_until(&t, freer_called, &f, 10000));
     kt_run_ms(&t, 600);

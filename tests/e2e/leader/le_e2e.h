@@ -81,15 +81,15 @@ le_module_path_env(void)
 
 /* An API request on the environment's server (prefix added). */
 static inline long
-le_api(struct le_env *e, const char *method, const char *path, const char *body,
-       const char *ctype, struct http_res *res)
+le_api(struct le_env *e, const char *method, const char *path, const char *body, const char *ctype,
+       struct http_res *res)
 {
     char full[1024];
     snprintf(full, sizeof(full), "%s%s", e->prefix, path);
     memset(res, 0, sizeof(*res));
-    ck_assert_int_eq(fake_api(&e->f, 0, method, full, body ? (ctype ? ctype : "application/json")
-                                                               : NULL,
-                              body, 1, NULL, 10000, res),
+    ck_assert_int_eq(fake_api(&e->f, 0, method, full,
+                              body ? (ctype ? ctype : "application/json") : NULL, body, 1, NULL,
+                              10000, res),
                      0);
     return res->status;
 }
@@ -179,23 +179,24 @@ le_daemon_config_more(struct le_env *e, struct le_daemon *d, const char *identit
     snprintf(d->conf, sizeof(d->conf), "%s/%s.conf", e->f.dir, identity);
     snprintf(d->log, sizeof(d->log), "%s/%s.log", e->f.dir, identity);
     snprintf(d->trace, sizeof(d->trace), "%s/%s.trace", e->f.dir, identity);
-    snprintf(buf, sizeof(buf),
-             "log_level = \"info\";\n"
-             "shutdown_grace = \"5s\";\n"
-             "instances = (\n"
-             "%s"
-             "  { module = \"leader\"; name = \"leader\";\n"
-             "    lease_namespace = \"default\"; lease_name = \"prismlb-test\";\n"
-             "    identity = \"%s\"; kubeconfig = \"%s\";\n"
-             "    lease_duration = \"%s\"; renew_deadline = \"%s\"; retry_period = \"%s\"; %s },\n"
-             "  { module = \"writer\"; name = \"writer\"; gate = \"leader\";\n"
-             "    identity = \"%s\"; interval = \"100ms\"; trace_file = \"%s\";\n"
-             "    url = \"%s/apis/coordination.k8s.io/v1/namespaces/default/leases/shared-writes\";\n"
-             "    ca_file = \"%s/ca.crt\"; cert_file = \"%s/client.crt\";\n"
-             "    key_file = \"%s/client.key\"; }\n"
-             ");\n",
-             more ? more : "", identity, e->kubeconfig, tm->lease, tm->renew, tm->retry, extra ? extra : "",
-             identity, d->trace, e->base, e->f.dir, e->f.dir, e->f.dir);
+    snprintf(
+        buf, sizeof(buf),
+        "log_level = \"info\";\n"
+        "shutdown_grace = \"5s\";\n"
+        "instances = (\n"
+        "%s"
+        "  { module = \"leader\"; name = \"leader\";\n"
+        "    lease_namespace = \"default\"; lease_name = \"prismlb-test\";\n"
+        "    identity = \"%s\"; kubeconfig = \"%s\";\n"
+        "    lease_duration = \"%s\"; renew_deadline = \"%s\"; retry_period = \"%s\"; %s },\n"
+        "  { module = \"writer\"; name = \"writer\"; gate = \"leader\";\n"
+        "    identity = \"%s\"; interval = \"100ms\"; trace_file = \"%s\";\n"
+        "    url = \"%s/apis/coordination.k8s.io/v1/namespaces/default/leases/shared-writes\";\n"
+        "    ca_file = \"%s/ca.crt\"; cert_file = \"%s/client.crt\";\n"
+        "    key_file = \"%s/client.key\"; }\n"
+        ");\n",
+        more ? more : "", identity, e->kubeconfig, tm->lease, tm->renew, tm->retry,
+        extra ? extra : "", identity, d->trace, e->base, e->f.dir, e->f.dir, e->f.dir);
     ck_assert_int_eq(tu_write_file(d->conf, buf), 0);
 }
 

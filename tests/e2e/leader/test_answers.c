@@ -112,8 +112,7 @@ START_TEST(garbage_write_answers_open_no_gate)
         while (writer_writes(&e) == 0 && tu_now_ms() < until)
             tu_sleep_ms(100);
         char *log = le_daemon_log(&d);
-        ck_assert_msg(writer_writes(&e) > 0, "no writer write once the answers are real:\n%s",
-                      log);
+        ck_assert_msg(writer_writes(&e) > 0, "no writer write once the answers are real:\n%s", log);
         free(log);
         le_daemon_stop(&d, SIGTERM, 10000);
         le_env_stop(&e);

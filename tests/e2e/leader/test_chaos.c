@@ -163,8 +163,8 @@ START_TEST(release)
         double failover = nw.t - t_term;
         char *log = le_daemon_log(&d[s]);
         ck_assert_msg(st == 0, "%s exited with status %d:\n%s", lw.id, st, log);
-        ck_assert_msg(strstr(log, "msg=\"released the Lease\" lease=default/prismlb-test"), "no release in:\n%s",
-                      log);
+        ck_assert_msg(strstr(log, "msg=\"released the Lease\" lease=default/prismlb-test"),
+                      "no release in:\n%s", log);
         free(log);
         printf("release %d: %s stopped, %s wrote after %.3f s\n", r, lw.id, nw.id, failover);
         ck_assert_msg(failover <= bound, "round %d: failover %.3f s over the bound %.3f s", r,
@@ -324,8 +324,7 @@ main(int argc, char **argv)
     else if (strcmp(argv[2], "freeze") == 0) {
         timings = &le_freeze;
         tcase_add_test(tc, freeze);
-    }
-    else if (strcmp(argv[2], "handovers") == 0)
+    } else if (strcmp(argv[2], "handovers") == 0)
         tcase_add_test(tc, handovers);
     else
         return 2;

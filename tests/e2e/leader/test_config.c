@@ -58,8 +58,8 @@ rejected(const char *line3, const char *setting, const char *msg)
     char *out = NULL, want[4096];
     int rc = check_line3(line3, &out);
     snprintf(want, sizeof(want), "%s/le.conf:3: instances.le.%s: %s", dir, setting, msg);
-    ck_assert_msg(rc == 1 && strstr(out, want), "%s: expected \"%s\" (exit 1), got %d:\n%s",
-                  line3, want, rc, out);
+    ck_assert_msg(rc == 1 && strstr(out, want), "%s: expected \"%s\" (exit 1), got %d:\n%s", line3,
+                  want, rc, out);
     free(out);
 }
 

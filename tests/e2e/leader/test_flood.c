@@ -136,8 +136,9 @@ static json_t *
 get_lease(struct le_env *e)
 {
     struct http_res r;
-    long st = le_api(e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/prismlb-test",
-                     NULL, NULL, &r);
+    long st =
+        le_api(e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/prismlb-test",
+               NULL, NULL, &r);
     ck_assert_msg(st == 200, "GET lease: %ld", st);
     json_t *j = res_json(&r);
     http_res_free(&r);
@@ -148,8 +149,8 @@ get_lease(struct le_env *e)
 static const char *
 holder(json_t *lease)
 {
-    const char *h = json_string_value(json_object_get(json_object_get(lease, "spec"),
-                                                      "holderIdentity"));
+    const char *h =
+        json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
     return h ? h : "";
 }
 
@@ -174,13 +175,13 @@ wait_leading(struct le_env *e, struct le_daemon *d, int port)
     int leading = 0;
     while (!leading && tu_now_ms() < until) {
         struct http_res r;
-        long st = le_api(e, "GET",
-                         "/apis/coordination.k8s.io/v1/namespaces/default/leases/prismlb-test",
-                         NULL, NULL, &r);
+        long st =
+            le_api(e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/prismlb-test",
+                   NULL, NULL, &r);
         json_t *l = st == 200 ? res_json(&r) : NULL;
         http_res_free(&r);
-        leading = l && strcmp(holder(l), d->identity) == 0 &&
-                  tu_wait_port("127.0.0.1", port, 100) == 0;
+        leading =
+            l && strcmp(holder(l), d->identity) == 0 && tu_wait_port("127.0.0.1", port, 100) == 0;
         json_decref(l);
         if (!leading)
             tu_sleep_ms(100);

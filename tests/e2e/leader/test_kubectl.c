@@ -88,8 +88,8 @@ assert_microtime(const char *what, const char *s)
 {
     int y, mo, d, h, mi, se, us, n = 0;
     ck_assert_msg(s != NULL, "%s is missing", what);
-    ck_assert_msg(sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ%n", &y, &mo, &d, &h, &mi, &se, &us,
-                         &n) == 7 &&
+    ck_assert_msg(sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d.%6dZ%n", &y, &mo, &d, &h, &mi, &se, &us, &n) ==
+                          7 &&
                       n == 27 && strlen(s) == 27,
                   "%s \"%s\" is not a MicroTime", what, s);
 }
@@ -125,7 +125,8 @@ scrape(int port)
 {
     ck_assert_int_eq(tu_wait_port("127.0.0.1", port, 10000), 0);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     struct timeval tv = {5, 0};
     ck_assert_int_ge(fd, 0);
@@ -174,8 +175,10 @@ START_TEST(go_fields)
     assert_metric(m2, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 0");
     assert_metric(m1, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
     assert_metric(m2, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
-    assert_metric(m2, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} 0");
-    char *p = strstr(m1, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} ");
+    assert_metric(m2,
+                  "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} 0");
+    char *p =
+        strstr(m1, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} ");
     ck_assert_ptr_nonnull(p);
     double renewed = strtod(strchr(p, '}') + 2, NULL);
     ck_assert_msg(renewed > le_wall() - 2 && renewed <= le_wall(), "last renew %.3f", renewed);
@@ -186,9 +189,12 @@ START_TEST(go_fields)
     char *yaml = NULL;
     int rc = kc(&yaml, "get", "lease", "prismlb-test", "-n", "default", "-o", "yaml", NULL);
     ck_assert_msg(rc == 0, "kubectl get -o yaml: %d %s", rc, yaml ? yaml : "");
-    static const char *const lines[] = {"  holderIdentity: solo\n", "  leaseDurationSeconds: 3\n",
-                                        "  leaseTransitions: 0\n", "  acquireTime: \"",
-                                        "  renewTime: \"", "kind: Lease\n",
+    static const char *const lines[] = {"  holderIdentity: solo\n",
+                                        "  leaseDurationSeconds: 3\n",
+                                        "  leaseTransitions: 0\n",
+                                        "  acquireTime: \"",
+                                        "  renewTime: \"",
+                                        "kind: Lease\n",
                                         "apiVersion: coordination.k8s.io/v1\n"};
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
         ck_assert_msg(strstr(yaml, lines[i]), "no \"%s\" in:\n%s", lines[i], yaml);
@@ -292,9 +298,9 @@ START_TEST(go_respected)
                                                     "held the Lease");
     }
     json_t *j = get_lease_json();
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "spec"),
-                                                       "holderIdentity")),
-                     "go-controller_7");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(j, "spec"), "holderIdentity")),
+        "go-controller_7");
     json_decref(j);
 
     /* The controller is gone: taken after its own 4 s, not prismlb's 3 s. */

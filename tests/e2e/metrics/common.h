@@ -18,7 +18,7 @@
 /* A daemon under test, with its private directory (config, log, traces). */
 struct me_daemon {
     struct tu_proc proc;
-    char *dir;      /* new; removed by me_daemon_stop */
+    char *dir; /* new; removed by me_daemon_stop */
     char conf[4096];
     char log[4096];
     long long started_ms; /* tu_now_ms() right before the spawn */
@@ -48,7 +48,7 @@ char *me_daemon_log(const struct me_daemon *d);
 /* One HTTP response. */
 struct me_resp {
     long status;
-    char *body;    /* new, NUL-terminated (empty when none) */
+    char *body; /* new, NUL-terminated (empty when none) */
     size_t len;
     char *headers; /* new: the raw header block */
     int body_seen; /* any body byte arrived */

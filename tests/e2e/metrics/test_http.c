@@ -28,8 +28,8 @@ get_status(int port, const char *path, long want)
 {
     struct me_resp r;
     ck_assert_msg(me_http("GET", url(port, path), NULL, &r) == 0, "GET %s failed", path);
-    ck_assert_msg(r.status == want, "GET %s: status %ld, want %ld; body:\n%s", path, r.status,
-                  want, r.body);
+    ck_assert_msg(r.status == want, "GET %s: status %ld, want %ld; body:\n%s", path, r.status, want,
+                  r.body);
     return r;
 }
 
@@ -137,8 +137,8 @@ START_TEST(method_rules)
     }
 
     /* Unknown paths, whatever the method. */
-    static const char *const unknown[] = {"/", "/metricsx", "/metrics/", "/healthzx", "/livezx",
-                                          "/readyz/", "/nope"};
+    static const char *const unknown[] = {"/",       "/metricsx", "/metrics/", "/healthzx",
+                                          "/livezx", "/readyz/",  "/nope"};
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         struct me_resp r = get_status(port, unknown[i], 404);
         me_resp_free(&r);
@@ -362,8 +362,7 @@ START_TEST(livez_single_checks_and_exclude)
     ck_assert_str_eq(r.body, "ok\n");
     me_resp_free(&r);
     r = get_status(port, "/readyz?verbose&exclude=cold%2Fready", 200);
-    ck_assert_str_eq(r.body,
-                     "[+]warm/ready ok\n[+]cold/ready excluded: ok\nreadyz check passed\n");
+    ck_assert_str_eq(r.body, "[+]warm/ready ok\n[+]cold/ready excluded: ok\nreadyz check passed\n");
     me_resp_free(&r);
     r = get_status(port, "/readyz?exclude=cold/ready&exclude=warm/ready&exclude=etcd", 200);
     ck_assert_str_eq(r.body, "warning: some health checks cannot be excluded: no matches for "

@@ -75,11 +75,11 @@ struct check {
 
 static struct {
     int64_t now;
-    long allocs;    /* live allocations */
-    long alloc_no;  /* allocations so far */
-    long fail_at;   /* fail allocation number fail_at (1-based), 0: never */
-    int timers;     /* live timers */
-    int servers;    /* live servers */
+    long allocs;   /* live allocations */
+    long alloc_no; /* allocations so far */
+    long fail_at;  /* fail allocation number fail_at (1-based), 0: never */
+    int timers;    /* live timers */
+    int servers;   /* live servers */
     struct plb_metric metrics[16];
     int nmetrics;
     struct check checks[16];
@@ -573,8 +573,7 @@ inst_init(struct inst *in, const char *name)
         set_value(in, s->name, s->def);
 }
 
-static int
-checks_of(struct inst *in, char *out, size_t len);
+static int checks_of(struct inst *in, char *out, size_t len);
 
 static void
 inst_start(struct inst *in)
@@ -596,8 +595,7 @@ inst_stop(struct inst *in)
 
 static char reports[2048];
 
-static void report(plb_check *chk, const char *setting_name, const char *fmt, ...)
-    PLB_PRINTF(3, 4);
+static void report(plb_check *chk, const char *setting_name, const char *fmt, ...) PLB_PRINTF(3, 4);
 
 static void
 report(plb_check *chk, const char *setting_name, const char *fmt, ...)
@@ -677,19 +675,19 @@ START_TEST(descriptor_and_settings)
     ck_assert_str_eq(setting("probes")->def, "true");
 
     const char *(*v)(const void *) = setting("bind_address")->validate;
-    static const char *const good[] = {"127.0.0.1", "0.0.0.0", "::1", "[::1]", "::",
-                                       "fe80::1", "localhost"};
+    static const char *const good[] = {"127.0.0.1", "0.0.0.0", "::1",      "[::1]",
+                                       "::",        "fe80::1", "localhost"};
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
         ck_assert_msg(v(&good[i]) == NULL, "%s refused: %s", good[i], v(&good[i]));
     /* RFC 1123 hostnames, as extractedprism takes them (resolved at start) */
     static const char *const names[] = {"example.com", "metrics", "a-b.c"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
         ck_assert_msg(v(&names[i]) == NULL, "%s refused: %s", names[i], v(&names[i]));
-    static const char *const bad[] = {"1.2.3.4.5", "-x.com", "a..b", "300.1.1.1", "[::1",
-                                      "x_y", "::g"};
+    static const char *const bad[] = {"1.2.3.4.5", "-x.com", "a..b", "300.1.1.1",
+                                      "[::1",      "x_y",    "::g"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        ck_assert_msg(v(&bad[i]) && strstr(v(&bad[i]), "must be an IP address"), "%s: %s",
-                      bad[i], v(&bad[i]) ? v(&bad[i]) : "(accepted)");
+        ck_assert_msg(v(&bad[i]) && strstr(v(&bad[i]), "must be an IP address"), "%s: %s", bad[i],
+                      v(&bad[i]) ? v(&bad[i]) : "(accepted)");
 }
 END_TEST
 
@@ -879,8 +877,8 @@ START_TEST(methods_and_paths)
             ck_assert_str_eq(x.headers, "Allow: GET, HEAD, OPTIONS\n");
         }
     }
-    static const char *const unknown[] = {"/", "", "/metrics/", "/healthzz", "/readyz/",
-                                          "/METRICS"};
+    static const char *const unknown[] = {"/",         "",         "/metrics/",
+                                          "/healthzz", "/readyz/", "/METRICS"};
     for (int i = 0; i < 6; i++) {
         struct plb_http_exchange x = request(s, "GET", unknown[i], NULL);
         ck_assert_int_eq(x.status, 404);
@@ -902,9 +900,12 @@ START_TEST(metrics_endpoint)
     ck_assert_str_eq(x.ctype, "text/plain; version=0.0.4; charset=utf-8");
     ck_assert_str_eq(x.body, "# TYPE fake_total counter\nfake_total 1\n");
 
-    static const char *const want[] = {
-        "process_resident_memory_bytes", "process_virtual_memory_bytes", "process_open_fds",
-        "process_max_fds", "process_cpu_seconds_total", "process_start_time_seconds"};
+    static const char *const want[] = {"process_resident_memory_bytes",
+                                       "process_virtual_memory_bytes",
+                                       "process_open_fds",
+                                       "process_max_fds",
+                                       "process_cpu_seconds_total",
+                                       "process_start_time_seconds"};
     for (int i = 0; i < 6; i++) {
         plb_metric *m = NULL;
         for (int k = 0; k < F.nmetrics; k++) {
@@ -912,8 +913,8 @@ START_TEST(metrics_endpoint)
                 m = &F.metrics[k];
         }
         ck_assert_msg(m && m->has_value, "%s not set", want[i]);
-        ck_assert_int_eq(m->type, strstr(want[i], "_total") ? PLB_METRIC_COUNTER
-                                                            : PLB_METRIC_GAUGE);
+        ck_assert_int_eq(m->type,
+                         strstr(want[i], "_total") ? PLB_METRIC_COUNTER : PLB_METRIC_GAUGE);
         if (strcmp(want[i], "process_cpu_seconds_total") != 0)
             ck_assert_msg(m->value > 0, "%s = %g", want[i], m->value);
     }
@@ -1034,8 +1035,9 @@ START_TEST(allocation_failures)
         inst_init(&in, "metrics");
         struct plb_ctx other = {.name = "proxy"};
         f_health_register(&other, "upstreams", PLB_HEALTH_READY);
-        f_health_set(&other, "upstreams", 0, "a reason long enough to need the buffer to grow "
-                                             "at least once, and then some more text");
+        f_health_set(&other, "upstreams", 0,
+                     "a reason long enough to need the buffer to grow "
+                     "at least once, and then some more text");
         if (mod->create(&host, &in.ctx, in.config, &in.state, why, sizeof(why)) < 0) {
             ck_assert_int_eq(F.allocs, 0);
             continue;

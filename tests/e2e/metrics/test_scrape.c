@@ -60,8 +60,7 @@ promtool_check(const char *url, const char *dir, const char *name)
     int families = 0;
     for (const char *p = r.body; (p = strstr(p, "# TYPE ")) != NULL; p++)
         families++;
-    printf("promtool check metrics: OK on %zu bytes, %d families (%s)\n", r.len, families,
-           name);
+    printf("promtool check metrics: OK on %zu bytes, %d families (%s)\n", r.len, families, name);
     free(out);
     me_resp_free(&r);
     return families;
@@ -247,8 +246,7 @@ START_TEST(prometheus_scrapes_daemon)
                 have_build = 1;
                 snprintf(build_version, sizeof(build_version), "%s",
                          json_string_value(json_object_get(metric, "version")));
-                snprintf(abi, sizeof(abi), "%s",
-                         json_string_value(json_object_get(metric, "abi")));
+                snprintf(abi, sizeof(abi), "%s", json_string_value(json_object_get(metric, "abi")));
             }
             json_decref(doc);
         }
@@ -267,8 +265,8 @@ START_TEST(prometheus_scrapes_daemon)
 
     /* The target's own view: healthy, no scrape error. */
     json_t *targets = up ? prom_get(pport, "/api/v1/targets") : NULL;
-    json_t *active = targets ? json_object_get(json_object_get(targets, "data"), "activeTargets")
-                             : NULL;
+    json_t *active =
+        targets ? json_object_get(json_object_get(targets, "data"), "activeTargets") : NULL;
     json_t *t = active ? json_array_get(active, 0) : NULL;
     const char *health = t ? json_string_value(json_object_get(t, "health")) : NULL;
     const char *last_error = t ? json_string_value(json_object_get(t, "lastError")) : NULL;
@@ -331,8 +329,8 @@ START_TEST(rss_flat_over_10000_scrapes)
      * in both builds (harmless without ASan). */
     const char *asan = getenv("ASAN_OPTIONS");
     static char asan_env[1024];
-    snprintf(asan_env, sizeof(asan_env), "ASAN_OPTIONS=%s%squarantine_size_mb=0",
-             asan ? asan : "", asan && *asan ? ":" : "");
+    snprintf(asan_env, sizeof(asan_env), "ASAN_OPTIONS=%s%squarantine_size_mb=0", asan ? asan : "",
+             asan && *asan ? ":" : "");
     putenv(asan_env);
 
     int port = me_free_port();

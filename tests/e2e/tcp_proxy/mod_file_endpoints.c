@@ -24,6 +24,7 @@ struct fe {
     char last[4096];
 };
 
+/* clang-format off */
 static const struct plb_setting fe_settings[] = {
     {.name = "file",
      .type = PLB_SET_PATH,
@@ -38,6 +39,7 @@ static const struct plb_setting fe_settings[] = {
      .doc = "How often the file is re-read"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 /* Re-read the file; publish when it changed. */
 static void

@@ -68,8 +68,7 @@ rejected(const char *line4, const char *setting, const char *msg)
  * proxy's group, line 5) and `mextra` (in metrics', line 7) say otherwise:
  * bind_port on line 5, port on line 7. */
 static int
-run_pair(const char *bind_port, const char *extra, const char *port, const char *mextra,
-         char **out)
+run_pair(const char *bind_port, const char *extra, const char *port, const char *mextra, char **out)
 {
     char path[4096], text[4096], mp[12800];
     snprintf(path, sizeof(path), "%s/pair.conf", dir);

@@ -82,8 +82,8 @@ START_TEST(only_the_endpoint_list_changed_the_proxy_keeps_its_connections)
     snprintf(line, sizeof(line), "msg=\"upstream added\" upstream=%s", srv_ep(&b));
     ck_assert_msg(proxy_wait_log(&px, line, 10000) == 0, "%s", proxy_log(&px));
     /* the source stopped for the reload, the proxy did not */
-    ck_assert(tu_file_has(px.log,
-                          "instance=eps module=file_endpoints msg=\"stopping for the reload\""));
+    ck_assert(
+        tu_file_has(px.log, "instance=eps module=file_endpoints msg=\"stopping for the reload\""));
     ck_assert(!tu_file_has(px.log,
                            "instance=kubeprism module=tcp_proxy msg=\"stopping for the reload\""));
     assert_echoes(fd, "three");

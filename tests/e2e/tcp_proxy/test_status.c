@@ -13,7 +13,7 @@
 
 #include "tp_e2e.h"
 
-#define FAST                                                                                    \
+#define FAST                                                                                       \
     "health_interval = \"1100ms\"; health_timeout = \"1s\"; upstream_selection = \"latency\";"
 
 static struct proxy px;
@@ -25,8 +25,13 @@ status(const char *extra)
 {
     char url[64], *out = NULL;
     snprintf(url, sizeof(url), "http://127.0.0.1:%d", mport);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "status", "--url", url,
-                    (char *)extra, extra ? "json" : NULL, NULL};
+    char *argv[] = {(char *)tu_build_path("core/prismlb"),
+                    "status",
+                    "--url",
+                    url,
+                    (char *)extra,
+                    extra ? "json" : NULL,
+                    NULL};
     int rc = tu_run(argv, NULL, &out, 10000);
     ck_assert_msg(rc == 0, "prismlb status: exit %d: %s", rc, out ? out : "");
     return out;
@@ -43,7 +48,8 @@ row_of(const char *out, const char *addr, char *buf, size_t len)
         size_t n = strcspn(p, "\n");
         snprintf(line, sizeof(line), "%.*s", (int)n, p);
         p += n + (p[n] == '\n');
-        char *save = NULL, *first = strtok_r(line, " ", &save), *second = strtok_r(NULL, " ", &save);
+        char *save = NULL, *first = strtok_r(line, " ", &save),
+             *second = strtok_r(NULL, " ", &save);
         if (!first || !second || strcmp(second, addr) != 0)
             continue;
         snprintf(buf, len, "%s %s", first, second);
@@ -75,8 +81,7 @@ wait_row(const char *addr, const char *want)
                 size_t l = strlen(v);
                 if (i == 5 && l > 2 && strcmp(v + l - 2, "ms") == 0)
                     v = "RTT";
-                snprintf(norm + strlen(norm), sizeof(norm) - strlen(norm), "%s%s", i ? " " : "",
-                         v);
+                snprintf(norm + strlen(norm), sizeof(norm) - strlen(norm), "%s%s", i ? " " : "", v);
             }
         }
         if (strcmp(norm, want) == 0) {

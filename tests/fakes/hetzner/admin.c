@@ -193,8 +193,8 @@ faults_json(struct hz_fake *f)
         "fail_requests", "count", fl->fail_count, "status", fl->fail_status, "code", fl->fail_code,
         "latency_ms", fl->latency_ms, "refuse_ip", "ip", fl->refuse_ip, "code", fl->refuse_code,
         "status", fl->refuse_status, "fail_actions", "count", fl->action_fail_count, "code",
-        fl->action_fail_code, "message", fl->action_fail_message, "hold_actions",
-        fl->hold_actions, "held_actions", (json_int_t)hz_actions_held(f));
+        fl->action_fail_code, "message", fl->action_fail_message, "hold_actions", fl->hold_actions,
+        "held_actions", (json_int_t)hz_actions_held(f));
 }
 
 static void
@@ -324,8 +324,8 @@ state_json(struct hz_fake *f)
             goto fail;
     /* "o" steals all three; a NULL from the other renderers fails the pack. */
     return json_pack("{s:o, s:o, s:o, s:o, s:o, s:i}", "load_balancers", lbs, "networks", nets,
-                     "actions", acts, "rate_limits", hz_rate_json(f), "faults",
-                     faults_json(f), "max_load_balancers", f->max_lbs);
+                     "actions", acts, "rate_limits", hz_rate_json(f), "faults", faults_json(f),
+                     "max_load_balancers", f->max_lbs);
 fail:
     json_decref(lbs);
     json_decref(nets);

@@ -39,13 +39,11 @@ faults_json(const struct fk_faults *f)
 {
     return json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "fail_count",
                      f->fail_count, "fail_status", f->fail_status, "fail_match", f->fail_match,
-                     "fail_method", f->fail_method, "fail_body", f->fail_body,
-                     "fail_content_type", f->fail_content_type, "latency_ms", f->latency_ms,
-                     "latency_match",
+                     "fail_method", f->fail_method, "fail_body", f->fail_body, "fail_content_type",
+                     f->fail_content_type, "latency_ms", f->latency_ms, "latency_match",
                      f->latency_match, "watch_close_events", f->watch_close_events,
                      "watch_close_ms", f->watch_close_ms, "watch_close_mode",
-                     f->watch_close_drop ? "drop" : "clean", "watch_gone_next",
-                     f->watch_gone_next);
+                     f->watch_close_drop ? "drop" : "clean", "watch_gone_next", f->watch_gone_next);
 }
 
 static json_t *
@@ -59,13 +57,12 @@ state_json(struct fk_app *app)
         struct fk_server *s = &app->servers[i];
         char url[64];
         snprintf(url, sizeof(url), "%s://127.0.0.1:%d", app->ssl ? "https" : "http", s->port);
-        if (json_array_append_new(servers,
-                              json_pack("{s:i, s:s, s:i, s:s, s:b}", "index", i, "url", url,
-                                        "port", s->port, "state",
-                                        s->stopped         ? "stopped"
-                                        : s->not_accepting ? "not-accepting"
-                                                           : "up",
-                                        "ready", !s->quorum_lost)) < 0) {
+        if (json_array_append_new(servers, json_pack("{s:i, s:s, s:i, s:s, s:b}", "index", i, "url",
+                                                     url, "port", s->port, "state",
+                                                     s->stopped         ? "stopped"
+                                                     : s->not_accepting ? "not-accepting"
+                                                                        : "up",
+                                                     "ready", !s->quorum_lost)) < 0) {
             json_decref(servers);
             return NULL;
         }
@@ -92,7 +89,8 @@ apply_faults(struct fk_faults *f, json_t *body, char *err, size_t errlen)
 {
     const char *key;
     json_t *v;
-    json_object_foreach(body, key, v) {
+    json_object_foreach(body, key, v)
+    {
         int bad = 0;
         if (!strcmp(key, "fail_count"))
             bad = !json_is_integer(v) || (f->fail_count = (int)json_integer_value(v)) < 0;
@@ -169,7 +167,8 @@ store_dump(struct fk_app *app, const char *cluster, const char *resource)
             json_decref(objs);
             return NULL;
         }
-        json_object_foreach(cl->objs[i], key, o) {
+        json_object_foreach(cl->objs[i], key, o)
+        {
             if (json_array_append(arr, o) < 0) {
                 json_decref(objs);
                 return NULL;
@@ -301,8 +300,8 @@ fk_admin_handle(struct evhttp_request *req, void *arg)
             reply(req, 200, json_pack("{s:O}", "items", app->reqlog));
         }
     } else if (!strcmp(path, "/store") && m == EVHTTP_REQ_GET) {
-        json_t *d = store_dump(app, evhttp_find_header(&q, "cluster"),
-                               evhttp_find_header(&q, "resource"));
+        json_t *d =
+            store_dump(app, evhttp_find_header(&q, "cluster"), evhttp_find_header(&q, "resource"));
         if (!d)
             reply_error(req, 500, "out of memory");
         else

@@ -14,8 +14,8 @@
 #define IP_WORDS ((IP_COUNT + 63) / 64)
 
 struct fk_alloc {
-    uint32_t ip_ref[IP_COUNT];       /* Services holding 10.96.n/256.n%256 */
-    uint64_t ip_used[IP_WORDS];      /* bit n: ip_ref[n] > 0 */
+    uint32_t ip_ref[IP_COUNT];              /* Services holding 10.96.n/256.n%256 */
+    uint64_t ip_used[IP_WORDS];             /* bit n: ip_ref[n] > 0 */
     uint64_t ip_full[(IP_WORDS + 63) / 64]; /* bit w: ip_used[w] has no free bit */
     uint32_t np_ref[FK_NODEPORT_MAX - FK_NODEPORT_MIN + 1];
 };
@@ -47,8 +47,8 @@ ip_mark(struct fk_alloc *a, int n, int used)
         a->ip_used[w] |= bit;
     else
         a->ip_used[w] &= ~bit;
-    uint64_t full = w == IP_WORDS - 1 ? (IP_COUNT % 64 ? (1ull << (IP_COUNT % 64)) - 1 : ~0ull)
-                                      : ~0ull;
+    uint64_t full =
+        w == IP_WORDS - 1 ? (IP_COUNT % 64 ? (1ull << (IP_COUNT % 64)) - 1 : ~0ull) : ~0ull;
     if ((a->ip_used[w] & full) == full)
         a->ip_full[w / 64] |= 1ull << (w % 64);
     else
@@ -76,7 +76,8 @@ account(struct fk_alloc *a, json_t *obj, int d)
         bump(&a->ip_ref[n], d);
         ip_mark(a, n, a->ip_ref[n] > 0);
     }
-    json_array_foreach(json_object_get(spec, "ports"), i, p) {
+    json_array_foreach(json_object_get(spec, "ports"), i, p)
+    {
         json_int_t np = json_integer_value(json_object_get(p, "nodePort"));
         if (np >= FK_NODEPORT_MIN && np <= FK_NODEPORT_MAX)
             bump(&a->np_ref[np - FK_NODEPORT_MIN], d);
@@ -155,7 +156,8 @@ fk_alloc_node_ports(struct fk_cluster *cl, json_t *self, unsigned char *used)
     json_t *spec = json_object_get(self, "spec"), *p;
     size_t i;
     memset(own, 0, sizeof(own));
-    json_array_foreach(json_object_get(spec, "ports"), i, p) {
+    json_array_foreach(json_object_get(spec, "ports"), i, p)
+    {
         json_int_t np = json_integer_value(json_object_get(p, "nodePort"));
         if (np >= FK_NODEPORT_MIN && np <= FK_NODEPORT_MAX)
             own[np - FK_NODEPORT_MIN]++;

@@ -27,8 +27,8 @@ fk_err_conflict(const struct fk_kind *k, const char *name, const char *why)
 {
     char msg[1024];
     if (k->group[0])
-        snprintf(msg, sizeof(msg), "Operation cannot be fulfilled on %s.%s \"%s\": %s",
-                 k->resource, k->group, name, why);
+        snprintf(msg, sizeof(msg), "Operation cannot be fulfilled on %s.%s \"%s\": %s", k->resource,
+                 k->group, name, why);
     else
         snprintf(msg, sizeof(msg), "Operation cannot be fulfilled on %s \"%s\": %s", k->resource,
                  name, why);
@@ -87,10 +87,11 @@ read_body(struct fk_rq *rq, const char *const *types, json_t **err)
     }
     if (!ok) {
         char msg[512];
-        snprintf(msg, sizeof(msg), "the body of the request was in an unknown format - accepted "
-                 "media types include: %s%s%s%s%s", types[0], types[1] ? ", " : "",
-                 types[1] ? types[1] : "", types[1] && types[2] ? ", " : "",
-                 types[1] && types[2] ? types[2] : "");
+        snprintf(msg, sizeof(msg),
+                 "the body of the request was in an unknown format - accepted "
+                 "media types include: %s%s%s%s%s",
+                 types[0], types[1] ? ", " : "", types[1] ? types[1] : "",
+                 types[1] && types[2] ? ", " : "", types[1] && types[2] ? types[2] : "");
         *err = fk_status_new(415, "UnsupportedMediaType", msg, NULL, NULL, NULL);
         return NULL;
     }
@@ -129,8 +130,10 @@ check_type(json_t *obj, const struct fk_kind *k)
         return fk_err_bad_request(msg);
     }
     if (kind && kind[0] && strcmp(kind, k->kind)) {
-        snprintf(msg, sizeof(msg), "the kind in the data (%s) does not match the expected kind "
-                 "(%s)", kind, k->kind);
+        snprintf(msg, sizeof(msg),
+                 "the kind in the data (%s) does not match the expected kind "
+                 "(%s)",
+                 kind, k->kind);
         return fk_err_bad_request(msg);
     }
     if (json_object_get(obj, "metadata") && !json_is_object(json_object_get(obj, "metadata")))
@@ -153,8 +156,9 @@ check_namespace(json_t *obj, struct fk_target *t)
         return NULL;
     }
     if (ons && ons[0] && strcmp(ons, t->ns))
-        return fk_err_bad_request("the namespace of the provided object does not match the namespace "
-                           "sent on the request");
+        return fk_err_bad_request(
+            "the namespace of the provided object does not match the namespace "
+            "sent on the request");
     if (json_object_set_new(meta, "namespace", json_string(t->ns)) < 0)
         return fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL);
     return NULL;
@@ -175,8 +179,8 @@ commit_and_reply(struct fk_rq *rq, struct fk_target *t, int type, json_t *obj, i
     if (!fk_dry_run(rq) &&
         fk_store_commit(&rq->app->store, t->cl, t->k, type, json_incref(stored)) < 0) {
         json_decref(stored);
-        fk_reply_status(rq, fk_status_new(500, "InternalError", "store write failed", NULL, NULL,
-                                          NULL));
+        fk_reply_status(
+            rq, fk_status_new(500, "InternalError", "store write failed", NULL, NULL, NULL));
         return;
     }
     out = fk_view_from_storage(t->k, stored);
@@ -216,8 +220,10 @@ fk_do_create(struct fk_rq *rq, struct fk_target *t)
         name = json_string_value(json_object_get(meta, "name"));
     }
     if (t->name && (!name || strcmp(name, t->name))) {
-        snprintf(msg, sizeof(msg), "the name of the object (%s) does not match the name on the "
-                 "URL (%s)", name ? name : "", t->name);
+        snprintf(msg, sizeof(msg),
+                 "the name of the object (%s) does not match the name on the "
+                 "URL (%s)",
+                 name ? name : "", t->name);
         err = fk_err_bad_request(msg);
         goto fail;
     }
@@ -239,16 +245,18 @@ fk_do_create(struct fk_rq *rq, struct fk_target *t)
             goto fail;
         }
         if (fk_json_path_str(ns, "metadata.deletionTimestamp")) {
-            snprintf(msg, sizeof(msg), "%s \"%s\" is forbidden: unable to create new content in "
-                     "namespace %s because it is being terminated", t->k->resource, name, t->ns);
+            snprintf(msg, sizeof(msg),
+                     "%s \"%s\" is forbidden: unable to create new content in "
+                     "namespace %s because it is being terminated",
+                     t->k->resource, name, t->ns);
             err = fk_status_new(403, "Forbidden", msg, name, t->k, NULL);
             goto fail;
         }
     }
     if (fk_store_get(t->cl, t->k, t->ns, name)) {
         if (t->k->group[0])
-            snprintf(msg, sizeof(msg), "%s.%s \"%s\" already exists", t->k->resource,
-                     t->k->group, name);
+            snprintf(msg, sizeof(msg), "%s.%s \"%s\" already exists", t->k->resource, t->k->group,
+                     name);
         else
             snprintf(msg, sizeof(msg), "%s \"%s\" already exists", t->k->resource, name);
         err = fk_status_new(409, "AlreadyExists", msg, name, t->k, NULL);
@@ -306,8 +314,13 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
 {
     json_t *err = NULL, *nobj = NULL, *meta, *ometa = json_object_get(old, "metadata");
     const char *name, *rv, *orv = fk_json_path_str(old, "metadata.resourceVersion");
-    static const char *const keep[] = {"uid", "creationTimestamp", "deletionTimestamp",
-                                       "deletionGracePeriodSeconds", "namespace", "name", NULL};
+    static const char *const keep[] = {"uid",
+                                       "creationTimestamp",
+                                       "deletionTimestamp",
+                                       "deletionGracePeriodSeconds",
+                                       "namespace",
+                                       "name",
+                                       NULL};
     json_t *a, *b;
     size_t i;
     int deleting;
@@ -317,15 +330,18 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
     name = fk_json_path_str(body, "metadata.name");
     if (!name || strcmp(name, t->name)) {
         char msg[700];
-        snprintf(msg, sizeof(msg), "the name of the object (%s) does not match the name on the "
-                 "URL (%s)", name ? name : "", t->name);
+        snprintf(msg, sizeof(msg),
+                 "the name of the object (%s) does not match the name on the "
+                 "URL (%s)",
+                 name ? name : "", t->name);
         err = fk_err_bad_request(msg);
         goto fail;
     }
     rv = fk_json_path_str(body, "metadata.resourceVersion");
     if (rv && rv[0] && strcmp(rv, orv)) {
-        err = fk_err_conflict(t->k, t->name, "the object has been modified; please apply your changes "
-                       "to the latest version and try again");
+        err = fk_err_conflict(t->k, t->name,
+                              "the object has been modified; please apply your changes "
+                              "to the latest version and try again");
         goto fail;
     }
     if (t->status) {
@@ -364,10 +380,12 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
         goto oom;
     deleting = json_object_get(ometa, "deletionTimestamp") != NULL;
     if (deleting) {
-        json_array_foreach(json_object_get(meta, "finalizers"), i, a) {
+        json_array_foreach(json_object_get(meta, "finalizers"), i, a)
+        {
             size_t j;
             int found = 0;
-            json_array_foreach(json_object_get(ometa, "finalizers"), j, b) found |= json_equal(a, b);
+            json_array_foreach(json_object_get(ometa, "finalizers"), j, b) found |=
+                json_equal(a, b);
             if (!found) {
                 err = fk_status_invalid(t->k, t->name, "metadata.finalizers", "FieldValueForbidden",
                                         "Forbidden: no new finalizers can be added if the object "
@@ -401,10 +419,9 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
         json_decref(x);
         json_decref(y);
         if (changed &&
-            json_object_set_new(meta, "generation",
-                                json_integer(json_integer_value(json_object_get(ometa,
-                                                                                "generation")) +
-                                             1)) < 0)
+            json_object_set_new(
+                meta, "generation",
+                json_integer(json_integer_value(json_object_get(ometa, "generation")) + 1)) < 0)
             goto oom;
     }
     json_decref(body);
@@ -495,8 +512,8 @@ fk_do_patch(struct fk_rq *rq, struct fk_target *t)
     if (!strncasecmp(ct, "application/json-patch+json", 27)) {
         res = fk_json_patch(old, patch, &code, msg, sizeof(msg));
         if (!res)
-            err = fk_status_new(code, code == 400 ? "BadRequest" : "Invalid", msg, NULL, NULL,
-                                NULL);
+            err =
+                fk_status_new(code, code == 400 ? "BadRequest" : "Invalid", msg, NULL, NULL, NULL);
     } else if (!strncasecmp(ct, "application/merge-patch+json", 28)) {
         if (!json_is_object(patch))
             err = fk_err_bad_request("merge patch must be a JSON object");

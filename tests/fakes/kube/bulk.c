@@ -161,7 +161,8 @@ fk_admin_bulk(struct fk_app *app, json_t *body, char *err, size_t errlen)
         }
         if (type != FK_DELETED &&
             (st = fk_default_and_validate(cl, k, obj, type == FK_MODIFIED ? cur : NULL))) {
-            snprintf(err, errlen, "%s: %s", name, json_string_value(json_object_get(st, "message")));
+            snprintf(err, errlen, "%s: %s", name,
+                     json_string_value(json_object_get(st, "message")));
             json_decref(st);
             json_decref(obj);
             free(pad);

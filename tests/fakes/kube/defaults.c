@@ -128,7 +128,8 @@ drop_type_dependent(json_t *spec, json_t *ospec, const char *type)
     if (!strcmp(otype, type))
         return;
     if (!is_external(type)) {
-        json_array_foreach(json_object_get(spec, "ports"), i, p) {
+        json_array_foreach(json_object_get(spec, "ports"), i, p)
+        {
             json_t *np = json_object_get(p, "nodePort");
             json_t *op = json_array_get(json_object_get(ospec, "ports"), i);
             if (np && json_equal(np, json_object_get(op, "nodePort")))
@@ -139,8 +140,8 @@ drop_type_dependent(json_t *spec, json_t *ospec, const char *type)
             json_object_del(spec, "externalTrafficPolicy");
     }
     if (strcmp(type, "LoadBalancer")) {
-        static const char *const lb_only[] = {"allocateLoadBalancerNodePorts",
-                                              "loadBalancerClass", "healthCheckNodePort", NULL};
+        static const char *const lb_only[] = {"allocateLoadBalancerNodePorts", "loadBalancerClass",
+                                              "healthCheckNodePort", NULL};
         for (i = 0; lb_only[i]; i++)
             if (json_equal(json_object_get(spec, lb_only[i]), json_object_get(ospec, lb_only[i])))
                 json_object_del(spec, lb_only[i]);
@@ -250,7 +251,8 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
 
     fk_alloc_node_ports(cl, name ? fk_store_get(cl, k, ns, name) : NULL, used);
     /* Ports: protocol, targetPort, names, duplicates, node ports. */
-    json_array_foreach(ports, i, p) {
+    json_array_foreach(ports, i, p)
+    {
         json_t *port = json_object_get(p, "port"), *np;
         const char *proto;
         if (!json_is_object(p)) {
@@ -262,7 +264,8 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
         if (!json_is_integer(port))
             return fk_status_invalid(k, name, field, "FieldValueRequired", "Required value");
         if (json_integer_value(port) < 1 || json_integer_value(port) > 65535) {
-            snprintf(msg, sizeof(msg), "Invalid value: %lld: must be between 1 and 65535, inclusive",
+            snprintf(msg, sizeof(msg),
+                     "Invalid value: %lld: must be between 1 and 65535, inclusive",
                      (long long)json_integer_value(port));
             return fk_status_invalid(k, name, field, "FieldValueInvalid", msg);
         }
@@ -314,7 +317,8 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
             /* Keep the port this service already holds for the same port. */
             size_t j;
             json_t *op;
-            json_array_foreach(json_object_get(ospec, "ports"), j, op) {
+            json_array_foreach(json_object_get(ospec, "ports"), j, op)
+            {
                 if (json_equal(json_object_get(op, "port"), port) &&
                     !strcmp(json_string_value(json_object_get(op, "protocol")) ?: "TCP", proto) &&
                     json_is_integer(json_object_get(op, "nodePort"))) {
@@ -335,16 +339,16 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
                 return fk_status_invalid(k, name, field, "FieldValueInvalid", msg);
             }
             if (used[v - NODEPORT_MIN]) {
-                snprintf(msg, sizeof(msg), "Invalid value: %lld: provided port is already allocated",
-                         (long long)v);
+                snprintf(msg, sizeof(msg),
+                         "Invalid value: %lld: provided port is already allocated", (long long)v);
                 return fk_status_invalid(k, name, field, "FieldValueInvalid", msg);
             }
             used[v - NODEPORT_MIN] = 1;
         } else {
             int v = alloc_node_port(used);
             if (v < 0)
-                return fk_status_new(500, "InternalError",
-                                     "range is full: no free node port", name, k, NULL);
+                return fk_status_new(500, "InternalError", "range is full: no free node port", name,
+                                     k, NULL);
             if (json_object_set_new(p, "nodePort", json_integer(v)) < 0)
                 return oom();
         }
@@ -374,7 +378,8 @@ service_defaults(struct fk_cluster *cl, const struct fk_kind *k, json_t *obj, js
     lb = status ? fk_json_path_obj(status, "loadBalancer") : NULL;
     if (!lb)
         return oom();
-    json_array_foreach(json_object_get(lb, "ingress"), i, ing) {
+    json_array_foreach(json_object_get(lb, "ingress"), i, ing)
+    {
         if (!strcmp(type, "LoadBalancer") && json_is_string(json_object_get(ing, "ip")) &&
             !json_object_get(ing, "ipMode") &&
             json_object_set_new(ing, "ipMode", json_string("VIP")) < 0)
@@ -405,12 +410,14 @@ endpointslice_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
                  "Unsupported value: \"%s\": supported values: \"FQDN\", \"IPv4\", \"IPv6\"", at);
         return fk_status_invalid(k, name, "addressType", "FieldValueNotSupported", msg);
     }
-    if (old && !json_equal(json_object_get(old, "addressType"), json_object_get(obj, "addressType")))
+    if (old &&
+        !json_equal(json_object_get(old, "addressType"), json_object_get(obj, "addressType")))
         return fk_status_invalid(k, name, "addressType", "FieldValueInvalid",
                                  "Invalid value: field is immutable");
     if (!eps && json_object_set_new(obj, "endpoints", json_null()) < 0)
         return oom();
-    json_array_foreach(eps, i, e) {
+    json_array_foreach(eps, i, e)
+    {
         json_t *addrs = json_object_get(e, "addresses"), *a;
         snprintf(field, sizeof(field), "endpoints[%zu].addresses", i);
         if (json_array_size(addrs) == 0)
@@ -419,7 +426,8 @@ endpointslice_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
         if (json_array_size(addrs) > 100)
             return fk_status_invalid(k, name, field, "FieldValueTooMany",
                                      "Too many: must have at most 100 items");
-        json_array_foreach(addrs, j, a) {
+        json_array_foreach(addrs, j, a)
+        {
             const char *s = json_string_value(a);
             unsigned char buf[16];
             int ok = s != NULL;
@@ -438,7 +446,8 @@ endpointslice_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
             json_object_set_new(e, "conditions", json_object()) < 0)
             return oom();
     }
-    json_array_foreach(json_object_get(obj, "ports"), i, p) {
+    json_array_foreach(json_object_get(obj, "ports"), i, p)
+    {
         json_int_t port;
         if (set_str_default(p, "protocol", "TCP") < 0 || set_str_default(p, "name", "") < 0)
             return oom();
@@ -472,8 +481,8 @@ event_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
         return fk_status_invalid(k, name, field, "FieldValueInvalid", msg);
     }
     if (modern) {
-        static const char *const required[] = {"eventTime", "reportingController",
-                                               "reportingInstance", "action", "reason", NULL};
+        static const char *const required[] = {
+            "eventTime", "reportingController", "reportingInstance", "action", "reason", NULL};
         const char *type = json_string_value(json_object_get(obj, "type"));
         for (size_t i = 0; required[i]; i++) {
             if (!k->group[0] && !strcmp(required[i], "reportingController"))
@@ -484,8 +493,10 @@ event_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
                 return fk_status_invalid(k, name, field, "FieldValueRequired", "Required value");
         }
         if (!type || !str_in(type, types)) {
-            snprintf(msg, sizeof(msg), "Unsupported value: \"%s\": supported values: \"Normal\", "
-                     "\"Warning\"", type ?: "");
+            snprintf(msg, sizeof(msg),
+                     "Unsupported value: \"%s\": supported values: \"Normal\", "
+                     "\"Warning\"",
+                     type ?: "");
             return fk_status_invalid(k, name, "type", "FieldValueNotSupported", msg);
         }
     }
@@ -502,32 +513,40 @@ validate_meta(const struct fk_kind *k, json_t *obj)
     char msg[600];
     size_t total = 0, i;
 
-    json_object_foreach(json_object_get(meta, "labels"), key, v) {
+    json_object_foreach(json_object_get(meta, "labels"), key, v)
+    {
         const char *val = json_string_value(v);
         if (!fk_label_key_valid(key, strlen(key))) {
-            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": name part must consist of "
+            snprintf(msg, sizeof(msg),
+                     "Invalid value: \"%.200s\": name part must consist of "
                      "alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                     "alphanumeric character", key);
+                     "alphanumeric character",
+                     key);
             return fk_status_invalid(k, name, "metadata.labels", "FieldValueInvalid", msg);
         }
         if (!val || !fk_label_value_valid(val, strlen(val))) {
-            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": a valid label must be an "
+            snprintf(msg, sizeof(msg),
+                     "Invalid value: \"%.200s\": a valid label must be an "
                      "empty string or consist of alphanumeric characters, '-', '_' or '.', and "
-                     "must start and end with an alphanumeric character", val ? val : "");
+                     "must start and end with an alphanumeric character",
+                     val ? val : "");
             return fk_status_invalid(k, name, "metadata.labels", "FieldValueInvalid", msg);
         }
     }
     if (json_object_get(meta, "labels") && !json_is_object(json_object_get(meta, "labels")))
         return fk_status_invalid(k, name, "metadata.labels", "FieldValueInvalid",
                                  "Invalid value: must be a map of strings");
-    json_object_foreach(json_object_get(meta, "annotations"), key, v) {
+    json_object_foreach(json_object_get(meta, "annotations"), key, v)
+    {
         if (!json_is_string(v))
             return fk_status_invalid(k, name, "metadata.annotations", "FieldValueInvalid",
                                      "Invalid value: values must be strings");
         if (!fk_label_key_valid(key, strlen(key)) || strlen(key) > 317) {
-            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": name part must consist of "
+            snprintf(msg, sizeof(msg),
+                     "Invalid value: \"%.200s\": name part must consist of "
                      "alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                     "alphanumeric character", key);
+                     "alphanumeric character",
+                     key);
             return fk_status_invalid(k, name, "metadata.annotations", "FieldValueInvalid", msg);
         }
         total += strlen(key) + json_string_length(v);
@@ -535,12 +554,15 @@ validate_meta(const struct fk_kind *k, json_t *obj)
     if (total > 256 * 1024)
         return fk_status_invalid(k, name, "metadata.annotations", "FieldValueTooLong",
                                  "Too long: must have at most 262144 bytes");
-    json_array_foreach(json_object_get(meta, "finalizers"), i, v) {
+    json_array_foreach(json_object_get(meta, "finalizers"), i, v)
+    {
         const char *f = json_string_value(v);
         if (!f || !fk_label_key_valid(f, strlen(f))) {
-            snprintf(msg, sizeof(msg), "Invalid value: \"%.200s\": name part must consist of "
+            snprintf(msg, sizeof(msg),
+                     "Invalid value: \"%.200s\": name part must consist of "
                      "alphanumeric characters, '-', '_' or '.', and must start and end with an "
-                     "alphanumeric character", f ? f : "");
+                     "alphanumeric character",
+                     f ? f : "");
             return fk_status_invalid(k, name, "metadata.finalizers", "FieldValueInvalid", msg);
         }
     }
@@ -566,8 +588,8 @@ fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, json_t *
         json_t *status = fk_json_path_obj(obj, "status");
         if (!labels || !spec || !status)
             return oom();
-        if (json_object_set_new(labels, "kubernetes.io/metadata.name",
-                                json_string(name_of(obj))) < 0)
+        if (json_object_set_new(labels, "kubernetes.io/metadata.name", json_string(name_of(obj))) <
+            0)
             return oom();
         if (!json_object_get(spec, "finalizers") &&
             json_object_set_new(spec, "finalizers", json_pack("[s]", "kubernetes")) < 0)

@@ -54,11 +54,11 @@ delete_one(struct fk_rq *rq, struct fk_target *t, json_t *obj, json_t **result)
                 continue;
             snprintf(prefix, sizeof(prefix), "%s/", ns);
             sub.k = &fk_kinds[i];
-            json_object_foreach_safe(t->cl->objs[i], tmp, key, o) {
+            json_object_foreach_safe(t->cl->objs[i], tmp, key, o)
+            {
                 json_t *c;
-                if (strncmp(key, prefix, strlen(prefix)) || json_array_size(json_object_get(
-                                                                 json_object_get(o, "metadata"),
-                                                                 "finalizers")))
+                if (strncmp(key, prefix, strlen(prefix)) ||
+                    json_array_size(json_object_get(json_object_get(o, "metadata"), "finalizers")))
                     continue;
                 c = json_deep_copy(o);
                 if (!c || remove_now(rq, &sub, c) < 0)
@@ -122,16 +122,19 @@ fk_do_delete(struct fk_rq *rq, struct fk_target *t)
     puid = fk_json_path_str(opts, "preconditions.uid");
     prv = fk_json_path_str(opts, "preconditions.resourceVersion");
     if (puid && strcmp(puid, fk_json_path_str(obj, "metadata.uid"))) {
-        snprintf(msg, sizeof(msg), "Precondition failed: UID in precondition: %s, UID in object "
-                 "meta: %s", puid, fk_json_path_str(obj, "metadata.uid"));
+        snprintf(msg, sizeof(msg),
+                 "Precondition failed: UID in precondition: %s, UID in object "
+                 "meta: %s",
+                 puid, fk_json_path_str(obj, "metadata.uid"));
         json_decref(opts);
         fk_reply_status(rq, fk_err_conflict(t->k, t->name, msg));
         return;
     }
     if (prv && strcmp(prv, fk_json_path_str(obj, "metadata.resourceVersion"))) {
-        snprintf(msg, sizeof(msg), "Precondition failed: ResourceVersion in precondition: %s, "
-                 "ResourceVersion in object meta: %s", prv,
-                 fk_json_path_str(obj, "metadata.resourceVersion"));
+        snprintf(msg, sizeof(msg),
+                 "Precondition failed: ResourceVersion in precondition: %s, "
+                 "ResourceVersion in object meta: %s",
+                 prv, fk_json_path_str(obj, "metadata.resourceVersion"));
         json_decref(opts);
         fk_reply_status(rq, fk_err_conflict(t->k, t->name, msg));
         return;
@@ -149,8 +152,8 @@ fk_do_delete(struct fk_rq *rq, struct fk_target *t)
         json_t *uid = json_incref(json_object_get(json_object_get(obj, "metadata"), "uid"));
         if (delete_one(rq, t, obj, &result) < 0) {
             json_decref(uid);
-            fk_reply_status(rq, fk_status_new(500, "InternalError", "store write failed", NULL,
-                                              NULL, NULL));
+            fk_reply_status(
+                rq, fk_status_new(500, "InternalError", "store write failed", NULL, NULL, NULL));
             return;
         }
         if (result && fk_store_get(t->cl, t->k, t->ns, t->name)) {
@@ -184,11 +187,11 @@ void
 fk_do_delete_collection(struct fk_rq *rq, struct fk_target *t)
 {
     char err[256], av[128], lk[64];
-    struct fk_selector *ls = fk_label_selector_parse(fk_rq_param(rq, "labelSelector"), err,
-                                                     sizeof(err));
-    struct fk_selector *fs = ls ? fk_field_selector_parse(fk_rq_param(rq, "fieldSelector"),
-                                                          t->k, err, sizeof(err))
-                                : NULL;
+    struct fk_selector *ls =
+        fk_label_selector_parse(fk_rq_param(rq, "labelSelector"), err, sizeof(err));
+    struct fk_selector *fs =
+        ls ? fk_field_selector_parse(fk_rq_param(rq, "fieldSelector"), t->k, err, sizeof(err))
+           : NULL;
     json_t *snap = NULL, *items = NULL, *o, *list;
     const char *key;
     char prefix[300];
@@ -204,7 +207,8 @@ fk_do_delete_collection(struct fk_rq *rq, struct fk_target *t)
         json_object_update(snap, t->cl->objs[fk_kind_index(fk_kind_storage(t->k))]) < 0)
         goto oom;
     snprintf(prefix, sizeof(prefix), "%s/", t->ns);
-    json_object_foreach(snap, key, o) {
+    json_object_foreach(snap, key, o)
+    {
         json_t *res = NULL;
         struct fk_target one = *t;
         if (t->ns[0] && strncmp(key, prefix, strlen(prefix)))

@@ -40,14 +40,13 @@ resource_list(const char *group, const char *version)
         int ns_kind = !strcmp(k->resource, "namespaces");
         if (strcmp(k->group, group) || strcmp(k->version, version))
             continue;
-        r = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->resource, "singularName",
-                      k->singular, "namespaced", (k->flags & FK_NAMESPACED) != 0, "kind", k->kind,
-                      "verbs",
-                      ns_kind ? json_pack("[s,s,s,s,s,s,s]", "create", "delete", "get", "list",
-                                          "patch", "update", "watch")
-                              : json_pack("[s,s,s,s,s,s,s,s]", "create", "delete",
-                                          "deletecollection", "get", "list", "patch", "update",
-                                          "watch"));
+        r = json_pack("{s:s, s:s, s:b, s:s, s:o}", "name", k->resource, "singularName", k->singular,
+                      "namespaced", (k->flags & FK_NAMESPACED) != 0, "kind", k->kind, "verbs",
+                      ns_kind
+                          ? json_pack("[s,s,s,s,s,s,s]", "create", "delete", "get", "list", "patch",
+                                      "update", "watch")
+                          : json_pack("[s,s,s,s,s,s,s,s]", "create", "delete", "deletecollection",
+                                      "get", "list", "patch", "update", "watch"));
         if (!r || json_array_append_new(res, r) < 0)
             goto fail;
         if (k->short_names && json_object_set_new(r, "shortNames", csv_array(k->short_names)) < 0)
@@ -127,8 +126,8 @@ fail:
 static json_t *
 query_params(int with_patch_params)
 {
-    json_t *p = json_pack("[{s:s, s:s, s:s, s:{s:s, s:b}}, {s:s, s:s, s:s, s:{s:s, s:b}}]",
-                          "name", "dryRun", "in", "query", "description",
+    json_t *p = json_pack("[{s:s, s:s, s:s, s:{s:s, s:b}}, {s:s, s:s, s:s, s:{s:s, s:b}}]", "name",
+                          "dryRun", "in", "query", "description",
                           "When present, indicates that modifications should not be persisted.",
                           "schema", "type", "string", "uniqueItems", 1, "name", "fieldManager",
                           "in", "query", "description",
@@ -145,9 +144,9 @@ query_params(int with_patch_params)
         return NULL;
     }
     if (p && with_patch_params &&
-        json_array_append_new(p, json_pack("{s:s, s:s, s:{s:s, s:b}}", "name", "force", "in",
-                                           "query", "schema", "type", "boolean", "uniqueItems",
-                                           1)) < 0) {
+        json_array_append_new(p,
+                              json_pack("{s:s, s:s, s:{s:s, s:b}}", "name", "force", "in", "query",
+                                        "schema", "type", "boolean", "uniqueItems", 1)) < 0) {
         json_decref(p);
         return NULL;
     }
@@ -159,16 +158,15 @@ obj_response(const struct fk_kind *k)
 {
     char ref[256];
     snprintf(ref, sizeof(ref), "#/components/schemas/%s", k->schema_name);
-    return json_pack("{s:{s:s, s:{s:{s:{s:s}}}}, s:{s:s}}", "200", "description", "OK",
-                     "content", "application/json", "schema", "$ref", ref, "401", "description",
+    return json_pack("{s:{s:s, s:{s:{s:{s:s}}}}, s:{s:s}}", "200", "description", "OK", "content",
+                     "application/json", "schema", "$ref", ref, "401", "description",
                      "Unauthorized");
 }
 
 static json_t *
 gvk(const struct fk_kind *k)
 {
-    return json_pack("{s:s, s:s, s:s}", "group", k->group, "kind", k->kind, "version",
-                     k->version);
+    return json_pack("{s:s, s:s, s:s}", "group", k->group, "kind", k->kind, "version", k->version);
 }
 
 /* Camel-case operation id such as patchCoreV1NamespacedService. */
@@ -212,8 +210,8 @@ item_path(const struct fk_kind *k, const char *suffix)
         return NULL;
     op_id(id, sizeof(id), "patch", k, suffix);
     path = json_pack("{s:{s:s, s:o, s:{s:o, s:b}, s:o, s:s, s:o}}", "patch", "operationId", id,
-                     "parameters", query_params(1), "requestBody", "content", patch_ct,
-                     "required", 1, "responses", obj_response(k), "x-kubernetes-action", "patch",
+                     "parameters", query_params(1), "requestBody", "content", patch_ct, "required",
+                     1, "responses", obj_response(k), "x-kubernetes-action", "patch",
                      "x-kubernetes-group-version-kind", gvk(k));
     if (!path)
         return NULL;
@@ -225,9 +223,9 @@ item_path(const struct fk_kind *k, const char *suffix)
         goto fail;
     op_id(id, sizeof(id), "replace", k, suffix);
     if (json_object_set_new(path, "put",
-                            json_pack("{s:s, s:o, s:o, s:s, s:o}", "operationId", id,
-                                      "parameters", query_params(0), "responses",
-                                      obj_response(k), "x-kubernetes-action", "put",
+                            json_pack("{s:s, s:o, s:o, s:s, s:o}", "operationId", id, "parameters",
+                                      query_params(0), "responses", obj_response(k),
+                                      "x-kubernetes-action", "put",
                                       "x-kubernetes-group-version-kind", gvk(k))) < 0)
         goto fail;
     return path;

@@ -24,7 +24,8 @@ convert(json_t *o, int to_core)
 
     if (!out)
         return NULL;
-    json_object_foreach(o, key, v) {
+    json_object_foreach(o, key, v)
+    {
         const char *name = key;
         for (size_t i = 0; i < sizeof(renames) / sizeof(renames[0]); i++)
             if (!strcmp(key, renames[i][to_core ? 1 : 0]))
@@ -33,8 +34,8 @@ convert(json_t *o, int to_core)
             goto fail;
     }
     if (json_object_set_new(out, "kind", json_string("Event")) < 0 ||
-        json_object_set_new(out, "apiVersion",
-                            json_string(to_core ? "v1" : "events.k8s.io/v1")) < 0)
+        json_object_set_new(out, "apiVersion", json_string(to_core ? "v1" : "events.k8s.io/v1")) <
+            0)
         goto fail;
     return out;
 fail:

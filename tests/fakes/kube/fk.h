@@ -34,7 +34,7 @@ enum fk_kind_flags {
 };
 
 struct fk_kind {
-    const char *group;   /* "" for the core group */
+    const char *group; /* "" for the core group */
     const char *version;
     const char *resource; /* plural, as in the URL */
     const char *kind;
@@ -111,8 +111,8 @@ enum fk_ev_type { FK_ADDED, FK_MODIFIED, FK_DELETED };
 struct fk_alloc; /* alloc.c */
 
 struct fk_cluster {
-    char *name; /* "" for the root (no /clusters/ prefix) */
-    json_t *objs[16]; /* per kind: JSON object "ns/name" -> object (owned) */
+    char *name;             /* "" for the root (no /clusters/ prefix) */
+    json_t *objs[16];       /* per kind: JSON object "ns/name" -> object (owned) */
     struct fk_alloc *alloc; /* addresses its Services hold (owned), NULL before the first */
     struct fk_cluster *next;
 };
@@ -152,8 +152,8 @@ json_t *fk_store_get(struct fk_cluster *cl, const struct fk_kind *k, const char 
  * a create, update or delete of its key, stamping a fresh resourceVersion
  * into it, recording history and notifying watchers.
  * type FK_DELETED removes the key (obj is the final state). 0 or -ENOMEM. */
-int fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k,
-                    int type, json_t *obj);
+int fk_store_commit(struct fk_store *s, struct fk_cluster *cl, const struct fk_kind *k, int type,
+                    json_t *obj);
 /* Drop all history: the oldest watchable resourceVersion becomes the
  * current one. */
 void fk_store_compact(struct fk_store *s);
@@ -258,11 +258,11 @@ struct fk_server {
 };
 
 struct fk_faults {
-    int fail_count;       /* fail the next N API requests */
+    int fail_count; /* fail the next N API requests */
     int fail_status;
-    char fail_match[256]; /* substring of path?query, "" = any */
-    char fail_method[16]; /* "" = any */
-    char fail_body[4096]; /* "" = a Status; else this body, as is */
+    char fail_match[256];        /* substring of path?query, "" = any */
+    char fail_method[16];        /* "" = any */
+    char fail_body[4096];        /* "" = a Status; else this body, as is */
     char fail_content_type[128]; /* of fail_body ("" = application/json) */
     int latency_ms;
     char latency_match[256];
@@ -281,14 +281,14 @@ struct fk_app {
     struct fk_server servers[FK_MAX_SERVERS];
     int nservers;
     struct ssl_ctx_st *ssl; /* NULL = plain HTTP */
-    json_t *tokens;          /* array of accepted bearer tokens */
-    json_t *ro_tokens;       /* tokens whose writes get 403 */
+    json_t *tokens;         /* array of accepted bearer tokens */
+    json_t *ro_tokens;      /* tokens whose writes get 403 */
     struct evhttp *admin;
     int admin_port;
     struct fk_faults faults;
     json_t *reqlog; /* array */
     size_t reqlog_max;
-    int reqlog_fd; /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
+    int reqlog_fd;        /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
     struct fk_held *held; /* list */
     int bookmark_ms;
     int verbose;
@@ -311,8 +311,8 @@ struct fk_rq {
     struct evhttp_request *req;
     int method; /* EVHTTP_REQ_* */
     const char *method_name;
-    char *path;  /* decoded path without the /clusters/x prefix (owned) */
-    char *cluster; /* owned */
+    char *path;              /* decoded path without the /clusters/x prefix (owned) */
+    char *cluster;           /* owned */
     struct evkeyvalq *query; /* owned */
     char user[256];
     int readonly;

@@ -50,13 +50,27 @@ write_string(struct fk_buf *b, const char *s, size_t n)
             continue;
         fk_buf_add(b, s + start, i - start);
         switch (c) {
-        case '"': e = "\\\""; break;
-        case '\\': e = "\\\\"; break;
-        case '\b': e = "\\b"; break;
-        case '\f': e = "\\f"; break;
-        case '\n': e = "\\n"; break;
-        case '\r': e = "\\r"; break;
-        case '\t': e = "\\t"; break;
+        case '"':
+            e = "\\\"";
+            break;
+        case '\\':
+            e = "\\\\";
+            break;
+        case '\b':
+            e = "\\b";
+            break;
+        case '\f':
+            e = "\\f";
+            break;
+        case '\n':
+            e = "\\n";
+            break;
+        case '\r':
+            e = "\\r";
+            break;
+        case '\t':
+            e = "\\t";
+            break;
         default:
             snprintf(esc, sizeof(esc), "\\u%04X", c);
             e = esc;
@@ -81,7 +95,8 @@ fk_json_write(struct fk_buf *b, json_t *v)
     switch (json_typeof(v)) {
     case JSON_OBJECT:
         fk_buf_add(b, "{", 1);
-        json_object_foreach(v, key, val) {
+        json_object_foreach(v, key, val)
+        {
             if (!first)
                 fk_buf_add(b, ",", 1);
             first = 0;
@@ -93,7 +108,8 @@ fk_json_write(struct fk_buf *b, json_t *v)
         break;
     case JSON_ARRAY:
         fk_buf_add(b, "[", 1);
-        json_array_foreach(v, i, val) {
+        json_array_foreach(v, i, val)
+        {
             if (i)
                 fk_buf_add(b, ",", 1);
             fk_json_write(b, val);
@@ -117,8 +133,14 @@ fk_json_write(struct fk_buf *b, json_t *v)
         free(s);
         break;
     }
-    case JSON_TRUE: fk_buf_add(b, "true", 4); break;
-    case JSON_FALSE: fk_buf_add(b, "false", 5); break;
-    default: fk_buf_add(b, "null", 4); break;
+    case JSON_TRUE:
+        fk_buf_add(b, "true", 4);
+        break;
+    case JSON_FALSE:
+        fk_buf_add(b, "false", 5);
+        break;
+    default:
+        fk_buf_add(b, "null", 4);
+        break;
     }
 }

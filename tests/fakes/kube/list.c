@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EXPIRED_CONTINUE                                                                         \
-    "The provided continue parameter is too old to display a consistent list result. You can " \
-    "start a new list without the continue parameter, or use the continue token in this "      \
-    "response to retrieve the remainder of the results. Continuing with the provided token "   \
-    "results in an inconsistent list - objects that were created, modified, or deleted "       \
+#define EXPIRED_CONTINUE                                                                           \
+    "The provided continue parameter is too old to display a consistent list result. You can "     \
+    "start a new list without the continue parameter, or use the continue token in this "          \
+    "response to retrieve the remainder of the results. Continuing with the provided token "       \
+    "results in an inconsistent list - objects that were created, modified, or deleted "           \
     "between the time the first chunk was returned and now may show up in the list."
 
 static int
@@ -25,8 +25,8 @@ cmp_str(const void *a, const void *b)
 static char *
 make_continue(uint64_t rv, const char *last)
 {
-    json_t *t = json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start",
-                          last);
+    json_t *t =
+        json_pack("{s:s, s:I, s:s}", "v", "meta.k8s.io/v1", "rv", (json_int_t)rv, "start", last);
     char *s = t ? json_dumps(t, JSON_COMPACT) : NULL;
     char *b = s ? fk_base64(s, strlen(s)) : NULL;
     json_decref(t);
@@ -105,7 +105,8 @@ fk_list(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k, const 
         goto fail;
     }
     if (match && match[0] && strcmp(match, "Exact") && strcmp(match, "NotOlderThan")) {
-        snprintf(msg, sizeof(msg), "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch:"
+        snprintf(msg, sizeof(msg),
+                 "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch:"
                  " Unsupported value: \"%s\": supported values: \"Exact\", \"NotOlderThan\"",
                  match);
         err = fk_status_new(422, "Invalid", msg, NULL, NULL, NULL);
@@ -179,7 +180,8 @@ fk_list(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k, const 
     if (!keys || !items)
         goto oom;
     snprintf(prefix, sizeof(prefix), "%s/", ns);
-    json_object_foreach(snap, key, o) {
+    json_object_foreach(snap, key, o)
+    {
         if (ns[0] && strncmp(key, prefix, strlen(prefix)))
             continue;
         if (last && strcmp(key, last) <= 0)

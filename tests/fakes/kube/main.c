@@ -168,26 +168,58 @@ main(int argc, char **argv)
         return 1;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (c) {
-        case 's': o.servers = atoi(optarg); break;
-        case 'p': o.port = atoi(optarg); break;
-        case 'a': o.admin_port = atoi(optarg); break;
-        case 'd': o.tls_dir = optarg; break;
-        case 'c': o.cert = optarg; break;
-        case 'k': o.key = optarg; break;
-        case 'C': o.ca = optarg; break;
+        case 's':
+            o.servers = atoi(optarg);
+            break;
+        case 'p':
+            o.port = atoi(optarg);
+            break;
+        case 'a':
+            o.admin_port = atoi(optarg);
+            break;
+        case 'd':
+            o.tls_dir = optarg;
+            break;
+        case 'c':
+            o.cert = optarg;
+            break;
+        case 'k':
+            o.key = optarg;
+            break;
+        case 'C':
+            o.ca = optarg;
+            break;
         case 't':
         case 'r':
             if (add_token(app.tokens, optarg, c == 'r') < 0)
                 goto out;
             break;
-        case 'f': o.state_file = optarg; break;
-        case 'H': o.history = (size_t)strtoul(optarg, NULL, 10); break;
-        case 'b': o.bookmark_ms = atoi(optarg); break;
-        case 'l': o.reqlog_max = (size_t)strtoul(optarg, NULL, 10); break;
-        case 'v': o.verbose = 1; break;
-        case 'D': o.detached = 1; break;
-        case 'h': usage(stdout); json_decref(app.tokens); return 0;
-        default: usage(stderr); json_decref(app.tokens); return 2;
+        case 'f':
+            o.state_file = optarg;
+            break;
+        case 'H':
+            o.history = (size_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'b':
+            o.bookmark_ms = atoi(optarg);
+            break;
+        case 'l':
+            o.reqlog_max = (size_t)strtoul(optarg, NULL, 10);
+            break;
+        case 'v':
+            o.verbose = 1;
+            break;
+        case 'D':
+            o.detached = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            json_decref(app.tokens);
+            return 0;
+        default:
+            usage(stderr);
+            json_decref(app.tokens);
+            return 2;
         }
     }
     if (optind != argc || o.servers < 1 || o.servers > FK_MAX_SERVERS || o.history < 1 ||
@@ -256,8 +288,7 @@ main(int argc, char **argv)
         goto out;
     evhttp_set_allowed_methods(app.admin, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
     evhttp_set_gencb(app.admin, fk_admin_handle, &app);
-    admin_bound = evhttp_bind_socket_with_handle(app.admin, "127.0.0.1",
-                                                 (ev_uint16_t)o.admin_port);
+    admin_bound = evhttp_bind_socket_with_handle(app.admin, "127.0.0.1", (ev_uint16_t)o.admin_port);
     if (!admin_bound) {
         fprintf(stderr, "fake-kube: admin: cannot listen\n");
         goto out;

@@ -21,7 +21,8 @@ fk_merge_patch(json_t *target, json_t *patch)
     out = json_is_object(target) ? json_deep_copy(target) : json_object();
     if (!out)
         return NULL;
-    json_object_foreach(patch, key, val) {
+    json_object_foreach(patch, key, val)
+    {
         if (json_is_null(val)) {
             json_object_del(out, key);
         } else {
@@ -178,11 +179,13 @@ fk_json_patch(json_t *target, json_t *ops, int *code, char *err, size_t errlen)
 
     *code = 400;
     if (!json_is_array(ops)) {
-        snprintf(err, errlen, "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
+        snprintf(err, errlen,
+                 "json: cannot unmarshal object into Go value of type jsonpatch.Patch");
         return NULL;
     }
     /* Validate the shape of every operation before touching the document. */
-    json_array_foreach(ops, idx, op) {
+    json_array_foreach(ops, idx, op)
+    {
         const char *name = json_string_value(json_object_get(op, "op"));
         const char *path = json_string_value(json_object_get(op, "path"));
         if (!name || !path) {
@@ -212,7 +215,8 @@ fk_json_patch(json_t *target, json_t *ops, int *code, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    json_array_foreach(ops, idx, op) {
+    json_array_foreach(ops, idx, op)
+    {
         const char *name = json_string_value(json_object_get(op, "op"));
         const char *path = json_string_value(json_object_get(op, "path"));
         const char *from = json_string_value(json_object_get(op, "from"));
@@ -249,8 +253,8 @@ fk_json_patch(json_t *target, json_t *ops, int *code, char *err, size_t errlen)
         } else if (!strcmp(name, "replace")) {
             v = ptr_remove(doc, path);
             if (!v) {
-                snprintf(err, errlen,
-                         "replace operation does not apply: doc is missing key: %s", path);
+                snprintf(err, errlen, "replace operation does not apply: doc is missing key: %s",
+                         path);
                 goto fail;
             }
             json_decref(v);
@@ -266,8 +270,8 @@ fk_json_patch(json_t *target, json_t *ops, int *code, char *err, size_t errlen)
                 goto fail;
             }
             if (ptr_add(doc, path, v) < 0) {
-                snprintf(err, errlen, "%s operation does not apply: doc is missing path: %s",
-                         name, path);
+                snprintf(err, errlen, "%s operation does not apply: doc is missing path: %s", name,
+                         path);
                 goto fail;
             }
         }
@@ -297,8 +301,9 @@ list_strategy(const struct fk_kind *k, const char *path, const char **mkey)
         *mkey = "port";
         return ST_MERGE_KEY;
     }
-    if (!k->group[0] && (!strcmp(k->resource, "services") || !strcmp(k->resource, "nodes") ||
-                         !strcmp(k->resource, "namespaces")) &&
+    if (!k->group[0] &&
+        (!strcmp(k->resource, "services") || !strcmp(k->resource, "nodes") ||
+         !strcmp(k->resource, "namespaces")) &&
         !strcmp(path, "status.conditions")) {
         *mkey = "type";
         return ST_MERGE_KEY;
@@ -344,7 +349,8 @@ smp_new_value(struct smp *c, json_t *val, const char *path)
         out = json_array();
         if (!out)
             return NULL;
-        json_array_foreach(val, i, e) {
+        json_array_foreach(val, i, e)
+        {
             json_t *ne;
             if (json_is_object(e) && json_object_get(e, "$patch"))
                 continue;
@@ -367,7 +373,8 @@ smp_list_by_key(struct smp *c, json_t *orig, json_t *patch, const char *mkey, co
     size_t i;
 
     /* {"$patch": "replace"} anywhere in the list replaces the whole list. */
-    json_array_foreach(patch, i, e) {
+    json_array_foreach(patch, i, e)
+    {
         if (json_is_object(e) &&
             !strcmp(json_string_value(json_object_get(e, "$patch")) ?: "", "replace")) {
             *out = smp_new_value(c, patch, path);
@@ -377,7 +384,8 @@ smp_list_by_key(struct smp *c, json_t *orig, json_t *patch, const char *mkey, co
     res = json_is_array(orig) ? json_deep_copy(orig) : json_array();
     if (!res)
         return -1;
-    json_array_foreach(patch, i, e) {
+    json_array_foreach(patch, i, e)
+    {
         json_t *kv, *o;
         size_t j;
         int found = -1;
@@ -391,7 +399,8 @@ smp_list_by_key(struct smp *c, json_t *orig, json_t *patch, const char *mkey, co
                      mkey);
             goto fail;
         }
-        json_array_foreach(res, j, o) {
+        json_array_foreach(res, j, o)
+        {
             if (json_equal(json_object_get(o, mkey), kv)) {
                 found = (int)j;
                 break;
@@ -436,8 +445,10 @@ apply_order(json_t *list, json_t *order, const char *mkey)
     size_t i, j;
     if (!sorted)
         return -1;
-    json_array_foreach(order, i, o) {
-        json_array_foreach(list, j, e) {
+    json_array_foreach(order, i, o)
+    {
+        json_array_foreach(list, j, e)
+        {
             json_t *ke = mkey ? json_object_get(e, mkey) : e;
             json_t *ko = mkey ? json_object_get(o, mkey) : o;
             if (ke && ko && json_equal(ke, ko) && !contains(sorted, e)) {
@@ -447,7 +458,8 @@ apply_order(json_t *list, json_t *order, const char *mkey)
             }
         }
     }
-    json_array_foreach(list, j, e) {
+    json_array_foreach(list, j, e)
+    {
         if (!contains(sorted, e) && json_array_append(sorted, e) < 0)
             goto fail;
     }
@@ -505,7 +517,8 @@ smp_map(struct smp *c, json_t *orig, json_t *patch, const char *path, int *delet
         snprintf(c->err, c->errlen, "$retainKeys must be a list");
         return -1;
     }
-    json_object_foreach(patch, key, val) {
+    json_object_foreach(patch, key, val)
+    {
         char sub[512];
         if (key[0] == '$')
             continue;
@@ -544,7 +557,8 @@ smp_map(struct smp *c, json_t *orig, json_t *patch, const char *path, int *delet
                 res = json_is_array(o) ? json_deep_copy(o) : json_array();
                 if (!res)
                     return -1;
-                json_array_foreach(val, i, e) {
+                json_array_foreach(val, i, e)
+                {
                     if (!contains(res, e) && json_array_append(res, e) < 0) {
                         json_decref(res);
                         return -1;
@@ -563,7 +577,8 @@ smp_map(struct smp *c, json_t *orig, json_t *patch, const char *path, int *delet
         }
     }
     /* Directives that refer to sibling lists. */
-    json_object_foreach(patch, key, val) {
+    json_object_foreach(patch, key, val)
+    {
         char sub[512];
         const char *field;
         json_t *list;
@@ -574,7 +589,8 @@ smp_map(struct smp *c, json_t *orig, json_t *patch, const char *path, int *delet
             list = json_object_get(orig, field);
             if (!json_is_array(list) || !json_is_array(val))
                 continue;
-            json_array_foreach(val, i, e) {
+            json_array_foreach(val, i, e)
+            {
                 for (size_t j = json_array_size(list); j > 0; j--)
                     if (json_equal(json_array_get(list, j - 1), e))
                         json_array_remove(list, j - 1);
@@ -593,7 +609,8 @@ smp_map(struct smp *c, json_t *orig, json_t *patch, const char *path, int *delet
     }
     if (retain) {
         void *tmp;
-        json_object_foreach_safe(orig, tmp, key, val) {
+        json_object_foreach_safe(orig, tmp, key, val)
+        {
             json_t *ks = json_string(key);
             int keep;
             if (!ks)
@@ -609,8 +626,7 @@ smp_map(struct smp *c, json_t *orig, json_t *patch, const char *path, int *delet
 
 /* See fk.h. */
 json_t *
-fk_strategic_patch(json_t *target, json_t *patch, const struct fk_kind *k, char *err,
-                   size_t errlen)
+fk_strategic_patch(json_t *target, json_t *patch, const struct fk_kind *k, char *err, size_t errlen)
 {
     struct smp c = {k, err, errlen};
     json_t *out;

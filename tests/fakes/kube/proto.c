@@ -20,8 +20,8 @@ string_map(Fkpb__StringEntry **v, size_t n)
 {
     json_t *o = json_object();
     for (size_t i = 0; o && i < n; i++) {
-        if (!v[i]->key || json_object_set_new(o, v[i]->key, json_string(v[i]->value ? v[i]->value
-                                                                                    : "")) < 0) {
+        if (!v[i]->key ||
+            json_object_set_new(o, v[i]->key, json_string(v[i]->value ? v[i]->value : "")) < 0) {
             json_decref(o);
             return NULL;
         }
@@ -107,8 +107,8 @@ fk_proto_to_json(const unsigned char *body, size_t len, json_t **err)
     if (obj && ns->spec && ns->spec->n_finalizers &&
         json_object_set_new(obj, "spec",
                             json_pack("{s:o}", "finalizers",
-                                      string_list(ns->spec->finalizers,
-                                                  ns->spec->n_finalizers))) < 0) {
+                                      string_list(ns->spec->finalizers, ns->spec->n_finalizers))) <
+            0) {
         json_decref(obj);
         obj = NULL;
     }

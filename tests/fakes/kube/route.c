@@ -59,9 +59,9 @@ fk_api_dispatch(struct fk_rq *rq)
         fk_reply_json(rq, 200,
                       json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "major", "1",
                                 "minor", "35", "gitVersion", "v1.35.0", "gitCommit",
-                                "0000000000000000000000000000000000000000", "gitTreeState",
-                                "clean", "buildDate", "2025-12-17T00:00:00Z", "goVersion",
-                                "go1.25.5", "compiler", "gc", "platform", "linux/amd64"));
+                                "0000000000000000000000000000000000000000", "gitTreeState", "clean",
+                                "buildDate", "2025-12-17T00:00:00Z", "goVersion", "go1.25.5",
+                                "compiler", "gc", "platform", "linux/amd64"));
         return;
     }
     if (fk_discovery_serve(rq))

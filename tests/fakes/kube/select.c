@@ -170,8 +170,10 @@ parse_label_req(struct fk_selector *sel, const char **pp, char *err, size_t errl
         r->op = *p == '>' ? OP_GT : OP_LT;
         p++;
     } else {
-        snprintf(err, errlen, "unable to parse requirement: found '%c', expected: in, notin, =, "
-                 "==, !=, gt, lt", *p ? *p : ' ');
+        snprintf(err, errlen,
+                 "unable to parse requirement: found '%c', expected: in, notin, =, "
+                 "==, !=, gt, lt",
+                 *p ? *p : ' ');
         return -1;
     }
     p = skip_ws(p);
@@ -261,7 +263,8 @@ fk_label_selector_parse(const char *s, char *err, size_t errlen)
         if (*p == ',') {
             p++;
             if (!*skip_ws(p)) {
-                snprintf(err, errlen, "unable to parse requirement: found '', expected: identifier");
+                snprintf(err, errlen,
+                         "unable to parse requirement: found '', expected: identifier");
                 goto fail;
             }
         }
@@ -276,14 +279,29 @@ fail:
 static int
 field_supported(const struct fk_kind *k, const char *f)
 {
-    static const char *const event_core[] = {
-        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
-        "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type", NULL};
-    static const char *const event_new[] = {
-        "regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid",
-        "regarding.apiVersion", "regarding.resourceVersion", "regarding.fieldPath", "reason",
-        "reportingController", "type", NULL};
+    static const char *const event_core[] = {"involvedObject.kind",
+                                             "involvedObject.namespace",
+                                             "involvedObject.name",
+                                             "involvedObject.uid",
+                                             "involvedObject.apiVersion",
+                                             "involvedObject.resourceVersion",
+                                             "involvedObject.fieldPath",
+                                             "reason",
+                                             "reportingComponent",
+                                             "source",
+                                             "type",
+                                             NULL};
+    static const char *const event_new[] = {"regarding.kind",
+                                            "regarding.namespace",
+                                            "regarding.name",
+                                            "regarding.uid",
+                                            "regarding.apiVersion",
+                                            "regarding.resourceVersion",
+                                            "regarding.fieldPath",
+                                            "reason",
+                                            "reportingController",
+                                            "type",
+                                            NULL};
     const char *const *list = NULL;
 
     if (!strcmp(f, "metadata.name") || !strcmp(f, "metadata.namespace"))

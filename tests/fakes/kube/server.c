@@ -244,17 +244,28 @@ static const char *
 reason_for(int code)
 {
     switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "InternalError";
+    case 400:
+        return "BadRequest";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "NotFound";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Expired";
+    case 422:
+        return "Invalid";
+    case 429:
+        return "TooManyRequests";
+    case 503:
+        return "ServiceUnavailable";
+    case 504:
+        return "Timeout";
+    default:
+        return "InternalError";
     }
 }
 
@@ -312,14 +323,22 @@ static const char *
 method_name(int m)
 {
     switch (m) {
-    case EVHTTP_REQ_GET: return "GET";
-    case EVHTTP_REQ_POST: return "POST";
-    case EVHTTP_REQ_PUT: return "PUT";
-    case EVHTTP_REQ_DELETE: return "DELETE";
-    case EVHTTP_REQ_PATCH: return "PATCH";
-    case EVHTTP_REQ_HEAD: return "HEAD";
-    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-    default: return "OTHER";
+    case EVHTTP_REQ_GET:
+        return "GET";
+    case EVHTTP_REQ_POST:
+        return "POST";
+    case EVHTTP_REQ_PUT:
+        return "PUT";
+    case EVHTTP_REQ_DELETE:
+        return "DELETE";
+    case EVHTTP_REQ_PATCH:
+        return "PATCH";
+    case EVHTTP_REQ_HEAD:
+        return "HEAD";
+    case EVHTTP_REQ_OPTIONS:
+        return "OPTIONS";
+    default:
+        return "OTHER";
     }
 }
 
@@ -328,14 +347,15 @@ static int
 authenticate(struct fk_rq *rq)
 {
     struct fk_app *app = rq->app;
-    const char *auth = evhttp_find_header(evhttp_request_get_input_headers(rq->req),
-                                          "Authorization");
+    const char *auth =
+        evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Authorization");
     size_t i;
     json_t *t;
 
     if (auth && !strncasecmp(auth, "Bearer ", 7)) {
         const char *tok = auth + 7;
-        json_array_foreach(app->tokens, i, t) {
+        json_array_foreach(app->tokens, i, t)
+        {
             if (!strcmp(json_string_value(json_object_get(t, "token")), tok)) {
                 snprintf(rq->user, sizeof(rq->user), "%s",
                          json_string_value(json_object_get(t, "user")));
@@ -364,8 +384,8 @@ serve(struct fk_rq *rq)
     if (!is_health(rq->path) && strcmp(rq->path, "/version")) {
         int code = authenticate(rq);
         if (code) {
-            fk_reply_status(rq, fk_status_new(401, "Unauthorized", "Unauthorized", NULL, NULL,
-                                              NULL));
+            fk_reply_status(rq,
+                            fk_status_new(401, "Unauthorized", "Unauthorized", NULL, NULL, NULL));
             return;
         }
     }
@@ -389,8 +409,8 @@ serve(struct fk_rq *rq)
             return;
         }
         snprintf(msg, sizeof(msg), "injected failure (%d)", f->fail_status);
-        fk_reply_status(rq, fk_status_new(f->fail_status, reason_for(f->fail_status), msg, NULL,
-                                          NULL, NULL));
+        fk_reply_status(
+            rq, fk_status_new(f->fail_status, reason_for(f->fail_status), msg, NULL, NULL, NULL));
         return;
     }
     fk_api_dispatch(rq);
@@ -425,8 +445,8 @@ api_cb(struct evhttp_request *req, void *arg)
         rq->cluster = strdup("");
         if (!rq->path || !rq->cluster)
             goto oom;
-        fk_reply_status(rq, fk_status_new(400, "BadRequest", "malformed query string", NULL, NULL,
-                                          NULL));
+        fk_reply_status(
+            rq, fk_status_new(400, "BadRequest", "malformed query string", NULL, NULL, NULL));
         return;
     }
     decoded = evhttp_uridecode(raw_path ? raw_path : "/", 0, NULL);

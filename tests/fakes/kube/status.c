@@ -59,8 +59,8 @@ fk_status_invalid(const struct fk_kind *k, const char *name, const char *field, 
                   const char *detail)
 {
     char msg[1024];
-    json_t *causes = json_pack("[{s:s, s:s, s:s}]", "reason", ctype, "message", detail, "field",
-                               field);
+    json_t *causes =
+        json_pack("[{s:s, s:s, s:s}]", "reason", ctype, "message", detail, "field", field);
     if (!causes)
         return NULL;
     snprintf(msg, sizeof(msg), "%s \"%s\" is invalid: %s: %s", k->kind, name ? name : "", field,
@@ -134,10 +134,9 @@ fk_uuid(char *buf, size_t len)
     }
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(buf, len,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-             b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14],
-             b[15]);
+    snprintf(buf, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
     return buf;
 }
 

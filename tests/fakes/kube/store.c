@@ -245,8 +245,8 @@ fail:
 
 /* See fk.h. */
 int
-fk_store_replay(struct fk_store *s, uint64_t after,
-                int (*cb)(const struct fk_event *ev, void *arg), void *arg)
+fk_store_replay(struct fk_store *s, uint64_t after, int (*cb)(const struct fk_event *ev, void *arg),
+                void *arg)
 {
     for (size_t i = 0; i < s->hist_len; i++) {
         struct fk_event *ev = &s->hist[(s->hist_head + i) % s->hist_cap];

@@ -225,8 +225,7 @@ fk_tls_peer_user(struct evhttp_request *req, char *user, size_t len)
     peer = SSL_get0_peer_certificate(ssl);
     if (!peer || SSL_get_verify_result(ssl) != X509_V_OK)
         return 0;
-    if (X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, user, (int)len) <
-        0)
+    if (X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, user, (int)len) < 0)
         return 0;
     return 1;
 }

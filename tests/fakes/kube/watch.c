@@ -219,14 +219,14 @@ bookmark_obj(struct fk_watch *w, int initial_end)
         char lk[128], *raw, *b64;
         json_t *blueprint;
         snprintf(lk, sizeof(lk), "%sList", w->k->kind);
-        blueprint = json_pack("{s:s, s:s, s:{}, s:[]}", "kind", lk, "apiVersion", av, "metadata",
-                              "items");
+        blueprint =
+            json_pack("{s:s, s:s, s:{}, s:[]}", "kind", lk, "apiVersion", av, "metadata", "items");
         raw = blueprint ? json_dumps(blueprint, JSON_COMPACT) : NULL;
         b64 = raw ? fk_base64(raw, strlen(raw)) : NULL;
-        if (!b64 || json_object_set_new(json_object_get(o, "metadata"), "annotations",
-                                        json_pack("{s:s, s:s}", "k8s.io/initial-events-end",
-                                                  "true", "k8s.io/initial-events-list-blueprint",
-                                                  b64)) < 0) {
+        if (!b64 ||
+            json_object_set_new(json_object_get(o, "metadata"), "annotations",
+                                json_pack("{s:s, s:s}", "k8s.io/initial-events-end", "true",
+                                          "k8s.io/initial-events-list-blueprint", b64)) < 0) {
             json_decref(o);
             o = NULL;
         }

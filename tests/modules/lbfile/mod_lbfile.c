@@ -36,6 +36,7 @@ struct lf {
     plb_timer *sync; /* coalesces informer events into one pass */
 };
 
+/* clang-format off */
 static const struct plb_setting lf_settings[] = {
     {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = offsetof(struct lf_config, kubeconfig),
      .flags = PLB_SET_REQUIRED, .doc = "Kubeconfig of the cluster"},
@@ -49,6 +50,7 @@ static const struct plb_setting lf_settings[] = {
      .doc = "Targets one balancer holds"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 struct pass {
     struct lf *lf;
@@ -80,9 +82,8 @@ provision_one(const plb_obj *svc, void *arg)
 
     struct plb_lb_targets t = {.size = sizeof(t)};
     char err[256];
-    int rc = h->lb_select_targets(lf->ctx, svc, PLB_LB_POLICY_TRAFFIC, NULL, lf->nodes,
-                                  lf->slices, (size_t)lf->cfg->max_targets, &t, err,
-                                  sizeof(err));
+    int rc = h->lb_select_targets(lf->ctx, svc, PLB_LB_POLICY_TRAFFIC, NULL, lf->nodes, lf->slices,
+                                  (size_t)lf->cfg->max_targets, &t, err, sizeof(err));
     if (rc < 0) {
         h->log_kv(lf->ctx, PLB_LOG_ERROR, "target selection failed", "service", name, NULL);
         return;
@@ -97,8 +98,8 @@ provision_one(const plb_obj *svc, void *arg)
 
     if (t.dropped) {
         char msg[256];
-        snprintf(msg, sizeof(msg), "%zu nodes left out: a balancer holds %lld targets",
-                 t.dropped, (long long)lf->cfg->max_targets);
+        snprintf(msg, sizeof(msg), "%zu nodes left out: a balancer holds %lld targets", t.dropped,
+                 (long long)lf->cfg->max_targets);
         struct plb_kube_event ev = {.size = sizeof(ev),
                                     .involved = svc,
                                     .kind = "Service",
@@ -111,10 +112,8 @@ provision_one(const plb_obj *svc, void *arg)
     }
     h->lb_targets_clear(&t);
 
-    const char *have =
-        h->obj_str(h->obj_get(h->obj_at(h->obj_get(svc, "status", "loadBalancer", "ingress", NULL),
-                                        0),
-                              "ip", NULL));
+    const char *have = h->obj_str(h->obj_get(
+        h->obj_at(h->obj_get(svc, "status", "loadBalancer", "ingress", NULL), 0), "ip", NULL));
     if (!have || strcmp(have, addr) != 0) {
         const char *ips[] = {addr};
         int e;
@@ -135,8 +134,7 @@ on_sync(plb_timer *timer, void *arg)
     snprintf(tmp, sizeof(tmp), "%s.tmp", lf->cfg->output_file);
     FILE *out = fopen(tmp, "w");
     if (!out) {
-        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot write the output file", "path", tmp,
-                         NULL);
+        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot write the output file", "path", tmp, NULL);
         return;
     }
     struct pass p = {.lf = lf, .out = out};
@@ -182,7 +180,9 @@ watch(struct lf *lf, const char *api_version, const char *resource)
 {
     struct plb_informer_opts o = {
         .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref), .api_version = api_version, .resource = resource},
+        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref),
+                                            .api_version = api_version,
+                                            .resource = resource},
         .on_add = on_add,
         .on_update = on_update,
         .on_delete = on_add,

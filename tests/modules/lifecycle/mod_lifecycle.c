@@ -57,6 +57,7 @@ check_even(const void *value)
     return (*v % 2) ? "must be an even number" : NULL;
 }
 
+/* clang-format off */
 static const struct plb_setting lc_settings[] = {
     {.name = "trace_file", .type = PLB_SET_PATH, .offset = offsetof(struct lc_config, trace_file),
      .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .doc = "File the hooks are traced to"},
@@ -106,6 +107,7 @@ static const struct plb_setting lc_settings[] = {
      .doc = "A secret's file"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 static void
 trace(struct lc *lc, const char *what)
@@ -265,8 +267,7 @@ lc_start(void *state, char *err, size_t errlen)
             return rc;
     }
     if (lc->cfg->publish.n) {
-        rc = lc->host->endpoints_publish(lc->ctx, "static",
-                                         (const char *const *)lc->cfg->publish.v,
+        rc = lc->host->endpoints_publish(lc->ctx, "static", (const char *const *)lc->cfg->publish.v,
                                          lc->cfg->publish.n);
         if (rc < 0)
             return rc;

@@ -32,8 +32,14 @@ struct st_setting {
     uint64_t future_flags;
     double future_bounds[4];
 };
-#define ENTRY(...) {.s = {__VA_ARGS__}, .future_text = "ignored", .future_flags = ~0ull}
-#define END {.s = PLB_SETTINGS_END}
+#define ENTRY(...)                                                                                 \
+    {                                                                                              \
+        .s = {__VA_ARGS__}, .future_text = "ignored", .future_flags = ~0ull                        \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        .s = PLB_SETTINGS_END                                                                      \
+    }
 #define MODNAME "stride_newer"
 #elif defined(STRIDE_OLDER)
 /* struct plb_setting as ABI 1.0 had it: no `format`. */
@@ -50,15 +56,27 @@ struct st_setting {
     const char *doc;
     const char *(*validate)(const void *value);
 };
-#define ENTRY(...) {__VA_ARGS__}
-#define END {0}
+#define ENTRY(...)                                                                                 \
+    {                                                                                              \
+        __VA_ARGS__                                                                                \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        0                                                                                          \
+    }
 #define MODNAME "stride_older"
 #else
 struct st_setting {
     struct plb_setting s;
 };
-#define ENTRY(...) {.s = {__VA_ARGS__}}
-#define END {.s = PLB_SETTINGS_END}
+#define ENTRY(...)                                                                                 \
+    {                                                                                              \
+        .s = { __VA_ARGS__ }                                                                       \
+    }
+#define END                                                                                        \
+    {                                                                                              \
+        .s = PLB_SETTINGS_END                                                                      \
+    }
 #define MODNAME "stride"
 #endif
 

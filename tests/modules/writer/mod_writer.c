@@ -37,6 +37,7 @@ struct wr {
     unsigned long term, seq;
 };
 
+/* clang-format off */
 static const struct plb_setting wr_settings[] = {
     {.name = "identity", .type = PLB_SET_STRING, .offset = offsetof(struct wr_config, identity),
      .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .doc = "Who writes"},
@@ -55,6 +56,7 @@ static const struct plb_setting wr_settings[] = {
      .doc = "Pause between writes"},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 static void
 trace(struct wr *w, const char *what)
@@ -63,8 +65,8 @@ trace(struct wr *w, const char *what)
         return;
     FILE *f = fopen(w->cfg->trace_file, "a");
     if (!f) {
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot open trace file", "path",
-                        w->cfg->trace_file, NULL);
+        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot open trace file", "path", w->cfg->trace_file,
+                        NULL);
         return;
     }
     fprintf(f, "%s %s %lu %lld\n", what, w->cfg->identity, w->term,

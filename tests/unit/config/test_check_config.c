@@ -55,14 +55,15 @@ assert_error(const char *out, const char *name, int line, const char *rest)
 START_TEST(good_file_prints_ok)
 {
     char *out = NULL;
-    int rc = check_config("ok.conf",
-                          "log_level = \"debug\";\n"
-                          "instances = (\n"
-                          "  { module = \"lifecycle\"; name = \"one\"; " TRACE " },\n"
-                          "  { module = \"lifecycle\"; name = \"two\"; " TRACE
-                          " port = 9000; interval = \"2s\"; tags = \"a,b\"; sources = [\"one\"]; }\n"
-                          ");\n",
-                          &out);
+    int rc =
+        check_config("ok.conf",
+                     "log_level = \"debug\";\n"
+                     "instances = (\n"
+                     "  { module = \"lifecycle\"; name = \"one\"; " TRACE " },\n"
+                     "  { module = \"lifecycle\"; name = \"two\"; " TRACE
+                     " port = 9000; interval = \"2s\"; tags = \"a,b\"; sources = [\"one\"]; }\n"
+                     ");\n",
+                     &out);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, out);
     ck_assert_str_eq(out, "OK\n");
     free(out);
@@ -130,8 +131,7 @@ START_TEST(missing_module_file)
     ck_assert_int_eq(rc, 1);
     assert_error(out, "missing.conf", 3, "instances.[1]: module \"nosuch\" not found");
     free(out);
-    rc = check_config("missing2.conf",
-                      "instances = ( { module = \"./mod_gone.so\"; } );\n", &out);
+    rc = check_config("missing2.conf", "instances = ( { module = \"./mod_gone.so\"; } );\n", &out);
     ck_assert_int_eq(rc, 1);
     assert_error(out, "missing2.conf", 1, "instances.[0]: cannot load module");
     ck_assert_ptr_nonnull(strstr(out, "mod_gone.so"));
@@ -215,8 +215,7 @@ START_TEST(settings_tables_of_any_stride_load)
     const char *mod = stride_modules[_i];
     char *out = NULL, text[8192];
 
-    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; name = \"s\"; }\n);\n",
-             mod);
+    snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; name = \"s\"; }\n);\n", mod);
     int rc = check_config("defaults.conf", text, &out);
     ck_assert_msg(rc == 0, "%s: exit %d: %s", mod, rc, out);
     ck_assert_str_eq(out, "OK\n");
@@ -342,8 +341,8 @@ START_TEST(secret_values_are_never_printed)
                     NULL};
     char path[4096];
     snprintf(path, sizeof(path), "%s/env.conf", dir);
-    ck_assert_int_eq(tu_write_file(path, "instances = ( { module = \"lifecycle\"; " TRACE " } );\n"),
-                     0);
+    ck_assert_int_eq(
+        tu_write_file(path, "instances = ( { module = \"lifecycle\"; " TRACE " } );\n"), 0);
     argv[3] = path;
     char *env[] = {module_path, "LIFECYCLE_ENABLED=maybe", NULL};
     int rc = tu_run(argv, env, &out, 30000);

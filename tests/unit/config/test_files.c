@@ -79,8 +79,9 @@ START_TEST(include_of_a_fifo_is_an_error_not_a_hang)
                      0);
     int rc = check("main.conf", &out);
     ck_assert_msg(rc == 1, "exit %d (-1: hung); output:\n%s", rc, out);
-    snprintf(want, sizeof(want), "%s:2: cannot include \"%s/pipe.conf\": not a regular file (a FIFO)",
-             at("main.conf"), dir);
+    snprintf(want, sizeof(want),
+             "%s:2: cannot include \"%s/pipe.conf\": not a regular file (a FIFO)", at("main.conf"),
+             dir);
     assert_has(out, want);
     free(out);
 }
@@ -93,8 +94,9 @@ START_TEST(include_of_a_directory_or_proc_self_mem_names_file_and_line)
     ck_assert_int_eq(tu_write_file(at("dir.conf"), GOOD_INSTANCES "\n\n@include \"sub\"\n"), 0);
     int rc = check("dir.conf", &out);
     ck_assert_msg(rc == 1, "exit %d; output:\n%s", rc, out);
-    snprintf(want, sizeof(want), "%s:4: cannot include \"%s/sub\": not a regular file (a directory)",
-             at("dir.conf"), dir);
+    snprintf(want, sizeof(want),
+             "%s:4: cannot include \"%s/sub\": not a regular file (a directory)", at("dir.conf"),
+             dir);
     assert_has(out, want);
     ck_assert_ptr_null(strstr(out, "flex scanner"));
     free(out);
@@ -119,7 +121,8 @@ START_TEST(include_of_a_directory_or_proc_self_mem_names_file_and_line)
     free(out);
 
     /* Nested: the error names the file and line that include it. */
-    ck_assert_int_eq(tu_write_file(at("outer.conf"), "@include \"inner.conf\"\n" GOOD_INSTANCES), 0);
+    ck_assert_int_eq(tu_write_file(at("outer.conf"), "@include \"inner.conf\"\n" GOOD_INSTANCES),
+                     0);
     ck_assert_int_eq(tu_write_file(at("inner.conf"), "# inner\n@include \"sub\"\n"), 0);
     out = NULL;
     rc = check("outer.conf", &out);
@@ -165,8 +168,9 @@ START_TEST(check_config_loads_each_kubeconfig)
     leader_conf("a.conf", at("kc-fifo"));
     int rc = check("a.conf", &out);
     ck_assert_msg(rc == 1, "exit %d (-1: hung); output:\n%s", rc, out);
-    snprintf(want, sizeof(want), "%s:4: instances.leader.kubeconfig: cannot use this kubeconfig: "
-                                 "%s: not a regular file (a FIFO)",
+    snprintf(want, sizeof(want),
+             "%s:4: instances.leader.kubeconfig: cannot use this kubeconfig: "
+             "%s: not a regular file (a FIFO)",
              at("a.conf"), at("kc-fifo"));
     assert_has(out, want);
     free(out);
@@ -178,8 +182,8 @@ START_TEST(check_config_loads_each_kubeconfig)
     out = NULL;
     rc = check("b.conf", &out);
     ck_assert_msg(rc == 1, "exit %d; output:\n%s", rc, out);
-    snprintf(want, sizeof(want), "%s:4: instances.leader.kubeconfig: cannot use this kubeconfig: %s: ",
-             at("b.conf"),
+    snprintf(want, sizeof(want),
+             "%s:4: instances.leader.kubeconfig: cannot use this kubeconfig: %s: ", at("b.conf"),
              at("kc-bad"));
     assert_has(out, want);
     free(out);

@@ -28,6 +28,7 @@ not_bob(const void *v)
     return (*s && strcmp(*s, "bob") == 0) ? "bob is not allowed" : NULL;
 }
 
+/* clang-format off */
 static const struct plb_setting table[] = {
     {.name = "flag", .type = PLB_SET_BOOL, .offset = offsetof(struct cfg, flag), .def = "true"},
     {.name = "count", .type = PLB_SET_INT, .offset = offsetof(struct cfg, count), .def = "3",
@@ -45,6 +46,7 @@ static const struct plb_setting table[] = {
     {.name = "file", .type = PLB_SET_PATH, .offset = offsetof(struct cfg, file)},
     PLB_SETTINGS_END,
 };
+/* clang-format on */
 
 /* Parse text as a config file and the settings of its root group. */
 static int
@@ -248,11 +250,11 @@ START_TEST(formats_accept_and_reject)
     ck_assert_str_eq(core_format_check(PLB_FMT_HOST_PORT, "10.0.0.1:65536", buf, sizeof(buf)),
                      "has a port that is not a number in the range 1-65535");
     ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HOST_PORT, "fd00::1:6443", buf, sizeof(buf)));
-    ck_assert_ptr_null(core_format_check(PLB_FMT_TLS_NAME, "kubernetes.default.svc", buf,
-                                         sizeof(buf)));
+    ck_assert_ptr_null(
+        core_format_check(PLB_FMT_TLS_NAME, "kubernetes.default.svc", buf, sizeof(buf)));
     ck_assert_ptr_nonnull(core_format_check(PLB_FMT_TLS_NAME, "https://k", buf, sizeof(buf)));
-    ck_assert_ptr_null(core_format_check(PLB_FMT_HTTP_URL, "https://127.0.0.1:7445/clusters/x",
-                                         buf, sizeof(buf)));
+    ck_assert_ptr_null(
+        core_format_check(PLB_FMT_HTTP_URL, "https://127.0.0.1:7445/clusters/x", buf, sizeof(buf)));
     ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HTTP_URL, "127.0.0.1:7445", buf, sizeof(buf)));
     ck_assert_ptr_nonnull(core_format_check(PLB_FMT_HTTP_URL, "https://", buf, sizeof(buf)));
     ck_assert_ptr_null(core_format_check(PLB_FMT_DNS_LABEL, "kube-system", buf, sizeof(buf)));
@@ -265,6 +267,7 @@ END_TEST
 
 START_TEST(list_formats_name_the_entry)
 {
+    /* clang-format off */
     static const struct plb_setting t[] = {
         {.name = "eps", .type = PLB_SET_STRING_LIST, .offset = 0,
          .format = PLB_FMT_HOST_PORT},

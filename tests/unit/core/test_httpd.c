@@ -52,14 +52,14 @@ teardown(void)
 struct client {
     const char *ip;
     int port;
-    const char *req;  /* sent as is */
-    size_t req_len;   /* 0: strlen(req) */
-    size_t send_extra; /* then this many 'x' bytes (bodies over the limit) */
-    int hangup;       /* 1: close right after sending; 2: with RST */
-    int *hangup_when; /* hang up only once *hangup_when != 0 (at most 5 s) */
+    const char *req;       /* sent as is */
+    size_t req_len;        /* 0: strlen(req) */
+    size_t send_extra;     /* then this many 'x' bytes (bodies over the limit) */
+    int hangup;            /* 1: close right after sending; 2: with RST */
+    int *hangup_when;      /* hang up only once *hangup_when != 0 (at most 5 s) */
     const char *then_send; /* sent once *then_when != 0 (at most 5 s) */
     int *then_when;
-    int then_sent;         /* set once then_send is in the socket */
+    int then_sent; /* set once then_send is in the socket */
     char resp[RESP_MAX + 1];
     size_t len;
     int64_t done_ms;
@@ -286,8 +286,8 @@ echo_handler(plb_http_exchange *x, void *arg)
     const char *v = core_http_header(x, "x-test");
     h->hdr_null = v == NULL;
     snprintf(h->hdr, sizeof h->hdr, "%s", v ? v : "");
-    int n = snprintf(body, sizeof body, "%s %s %s?%s", h->tag ? h->tag : "echo", h->method,
-                     h->path, h->query);
+    int n = snprintf(body, sizeof body, "%s %s %s?%s", h->tag ? h->tag : "echo", h->method, h->path,
+                     h->query);
     const char *hdrs[] = {"X-Tag: yes", NULL};
     core_http_reply(x, 200, "text/plain", body, (size_t)n, hdrs);
     if (h->free_server) {
@@ -417,12 +417,8 @@ START_TEST(test_prefix_routes_longest_wins)
         int status;
         const char *tag;
     } cases[] = {
-        {"/api/", 200, "api"},
-        {"/api/things", 200, "api"},
-        {"/api/v1/", 200, "v1"},
-        {"/api/v1/y/z", 200, "v1"},
-        {"/api/v1/exact", 200, "exact"},
-        {"/api/v1/exactly", 200, "v1"},
+        {"/api/", 200, "api"},      {"/api/things", 200, "api"},     {"/api/v1/", 200, "v1"},
+        {"/api/v1/y/z", 200, "v1"}, {"/api/v1/exact", 200, "exact"}, {"/api/v1/exactly", 200, "v1"},
         {"/api", 404, NULL}, /* a prefix route does not match without its '/' */
         {"/other", 404, NULL},
     };
@@ -498,11 +494,11 @@ fancy_handler(plb_http_exchange *x, void *arg)
     const char *hdrs[] = {
         "X-One: 1",
         "Cache-Control:no-store",
-        "Content-Length: 999",      /* ignored: the core frames the body */
+        "Content-Length: 999",        /* ignored: the core frames the body */
         "Transfer-Encoding: chunked", /* ignored */
-        "not a header line",        /* skipped */
-        ": empty name",             /* skipped */
-        "X-Bad\r\nInjected: yes",   /* skipped */
+        "not a header line",          /* skipped */
+        ": empty name",               /* skipped */
+        "X-Bad\r\nInjected: yes",     /* skipped */
         NULL,
     };
     core_http_reply(x, *status, NULL, "body", 4, hdrs);
@@ -608,7 +604,8 @@ START_TEST(test_async_reply_after_timer)
     /* The next request arrives while the first is still unanswered. */
     h.calls = 0;
     int sent_first = 0;
-    struct client q = {.then_send = "GET /slow?late HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    struct client q = {.then_send =
+                           "GET /slow?late HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
                        .then_when = &sent_first};
     client_start(&q, port, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
     for (int i = 0; i < 2000 && h.calls == 0; i++)

@@ -181,8 +181,8 @@ START_TEST(request_timeout_closes_silent_and_trickling_clients)
         }
         run_for(5);
     }
-    ck_assert_msg(silent_closed >= 1000 && silent_closed < 6000, "silent client closed after %lld ms",
-                  (long long)silent_closed);
+    ck_assert_msg(silent_closed >= 1000 && silent_closed < 6000,
+                  "silent client closed after %lld ms", (long long)silent_closed);
     ck_assert_msg(trickle_closed >= 1000 && trickle_closed < 6000,
                   "trickling client closed after %lld ms", (long long)trickle_closed);
     ck_assert_msg(head[sent] != '\0', "the whole head went out before the close");

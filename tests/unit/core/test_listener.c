@@ -57,8 +57,8 @@ struct acc {
     int fd[MAX_CONN];
     char peer[MAX_CONN][CORE_SOCKADDR_STRLEN];
     int stop_after;
-    int free_at;   /* free the listener when n reaches this */
-    int pause_at;  /* pause the listener when n reaches this */
+    int free_at;  /* free the listener when n reaches this */
+    int pause_at; /* pause the listener when n reaches this */
     plb_listener *l;
 };
 
@@ -133,8 +133,8 @@ START_TEST(test_sockaddr_parse)
     ck_assert_int_eq(core_sockaddr_parse("0.0.0.0", 1, &ss, &len), 0);
     ck_assert_int_eq(core_sockaddr_parse("::", 1, &ss, &len), 0);
 
-    const char *bad[] = {"", "localhost", "1.2.3", "1.2.3.4.5", "256.1.1.1", "[1.2.3.4]",
-                         "[::1", "::1]", "::1%lo", "1.2.3.4:80", " 1.2.3.4", "[]"};
+    const char *bad[] = {"",     "localhost", "1.2.3",  "1.2.3.4.5",  "256.1.1.1", "[1.2.3.4]",
+                         "[::1", "::1]",      "::1%lo", "1.2.3.4:80", " 1.2.3.4",  "[]"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(core_sockaddr_parse(bad[i], 80, &ss, &len) == -EINVAL, "accepted '%s'",
                       bad[i]);
@@ -499,8 +499,7 @@ START_TEST(test_emfile_backoff)
         late[i] = client_connect("127.0.0.1", port, local[i], sizeof local[i]);
     run_for(1000);
     fflush(logf);
-    ck_assert_msg(a.n >= 2 && a.n <= N + 2, "accepted %d after fds freed; log:\n%s", a.n,
-                  logbuf);
+    ck_assert_msg(a.n >= 2 && a.n <= N + 2, "accepted %d after fds freed; log:\n%s", a.n, logbuf);
     for (int i = 0; i < 2; i++) {
         int found = 0;
         for (int k = 0; k < a.n; k++)

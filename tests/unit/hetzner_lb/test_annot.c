@@ -11,18 +11,30 @@
 
 /* The example Service of the spec, with a name Hetzner accepts. */
 static const char *const example[] = {
-    "robotlb/balancer", "custom-name",
-    "robotlb/lb-network", "my-net",
-    "robotlb/lb-private-ip", "10.10.10.10",
-    "robotlb/node-selector", "node-role.kubernetes.io/control-plane!=true,beta.kubernetes.io/arch=amd64",
-    "robotlb/lb-check-interval", "5",
-    "robotlb/lb-timeout", "3",
-    "robotlb/lb-retries", "3",
-    "robotlb/lb-proxy-mode", "false",
-    "robotlb/lb-location", "hel1",
-    "robotlb/lb-algorithm", "least-connection",
-    "robotlb/balancer-type", "lb11",
-    "robotlb/ip-mode", "VIP",
+    "robotlb/balancer",
+    "custom-name",
+    "robotlb/lb-network",
+    "my-net",
+    "robotlb/lb-private-ip",
+    "10.10.10.10",
+    "robotlb/node-selector",
+    "node-role.kubernetes.io/control-plane!=true,beta.kubernetes.io/arch=amd64",
+    "robotlb/lb-check-interval",
+    "5",
+    "robotlb/lb-timeout",
+    "3",
+    "robotlb/lb-retries",
+    "3",
+    "robotlb/lb-proxy-mode",
+    "false",
+    "robotlb/lb-location",
+    "hel1",
+    "robotlb/lb-algorithm",
+    "least-connection",
+    "robotlb/balancer-type",
+    "lb11",
+    "robotlb/ip-mode",
+    "VIP",
     NULL,
 };
 
@@ -76,8 +88,8 @@ static void
 expect_bad(const char *key, const char *value, const char *needle)
 {
     int loc = strcmp(key, "robotlb/lb-location") == 0;
-    const char *kv[] = {loc ? "robotlb/balancer-type" : "robotlb/lb-location", loc ? "lb21" : "fsn1",
-                        key, value, NULL};
+    const char *kv[] = {loc ? "robotlb/balancer-type" : "robotlb/lb-location",
+                        loc ? "lb21" : "fsn1", key, value, NULL};
     struct hz_annot a;
     char err[512];
     int rc = hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err));
@@ -190,8 +202,8 @@ END_TEST
 /* Every bad annotation is named in the one warning. */
 START_TEST(every_bad_annotation_is_named_in_one_message)
 {
-    const char *kv[] = {"robotlb/lb-retries", "9", "robotlb/ip-mode", "X",
-                        "robotlb/lb-algorithm", "fastest", NULL};
+    const char *kv[] = {
+        "robotlb/lb-retries", "9", "robotlb/ip-mode", "X", "robotlb/lb-algorithm", "fastest", NULL};
     struct hz_annot a;
     char err[512];
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);

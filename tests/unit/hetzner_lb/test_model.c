@@ -188,7 +188,8 @@ START_TEST(when_no_port_can_be_exposed_there_is_no_balancer_and_a_warning)
 END_TEST
 
 static const char *lb_json =
-    "{\"id\":42,\"name\":\"web.shop\",\"labels\":{\"robotlb/service-uid\":\"uid-1\",\"team\":\"a\"},"
+    "{\"id\":42,\"name\":\"web.shop\",\"labels\":{\"robotlb/"
+    "service-uid\":\"uid-1\",\"team\":\"a\"},"
     "\"load_balancer_type\":{\"name\":\"lb11\",\"max_targets\":25},"
     "\"location\":{\"name\":\"hel1\"},\"algorithm\":{\"type\":\"round_robin\"},"
     "\"public_net\":{\"ipv4\":{\"ip\":\"1.2.3.4\"},\"ipv6\":{\"ip\":\"2001:db8::1\"}},"
@@ -252,13 +253,12 @@ START_TEST(every_balancer_created_is_labelled_with_the_service_uid)
     json_t *b = hz_create_body(&d, 7, 1);
     ck_assert_ptr_nonnull(b);
     ck_assert_str_eq(json_string_value(json_object_get(b, "name")), "web.shop");
-    ck_assert_str_eq(
-        json_string_value(json_object_get(json_object_get(b, "labels"), HZ_LABEL_UID)), "uid-1");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "labels"), HZ_LABEL_UID)),
+                     "uid-1");
     ck_assert_str_eq(json_string_value(json_object_get(b, "load_balancer_type")), "lb11");
     ck_assert_str_eq(json_string_value(json_object_get(b, "location")), "hel1");
-    ck_assert_str_eq(
-        json_string_value(json_object_get(json_object_get(b, "algorithm"), "type")),
-        "least_connections");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(b, "algorithm"), "type")),
+                     "least_connections");
     ck_assert_int_eq(json_integer_value(json_object_get(b, "network")), 7);
     json_t *sv = json_array_get(json_object_get(b, "services"), 1);
     ck_assert_int_eq(json_integer_value(json_object_get(sv, "listen_port")), 443);

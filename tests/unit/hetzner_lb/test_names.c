@@ -69,7 +69,8 @@ fill(char *buf, char c, size_t n)
 
 /* "A name longer than the 128 characters Hetzner allows is cut and ends in
  * - and a 16-digit hex hash of the whole name." */
-START_TEST(a_name_longer_than_128_characters_is_cut_and_ends_in_dash_and_16_hex_digits_of_the_whole_name)
+START_TEST(
+    a_name_longer_than_128_characters_is_cut_and_ends_in_dash_and_16_hex_digits_of_the_whole_name)
 {
     char svc[64], ns[64], cl[64], whole[200], n[HZ_NAME_MAX + 1], want[17];
     fill(svc, 's', 63);
@@ -150,11 +151,9 @@ suite(void)
     Suite *s = suite_create("hetzner_lb names");
     TCase *tc = tcase_create("names");
     tcase_add_test(tc, without_the_annotation_the_balancer_is_named_service_dot_namespace);
-    tcase_add_test(tc,
-                   with_a_cluster_name_the_balancer_is_named_cluster_dot_service_dot_namespace);
+    tcase_add_test(tc, with_a_cluster_name_the_balancer_is_named_cluster_dot_service_dot_namespace);
     tcase_add_test(tc, the_cluster_name_is_not_added_to_a_name_from_the_annotation);
-    tcase_add_test(tc,
-                   earlier_releases_named_the_balancer_after_the_service_without_its_namespace);
+    tcase_add_test(tc, earlier_releases_named_the_balancer_after_the_service_without_its_namespace);
     tcase_add_test(tc, the_name_hash_is_fnv1a_64);
     tcase_add_test(
         tc,

@@ -44,8 +44,7 @@ take(struct bucket *b, int64_t now, long *limit, long *remaining, long long *res
  * latency_ms, at most in_flight_max at a time; returns the 429s and the
  * time it took. */
 static int
-run(struct bucket *b, struct hz_pace *p, int n, int latency_ms, int in_flight_max,
-    int64_t *elapsed)
+run(struct bucket *b, struct hz_pace *p, int n, int latency_ms, int in_flight_max, int64_t *elapsed)
 {
     int64_t now = 0, due[64];
     uint64_t seq[64], next_seq = 0;

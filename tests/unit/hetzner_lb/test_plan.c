@@ -42,9 +42,10 @@ ipt(const char *a, const char *b)
 {
     static char buf[512];
     if (b)
-        snprintf(buf, sizeof(buf),
-                 "[{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}},{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}}]",
-                 a, b);
+        snprintf(
+            buf, sizeof(buf),
+            "[{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}},{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}}]",
+            a, b);
     else
         snprintf(buf, sizeof(buf), "[{\"type\":\"ip\",\"ip\":{\"ip\":\"%s\"}}]", a);
     return buf;
@@ -298,8 +299,11 @@ static const char *const nodes[] = {"10.0.1.10", "10.0.1.11"};
 static struct hz_own_in
 own_in(void)
 {
-    return (struct hz_own_in){.uid = "uid-new", .name = "web.shop", .legacy_name = "web",
-                              .node_ips = nodes, .nnode_ips = 2};
+    return (struct hz_own_in){.uid = "uid-new",
+                              .name = "web.shop",
+                              .legacy_name = "web",
+                              .node_ips = nodes,
+                              .nnode_ips = 2};
 }
 
 /* "finds the balancer of a service by that label" and "Balancers that
@@ -383,7 +387,8 @@ END_TEST
 
 /* "When it has the name of an earlier release, robotlb creates a new
  * balancer with a new IP instead, without a warning" */
-START_TEST(an_old_balancer_under_the_earlier_release_name_labelled_with_the_old_uid_gives_a_new_balancer_without_warning)
+START_TEST(
+    an_old_balancer_under_the_earlier_release_name_labelled_with_the_old_uid_gives_a_new_balancer_without_warning)
 {
     struct hz_actual b;
     struct hz_own_in in = own_in();
@@ -455,7 +460,8 @@ END_TEST
  * the old name it is replaced by a new balancer with a new IP and stays in
  * the project, unlabelled and billed; under an annotated name the service
  * gets a warning event." */
-START_TEST(a_balancer_without_targets_is_replaced_under_the_old_name_and_warned_under_an_annotated_name)
+START_TEST(
+    a_balancer_without_targets_is_replaced_under_the_old_name_and_warned_under_an_annotated_name)
 {
     struct hz_actual b;
     struct hz_own_in in = own_in();
@@ -638,8 +644,7 @@ suite(void)
     tcase_add_test(tc,
                    the_balancer_is_found_by_its_label_so_a_cluster_name_set_later_renames_nothing);
     tcase_add_test(
-        tc,
-        a_name_taken_by_a_balancer_labelled_for_another_service_gives_a_warning_naming_its_uid);
+        tc, a_name_taken_by_a_balancer_labelled_for_another_service_gives_a_warning_naming_its_uid);
     tcase_add_test(tc,
                    a_name_taken_by_an_unlabelled_balancer_not_targeting_the_nodes_gives_a_warning);
     tcase_add_test(tc, two_services_cannot_share_a_balancer_through_the_same_annotation);
@@ -647,10 +652,8 @@ suite(void)
         tc,
         an_old_balancer_under_the_earlier_release_name_labelled_with_the_old_uid_gives_a_new_balancer_without_warning);
     tcase_add_test(
-        tc,
-        an_unlabelled_balancer_whose_targets_are_all_ips_one_a_node_of_the_service_is_adopted);
-    tcase_add_test(tc,
-                   adoption_applies_to_a_matching_balancer_under_the_default_or_annotated_name);
+        tc, an_unlabelled_balancer_whose_targets_are_all_ips_one_a_node_of_the_service_is_adopted);
+    tcase_add_test(tc, adoption_applies_to_a_matching_balancer_under_the_default_or_annotated_name);
     tcase_add_test(tc, an_unlabelled_balancer_with_a_non_ip_target_is_not_adopted);
     tcase_add_test(
         tc,

@@ -612,8 +612,12 @@ START_TEST(test_per_host_cap)
     ck_assert_uint_eq(core_httpc_active(hc), 20);
     /* a stream to the same host is not held */
     struct chunks c = {0};
-    struct plb_http_opts so = {.size = sizeof(so), .url = u("/hang"), .done = never_done,
-                               .arg = &c, .body_mode = PLB_HTTP_CHUNKS, .on_data = count_only};
+    struct plb_http_opts so = {.size = sizeof(so),
+                               .url = u("/hang"),
+                               .done = never_done,
+                               .arg = &c,
+                               .body_mode = PLB_HTTP_CHUNKS,
+                               .on_data = count_only};
     ck_assert_ptr_nonnull(core_http_request(hc, &so, &err));
     ck_assert(run_until(base, &srv->hits, 9, 10000));
     ck_assert_uint_eq(core_httpc_waiting(hc), 12);

@@ -40,8 +40,7 @@ record(const char *key, json_t *old, json_t *o, void *arg)
     } else {
         r->updated++;
         ck_assert_ptr_eq(json_object_get(r->cache, key), o);
-        snprintf(line, sizeof(line), "~%s@%s>%s ", key, core_kube_obj_rv(old),
-                 core_kube_obj_rv(o));
+        snprintf(line, sizeof(line), "~%s@%s>%s ", key, core_kube_obj_rv(old), core_kube_obj_rv(o));
     }
     strncat(r->log, line, sizeof(r->log) - strlen(r->log) - 1);
 }
@@ -137,9 +136,10 @@ END_TEST
 
 START_TEST(trim_drops_managed_fields_only)
 {
-    json_t *o = json_loads("{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":"
-                           "\"kubectl\"}],\"labels\":{\"x\":\"y\"}},\"spec\":{\"managedFields\":1}}",
-                           0, NULL);
+    json_t *o =
+        json_loads("{\"metadata\":{\"name\":\"a\",\"managedFields\":[{\"manager\":"
+                   "\"kubectl\"}],\"labels\":{\"x\":\"y\"}},\"spec\":{\"managedFields\":1}}",
+                   0, NULL);
     ck_assert_ptr_nonnull(o);
     core_kube_obj_trim(o);
     json_t *want = json_loads("{\"metadata\":{\"name\":\"a\",\"labels\":{\"x\":\"y\"}},"

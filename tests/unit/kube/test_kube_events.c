@@ -31,8 +31,8 @@ START_TEST(same_reason_message_object_same_key)
         core_kube_event_key(&src, a, "Service", "v1", "Warning", "BadAnnotation", "m2"),
         core_kube_event_key(&src, a, "Service", "v1", "Warning", "Other", "m"),
         core_kube_event_key(&src, a, "Service", "v1", "Normal", "BadAnnotation", "m"),
-        core_kube_event_key(&(struct core_kube_evsrc){"x", "node-1"}, a, "Service", "v1",
-                            "Warning", "BadAnnotation", "m"),
+        core_kube_event_key(&(struct core_kube_evsrc){"x", "node-1"}, a, "Service", "v1", "Warning",
+                            "BadAnnotation", "m"),
         core_kube_event_key(&src, a, "Node", "v1", "Warning", "BadAnnotation", "m"),
     };
     for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
@@ -67,15 +67,15 @@ START_TEST(event_body)
     json_t *ev = core_kube_event_body(&src, o, "Service", "v1", NULL, "Synced", "ok", ns);
     ck_assert_ptr_nonnull(ev);
     char *s = json_dumps(ev, JSON_SORT_KEYS);
-    json_t *want = json_pack(
-        "{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
-        " s:{s:s}, s:i, s:s, s:s, s:s, s:s}",
-        "apiVersion", "v1", "kind", "Event", "metadata", "name", "web.187c7f01dce3c07b",
-        "namespace", "default", "involvedObject", "kind", "Service", "apiVersion", "v1", "name",
-        "web", "namespace", "default", "uid", "u1", "resourceVersion", "42", "reason", "Synced",
-        "message", "ok", "type", "Normal", "source", "component", "prismlb", "count", 1,
-        "firstTimestamp", "2025-11-29T14:00:00Z", "lastTimestamp", "2025-11-29T14:00:00Z",
-        "reportingComponent", "prismlb", "reportingInstance", "");
+    json_t *want =
+        json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s, s:s}, s:s, s:s, s:s,"
+                  " s:{s:s}, s:i, s:s, s:s, s:s, s:s}",
+                  "apiVersion", "v1", "kind", "Event", "metadata", "name", "web.187c7f01dce3c07b",
+                  "namespace", "default", "involvedObject", "kind", "Service", "apiVersion", "v1",
+                  "name", "web", "namespace", "default", "uid", "u1", "resourceVersion", "42",
+                  "reason", "Synced", "message", "ok", "type", "Normal", "source", "component",
+                  "prismlb", "count", 1, "firstTimestamp", "2025-11-29T14:00:00Z", "lastTimestamp",
+                  "2025-11-29T14:00:00Z", "reportingComponent", "prismlb", "reportingInstance", "");
     ck_assert_msg(json_equal(ev, want), "%s", s);
     free(s);
     json_decref(want);
@@ -83,9 +83,9 @@ START_TEST(event_body)
     /* A cluster-scoped object's Events go to "default". */
     json_t *node = json_pack("{s:{s:s}}", "metadata", "name", "n1");
     ev = core_kube_event_body(&src, node, "Node", "v1", "Warning", "R", "m", ns);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ev, "metadata"),
-                                                       "namespace")),
-                     "default");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(ev, "metadata"), "namespace")),
+        "default");
     ck_assert_ptr_null(json_object_get(json_object_get(ev, "involvedObject"), "namespace"));
     json_decref(ev);
     json_decref(node);

@@ -130,8 +130,7 @@ START_TEST(clear_errors)
     ck_assert_ptr_nonnull(strstr(err, "exec and auth-provider"));
     ck_assert_int_eq(core_kube_config_from_doc(&c, d, "nouser", NULL, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "user \"ghost\" not found"));
-    ck_assert_int_eq(core_kube_config_from_doc(&c, d, "halfcert", NULL, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(core_kube_config_from_doc(&c, d, "halfcert", NULL, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "needs its key"));
     core_kube_config_clear(&c);
     json_decref(d);
@@ -159,28 +158,27 @@ START_TEST(load_file_with_anchors_and_block_scalars)
     char path[512], err[256];
     struct core_kube_config c = {0};
     snprintf(path, sizeof(path), "%s/config", dir);
-    ck_assert_int_eq(tu_write_file(path,
-                                   "apiVersion: v1\n"
-                                   "kind: Config\n"
-                                   "clusters:\n"
-                                   "- name: base\n"
-                                   "  cluster: &c\n"
-                                   "    server: https://10.0.0.1:6443\n"
-                                   "    tls-server-name: >-\n"
-                                   "      kubernetes.default.svc\n"
-                                   "- name: prod\n"
-                                   "  cluster:\n"
-                                   "    <<: *c\n"
-                                   "    server: https://10.0.0.2:6443\n"
-                                   "contexts:\n"
-                                   "- name: prod\n"
-                                   "  context: {cluster: prod, user: admin}\n"
-                                   "current-context: prod\n"
-                                   "users:\n"
-                                   "- name: admin\n"
-                                   "  user:\n"
-                                   "    token: |-\n"
-                                   "      s3cr3t\n"),
+    ck_assert_int_eq(tu_write_file(path, "apiVersion: v1\n"
+                                         "kind: Config\n"
+                                         "clusters:\n"
+                                         "- name: base\n"
+                                         "  cluster: &c\n"
+                                         "    server: https://10.0.0.1:6443\n"
+                                         "    tls-server-name: >-\n"
+                                         "      kubernetes.default.svc\n"
+                                         "- name: prod\n"
+                                         "  cluster:\n"
+                                         "    <<: *c\n"
+                                         "    server: https://10.0.0.2:6443\n"
+                                         "contexts:\n"
+                                         "- name: prod\n"
+                                         "  context: {cluster: prod, user: admin}\n"
+                                         "current-context: prod\n"
+                                         "users:\n"
+                                         "- name: admin\n"
+                                         "  user:\n"
+                                         "    token: |-\n"
+                                         "      s3cr3t\n"),
                      0);
     ck_assert_int_eq(core_kube_config_load(&c, path, NULL, err, sizeof(err)), 0);
     ck_assert_str_eq(c.server, "https://10.0.0.2:6443");
@@ -236,8 +234,7 @@ START_TEST(in_cluster)
                      0);
     ck_assert_str_eq(c.server, "https://[fd00::1]:6443");
     ck_assert_str_eq(c.token_file, "/sa/token");
-    ck_assert_int_eq(core_kube_config_in_cluster(&c, NULL, "443", NULL, err, sizeof(err)),
-                     -EINVAL);
+    ck_assert_int_eq(core_kube_config_in_cluster(&c, NULL, "443", NULL, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "KUBERNETES_SERVICE_HOST"));
     core_kube_config_clear(&c);
 }
@@ -300,7 +297,8 @@ START_TEST(api_paths_and_queries)
     ck_assert_ptr_null(core_kube_path(NULL, "nodes", NULL, NULL, NULL));
     ck_assert_ptr_null(core_kube_path("v1", "", NULL, NULL, NULL));
     p = core_kube_path("coordination.k8s.io/v1", "leases", "kube-system", "prismlb", NULL);
-    ck_assert_int_eq(core_kube_qappend(&p, "labelSelector", "kubernetes.io/service-name=kubernetes,a!=b"), 0);
+    ck_assert_int_eq(
+        core_kube_qappend(&p, "labelSelector", "kubernetes.io/service-name=kubernetes,a!=b"), 0);
     ck_assert_int_eq(core_kube_qappend(&p, "limit", "500"), 0);
     ck_assert_str_eq(p, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/prismlb"
                         "?labelSelector=kubernetes.io%2Fservice-name%3Dkubernetes%2Ca%21%3Db"

@@ -96,7 +96,8 @@ START_TEST(indented_sequences_and_nesting)
     same("a:\n  - x\n  - y: 1\n    z: [1, \"two\", three]\n  -\n    - deep\n  - \n",
          "{\"a\":[\"x\",{\"y\":1,\"z\":[1,\"two\",\"three\"]},[\"deep\"],null]}");
     same("- - a\n  - b\n- c\n", "[[\"a\",\"b\"],\"c\"]");
-    same("k:\n  m:\n    n: v\n  o: p\nq: r\n", "{\"k\":{\"m\":{\"n\":\"v\"},\"o\":\"p\"},\"q\":\"r\"}");
+    same("k:\n  m:\n    n: v\n  o: p\nq: r\n",
+         "{\"k\":{\"m\":{\"n\":\"v\"},\"o\":\"p\"},\"q\":\"r\"}");
     same("empty:\nnext: 1\n", "{\"empty\":null,\"next\":1}");
     same("---\nx: 1\n...\n", "{\"x\":1}");
     same("", "null");

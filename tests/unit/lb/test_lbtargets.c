@@ -70,8 +70,8 @@ select_str(const json_t *svc, enum core_lb_policy pol, const char *selector, str
         ck_assert_int_eq(core_lb_selector_parse(selector, &sel, err, sizeof(err)), 0);
     struct core_lb_targets t;
     ck_assert_int_eq(core_lb_select_targets(svc, pol, sel, (const json_t *const *)w->nodes,
-                                            w->nnodes, (const json_t *const *)w->slices,
-                                            w->nslices, max, &t),
+                                            w->nnodes, (const json_t *const *)w->slices, w->nslices,
+                                            max, &t),
                      0);
     size_t n = 0;
     buf[0] = '\0';
@@ -106,10 +106,10 @@ START_TEST(excluded_nodes_stay_out_under_every_policy)
     const char *ex = "{\"node.kubernetes.io/exclude-from-external-load-balancers\":\"\"}";
     w.nodes[w.nnodes++] = node("cp", 1, 0, "10.0.1.9", ex);
     w.nodes[w.nnodes++] = node("n1", 1, 0, "10.0.1.1", NULL);
-    w.slices[w.nslices++] = parse(
-        "{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
-        "\"web\"}},\"endpoints\":[{\"addresses\":[\"1.1.1.1\"],\"nodeName\":\"cp\"},"
-        "{\"addresses\":[\"1.1.1.2\"],\"nodeName\":\"n1\"}]}");
+    w.slices[w.nslices++] =
+        parse("{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
+              "\"web\"}},\"endpoints\":[{\"addresses\":[\"1.1.1.1\"],\"nodeName\":\"cp\"},"
+              "{\"addresses\":[\"1.1.1.2\"],\"nodeName\":\"n1\"}]}");
     json_t *svc = service("Local");
     char buf[512];
     select_str(svc, CORE_LB_POLICY_CLUSTER, NULL, &w, 0, buf, sizeof(buf), NULL);
@@ -134,23 +134,23 @@ START_TEST(local_nodes_with_ready_or_serving_terminating_endpoints)
     /* a: ready; b: pod not ready; c: ready endpoint on a bad node;
      * d: terminating but serving, no ready one; e: no endpoint. Another
      * service's slice and another namespace's slice do not count. */
-    w.slices[w.nslices++] = parse(
-        "{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
-        "\"web\"}},\"endpoints\":["
-        "{\"addresses\":[\"1\"],\"nodeName\":\"a\",\"conditions\":{\"ready\":true}},"
-        "{\"addresses\":[\"2\"],\"nodeName\":\"b\",\"conditions\":{\"ready\":false}},"
-        "{\"addresses\":[\"3\"],\"nodeName\":\"c\",\"conditions\":{\"ready\":true}}]}");
-    w.slices[w.nslices++] = parse(
-        "{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
-        "\"web\"}},\"endpoints\":["
-        "{\"addresses\":[\"4\"],\"nodeName\":\"d\",\"conditions\":{\"ready\":false,"
-        "\"serving\":true,\"terminating\":true}}]}");
-    w.slices[w.nslices++] = parse(
-        "{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
-        "\"api\"}},\"endpoints\":[{\"addresses\":[\"5\"],\"nodeName\":\"e\"}]}");
-    w.slices[w.nslices++] = parse(
-        "{\"metadata\":{\"namespace\":\"other\",\"labels\":{\"kubernetes.io/service-name\":"
-        "\"web\"}},\"endpoints\":[{\"addresses\":[\"6\"],\"nodeName\":\"e\"}]}");
+    w.slices[w.nslices++] =
+        parse("{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
+              "\"web\"}},\"endpoints\":["
+              "{\"addresses\":[\"1\"],\"nodeName\":\"a\",\"conditions\":{\"ready\":true}},"
+              "{\"addresses\":[\"2\"],\"nodeName\":\"b\",\"conditions\":{\"ready\":false}},"
+              "{\"addresses\":[\"3\"],\"nodeName\":\"c\",\"conditions\":{\"ready\":true}}]}");
+    w.slices[w.nslices++] =
+        parse("{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
+              "\"web\"}},\"endpoints\":["
+              "{\"addresses\":[\"4\"],\"nodeName\":\"d\",\"conditions\":{\"ready\":false,"
+              "\"serving\":true,\"terminating\":true}}]}");
+    w.slices[w.nslices++] =
+        parse("{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
+              "\"api\"}},\"endpoints\":[{\"addresses\":[\"5\"],\"nodeName\":\"e\"}]}");
+    w.slices[w.nslices++] =
+        parse("{\"metadata\":{\"namespace\":\"other\",\"labels\":{\"kubernetes.io/service-name\":"
+              "\"web\"}},\"endpoints\":[{\"addresses\":[\"6\"],\"nodeName\":\"e\"}]}");
     json_t *svc = service("Local");
     ck_assert_int_eq(core_lb_policy_of(svc, 1), CORE_LB_POLICY_LOCAL);
     char buf[512];
@@ -165,10 +165,10 @@ START_TEST(terminating_not_serving_is_left_out)
 {
     struct world w = {0};
     w.nodes[w.nnodes++] = node("a", 1, 0, "10.0.1.1", NULL);
-    w.slices[w.nslices++] = parse(
-        "{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
-        "\"web\"}},\"endpoints\":[{\"addresses\":[\"1\"],\"nodeName\":\"a\","
-        "\"conditions\":{\"ready\":false,\"serving\":false,\"terminating\":true}}]}");
+    w.slices[w.nslices++] =
+        parse("{\"metadata\":{\"namespace\":\"shop\",\"labels\":{\"kubernetes.io/service-name\":"
+              "\"web\"}},\"endpoints\":[{\"addresses\":[\"1\"],\"nodeName\":\"a\","
+              "\"conditions\":{\"ready\":false,\"serving\":false,\"terminating\":true}}]}");
     json_t *svc = service("Local");
     char buf[512];
     select_str(svc, CORE_LB_POLICY_LOCAL, NULL, &w, 0, buf, sizeof(buf), NULL);

@@ -299,8 +299,7 @@ renew_once(const char *rv_get, const char *rv_put)
 static char reported[8][256];
 static int nreported;
 
-static void report_fn(plb_check *chk, const char *setting, const char *fmt, ...)
-    PLB_PRINTF(3, 4);
+static void report_fn(plb_check *chk, const char *setting, const char *fmt, ...) PLB_PRINTF(3, 4);
 
 static void
 report_fn(plb_check *chk, const char *setting, const char *fmt, ...)
@@ -867,7 +866,8 @@ END_TEST
 
 START_TEST(holder_changes_are_reported)
 {
-    struct le_record a = rec("a", 15, 0, "t1"), a2 = rec("a", 15, 0, "t2"), b = rec("b", 15, 1, "t3");
+    struct le_record a = rec("a", 15, 0, "t1"), a2 = rec("a", 15, 0, "t2"),
+                     b = rec("b", 15, 1, "t3");
     le_start(&F.m);
     reply_get(200, &a, "1");
     ck_assert_int_eq(F.holder_changes, 1);

@@ -174,7 +174,8 @@ START_TEST(test_hold_actions_until_released)
     req("POST", "/load_balancers",
         "{\"name\":\"held\",\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\"}", &r);
     ck_assert_int_eq(r.status, 201);
-    long lb = (long)json_integer_value(json_object_get(json_object_get(r.body, "load_balancer"), "id"));
+    long lb =
+        (long)json_integer_value(json_object_get(json_object_get(r.body, "load_balancer"), "id"));
     long cid = (long)json_integer_value(json_object_get(json_object_get(r.body, "action"), "id"));
     hzt_resp_free(&r);
     ck_assert_int_eq(held(), 2);
@@ -335,10 +336,8 @@ int
 main(int argc, char **argv)
 {
     const TTest *const tests[] = {
-        test_injected_5xx_conflict_latency_refuse,
-        test_admin_log_counts_writers,
-        test_hold_actions_until_released,
-        test_command_line_errors,
+        test_injected_5xx_conflict_latency_refuse, test_admin_log_counts_writers,
+        test_hold_actions_until_released,          test_command_line_errors,
         test_exits_with_parent_unless_detached,
     };
     return api_run(argc, argv, "hetzner-admin", tests, sizeof(tests) / sizeof(tests[0]));

@@ -111,7 +111,6 @@ rv_of(json_t *o)
     return strtoull(s, NULL, 10);
 }
 
-
 /* Run each (name, flags, test) case with its own fake. Returns failures. */
 struct api_case {
     const char *name;

@@ -129,8 +129,8 @@ collect(char *data, size_t size, size_t nmemb, void *arg)
 }
 
 static int
-perform(const char *method, const char *url, const char *ctype, const char *body,
-        const char *dir, const char *token, int timeout_ms, struct http_res *res)
+perform(const char *method, const char *url, const char *ctype, const char *body, const char *dir,
+        const char *token, int timeout_ms, struct http_res *res)
 {
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;

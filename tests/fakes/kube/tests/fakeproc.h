@@ -56,8 +56,6 @@ int fake_admin(struct fake *f, const char *method, const char *path, const char 
                struct http_res *res);
 void http_res_free(struct http_res *res);
 
-
-
 #include <jansson.h>
 
 /* A watch (or any streaming GET) driven by libcurl's multi interface so a
@@ -65,8 +63,8 @@ void http_res_free(struct http_res *res);
 struct watch_stream {
     void *multi, *easy, *headers;
     struct http_res res;
-    int done;       /* transfer finished */
-    int curl_code;  /* its result once done */
+    int done;      /* transfer finished */
+    int curl_code; /* its result once done */
 };
 
 /* Open GET path on server srv with the client certificate. 0 or -1. */

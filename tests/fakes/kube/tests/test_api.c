@@ -21,8 +21,9 @@ START_TEST(status_bodies_and_resource_versions)
     b = create_svc("beta", NULL);
     ck_assert(rv_of(b) > rv1);
 
-    st = req("POST", SVCS, JSON, "{\"metadata\":{\"name\":\"alpha\"},\"spec\":{\"ports\":[{\"port\""
-                                 ":1}]}}",
+    st = req("POST", SVCS, JSON,
+             "{\"metadata\":{\"name\":\"alpha\"},\"spec\":{\"ports\":[{\"port\""
+             ":1}]}}",
              &code);
     assert_status(st, code, 409, "AlreadyExists");
     ck_assert_str_eq(str(st, "details.name"), "alpha");
@@ -44,8 +45,8 @@ START_TEST(status_bodies_and_resource_versions)
              "{\"metadata\":{\"name\":\"alpha\",\"resourceVersion\":\"%llu\"},\"spec\":{\"ports\":"
              "[{\"port\":81}]}}",
              rv1);
-    json_decref(req("PATCH", SVCS "/alpha", MERGE, "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}",
-                    &code));
+    json_decref(
+        req("PATCH", SVCS "/alpha", MERGE, "{\"metadata\":{\"labels\":{\"x\":\"1\"}}}", &code));
     ck_assert_int_eq(code, 200);
     st = req("PUT", SVCS "/alpha", JSON, body, &code);
     assert_status(st, code, 409, "Conflict");
@@ -57,15 +58,15 @@ START_TEST(status_bodies_and_resource_versions)
     assert_status(st, code, 409, "Conflict");
     json_decref(st);
 
-    st = req("POST", SVCS, JSON, "{\"metadata\":{\"name\":\"gamma\"},\"spec\":{\"ports\":[{\"port\""
-                                 ":70000}]}}",
+    st = req("POST", SVCS, JSON,
+             "{\"metadata\":{\"name\":\"gamma\"},\"spec\":{\"ports\":[{\"port\""
+             ":70000}]}}",
              &code);
     assert_status(st, code, 422, "Invalid");
     ck_assert_str_eq(str(st, "details.kind"), "Service");
-    ck_assert_str_eq(str(json_array_get(json_object_get(json_object_get(st, "details"), "causes"),
-                                        0),
-                         "field"),
-                     "spec.ports[0].port");
+    ck_assert_str_eq(
+        str(json_array_get(json_object_get(json_object_get(st, "details"), "causes"), 0), "field"),
+        "spec.ports[0].port");
     json_decref(st);
     st = req("POST", SVCS, JSON, "{\"metadata\":{\"name\":\"Bad_Name\"},\"spec\":{}}", &code);
     assert_status(st, code, 422, "Invalid");
@@ -101,13 +102,11 @@ START_TEST(status_bodies_and_resource_versions)
     ck_assert_int_eq(code, 201);
     ck_assert_int_eq(strlen(str(st, "metadata.name")), 9);
     ck_assert(!strncmp(str(st, "metadata.name"), "web-", 4));
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(st, "metadata"),
-                                                        "generation")),
-                     1);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(st, "metadata"), "generation")), 1);
     json_decref(st);
     /* A no-op update keeps the resourceVersion. */
-    st = req("PATCH", SVCS "/beta", MERGE, "{\"metadata\":{\"labels\":{\"app\":\"beta\"}}}",
-             &code);
+    st = req("PATCH", SVCS "/beta", MERGE, "{\"metadata\":{\"labels\":{\"app\":\"beta\"}}}", &code);
     ck_assert_int_eq(code, 200);
     ck_assert_int_eq(rv_of(st), rv_of(b));
     json_decref(st);
@@ -143,12 +142,13 @@ START_TEST(lists_selectors_and_paging)
     }
     l = req("GET", SLICES "?limit=10", NULL, NULL, &code);
     ck_assert_int_eq(json_array_size(json_object_get(l, "items")), 10);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(l, "metadata"),
-                                                        "remainingItemCount")),
-                     15);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(l, "metadata"), "remainingItemCount")),
+        15);
     for (;;) {
         items = json_object_get(l, "items");
-        json_array_foreach(items, i, it) {
+        json_array_foreach(items, i, it)
+        {
             ck_assert_ptr_null(json_object_get(it, "kind"));
             ck_assert_ptr_null(json_object_get(it, "apiVersion"));
             ck_assert_msg(strcmp(str(it, "metadata.name"), last) > 0, "order");
@@ -183,8 +183,9 @@ START_TEST(lists_selectors_and_paging)
     l = req("GET", SLICES "?fieldSelector=metadata.name%3Ds-03", NULL, NULL, &code);
     ck_assert_int_eq(json_array_size(json_object_get(l, "items")), 1);
     json_decref(l);
-    l = req("GET", "/apis/discovery.k8s.io/v1/endpointslices?fieldSelector=metadata.namespace!%3D"
-                   "default",
+    l = req("GET",
+            "/apis/discovery.k8s.io/v1/endpointslices?fieldSelector=metadata.namespace!%3D"
+            "default",
             NULL, NULL, &code);
     ck_assert_int_eq(code, 200);
     ck_assert_int_eq(json_array_size(json_object_get(l, "items")), 0);
@@ -275,8 +276,7 @@ START_TEST(bounded_history_gives_410)
     ck_assert_ptr_null(ws_event(&w, 1));
     ws_close(&w);
     /* From a recent enough version the events are replayed. */
-    ck_assert_int_eq(ws_open(&fk, 0, SLICES "?watch=1&resourceVersion=12&timeoutSeconds=1", &w),
-                     0);
+    ck_assert_int_eq(ws_open(&fk, 0, SLICES "?watch=1&resourceVersion=12&timeoutSeconds=1", &w), 0);
     ck_assert(ws_wait_end(&w, 5000));
     ck_assert_int_eq(w.curl_code, CURLE_OK);
     ev = ws_event(&w, 0);
@@ -317,7 +317,8 @@ START_TEST(watch_semantics)
     ev = ws_event(&sel, 1);
     ck_assert_str_eq(str(ev, "type"), "DELETED"); /* stopped matching */
     ck_assert_str_eq(str(ev, "object.metadata.labels.tier"), "front");
-    ck_assert_str_eq(str(ev, "object.metadata.resourceVersion"), str(o, "metadata.resourceVersion"));
+    ck_assert_str_eq(str(ev, "object.metadata.resourceVersion"),
+                     str(o, "metadata.resourceVersion"));
     json_decref(ev);
     json_decref(o);
 
@@ -369,18 +370,18 @@ START_TEST(bookmarks_and_initial_events)
     json_decref(create_svc("one", NULL));
     json_decref(create_svc("two", NULL));
     /* --bookmark-interval-ms 200 */
-    ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1&resourceVersion=7&allowWatchBookmarks=true&"
-                                          "timeoutSeconds=1",
+    ck_assert_int_eq(ws_open(&fk, 0,
+                             SVCS "?watch=1&resourceVersion=7&allowWatchBookmarks=true&"
+                                  "timeoutSeconds=1",
                              &w),
                      0);
     ck_assert(ws_wait_end(&w, 5000));
     for (int i = 0; (ev = ws_event(&w, i)); i++) {
         if (!strcmp(str(ev, "type"), "BOOKMARK")) {
             bookmarks++;
-            json_object_foreach(json_object_get(ev, "object"), key, v)
-                ck_assert_msg(!strcmp(key, "kind") || !strcmp(key, "apiVersion") ||
-                                  !strcmp(key, "metadata"),
-                              "bookmark has %s", key);
+            json_object_foreach(json_object_get(ev, "object"), key, v) ck_assert_msg(
+                !strcmp(key, "kind") || !strcmp(key, "apiVersion") || !strcmp(key, "metadata"),
+                "bookmark has %s", key);
             ck_assert(strlen(str(ev, "object.metadata.resourceVersion")) > 0);
         }
         json_decref(ev);
@@ -388,9 +389,10 @@ START_TEST(bookmarks_and_initial_events)
     ck_assert_msg(bookmarks >= 2, "only %d bookmarks", bookmarks);
     ws_close(&w);
 
-    ck_assert_int_eq(ws_open(&fk, 0, SVCS "?watch=1&sendInitialEvents=true&allowWatchBookmarks="
-                                          "true&resourceVersionMatch=NotOlderThan&"
-                                          "resourceVersion=",
+    ck_assert_int_eq(ws_open(&fk, 0,
+                             SVCS "?watch=1&sendInitialEvents=true&allowWatchBookmarks="
+                                  "true&resourceVersionMatch=NotOlderThan&"
+                                  "resourceVersion=",
                              &w),
                      0);
     ck_assert_int_ge(ws_wait_lines(&w, 3, 5000), 3);
@@ -444,12 +446,11 @@ START_TEST(finalizers_and_status_subresource)
             &code);
     ck_assert_int_eq(code, 201);
     /* create clears status; Local gets a health check node port */
-    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(json_object_get(o, "status"),
-                                                                     "loadBalancer"),
-                                                     "ingress")),
+    ck_assert_int_eq(json_array_size(json_object_get(
+                         json_object_get(json_object_get(o, "status"), "loadBalancer"), "ingress")),
                      0);
-    ck_assert(json_integer_value(json_object_get(json_object_get(o, "spec"),
-                                                 "healthCheckNodePort")) >= 30000);
+    ck_assert(json_integer_value(
+                  json_object_get(json_object_get(o, "spec"), "healthCheckNodePort")) >= 30000);
     json_decref(o);
     o = req("PATCH", SVCS "/lb/status", MERGE,
             "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"198.51.100.7\"}]}},\"spec\":{"
@@ -457,19 +458,18 @@ START_TEST(finalizers_and_status_subresource)
             &code);
     ck_assert_int_eq(code, 200);
     ck_assert_str_eq(str(o, "spec.sessionAffinity"), "None"); /* status write keeps spec */
-    ck_assert_str_eq(str(json_array_get(json_object_get(json_object_get(json_object_get(o,
-                                                                                        "status"),
-                                                                        "loadBalancer"),
-                                                        "ingress"),
-                                        0),
-                         "ipMode"),
-                     "VIP");
+    ck_assert_str_eq(
+        str(json_array_get(
+                json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"),
+                                "ingress"),
+                0),
+            "ipMode"),
+        "VIP");
     json_decref(o);
     o = req("PATCH", SVCS "/lb", MERGE, "{\"status\":{\"loadBalancer\":null}}", &code);
     ck_assert_int_eq(code, 200); /* main write keeps status */
-    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(json_object_get(o, "status"),
-                                                                     "loadBalancer"),
-                                                     "ingress")),
+    ck_assert_int_eq(json_array_size(json_object_get(
+                         json_object_get(json_object_get(o, "status"), "loadBalancer"), "ingress")),
                      1);
     json_decref(o);
 
@@ -507,13 +507,13 @@ START_TEST(finalizers_and_status_subresource)
     ev = req("DELETE", SVCS "/pre", JSON, "{\"preconditions\":{\"uid\":\"not-it\"}}", &code);
     assert_status(ev, code, 409, "Conflict");
     json_decref(ev);
-    ev = req("DELETE", SVCS "/pre", JSON, "{\"preconditions\":{\"resourceVersion\":\"1\"}}",
-             &code);
+    ev = req("DELETE", SVCS "/pre", JSON, "{\"preconditions\":{\"resourceVersion\":\"1\"}}", &code);
     assert_status(ev, code, 409, "Conflict");
     json_decref(ev);
     {
         char body[256];
-        snprintf(body, sizeof(body), "{\"preconditions\":{\"uid\":\"%s\"}}", str(o, "metadata.uid"));
+        snprintf(body, sizeof(body), "{\"preconditions\":{\"uid\":\"%s\"}}",
+                 str(o, "metadata.uid"));
         ev = req("DELETE", SVCS "/pre", JSON, body, &code);
         ck_assert_int_eq(code, 200);
         ck_assert_str_eq(str(ev, "status"), "Success");
@@ -554,8 +554,7 @@ START_TEST(strategic_merge_on_nodes)
     json_decref(o);
     o = req("PATCH", "/api/v1/nodes/n1", SMP, "{\"metadata\":{\"finalizers\":[\"b\",\"a\"]}}",
             &code);
-    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(o, "metadata"),
-                                                     "finalizers")),
+    ck_assert_int_eq(json_array_size(json_object_get(json_object_get(o, "metadata"), "finalizers")),
                      2);
     json_decref(o);
     o = req("PATCH", "/api/v1/nodes/n1", SMP, "{\"spec\":{\"taints\":[{\"key\":\"k\"]}}", &code);
@@ -575,8 +574,7 @@ START_TEST(clusters_prefix_and_discovery)
             "{\"metadata\":{\"name\":\"only-a\"},\"spec\":{\"ports\":[{\"port\":1}]}}", &code);
     ck_assert_int_eq(code, 201);
     json_decref(o);
-    o = req("GET", "/clusters/root:a/api/v1/namespaces/default/services/only-a", NULL, NULL,
-            &code);
+    o = req("GET", "/clusters/root:a/api/v1/namespaces/default/services/only-a", NULL, NULL, &code);
     ck_assert_int_eq(code, 200);
     json_decref(o);
     o = req("GET", "/clusters/root:b" SVCS "/only-a", NULL, NULL, &code);
@@ -597,7 +595,8 @@ START_TEST(clusters_prefix_and_discovery)
     ck_assert_int_eq(json_array_size(json_object_get(o, "groups")), 3);
     json_decref(o);
     o = req("GET", "/api/v1", NULL, NULL, &code);
-    json_array_foreach(json_object_get(o, "resources"), i, r) {
+    json_array_foreach(json_object_get(o, "resources"), i, r)
+    {
         if (!strcmp(str(r, "name"), "services/status"))
             status_sub = 1;
         if (!strcmp(str(r, "name"), "services")) {

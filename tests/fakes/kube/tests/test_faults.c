@@ -214,12 +214,14 @@ START_TEST(authentication_and_request_log)
     http_res_free(&r);
 
     o = admin("GET", "/requests", NULL);
-    json_array_foreach(json_object_get(o, "items"), i, e) {
+    json_array_foreach(json_object_get(o, "items"), i, e)
+    {
         if (!strcmp(str(e, "user"), "alice") && !strcmp(str(e, "path"), SVCS "?limit=1") &&
             json_integer_value(json_object_get(e, "status")) == 200 &&
             !strcmp(str(e, "userAgent"), "fake-kube-test/1") && !strcmp(str(e, "method"), "GET"))
             found_alice = 1;
-        if (!strcmp(str(e, "user"), "prismlb-test-admin") && !strcmp(str(e, "path"), "/api/v1/nodes"))
+        if (!strcmp(str(e, "user"), "prismlb-test-admin") &&
+            !strcmp(str(e, "path"), "/api/v1/nodes"))
             found_cert = 1;
     }
     ck_assert(found_alice && found_cert);
@@ -254,8 +256,10 @@ START_TEST(bulk_large_list_and_watch)
         items += (int)json_array_size(json_object_get(l, "items"));
         cont = str(l, "metadata.continue");
         if (!cont[0]) {
-            snprintf(path, sizeof(path), SLICES "?watch=1&allowWatchBookmarks=true&"
-                     "resourceVersion=%s", str(l, "metadata.resourceVersion"));
+            snprintf(path, sizeof(path),
+                     SLICES "?watch=1&allowWatchBookmarks=true&"
+                            "resourceVersion=%s",
+                     str(l, "metadata.resourceVersion"));
             json_decref(l);
             break;
         }
@@ -304,8 +308,11 @@ START_TEST(bulk_large_list_and_watch)
     json_decref(l);
     {
         struct http_res r;
-        ck_assert_int_eq(fake_admin(&fk, "POST", "/bulk", "{\"op\":\"create\",\"resource\":"
-                                    "\"widgets\",\"count\":1}", &r), 0);
+        ck_assert_int_eq(fake_admin(&fk, "POST", "/bulk",
+                                    "{\"op\":\"create\",\"resource\":"
+                                    "\"widgets\",\"count\":1}",
+                                    &r),
+                         0);
         ck_assert_int_eq(r.status, 400);
         http_res_free(&r);
     }
@@ -333,8 +340,10 @@ START_TEST(malformed_requests_get_status_errors)
         {"POST", SVCS, JSON, "{\"apiVersion\":\"v2\",\"metadata\":{\"name\":\"a\"}}", 400},
         {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\xff\"}}", 400},
         {"POST", SVCS, JSON, "", 400},
-        {"POST", SLICES, JSON, "{\"metadata\":{\"name\":\"s\"},\"addressType\":\"IPv4\","
-                               "\"endpoints\":[{\"addresses\":[\"999.1.1.1\"]}]}", 422},
+        {"POST", SLICES, JSON,
+         "{\"metadata\":{\"name\":\"s\"},\"addressType\":\"IPv4\","
+         "\"endpoints\":[{\"addresses\":[\"999.1.1.1\"]}]}",
+         422},
         {"POST", SLICES, JSON, "{\"metadata\":{\"name\":\"s\"},\"addressType\":\"IPv9\"}", 422},
         {"PATCH", SVCS "/base", "application/json-patch+json", "[{\"op\":\"add\"}]", 400},
         {"PATCH", SVCS "/base", "application/json-patch+json",
@@ -372,10 +381,12 @@ START_TEST(malformed_requests_get_status_errors)
     long code;
 
     json_decref(create_svc("base", NULL));
-    json_decref(req("POST", SLICES, JSON, "{\"metadata\":{\"name\":\"slice\",\"labels\":{"
+    json_decref(req("POST", SLICES, JSON,
+                    "{\"metadata\":{\"name\":\"slice\",\"labels\":{"
                     "\"prismlb.io/ok\":\"\"},\"annotations\":{\"prismlb.io/any\":\"a b c\"},"
                     "\"finalizers\":[\"prismlb.io/hold\",\"foregroundDeletion\"]},"
-                    "\"addressType\":\"IPv4\",\"endpoints\":[]}", &code));
+                    "\"addressType\":\"IPv4\",\"endpoints\":[]}",
+                    &code));
     ck_assert_int_eq(code, 201);
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         ck_assert_int_eq(fake_api(&fk, 0, bad[i].method, bad[i].path, bad[i].ctype, bad[i].body, 1,
@@ -400,11 +411,10 @@ START_TEST(malformed_requests_get_status_errors)
     /* Still serving, and base is unchanged. */
     o = req("GET", SVCS "/base", NULL, NULL, &code);
     ck_assert_int_eq(code, 200);
-    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(json_object_get(
-                                                            json_object_get(o, "spec"), "ports"),
-                                                        0),
-                                        "port")),
-                     80);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(o, "spec"), "ports"), 0), "port")),
+        80);
     json_decref(o);
 }
 END_TEST
@@ -454,9 +464,8 @@ START_TEST(tls_material_from_flags_and_plain_http)
     /* Reuse fk's client material against the second server. */
     other = fk;
     snprintf(other.server[0], sizeof(other.server[0]), "%s", url);
-    ck_assert_int_eq(fake_api(&other, 0, "GET", "/api/v1/namespaces/default", NULL, NULL, 1, NULL,
-                              5000, &r),
-                     0);
+    ck_assert_int_eq(
+        fake_api(&other, 0, "GET", "/api/v1/namespaces/default", NULL, NULL, 1, NULL, 5000, &r), 0);
     ck_assert_int_eq(r.status, 200);
     http_res_free(&r);
     ck_assert_int_eq(tu_stop(&p, SIGTERM, 10000), 0);
@@ -486,9 +495,12 @@ END_TEST
 #ifndef FK_SANITIZED /* valgrind cannot run a sanitizer-built fake */
 START_TEST(valgrind_clean_shutdown)
 {
-    static const char *const vg_args[] = {"valgrind", "--leak-check=full",
+    static const char *const vg_args[] = {"valgrind",
+                                          "--leak-check=full",
                                           "--errors-for-leak-kinds=definite,indirect",
-                                          "--error-exitcode=9", NULL, NULL};
+                                          "--error-exitcode=9",
+                                          NULL,
+                                          NULL};
     static const char *const extra[] = {"--servers", "2", "--bookmark-interval-ms", "100", NULL};
     const char *wrapper[8];
     char logopt[4400], logpath[4300], *log;
@@ -516,16 +528,23 @@ START_TEST(valgrind_clean_shutdown)
     http_res_free(&r);
     ck_assert_int_eq(fake_api(&v, 0, "DELETE", SVCS "/a", NULL, NULL, 1, NULL, 20000, &r), 0);
     http_res_free(&r);
-    ck_assert_int_eq(fake_api(&v, 0, "PATCH", SVCS "/a", SMP, "{\"spec\":{\"ports\":[{\"port\":1,"
-                              "\"targetPort\":2}]}}", 1, NULL, 20000, &r), 0);
+    ck_assert_int_eq(fake_api(&v, 0, "PATCH", SVCS "/a", SMP,
+                              "{\"spec\":{\"ports\":[{\"port\":1,"
+                              "\"targetPort\":2}]}}",
+                              1, NULL, 20000, &r),
+                     0);
     http_res_free(&r);
     ck_assert_int_eq(fake_api(&v, 0, "GET", SVCS "?limit=1&labelSelector=a%20notin%20(b)", NULL,
-                              NULL, 1, NULL, 20000, &r), 0);
+                              NULL, 1, NULL, 20000, &r),
+                     0);
     http_res_free(&r);
     /* Open watches on both servers, a held (delayed) request, then stop. */
     ck_assert_int_eq(ws_open(&v, 0, SVCS "?watch=1&allowWatchBookmarks=1", &w1), 0);
-    ck_assert_int_eq(ws_open(&v, 1, SVCS "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
-                                        "&resourceVersionMatch=NotOlderThan", &w2), 0);
+    ck_assert_int_eq(ws_open(&v, 1,
+                             SVCS "?watch=1&sendInitialEvents=true&allowWatchBookmarks=true"
+                                  "&resourceVersionMatch=NotOlderThan",
+                             &w2),
+                     0);
     ws_wait_lines(&w1, 2, 20000);
     ws_wait_lines(&w2, 2, 20000);
     ck_assert_int_eq(fake_admin(&v, "POST", "/faults", "{\"latency_ms\":60000}", &r), 0);
@@ -556,8 +575,8 @@ main(void)
 {
     static const char *const none[] = {NULL};
     static const char *const three[] = {"--servers", "3", NULL};
-    static const char *const tokens[] = {"--token", "s3cret=alice", "--readonly-token",
-                                         "look=bob", NULL};
+    static const char *const tokens[] = {"--token", "s3cret=alice", "--readonly-token", "look=bob",
+                                         NULL};
     const struct api_case cases[] = {
         {"servers", three, several_servers_and_lost_quorum},
         {"faults", none, injected_faults},

@@ -23,63 +23,62 @@
 static struct fake fk;
 static char kubeconfig[4300], cachedir[4300], kubectl[4300];
 
-static const char objects_yaml[] =
-    "apiVersion: v1\n"
-    "kind: Namespace\n"
-    "metadata:\n"
-    "  name: lb\n"
-    "---\n"
-    "apiVersion: v1\n"
-    "kind: Node\n"
-    "metadata:\n"
-    "  name: node-1\n"
-    "  labels:\n"
-    "    kubernetes.io/hostname: node-1\n"
-    "status:\n"
-    "  addresses:\n"
-    "  - type: InternalIP\n"
-    "    address: 10.0.0.11\n"
-    "---\n"
-    "apiVersion: v1\n"
-    "kind: Service\n"
-    "metadata:\n"
-    "  name: web\n"
-    "  namespace: lb\n"
-    "spec:\n"
-    "  type: LoadBalancer\n"
-    "  selector:\n"
-    "    app: web\n"
-    "  ports:\n"
-    "  - name: http\n"
-    "    port: 80\n"
-    "    targetPort: 8080\n"
-    "  - name: https\n"
-    "    port: 443\n"
-    "---\n"
-    "apiVersion: discovery.k8s.io/v1\n"
-    "kind: EndpointSlice\n"
-    "metadata:\n"
-    "  name: web-x7k2p\n"
-    "  namespace: lb\n"
-    "  labels:\n"
-    "    kubernetes.io/service-name: web\n"
-    "addressType: IPv4\n"
-    "endpoints:\n"
-    "- addresses: [\"10.244.0.5\"]\n"
-    "  conditions: {ready: true}\n"
-    "  nodeName: node-1\n"
-    "ports:\n"
-    "- name: http\n"
-    "  port: 8080\n"
-    "---\n"
-    "apiVersion: coordination.k8s.io/v1\n"
-    "kind: Lease\n"
-    "metadata:\n"
-    "  name: prismlb-leader\n"
-    "  namespace: lb\n"
-    "spec:\n"
-    "  holderIdentity: replica-a\n"
-    "  leaseDurationSeconds: 15\n";
+static const char objects_yaml[] = "apiVersion: v1\n"
+                                   "kind: Namespace\n"
+                                   "metadata:\n"
+                                   "  name: lb\n"
+                                   "---\n"
+                                   "apiVersion: v1\n"
+                                   "kind: Node\n"
+                                   "metadata:\n"
+                                   "  name: node-1\n"
+                                   "  labels:\n"
+                                   "    kubernetes.io/hostname: node-1\n"
+                                   "status:\n"
+                                   "  addresses:\n"
+                                   "  - type: InternalIP\n"
+                                   "    address: 10.0.0.11\n"
+                                   "---\n"
+                                   "apiVersion: v1\n"
+                                   "kind: Service\n"
+                                   "metadata:\n"
+                                   "  name: web\n"
+                                   "  namespace: lb\n"
+                                   "spec:\n"
+                                   "  type: LoadBalancer\n"
+                                   "  selector:\n"
+                                   "    app: web\n"
+                                   "  ports:\n"
+                                   "  - name: http\n"
+                                   "    port: 80\n"
+                                   "    targetPort: 8080\n"
+                                   "  - name: https\n"
+                                   "    port: 443\n"
+                                   "---\n"
+                                   "apiVersion: discovery.k8s.io/v1\n"
+                                   "kind: EndpointSlice\n"
+                                   "metadata:\n"
+                                   "  name: web-x7k2p\n"
+                                   "  namespace: lb\n"
+                                   "  labels:\n"
+                                   "    kubernetes.io/service-name: web\n"
+                                   "addressType: IPv4\n"
+                                   "endpoints:\n"
+                                   "- addresses: [\"10.244.0.5\"]\n"
+                                   "  conditions: {ready: true}\n"
+                                   "  nodeName: node-1\n"
+                                   "ports:\n"
+                                   "- name: http\n"
+                                   "  port: 8080\n"
+                                   "---\n"
+                                   "apiVersion: coordination.k8s.io/v1\n"
+                                   "kind: Lease\n"
+                                   "metadata:\n"
+                                   "  name: prismlb-leader\n"
+                                   "  namespace: lb\n"
+                                   "spec:\n"
+                                   "  holderIdentity: replica-a\n"
+                                   "  leaseDurationSeconds: 15\n";
 
 /* Run kubectl with the test's kubeconfig and cache dir; returns the exit
  * code, output in *out (new, may be NULL to discard). */
@@ -177,7 +176,8 @@ logged(const char *method, const char *n1, const char *n2)
     log = json_loads(r.body, 0, NULL);
     http_res_free(&r);
     ck_assert_ptr_nonnull(log);
-    json_array_foreach(json_object_get(log, "items"), i, e) {
+    json_array_foreach(json_object_get(log, "items"), i, e)
+    {
         const char *p = json_string_value(json_object_get(e, "path"));
         if (!strcmp(json_string_value(json_object_get(e, "method")), method) && strstr(p, n1) &&
             (!n2 || strstr(p, n2)) &&
@@ -200,11 +200,12 @@ START_TEST(apply_and_get_with_defaults)
     ck_assert(logged("POST", "fieldValidation=Strict", "/services"));
 
     svc = kc_get("service", "lb", "web");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(svc, "spec"),
-                                                       "externalTrafficPolicy")),
-                     "Cluster");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(svc, "spec"), "externalTrafficPolicy")),
+        "Cluster");
     ck_assert_int_eq(json_array_size(json_object_get(json_object_get(svc, "spec"), "ports")), 2);
-    json_array_foreach(json_object_get(json_object_get(svc, "spec"), "ports"), i, p) {
+    json_array_foreach(json_object_get(json_object_get(svc, "spec"), "ports"), i, p)
+    {
         json_int_t np = json_integer_value(json_object_get(p, "nodePort"));
         ck_assert_msg(np >= 30000 && np <= 32767, "nodePort %lld", (long long)np);
         ck_assert_str_eq(json_string_value(json_object_get(p, "protocol")), "TCP");
@@ -217,30 +218,28 @@ START_TEST(apply_and_get_with_defaults)
     json_decref(svc);
 
     /* Another client sets the balancer's address through /status. */
-    ck_assert_int_eq(kc(&out, "patch", "service", "web", "-n", "lb", "--subresource=status",
-                        "--type=merge", "-p",
-                        "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.10\"}]}}}",
-                        NULL),
-                     0);
+    ck_assert_int_eq(
+        kc(&out, "patch", "service", "web", "-n", "lb", "--subresource=status", "--type=merge",
+           "-p", "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.10\"}]}}}", NULL),
+        0);
     free(out);
     svc = kc_get("service", "lb", "web");
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_array_get(json_object_get(json_object_get(json_object_get(
-                                                                            svc, "status"),
-                                                                        "loadBalancer"),
-                                                        "ingress"),
-                                        0),
-                         "ipMode")),
-                     "VIP");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_array_get(
+                json_object_get(json_object_get(json_object_get(svc, "status"), "loadBalancer"),
+                                "ingress"),
+                0),
+            "ipMode")),
+        "VIP");
     json_decref(svc);
 
     node = kc_get("node", NULL, "node-1");
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_array_get(json_object_get(json_object_get(node, "status"),
-                                                        "addresses"),
-                                        0),
-                         "address")),
-                     "10.0.0.11");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_array_get(json_object_get(json_object_get(node, "status"), "addresses"), 0),
+            "address")),
+        "10.0.0.11");
     json_decref(node);
     slice = kc_get("endpointslice", "lb", "web-x7k2p");
     ck_assert_str_eq(json_string_value(json_object_get(
@@ -248,9 +247,9 @@ START_TEST(apply_and_get_with_defaults)
                      "TCP");
     json_decref(slice);
     lease = kc_get("lease", "lb", "prismlb-leader");
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(lease, "spec"),
-                                                       "holderIdentity")),
-                     "replica-a");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity")),
+        "replica-a");
     json_decref(lease);
     ns = kc_get("namespace", NULL, "lb");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ns, "status"), "phase")),
@@ -272,9 +271,13 @@ START_TEST(watch_sees_other_clients_change)
 {
     struct tu_proc w;
     char wlog[4300], buf[256];
-    char *argv[] = {kubectl, "--kubeconfig", kubeconfig, "--cache-dir", cachedir, "get",
-                    "services", "-n", "lb", "-w", "-o",
-                    "jsonpath={.metadata.name}:{.metadata.labels.color}{\"\\n\"}", NULL};
+    char *argv[] = {kubectl,    "--kubeconfig",
+                    kubeconfig, "--cache-dir",
+                    cachedir,   "get",
+                    "services", "-n",
+                    "lb",       "-w",
+                    "-o",       "jsonpath={.metadata.name}:{.metadata.labels.color}{\"\\n\"}",
+                    NULL};
     struct http_res r;
 
     apply_objects();
@@ -320,9 +323,9 @@ START_TEST(patch_label_annotate_cordon)
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ports, 0), "targetPort")),
                      9090);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(ports, 1), "port")), 443);
-    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(svc, "spec"),
-                                                       "sessionAffinity")),
-                     "ClientIP");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(svc, "spec"), "sessionAffinity")),
+        "ClientIP");
     ck_assert_str_eq(json_string_value(json_object_get(
                          json_object_get(json_object_get(svc, "metadata"), "labels"), "tier")),
                      "front");
@@ -340,10 +343,10 @@ START_TEST(patch_label_annotate_cordon)
     ck_assert_str_eq(json_string_value(json_object_get(
                          json_object_get(json_object_get(node, "metadata"), "labels"), "zone")),
                      "fsn1");
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_object_get(node, "metadata"), "annotations"),
-                         "prismlb.io/note")),
-                     "kept");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(
+            json_object_get(json_object_get(node, "metadata"), "annotations"), "prismlb.io/note")),
+        "kept");
     json_decref(node);
 }
 END_TEST
@@ -364,9 +367,9 @@ START_TEST(create_namespace_with_a_protobuf_body)
     ns = kc_get("namespace", NULL, "demo");
     ck_assert_str_eq(json_string_value(json_object_get(json_object_get(ns, "status"), "phase")),
                      "Active");
-    ck_assert_str_eq(json_string_value(json_object_get(
-                         json_object_get(json_object_get(ns, "metadata"), "labels"),
-                         "kubernetes.io/metadata.name")),
+    ck_assert_str_eq(json_string_value(
+                         json_object_get(json_object_get(json_object_get(ns, "metadata"), "labels"),
+                                         "kubernetes.io/metadata.name")),
                      "demo");
     json_decref(ns);
     rc = kc(&out, "create", "namespace", "demo", NULL);
@@ -386,8 +389,9 @@ START_TEST(finalizer_and_delete_wait)
     json_t *lease;
     struct tu_proc d;
     char dlog[4300];
-    char *argv[] = {kubectl, "--kubeconfig", kubeconfig, "--cache-dir", cachedir, "delete",
-                    "service", "web", "-n", "lb", "--wait", "--timeout=40s", NULL};
+    char *argv[] = {kubectl,  "--kubeconfig",  kubeconfig, "--cache-dir", cachedir,
+                    "delete", "service",       "web",      "-n",          "lb",
+                    "--wait", "--timeout=40s", NULL};
 
     apply_objects();
     /* Delete without a finalizer: gone at once, --wait returns. */
@@ -404,13 +408,11 @@ START_TEST(finalizer_and_delete_wait)
                         "{\"metadata\":{\"finalizers\":[\"prismlb.io/hold\"]}}", NULL),
                      0);
     free(out);
-    ck_assert_int_eq(kc(&out, "delete", "lease", "prismlb-leader", "-n", "lb", "--wait=false",
-                        NULL),
-                     0);
+    ck_assert_int_eq(
+        kc(&out, "delete", "lease", "prismlb-leader", "-n", "lb", "--wait=false", NULL), 0);
     free(out);
     lease = kc_get("lease", "lb", "prismlb-leader");
-    ck_assert_ptr_nonnull(json_object_get(json_object_get(lease, "metadata"),
-                                          "deletionTimestamp"));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(lease, "metadata"), "deletionTimestamp"));
     json_decref(lease);
     ck_assert_int_eq(kc(&out, "patch", "lease", "prismlb-leader", "-n", "lb", "--type=json", "-p",
                         "[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]", NULL),

@@ -115,10 +115,11 @@ START_TEST(strategic_merge_keys)
                    "\"https\",\"targetPort\":8443},{\"port\":53,\"protocol\":\"UDP\"}]}}");
     json_decref(r);
     /* loadBalancer.ingress is replaced whole. */
-    r = smp("", "services",
-            "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"1.1.1.1\"},{\"ip\":\"2.2.2.2\"}]}}"
-            "}",
-            "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"3.3.3.3\"}]}}}");
+    r = smp(
+        "", "services",
+        "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"1.1.1.1\"},{\"ip\":\"2.2.2.2\"}]}}"
+        "}",
+        "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"3.3.3.3\"}]}}}");
     assert_json(r, "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"3.3.3.3\"}]}}}");
     json_decref(r);
     /* Node conditions and addresses by type. */
@@ -293,8 +294,8 @@ END_TEST
 static json_t *
 obj(const char *name, int gen)
 {
-    json_t *o = json_pack("{s:{s:s, s:s}, s:i}", "metadata", "name", name, "namespace", "ns",
-                          "gen", gen);
+    json_t *o =
+        json_pack("{s:{s:s, s:s}, s:i}", "metadata", "name", name, "namespace", "ns", "gen", gen);
     ck_assert_ptr_nonnull(o);
     return o;
 }
@@ -398,7 +399,8 @@ START_TEST(service_address_allocation)
     ck_assert_str_eq(svc_ip(cl, "a"), "10.96.0.10");
     ck_assert_ptr_null(svc_put(&s, cl, "b", np));
     ck_assert_str_eq(svc_ip(cl, "b"), "10.96.0.11");
-    ck_assert_ptr_null(svc_put(&s, cl, "c", "{\"clusterIP\":\"10.96.0.12\",\"ports\":[{\"port\":80}]}"));
+    ck_assert_ptr_null(
+        svc_put(&s, cl, "c", "{\"clusterIP\":\"10.96.0.12\",\"ports\":[{\"port\":80}]}"));
     ck_assert_ptr_null(svc_put(&s, cl, "d", np));
     ck_assert_str_eq(svc_ip(cl, "d"), "10.96.0.13");
     svc_del(&s, cl, "b");
@@ -439,14 +441,14 @@ START_TEST(service_address_allocation)
     /* an allocated port is never one already taken */
     ck_assert_ptr_null(svc_put(&s, cl, "np3", "{\"type\":\"NodePort\",\"ports\":[{\"port\":80}]}"));
     json_t *np3 = fk_store_get(cl, kind("", "services"), "ns", "np3");
-    json_int_t got = json_integer_value(
-        json_object_get(json_array_get(json_object_get(json_object_get(np3, "spec"), "ports"), 0),
-                        "nodePort"));
+    json_int_t got = json_integer_value(json_object_get(
+        json_array_get(json_object_get(json_object_get(np3, "spec"), "ports"), 0), "nodePort"));
     ck_assert(got >= 30000 && got <= 32767 && got != 30080);
     svc_del(&s, cl, "np1");
     ck_assert_ptr_null(svc_put(&s, cl, "np2", p30080));
     /* a type change away from NodePort frees the port */
-    ck_assert_ptr_null(svc_put(&s, cl, "np2", "{\"type\":\"ClusterIP\",\"ports\":[{\"port\":80}]}"));
+    ck_assert_ptr_null(
+        svc_put(&s, cl, "np2", "{\"type\":\"ClusterIP\",\"ports\":[{\"port\":80}]}"));
     ck_assert_ptr_null(svc_put(&s, cl, "np4", p30080));
     fk_store_fini(&s);
 }
@@ -457,7 +459,10 @@ START_TEST(json_writer_matches_jansson)
     const char *docs[] = {
         "{\"a\":\"q\\\"uo\\\\te\\n\\t\\r\\b\\f\\u0001\\u001f/\",\"b\":[1,-2,true,false,null,{}],"
         "\"c\":{\"d\":[],\"e\":\"\\u00e9\\u4e2d\\ud83d\\ude00\"},\"f\":1.5,\"g\":9007199254740993}",
-        "[]", "{}", "\"x\"", "[0.1,1e300,-0.0]",
+        "[]",
+        "{}",
+        "\"x\"",
+        "[0.1,1e300,-0.0]",
     };
     for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
         json_t *v = json_loads(docs[i], JSON_DECODE_ANY, NULL);

@@ -34,27 +34,28 @@
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "usage: prismlb --config FILE [options]\n"
-            "       prismlb --config FILE --check-config\n"
-            "       prismlb --settings-doc MODULE\n"
-            "       prismlb status [--url http://127.0.0.1:7446] [-o json]\n"
-            "\n"
-            "  -c, --config FILE       the libconfig file naming and wiring module instances\n"
-            "  -t, --check-config      load the file and every module, validate every\n"
-            "                          setting, print OK or each error as\n"
-            "                          FILE:LINE: setting: message; exit 0 or 1\n"
-            "  -l, --log-level LEVEL   debug, info, warn or error (overrides the file)\n"
-            "  -f, --log-format FMT    logfmt or json (overrides the file)\n"
-            "      --settings-doc MOD  print the settings reference of a module (name or\n"
-            "                          .so path) as a Markdown table, or of the core\n"
-            "                          with \"core\"\n"
-            "  -V, --version           print version, revision and module ABI\n"
-            "  -h, --help              this text\n"
-            "\n"
-            "Modules are looked up in the config's modules_dir, else $PRISMLB_MODULE_PATH,\n"
-            "else %s.\n",
-            PRISMLB_MODULE_DIR);
+    fprintf(
+        f,
+        "usage: prismlb --config FILE [options]\n"
+        "       prismlb --config FILE --check-config\n"
+        "       prismlb --settings-doc MODULE\n"
+        "       prismlb status [--url http://127.0.0.1:7446] [-o json]\n"
+        "\n"
+        "  -c, --config FILE       the libconfig file naming and wiring module instances\n"
+        "  -t, --check-config      load the file and every module, validate every\n"
+        "                          setting, print OK or each error as\n"
+        "                          FILE:LINE: setting: message; exit 0 or 1\n"
+        "  -l, --log-level LEVEL   debug, info, warn or error; dpanic, panic, fatal mean error\n"
+        "  -f, --log-format FMT    logfmt or json (overrides the file)\n"
+        "      --settings-doc MOD  print the settings reference of a module (name or\n"
+        "                          .so path) as a Markdown table, or of the core\n"
+        "                          with \"core\"\n"
+        "  -V, --version           print version, revision and module ABI\n"
+        "  -h, --help              this text\n"
+        "\n"
+        "Modules are looked up in the config's modules_dir, else $PRISMLB_MODULE_PATH,\n"
+        "else %s.\n",
+        PRISMLB_MODULE_DIR);
 }
 
 static void

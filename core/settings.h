@@ -5,6 +5,12 @@
  * text, the config file, and the setting's environment variable. Text
  * (defaults, environment) and config-file values go through the same checks,
  * so a default that would be rejected in a file is a bug caught by tests.
+ *
+ * The parser is settings.c, the Markdown reference settings_doc.c; the
+ * pieces they are built on have a file each and come with this header:
+ * errors.h (the error sink, FILE:LINE), duration.h, formats.h (format
+ * validators), editdist.h ("did you mean"); strv.h (string lists) is
+ * included where lists are built.
  */
 #ifndef PRISMLB_SETTINGS_H
 #define PRISMLB_SETTINGS_H
@@ -12,30 +18,11 @@
 #include <libconfig.h>
 #include <stdint.h>
 
+#include "duration.h"
+#include "editdist.h"
+#include "errors.h"
+#include "formats.h"
 #include "prismlb/module.h"
-
-/* An error sink: every problem is recorded as one line
- * "WHERE: PATH: MESSAGE" and the count kept. */
-struct core_errors {
-    char **lines; /* nlines recorded lines */
-    size_t nlines, cap;
-    size_t n; /* errors counted (>= nlines when memory ran out) */
-    int oom;  /* an error could not be recorded for lack of memory */
-};
-void core_errors_add(struct core_errors *e, const char *where, const char *path, const char *fmt,
-                     ...) PLB_PRINTF(4, 5);
-void core_errors_print(const struct core_errors *e, FILE *out);
-void core_errors_clear(struct core_errors *e);
-
-/* "FILE:LINE" of a libconfig setting into buf. */
-void core_setting_where(const config_setting_t *s, const char *fallback_file, char *buf,
-                        size_t len);
-
-/* Parse a duration: "150ms", "20s", "1m30s", "1h", "0", or a bare integer
- * of seconds. 0 or -EINVAL. */
-int core_duration_parse(const char *s, int64_t *ms);
-/* Format ms as the shortest duration text ("20s", "1m30s", "150ms"). */
-void core_duration_format(int64_t ms, char *buf, size_t len);
 
 /* Fill config (of the table's struct) from group `grp` (may be NULL: every
  * setting from default/environment). `path` prefixes error paths
@@ -51,20 +38,15 @@ int core_settings_parse(const struct plb_setting *table, void *config, const con
 /* Free every string and list the parse stored in config (not config). */
 void core_settings_free(const struct plb_setting *table, void *config);
 
-/* Render the table as a Markdown reference (new string, core_free). */
+/* Render the table as a Markdown reference (new string, core_free; NULL
+ * when out of memory). In settings_doc.c. */
 char *core_settings_doc(const struct plb_setting *table);
 
 /* Number of entries before PLB_SETTINGS_END. */
 size_t core_settings_count(const struct plb_setting *table);
 
-/* NULL if value has the format, else why not: a static message or one
- * written into buf (len bytes). */
-const char *core_format_check(enum plb_setting_format format, const char *value, char *buf,
-                              size_t len);
-/* The same with a thread-local buffer, for the host table. */
-const char *core_format_check_tls(enum plb_setting_format format, const char *value);
-
-/* Levenshtein distance, for "did you mean" suggestions. */
-size_t core_edit_distance(const char *a, const char *b);
+/* The setting's enum values as "a, b, c" into buf (len bytes, truncated if
+ * short; "" for a setting with none). */
+void core_settings_enum_list(const struct plb_setting *s, char *buf, size_t len);
 
 #endif

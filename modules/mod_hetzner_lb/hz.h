@@ -12,6 +12,7 @@
  *   hz_model.c        the desired balancer; the actual one parsed from JSON
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
  *   hz_api.c          the Hetzner API client: pacing, lanes, action waits
+ *   hz_answer.c       what one API answer means (retry, failed, done...; pure)
  *   hz_queue.c        the per-Service work queue (pure)
  *   hz_index.c        which Services an informer event can change (pure)
  *   hz_watch.c        informers, what their events queue, full passes

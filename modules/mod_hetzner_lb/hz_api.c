@@ -25,9 +25,6 @@
 #include "hz_api.h"
 
 #define PER_PAGE 50
-#define MAX_RETRIES 3
-#define MAX_LOCKED_TRIES 60
-#define LOCKED_DELAY_MAX_MS 10000
 #define POLL_FIRST_MS 500
 #define POLL_MAX_MS 5000
 #define ACTION_TIMEOUT_MS (15 * 60 * 1000)
@@ -503,6 +500,19 @@ list_page(struct hz_call *c, int status, json_t *body)
     finish(c, &r);
 }
 
+/* The batched poll ended (status 0: no answer): hand it to the poller and
+ * free it. */
+static void
+poll_end(struct hz_call *c, int status, json_t *body)
+{
+    struct hz_api *api = c->api;
+    poll_done(api, status, body);
+    all_unlink(c);
+    call_free(c);
+}
+
+/* An answer arrived: feed the pacer, classify it (hz_answer_classify), act
+ * on the verdict. The one exit frees the parsed body. */
 static void
 on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
 {
@@ -510,9 +520,16 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     struct hz_api *api = c->api;
     const struct plb_host *h = api->host;
     int64_t now = now_ms(api);
-    int status = h->http_resp_status(resp);
-    enum plb_http_error e = h->http_resp_error(resp);
-    json_t *body = NULL;
+    struct hz_answer in = {
+        .transport_ok = h->http_resp_error(resp) == PLB_HTTP_OK,
+        .status = h->http_resp_status(resp),
+        .is_write = c->write,
+        .is_list = c->lcb != NULL,
+        .is_poll = c->is_poll,
+        .retries = c->retries,
+        .locked_tries = c->locked_tries,
+    };
+    struct hz_verdict v;
     size_t len = 0;
     const char *raw;
     (void)req;
@@ -530,115 +547,80 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         api->st.limit = (long)limit;
         api->st.remaining = (long)remaining;
     }
-
-    if (e != PLB_HTTP_OK) {
-        const char *why = h->http_resp_error_text(resp);
-        PLB_WARN(
-            api->host, api->ctx,
-            PLB_KV("method", c->method, "path", c->path, "error", why ? why : "transport error"),
-            "hetzner: the request failed");
-        if (c->is_poll) {
-            poll_done(api, 0, NULL);
-            all_unlink(c);
-            call_free(c);
-            return;
-        }
-        if (!c->write && c->retries < MAX_RETRIES) {
-            c->retries++;
-            retry_later(c, 1000LL << c->retries);
-            return;
-        }
-        finish_err(c, -EIO, 0, NULL, why ? why : "transport error");
-        return;
+    if (!in.transport_ok) {
+        in.status = 0;
+        in.transport_error = h->http_resp_error_text(resp);
+    } else if ((raw = h->http_resp_body(resp, &len)) && len) {
+        in.body = json_loadb(raw, len, 0, NULL);
+        in.body_invalid = in.body == NULL;
     }
-    raw = h->http_resp_body(resp, &len);
-    if (raw && len)
-        body = json_loadb(raw, len, 0, NULL);
+    hz_answer_classify(&in, &v);
+    if (v.locked)
+        api->st.locked++;
 
-    json_t *err = json_object_get(body, "error");
-    const char *code = json_string_value(json_object_get(err, "code"));
-    const char *msg = json_string_value(json_object_get(err, "message"));
-
-    if (status == 429) {
+    switch (v.kind) {
+    case HZ_V_RATE_LIMITED:
         api->st.rate_limited++;
         hz_pace_on_429(&api->pace, now, h->wall_ms(api->ctx), reset);
-        PLB_WARN(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path),
+        PLB_WARN(h, api->ctx, PLB_KV("method", c->method, "path", c->path),
                  "hetzner: rate limit reached; pausing every request for %" PRId64 " ms",
                  api->pace.pause_until_ms - now);
-        json_decref(body);
         enqueue(c, 1);
-        return;
-    }
-    if (c->is_poll) {
-        poll_done(api, status, body);
-        json_decref(body);
-        all_unlink(c);
-        call_free(c);
-        return;
-    }
-    if (status == 423 && code && strcmp(code, "locked") == 0) {
-        api->st.locked++;
-        if (++c->locked_tries <= MAX_LOCKED_TRIES) {
-            int64_t d = 1000LL << (c->locked_tries > 4 ? 4 : c->locked_tries - 1);
-            if (d > LOCKED_DELAY_MAX_MS)
-                d = LOCKED_DELAY_MAX_MS;
-            PLB_DEBUG(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path),
-                      "hetzner: locked; retry in %" PRId64 " ms", d);
-            json_decref(body);
-            retry_later(c, d);
-            return;
+        break;
+    case HZ_V_RETRY:
+    case HZ_V_LOCKED:
+        if (v.kind == HZ_V_LOCKED)
+            c->locked_tries++;
+        else
+            c->retries++;
+        PLB_DEBUG(
+            h, api->ctx,
+            PLB_KV("method", c->method, "path", c->path, "error", v.message ? v.message : "-"),
+            "hetzner: %s %d; retry in %" PRId64 " ms", v.kind == HZ_V_LOCKED ? "locked" : "answer",
+            in.status, v.delay_ms);
+        retry_later(c, v.delay_ms);
+        break;
+    case HZ_V_FAILED:
+        PLB_WARN(h, api->ctx,
+                 PLB_KV("method", c->method, "path", c->path, "code", v.code ? v.code : "-",
+                        "error", v.message ? v.message : "-"),
+                 "hetzner: the request failed: status %d", in.status);
+        if (c->is_poll) {
+            poll_end(c, 0, NULL);
+            break;
         }
-    }
-    if ((status >= 500 || (status == 409 && code && strcmp(code, "conflict") == 0)) &&
-        c->retries < MAX_RETRIES) {
-        c->retries++;
-        json_decref(body);
-        retry_later(c, 1000LL << c->retries);
-        return;
-    }
-    if (status >= 300 || status == 0) {
-        struct hz_result r = {.err = status ? 0 : -EIO,
-                              .status = status,
-                              .code = code,
-                              .message = msg ? msg : (status ? NULL : "no answer"),
-                              .body = body};
-        if (status >= 300)
-            PLB_WARN(api->host, api->ctx,
-                     PLB_KV("method", c->method, "path", c->path, "code", code ? code : "-",
-                            "error", msg ? msg : "-"),
-                     "hetzner: the request failed: status %d", status);
-        finish(c, &r);
-        json_decref(body);
-        return;
-    }
-    if (c->lcb) {
-        list_page(c, status, body);
-        json_decref(body);
-        return;
-    }
-    json_t *action = json_object_get(body, "action");
-    const char *ast = json_string_value(json_object_get(action, "status"));
-    json_t *aid = json_object_get(action, "id");
-    if (ast && json_is_integer(aid) && strcmp(ast, "running") == 0) {
+        finish(c, &(struct hz_result){.err = v.err,
+                                      .status = in.status,
+                                      .code = v.code,
+                                      .message = v.message,
+                                      .body = in.body});
+        break;
+    case HZ_V_PAGE:
+        list_page(c, in.status, in.body);
+        break;
+    case HZ_V_ACTION:
         c->st = CS_ACTION;
-        c->action_id = json_integer_value(aid);
+        c->action_id = v.action_id;
         c->action_since_ms = now;
-        c->answer = body;
-        c->answer_status = status;
+        c->answer = json_incref(in.body);
+        c->answer_status = in.status;
         api->poll_ms = POLL_FIRST_MS;
         poll_arm(api, POLL_FIRST_MS);
-        return;
+        break;
+    case HZ_V_DONE:
+        if (c->is_poll) {
+            poll_end(c, in.status, in.body);
+            break;
+        }
+        finish(c, &(struct hz_result){.status = in.status,
+                                      .body = in.body,
+                                      .code = v.code,
+                                      .message = v.message,
+                                      .action_id = v.action_id,
+                                      .action_failed = v.action_failed});
+        break;
     }
-    struct hz_result r = {.status = status, .body = body};
-    if (ast && strcmp(ast, "error") == 0) {
-        json_t *ae = json_object_get(action, "error");
-        r.action_failed = 1;
-        r.action_id = json_is_integer(aid) ? json_integer_value(aid) : 0;
-        r.code = json_string_value(json_object_get(ae, "code"));
-        r.message = json_string_value(json_object_get(ae, "message"));
-    }
-    finish(c, &r);
-    json_decref(body);
+    json_decref(in.body);
 }
 
 /* ------------------------------------------------------------------ */

@@ -17,6 +17,8 @@
  *   locked   423 locked is retried after a growing delay (the balancer is
  *            busy with an action someone else started);
  *   retries  5xx and 409 conflict are retried up to 3 times;
+ *   answers  what each answer means is decided by hz_answer_classify
+ *            (pure, unit tested), the client only acts on its verdict;
  *   lists    hz_api_list follows pagination at 50 per page;
  *   dry run  a write (anything but GET) is logged and not sent; its result
  *            says dry_run.
@@ -54,6 +56,49 @@ HZ_HIDDEN void hz_pace_on_429(struct hz_pace *p, int64_t now_ms, int64_t wall_ms
 HZ_HIDDEN int64_t hz_pace_delay(const struct hz_pace *p, int64_t now_ms, int in_flight);
 /* The estimated tokens left now (for metrics and tests). */
 HZ_HIDDEN double hz_pace_tokens(const struct hz_pace *p, int64_t now_ms, int in_flight);
+
+/* ------------------------------------------------------------------ */
+/* Answers (hz_answer.c, pure)                                          */
+
+#define HZ_MAX_RETRIES 3       /* 5xx, 409 conflict, a read's transport error */
+#define HZ_MAX_LOCKED_TRIES 60 /* 423 locked */
+#define HZ_LOCKED_DELAY_MAX_MS 10000
+
+/* One answer as the client received it (borrowed for the call). */
+struct hz_answer {
+    int transport_ok;               /* an HTTP answer arrived */
+    const char *transport_error;    /* else why not, or NULL */
+    int status;                     /* its HTTP status */
+    json_t *body;                   /* its JSON, NULL when empty or not JSON */
+    int body_invalid;               /* a body that is not JSON came */
+    int is_write, is_list, is_poll; /* what the call is */
+    int retries, locked_tries;      /* how often it was sent again so far */
+};
+
+enum hz_verdict_kind {
+    HZ_V_RETRY = 1,    /* send again after delay_ms (count a retry) */
+    HZ_V_LOCKED,       /* 423 locked: send again after delay_ms (count it) */
+    HZ_V_RATE_LIMITED, /* 429: pause every call until RateLimit-Reset */
+    HZ_V_FAILED,       /* the call ends: err, status, code, message */
+    HZ_V_PAGE,         /* a list page to collect */
+    HZ_V_ACTION,       /* an action is running: wait for action_id */
+    HZ_V_DONE,         /* the call ends with this answer */
+};
+
+struct hz_verdict {
+    enum hz_verdict_kind kind;
+    int64_t delay_ms;    /* RETRY, LOCKED */
+    int err;             /* FAILED: 0 for an answer with a status, else -EIO */
+    const char *code;    /* error.code (or the action's), borrowed from the body */
+    const char *message; /* its message (or why the call failed), borrowed */
+    int64_t action_id;   /* ACTION; DONE with action_failed */
+    int action_failed;   /* DONE: the answer's action ended in error */
+    int locked;          /* the answer was 423 locked (retried or not) */
+};
+
+/* Classify one answer (the rules are in hz_answer.c's comment); fills
+ * *out, whose strings are borrowed from in. Never fails. */
+HZ_HIDDEN void hz_answer_classify(const struct hz_answer *in, struct hz_verdict *out);
 
 /* ------------------------------------------------------------------ */
 /* Client (hz_api.c)                                                    */

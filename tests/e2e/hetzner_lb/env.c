@@ -1,8 +1,10 @@
 /*
- * env: what the mod_hetzner_lb end-to-end suites that run the daemon share:
- * both fakes started (the Hetzner one seeded with the network "k8s" and its
- * vSwitch subnet), the daemon with one hetzner_lb instance, its log, and
- * requests to the fake API server.
+ * env: what every mod_hetzner_lb end-to-end suite that runs the daemon
+ * shares: both fakes started (the Hetzner one seeded with the network "k8s"
+ * and its vSwitch subnet, or with no network), the fake API server's
+ * kubeconfig, the daemon with one hetzner_lb instance (optionally gated by
+ * the lifecycle test module) or with a configuration of the test's own,
+ * its log, and requests to both fakes.
  */
 #include <check.h>
 #include <signal.h>
@@ -37,20 +39,18 @@ dump_log(struct env *e)
     free(text);
 }
 
-/* Start both fakes (the Hetzner one with the seed's extra members
- * seed_extra and its arguments hz_args) and the daemon with extra settings
- * (text inside the instance) and resync interval in seconds. */
 void
-env_start(struct env *e, const char *seed_extra, const char *const *hz_args, const char *extra,
-          int resync_s)
+env_fakes_start(struct env *e, int no_network, const char *seed_extra, const char *const *hz_args)
 {
-    char conf[8192], path[600], kc[4300], exe[4096], kubeconfig[8192], seed[8192], mods[4200];
-    char menv[8400], renv[64];
+    char kubeconfig[8192], seed[8192];
     memset(e, 0, sizeof(*e));
     ck_assert_int_eq(fake_start(&e->kube, NULL), 0);
-    snprintf(seed, sizeof(seed), SEED, seed_extra ? seed_extra : "");
+    if (no_network)
+        snprintf(seed, sizeof(seed), SEED_NO_NETWORK, seed_extra ? seed_extra : "");
+    else
+        snprintf(seed, sizeof(seed), SEED, seed_extra ? seed_extra : "");
     ck_assert_int_eq(hzt_start(&e->hz, seed, hz_args), 0);
-    snprintf(kc, sizeof(kc), "%s/kubeconfig", e->kube.dir);
+    snprintf(e->kc, sizeof(e->kc), "%s/kubeconfig", e->kube.dir);
     snprintf(kubeconfig, sizeof(kubeconfig),
              "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
              "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
@@ -58,22 +58,58 @@ env_start(struct env *e, const char *seed_extra, const char *const *hz_args, con
              "current-context: fake\nusers:\n- name: me\n  user:\n"
              "    client-certificate: client.crt\n    client-key: client.key\n",
              e->kube.server[0]);
-    ck_assert_int_eq(tu_write_file(kc, kubeconfig), 0);
-    snprintf(conf, sizeof(conf),
-             "instances = (\n  { module = \"hetzner_lb\"; name = \"hz\";\n"
-             "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
-             "  default_network = \"k8s\";\n  %s } );\n",
-             e->hz.url, kc, extra ? extra : "");
-    snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
-    snprintf(e->log, sizeof(e->log), "%s/prismlb.log", dir);
+    ck_assert_int_eq(tu_write_file(e->kc, kubeconfig), 0);
+}
+
+void
+env_spawn(struct tu_proc *p, const char *name, const char *conf, int resync_s, char *log)
+{
+    char path[600], exe[4096], mods[4200], menv[8400], renv[64];
+    snprintf(path, sizeof(path), "%s/%s.conf", dir, name);
+    snprintf(log, 600, "%s/%s.log", dir, name);
     ck_assert_int_eq(tu_write_file(path, conf), 0);
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
     snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
     snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s:%s", mods, tu_build_path("tests/modules"));
-    snprintf(renv, sizeof(renv), "ROBOTLB_RESYNC_INTERVAL=%d", resync_s);
+    snprintf(renv, sizeof(renv), "ROBOTLB_RESYNC_INTERVAL=%d", resync_s > 0 ? resync_s : 300);
     char *argv[] = {exe, "--config", path, "--log-level", "debug", NULL};
     char *env[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", renv, NULL};
-    ck_assert_int_eq(tu_spawn(&e->d, argv, env, e->log), 0);
+    ck_assert_int_eq(tu_spawn(p, argv, env, log), 0);
+}
+
+void
+env_start_opts(struct env *e, const struct env_opts *o)
+{
+    char conf[8192], gate[1024] = "";
+    env_fakes_start(e, o->no_network, o->seed_extra, o->hz_args);
+    if (o->gate_open_after)
+        snprintf(gate, sizeof(gate),
+                 "  { module = \"lifecycle\"; name = \"lead\"; gate_open_after = \"%s\";"
+                 " gate_close_after = \"%s\"; trace_file = \"%s/trace\"; },\n",
+                 o->gate_open_after, o->gate_close_after ? o->gate_close_after : "0", dir);
+    snprintf(conf, sizeof(conf),
+             "instances = (\n%s  { module = \"hetzner_lb\"; name = \"hz\";%s\n"
+             "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
+             "  %s\n  %s } );\n",
+             gate, o->gate_open_after ? " gate = \"lead\";" : "", e->hz.url, e->kc,
+             o->no_network ? "" : "default_network = \"k8s\";", o->extra ? o->extra : "");
+    env_spawn(&e->d, "prismlb", conf, o->resync_s, e->log);
+}
+
+void
+env_start(struct env *e, const char *seed_extra, const char *const *hz_args, const char *extra,
+          int resync_s)
+{
+    struct env_opts o = {
+        .seed_extra = seed_extra, .hz_args = hz_args, .extra = extra, .resync_s = resync_s};
+    env_start_opts(e, &o);
+}
+
+void
+env_fakes_stop(struct env *e)
+{
+    ck_assert_int_eq(hzt_stop(&e->hz), 0);
+    ck_assert_int_eq(fake_stop(&e->kube), 0);
 }
 
 void
@@ -83,8 +119,11 @@ env_stop(struct env *e)
     if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
         dump_log(e);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
-    ck_assert_int_eq(hzt_stop(&e->hz), 0);
-    ck_assert_int_eq(fake_stop(&e->kube), 0);
+    char *text = tu_read_file(e->log, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_msg(strstr(text, "tok-a") == NULL, "the token was logged");
+    free(text);
+    env_fakes_stop(e);
 }
 
 void
@@ -97,4 +136,115 @@ kube_req(struct env *e, const char *method, const char *path, const char *ctype,
     if (out)
         *out = res_json(&r);
     http_res_free(&r);
+}
+
+char *
+env_service(struct env *e, const char *name, const char *type, int node_port,
+            const char *extra_meta, const char *extra_spec)
+{
+    char body[2048], np[32] = "";
+    json_t *o;
+    if (node_port)
+        snprintf(np, sizeof(np), ",\"nodePort\":%d", node_port);
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"%s\","
+             "\"namespace\":\"default\"%s},\"spec\":{\"type\":\"%s\",\"selector\":"
+             "{\"app\":\"%s\"},\"ports\":[{\"port\":80,\"protocol\":\"TCP\"%s}]%s}}",
+             name, extra_meta ? extra_meta : "", type, name, np, extra_spec ? extra_spec : "");
+    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201, &o);
+    const char *uid = json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
+    ck_assert_ptr_nonnull(uid);
+    char *r = strdup(uid);
+    ck_assert_ptr_nonnull(r);
+    json_decref(o);
+    return r;
+}
+
+int
+env_ingress(struct env *e, const char *name, char *ip, size_t len, char *mode, size_t mlen,
+            size_t *n)
+{
+    char path[256];
+    json_t *o;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
+    kube_req(e, "GET", path, NULL, NULL, 200, &o);
+    json_t *ing =
+        json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"), "ingress");
+    const char *v = json_string_value(json_object_get(json_array_get(ing, 0), "ip"));
+    const char *m = json_string_value(json_object_get(json_array_get(ing, 0), "ipMode"));
+    if (n)
+        *n = json_array_size(ing);
+    snprintf(ip, len, "%s", v ? v : "");
+    if (mode)
+        snprintf(mode, mlen, "%s", m ? m : "");
+    json_decref(o);
+    return v != NULL;
+}
+
+int
+env_has_event(struct env *e, const char *reason, const char *needle)
+{
+    json_t *o, *ev;
+    size_t i;
+    int found = 0;
+    kube_req(e, "GET", "/api/v1/namespaces/default/events", NULL, NULL, 200, &o);
+    json_array_foreach(json_object_get(o, "items"), i, ev)
+    {
+        const char *r = json_string_value(json_object_get(ev, "reason"));
+        const char *m = json_string_value(json_object_get(ev, "message"));
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        if (r && m && t && !strcmp(r, reason) && !strcmp(t, "Warning") && strstr(m, needle))
+            found = 1;
+    }
+    json_decref(o);
+    return found;
+}
+
+long
+env_create_lb(struct env *e, const char *name, const char *labels)
+{
+    char body[1024];
+    struct hzt_resp r;
+    snprintf(body, sizeof(body),
+             "{\"name\":\"%s\",\"load_balancer_type\":\"lb11\",\"location\":\"hel1\"%s%s}", name,
+             labels ? ",\"labels\":" : "", labels ? labels : "");
+    ck_assert_int_eq(hzt_req(&e->hz, "POST", "/load_balancers", "tok-a", "seed", body, &r), 0);
+    ck_assert_int_eq(r.status, 201);
+    long id =
+        (long)json_integer_value(json_object_get(json_object_get(r.body, "load_balancer"), "id"));
+    hzt_resp_free(&r);
+    return id;
+}
+
+int
+env_lb_exists(struct env *e, long id)
+{
+    char path[64];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/load_balancers/%ld", id);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, "tok-a", "check", NULL, &r), 0);
+    int st = (int)r.status;
+    hzt_resp_free(&r);
+    ck_assert(st == 200 || st == 404);
+    return st == 200;
+}
+
+long
+env_count_route(struct env *e, const char *route)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_integer_value(json_object_get(json_object_get(r.body, "counts"), route));
+    hzt_resp_free(&r);
+    return n;
+}
+
+long
+env_count_requests(struct env *e)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_array_size(json_object_get(r.body, "requests"));
+    hzt_resp_free(&r);
+    return n;
 }

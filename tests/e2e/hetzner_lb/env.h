@@ -1,6 +1,6 @@
 /*
- * env: the shared harness of the daemon-level mod_hetzner_lb suites (see
- * env.c).
+ * env: the one harness of the daemon-level mod_hetzner_lb suites
+ * (test_daemon, test_reconcile, test_replicas, test_status; see env.c).
  */
 #ifndef PRISMLB_E2E_HETZNER_LB_ENV_H
 #define PRISMLB_E2E_HETZNER_LB_ENV_H
@@ -13,6 +13,8 @@
     "{\"tokens\":[\"tok-a\"],\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":"               \
     "\"10.0.0.0/16\",\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\"},"              \
     "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"vswitch_id\":4242}]}]%s}"
+/* The same without any network. */
+#define SEED_NO_NETWORK "{\"tokens\":[\"tok-a\"]%s}"
 
 /* The test's private directory (Check fixture: setup/teardown). */
 extern char *dir;
@@ -24,7 +26,21 @@ struct env {
     struct fake kube;
     struct hzt_fake hz;
     struct tu_proc d;
+    char kc[4300]; /* the kubeconfig of the fake API server (client cert) */
     char log[600];
+};
+
+/* How env_start_opts starts everything; zero is the usual set-up. */
+struct env_opts {
+    int no_network;             /* seed no network, set no default_network */
+    const char *seed_extra;     /* extra top-level members of the seed */
+    const char *const *hz_args; /* the Hetzner fake's arguments */
+    const char *extra;          /* settings inside the hetzner_lb instance */
+    int resync_s;               /* ROBOTLB_RESYNC_INTERVAL; 0: 300 */
+    /* Gate the instance by the lifecycle test module, which opens the gate
+     * after gate_open_after (a duration) and closes it gate_close_after
+     * later ("0": never). NULL: no gate. */
+    const char *gate_open_after, *gate_close_after;
 };
 
 /* Print the daemon's log to stderr. */
@@ -45,16 +61,53 @@ void dump_log(struct env *e);
         ck_assert_msg((cond), "timed out waiting for %s", what);                                   \
     } while (0)
 
-/* Start both fakes (the Hetzner one with the seed's extra members
- * seed_extra and its arguments hz_args) and the daemon with extra settings
- * (text inside the instance) and resync interval in seconds. */
+/* Start both fakes: the Hetzner one seeded with SEED (SEED_NO_NETWORK
+ * with no_network) around seed_extra and started with hz_args; e->kc gets
+ * the fake API server's kubeconfig. */
+void env_fakes_start(struct env *e, int no_network, const char *seed_extra,
+                     const char *const *hz_args);
+/* Write conf to dir/NAME.conf and start the daemon on it as p, logging to
+ * dir/NAME.log (copied to log, which holds 600 bytes), at debug level, with
+ * the module path, the token and ROBOTLB_RESYNC_INTERVAL=resync_s. */
+void env_spawn(struct tu_proc *p, const char *name, const char *conf, int resync_s, char *log);
+/* Both fakes and the daemon with one hetzner_lb instance "hz", as o says. */
+void env_start_opts(struct env *e, const struct env_opts *o);
+/* The same with the network "k8s" as default_network, the seed's extra
+ * members seed_extra, the fake's arguments hz_args, extra settings (text
+ * inside the instance) and resync interval in seconds. */
 void env_start(struct env *e, const char *seed_extra, const char *const *hz_args, const char *extra,
                int resync_s);
-/* Stop the daemon (it must exit 0) and both fakes. */
+/* Stop the daemon (it must exit 0, its log must not hold the token) and
+ * both fakes. */
 void env_stop(struct env *e);
+/* Stop both fakes only (a test that ran its own daemons). */
+void env_fakes_stop(struct env *e);
+
 /* method path on the fake API server; the status must be want; *out (if
  * out) gets the JSON body. */
 void kube_req(struct env *e, const char *method, const char *path, const char *ctype,
               const char *body, int want, json_t **out);
+/* A Service of type in namespace default, selector app=name, port 80 ->
+ * nodePort node_port (0: none given); extra_meta/extra_spec are JSON
+ * members to add. Returns its UID (new). */
+char *env_service(struct env *e, const char *name, const char *type, int node_port,
+                  const char *extra_meta, const char *extra_spec);
+/* The first ingress IP of Service default/name into ip ("" when none), its
+ * ipMode into mode (if mode), the number of ingress entries into *n (if n).
+ * 1 when there is an IP. */
+int env_ingress(struct env *e, const char *name, char *ip, size_t len, char *mode, size_t mlen,
+                size_t *n);
+/* 1 when namespace default has a Warning Event of reason whose message
+ * holds needle. */
+int env_has_event(struct env *e, const char *reason, const char *needle);
+/* Create a balancer in the fake Hetzner API (lb11, hel1); labels JSON text
+ * or NULL. Returns its id. */
+long env_create_lb(struct env *e, const char *name, const char *labels);
+/* 1 when balancer id exists, 0 when it does not. */
+int env_lb_exists(struct env *e, long id);
+/* The fake Hetzner API's request count of route ("GET /v1/load_balancers"). */
+long env_count_route(struct env *e, const char *route);
+/* The requests the fake Hetzner API logged since its last reset. */
+long env_count_requests(struct env *e);
 
 #endif

@@ -37,28 +37,6 @@ add_node(struct env *e, const char *name, const char *ip)
     kube_req(e, "PATCH", path, "application/merge-patch+json", body, 200, NULL);
 }
 
-/* A Service of type LoadBalancer with port 80 -> nodePort node_port;
- * extra_meta/extra_spec are JSON members to add. Returns its UID (new). */
-static char *
-add_service(struct env *e, const char *name, int node_port, const char *extra_meta,
-            const char *extra_spec)
-{
-    char body[2048];
-    json_t *o;
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"%s\","
-             "\"namespace\":\"default\"%s},\"spec\":{\"type\":\"LoadBalancer\",\"selector\":"
-             "{\"app\":\"%s\"},\"ports\":[{\"port\":80,\"protocol\":\"TCP\",\"nodePort\":%d}]%s}}",
-             name, extra_meta ? extra_meta : "", name, node_port, extra_spec ? extra_spec : "");
-    kube_req(e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201, &o);
-    const char *uid = json_string_value(json_object_get(json_object_get(o, "metadata"), "uid"));
-    ck_assert_ptr_nonnull(uid);
-    char *r = strdup(uid);
-    ck_assert_ptr_nonnull(r);
-    json_decref(o);
-    return r;
-}
-
 /* The balancers labelled for uid (new array). */
 static json_t *
 lbs_of(struct env *e, const char *uid)
@@ -106,50 +84,6 @@ targets_are(struct env *e, const char *uid, const char *want)
     return targets_of(e, uid, buf, sizeof(buf)) && strcmp(buf, want) == 0;
 }
 
-static int
-ingress_ip(struct env *e, const char *name, char *ip, size_t len)
-{
-    char path[256];
-    json_t *o;
-    snprintf(path, sizeof(path), "/api/v1/namespaces/default/services/%s", name);
-    kube_req(e, "GET", path, NULL, NULL, 200, &o);
-    json_t *ing =
-        json_object_get(json_object_get(json_object_get(o, "status"), "loadBalancer"), "ingress");
-    const char *v = json_string_value(json_object_get(json_array_get(ing, 0), "ip"));
-    snprintf(ip, len, "%s", v ? v : "");
-    json_decref(o);
-    return v != NULL;
-}
-
-static int
-has_event(struct env *e, const char *reason, const char *needle)
-{
-    json_t *o, *ev;
-    size_t i;
-    int found = 0;
-    kube_req(e, "GET", "/api/v1/namespaces/default/events", NULL, NULL, 200, &o);
-    json_array_foreach(json_object_get(o, "items"), i, ev)
-    {
-        const char *r = json_string_value(json_object_get(ev, "reason"));
-        const char *m = json_string_value(json_object_get(ev, "message"));
-        const char *t = json_string_value(json_object_get(ev, "type"));
-        if (r && m && t && !strcmp(r, reason) && !strcmp(t, "Warning") && strstr(m, needle))
-            found = 1;
-    }
-    json_decref(o);
-    return found;
-}
-
-static long
-count_route(struct env *e, const char *route)
-{
-    struct hzt_resp r;
-    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
-    long n = (long)json_integer_value(json_object_get(json_object_get(r.body, "counts"), route));
-    hzt_resp_free(&r);
-    return n;
-}
-
 static long
 total_requests(struct env *e)
 {
@@ -187,7 +121,7 @@ START_TEST(creates_load_balancers_that_point_to_nodes_based_on_node_ip)
     add_node(&e, "n1", "10.0.1.11");
     add_node(&e, "n2", "10.0.1.12");
     add_node(&e, "n3", "10.0.1.13");
-    char *uid = add_service(&e, "web", 30080, NULL, NULL);
+    char *uid = env_service(&e, "web", "LoadBalancer", 30080, NULL, NULL);
 
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11,10.0.1.12,10.0.1.13"), 20000,
              "a balancer labelled with the UID targeting the three nodes");
@@ -216,8 +150,8 @@ START_TEST(creates_load_balancers_that_point_to_nodes_based_on_node_ip)
              json_string_value(json_object_get(
                  json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip")));
     json_decref(a);
-    WAIT_FOR(&e, ingress_ip(&e, "web", ip, sizeof(ip)) && strcmp(ip, want) == 0, 20000,
-             "the Service's status to carry the balancer's IP");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL) && strcmp(ip, want) == 0,
+             20000, "the Service's status to carry the balancer's IP");
 
     /* kubectl cordon n2 */
     kube_req(&e, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
@@ -264,7 +198,8 @@ START_TEST(local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from)
     add_node(&e, "n2", "10.0.1.22");
     add_node(&e, "n3", "10.0.1.23");
     add_node(&e, "n4", "10.0.1.24");
-    char *uid = add_service(&e, "loc", 30081, NULL, ",\"externalTrafficPolicy\":\"Local\"");
+    char *uid =
+        env_service(&e, "loc", "LoadBalancer", 30081, NULL, ",\"externalTrafficPolicy\":\"Local\"");
     const char *slice =
         "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
         "\"name\":\"loc-abc\",\"namespace\":\"default\",\"labels\":{"
@@ -301,15 +236,15 @@ START_TEST(a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cy
     add_node(&e, "in1", "10.0.1.31");
     add_node(&e, "in2", "10.0.1.32");
     add_node(&e, "out", "10.0.2.33");
-    char *uid = add_service(&e, "edge", 30082, NULL, NULL);
+    char *uid = env_service(&e, "edge", "LoadBalancer", 30082, NULL, NULL);
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.31,10.0.1.32"), 20000,
              "the two nodes inside the subnet as targets");
     const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
-    WAIT_FOR(&e, count_route(&e, route) >= 3, 20000, "the refused target to be tried again");
-    long n0 = count_route(&e, route);
+    WAIT_FOR(&e, env_count_route(&e, route) >= 3, 20000, "the refused target to be tried again");
+    long n0 = env_count_route(&e, route);
     long long t0 = tu_now_ms();
     tu_sleep_ms(4500);
-    long n1 = count_route(&e, route);
+    long n1 = env_count_route(&e, route);
     long long dt = tu_now_ms() - t0;
     /* one refused add_target per 2 s cycle: 2 or 3 in 4.5 s, not a hot loop */
     ck_assert_msg(n1 - n0 >= 1 && n1 - n0 <= dt / 2000 + 1, "%ld retries in %lld ms", n1 - n0, dt);
@@ -334,7 +269,7 @@ START_TEST(an_unlabelled_balancer_under_the_old_name_is_adopted)
               NULL, NULL, 300);
     add_node(&e, "n1", "10.0.1.41");
     add_node(&e, "n2", "10.0.1.42");
-    char *uid = add_service(&e, "shop", 30083, NULL, NULL);
+    char *uid = env_service(&e, "shop", "LoadBalancer", 30083, NULL, NULL);
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.41,10.0.1.42"), 20000,
              "the old balancer labelled and targeting both nodes");
     json_t *a = lbs_of(&e, uid);
@@ -342,7 +277,7 @@ START_TEST(an_unlabelled_balancer_under_the_old_name_is_adopted)
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "name")), "shop");
     json_decref(a);
     ck_assert_int_eq(total_lbs(&e), 1);
-    ck_assert_int_eq(count_route(&e, "POST /v1/load_balancers"), 0);
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), 0);
     free(uid);
     env_stop(&e);
 }
@@ -360,15 +295,15 @@ START_TEST(a_taken_name_gives_a_warning_event_naming_the_old_uid)
               "\"0b5e7c1e-old-uid\"}}]",
               NULL, NULL, 300);
     add_node(&e, "n1", "10.0.1.51");
-    char *uid = add_service(&e, "api", 30084, NULL, NULL);
-    WAIT_FOR(&e, has_event(&e, "BalancerNameTaken", "0b5e7c1e-old-uid"), 20000,
+    char *uid = env_service(&e, "api", "LoadBalancer", 30084, NULL, NULL);
+    WAIT_FOR(&e, env_has_event(&e, "BalancerNameTaken", "0b5e7c1e-old-uid"), 20000,
              "the warning Event naming the old UID");
     tu_sleep_ms(1000);
     ck_assert_int_eq(total_lbs(&e), 1);
     json_t *a = lbs_of(&e, uid);
     ck_assert_uint_eq(json_array_size(a), 0);
     json_decref(a);
-    ck_assert_int_eq(count_route(&e, "POST /v1/load_balancers"), 0);
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), 0);
     free(uid);
     env_stop(&e);
 }
@@ -387,14 +322,14 @@ START_TEST(lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_nami
         snprintf(ip, sizeof(ip), "10.0.1.%d", 100 + i);
         add_node(&e, name, ip);
     }
-    char *uid = add_service(&e, "big", 30090, NULL, NULL);
+    char *uid = env_service(&e, "big", "LoadBalancer", 30090, NULL, NULL);
     char want[2048] = "";
     /* sorted by node name: n00..n24 are kept, n25 and n26 dropped */
     for (int i = 0; i < 25; i++)
         snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s10.0.1.%d", i ? "," : "",
                  100 + i);
     WAIT_FOR(&e, targets_are(&e, uid, want), 20000, "25 targets");
-    WAIT_FOR(&e, has_event(&e, "TooManyTargets", "holds 25"), 20000,
+    WAIT_FOR(&e, env_has_event(&e, "TooManyTargets", "holds 25"), 20000,
              "the warning naming the limit");
     free(uid);
     env_stop(&e);
@@ -416,9 +351,9 @@ START_TEST(a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_ev
              "\"protocol\":\"TCP\"}]}}");
     kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json", body, 201,
              NULL);
-    WAIT_FOR(&e, has_event(&e, "NoExposablePort", "nodePort"), 20000, "the warning Event");
+    WAIT_FOR(&e, env_has_event(&e, "NoExposablePort", "nodePort"), 20000, "the warning Event");
     ck_assert_int_eq(total_lbs(&e), 0);
-    ck_assert_int_eq(count_route(&e, "POST /v1/load_balancers"), 0);
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), 0);
     env_stop(&e);
 }
 END_TEST
@@ -435,8 +370,9 @@ START_TEST(a_service_without_target_nodes_waits_with_a_warning_event)
               "\"10.0.1.81\"}}]}]",
               NULL, NULL, 300);
     add_node(&e, "n1", "10.0.1.81");
-    char *uid = add_service(&e, "idle", 30091, NULL, ",\"externalTrafficPolicy\":\"Local\"");
-    WAIT_FOR(&e, has_event(&e, "NoTargetNodes", "\"idle\""), 20000, "the warning Event");
+    char *uid = env_service(&e, "idle", "LoadBalancer", 30091, NULL,
+                            ",\"externalTrafficPolicy\":\"Local\"");
+    WAIT_FOR(&e, env_has_event(&e, "NoTargetNodes", "\"idle\""), 20000, "the warning Event");
     ck_assert_int_eq(total_lbs(&e), 1);
     json_t *a = lbs_of(&e, uid);
     ck_assert_uint_eq(json_array_size(a), 0);
@@ -454,7 +390,7 @@ START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
     struct env e;
     env_start(&e, NULL, NULL, NULL, 300);
     add_node(&e, "n1", "10.0.1.91");
-    char *uid = add_service(&e, "priv", 30092,
+    char *uid = env_service(&e, "priv", "LoadBalancer", 30092,
                             ",\"annotations\":{\"robotlb/lb-private-ip\":\"10.0.0.10\"}", NULL);
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.91"), 20000, "the target");
     json_t *a = lbs_of(&e, uid);
@@ -492,7 +428,7 @@ START_TEST(with_allocate_node_ports_false_the_port_that_sets_a_node_port_is_expo
     char *uid = strdup(json_string_value(json_object_get(json_object_get(o, "metadata"), "uid")));
     json_decref(o);
     ck_assert_ptr_nonnull(uid);
-    WAIT_FOR(&e, ingress_ip(&e, "mixed", ip, sizeof(ip)), 20000, "the status");
+    WAIT_FOR(&e, env_ingress(&e, "mixed", ip, sizeof(ip), NULL, 0, NULL), 20000, "the status");
     json_t *a = lbs_of(&e, uid);
     json_t *svcs = json_object_get(json_array_get(a, 0), "services");
     ck_assert_uint_eq(json_array_size(svcs), 1);
@@ -516,16 +452,20 @@ START_TEST(lb_public_interface_false_makes_a_private_only_balancer)
     char ip[64];
     env_start(&e, NULL, NULL, NULL, 300);
     add_node(&e, "n1", "10.0.1.95");
-    char *u1 = add_service(&e, "inner", 30095,
+    char *u1 = env_service(&e, "inner", "LoadBalancer", 30095,
                            ",\"annotations\":{\"robotlb/lb-public-interface\":\"false\"}", NULL);
-    char *u2 = add_service(&e, "inner2", 30096,
+    char *u2 = env_service(&e, "inner2", "LoadBalancer", 30096,
                            ",\"annotations\":{\"robotlb/lb-public-interface\":\"false\","
                            "\"robotlb/lb-private-ip\":\"10.0.0.20\"}",
                            NULL);
-    WAIT_FOR(&e, ingress_ip(&e, "inner", ip, sizeof(ip)) && strncmp(ip, "10.0.0.", 7) == 0, 20000,
-             "the private IP in the status");
-    WAIT_FOR(&e, ingress_ip(&e, "inner2", ip, sizeof(ip)) && strcmp(ip, "10.0.0.20") == 0, 20000,
-             "the requested private IP in the status");
+    WAIT_FOR(&e,
+             env_ingress(&e, "inner", ip, sizeof(ip), NULL, 0, NULL) &&
+                 strncmp(ip, "10.0.0.", 7) == 0,
+             20000, "the private IP in the status");
+    WAIT_FOR(&e,
+             env_ingress(&e, "inner2", ip, sizeof(ip), NULL, 0, NULL) &&
+                 strcmp(ip, "10.0.0.20") == 0,
+             20000, "the requested private IP in the status");
     for (int k = 0; k < 2; k++) {
         json_t *a = lbs_of(&e, k ? u2 : u1);
         json_t *lb = json_array_get(a, 0);
@@ -547,16 +487,18 @@ START_TEST(load_balancer_class_serves_only_that_class)
     char ip[64];
     env_start(&e, NULL, NULL, "load_balancer_class = \"example.com/hetzner\";", 300);
     add_node(&e, "n1", "10.0.1.97");
-    char *none = add_service(&e, "plain", 30097, NULL, NULL);
-    char *rlb = add_service(&e, "rlb", 30098, NULL, ",\"loadBalancerClass\":\"robotlb\"");
-    char *ours =
-        add_service(&e, "ours", 30099, NULL, ",\"loadBalancerClass\":\"example.com/hetzner\"");
-    WAIT_FOR(&e, ingress_ip(&e, "ours", ip, sizeof(ip)), 20000, "the served Service's status");
+    char *none = env_service(&e, "plain", "LoadBalancer", 30097, NULL, NULL);
+    char *rlb =
+        env_service(&e, "rlb", "LoadBalancer", 30098, NULL, ",\"loadBalancerClass\":\"robotlb\"");
+    char *ours = env_service(&e, "ours", "LoadBalancer", 30099, NULL,
+                             ",\"loadBalancerClass\":\"example.com/hetzner\"");
+    WAIT_FOR(&e, env_ingress(&e, "ours", ip, sizeof(ip), NULL, 0, NULL), 20000,
+             "the served Service's status");
     json_t *a = lbs_of(&e, none), *b = lbs_of(&e, rlb);
     ck_assert_uint_eq(json_array_size(a), 0);
     ck_assert_uint_eq(json_array_size(b), 0);
     ck_assert_int_eq(total_lbs(&e), 1);
-    ck_assert_int_eq(ingress_ip(&e, "plain", ip, sizeof(ip)), 0);
+    ck_assert_int_eq(env_ingress(&e, "plain", ip, sizeof(ip), NULL, 0, NULL), 0);
     json_decref(a);
     json_decref(b);
     free(none);
@@ -578,13 +520,13 @@ START_TEST(every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner
     env_start(&e, NULL, NULL, NULL, 1);
     add_node(&e, "n1", "10.0.1.201");
     add_node(&e, "n2", "10.0.1.202");
-    char *uid = add_service(&e, "keep", 30093, NULL, NULL);
+    char *uid = env_service(&e, "keep", "LoadBalancer", 30093, NULL, NULL);
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.201,10.0.1.202"), 20000, "both targets");
     json_t *a = lbs_of(&e, uid);
     long id = (long)json_integer_value(json_object_get(json_array_get(a, 0), "id"));
     json_decref(a);
     snprintf(path, sizeof(path), "/load_balancers/%ld/actions/remove_target", id);
-    long adds0 = count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target");
+    long adds0 = env_count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target");
     /* (423 while the daemon's last action still runs) */
     long st = 0;
     for (int i = 0; i < 50 && st != 201; i++) {
@@ -598,7 +540,7 @@ START_TEST(every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner
     }
     ck_assert_int_eq(st, 201);
     WAIT_FOR(&e,
-             count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target") > adds0 &&
+             env_count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target") > adds0 &&
                  targets_are(&e, uid, "10.0.1.201,10.0.1.202"),
              20000, "the next resync to put the target back");
     free(uid);
@@ -614,7 +556,8 @@ START_TEST(a_deleted_endpoint_slice_rechecks_the_balancers)
     env_start(&e, NULL, NULL, NULL, 300);
     add_node(&e, "n1", "10.0.1.211");
     add_node(&e, "n2", "10.0.1.212");
-    char *uid = add_service(&e, "eps", 30094, NULL, ",\"externalTrafficPolicy\":\"Local\"");
+    char *uid =
+        env_service(&e, "eps", "LoadBalancer", 30094, NULL, ",\"externalTrafficPolicy\":\"Local\"");
     kube_req(&e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
              "application/json",
              "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
@@ -657,15 +600,15 @@ START_TEST(without_the_dynamic_node_selector_the_node_selector_annotation_picks_
              "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
              "\"node.kubernetes.io/exclude-from-external-load-balancers\":\"\"}}}",
              200, NULL);
-    char *uid = add_service(&e, "sel", 30095,
+    char *uid = env_service(&e, "sel", "LoadBalancer", 30095,
                             ",\"annotations\":{\"robotlb/node-selector\":"
                             "\"node-role.kubernetes.io/control-plane!=true,"
                             "beta.kubernetes.io/arch=amd64\"}",
                             NULL);
-    char *bad = add_service(&e, "badsel", 30096,
+    char *bad = env_service(&e, "badsel", "LoadBalancer", 30096,
                             ",\"annotations\":{\"robotlb/node-selector\":\"a=b,,c\"}", NULL);
     WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.221"), 20000, "the one matching node");
-    WAIT_FOR(&e, has_event(&e, "InvalidAnnotation", "robotlb/node-selector"), 20000,
+    WAIT_FOR(&e, env_has_event(&e, "InvalidAnnotation", "robotlb/node-selector"), 20000,
              "the warning Event for the bad selector");
     json_t *a = lbs_of(&e, bad);
     ck_assert_uint_eq(json_array_size(a), 0);
@@ -687,7 +630,7 @@ START_TEST(dry_run_logs_the_create_it_would_make_and_makes_none)
     json_t *x;
     env_start(&e, NULL, NULL, "dry_run = true;", 300);
     add_node(&e, "n1", "10.0.1.231");
-    char *uid = add_service(&e, "dry", 30097, NULL, NULL);
+    char *uid = env_service(&e, "dry", "LoadBalancer", 30097, NULL, NULL);
     WAIT_FOR(&e, tu_file_has(e.log, "hetzner dry run: would POST /load_balancers"), 20000,
              "the logged create");
     tu_sleep_ms(1000);
@@ -764,7 +707,7 @@ START_TEST(fifty_services_converge_within_a_bucket_of_10_refilling_1_per_s_witho
     long long t0 = tu_now_ms();
     for (int i = 0; i < 50; i++) {
         snprintf(name, sizeof(name), "s%02d", i);
-        free(add_service(&e, name, 30100 + i, NULL, NULL));
+        free(env_service(&e, name, "LoadBalancer", 30100 + i, NULL, NULL));
     }
     WAIT_FOR(&e, (converged(&e, 3, &lbs, &n429, &total), lbs == 50 || n429 > 0), 500000,
              "50 balancers with 3 targets each");

@@ -309,20 +309,8 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
 {
     struct env e; /* e.d unused: two daemons below */
     struct tu_proc d[2];
-    char logs[2][700], kc[4300], seed[2048], conf[16384], path[700], menv[8400], exe[4096];
-    memset(&e, 0, sizeof(e));
-    ck_assert_int_eq(fake_start(&e.kube, NULL), 0);
-    snprintf(seed, sizeof(seed), SEED, "");
-    ck_assert_int_eq(hzt_start(&e.hz, seed, NULL), 0);
-    snprintf(kc, sizeof(kc), "%s/kubeconfig", e.kube.dir);
-    snprintf(conf, sizeof(conf),
-             "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
-             "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
-             "contexts:\n- context:\n    cluster: fake\n    user: me\n  name: fake\n"
-             "current-context: fake\nusers:\n- name: me\n  user:\n"
-             "    client-certificate: client.crt\n    client-key: client.key\n",
-             e.kube.server[0]);
-    ck_assert_int_eq(tu_write_file(kc, conf), 0);
+    char logs[2][600], conf[16384];
+    env_fakes_start(&e, 0, NULL, NULL);
 
     /* three nodes inside the vSwitch subnet, ten Services */
     for (int i = 0; i < 3; i++) {
@@ -352,9 +340,8 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
     faults(&e.hz, "{\"hold_actions\":true}");
 
     /* two replicas */
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s", tu_build_path("modules"));
     for (int r = 0; r < 2; r++) {
+        char name[16];
         snprintf(conf, sizeof(conf),
                  "instances = (\n"
                  "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
@@ -364,13 +351,9 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
                  "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
                  "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
                  "    dynamic_node_selector = true; default_network = \"k8s\"; }\n);\n",
-                 kc, r, e.hz.url, kc);
-        snprintf(path, sizeof(path), "%s/replica%d.conf", dir, r);
-        snprintf(logs[r], sizeof(logs[r]), "%s/replica%d.log", dir, r);
-        ck_assert_int_eq(tu_write_file(path, conf), 0);
-        char *argv[] = {exe, "--config", path, NULL};
-        char *env[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", "ROBOTLB_RESYNC_INTERVAL=300", NULL};
-        ck_assert_int_eq(tu_spawn(&d[r], argv, env, logs[r]), 0);
+                 e.kc, r, e.hz.url, e.kc);
+        snprintf(name, sizeof(name), "replica%d", r);
+        env_spawn(&d[r], name, conf, 300, logs[r]);
     }
 
     /* Mid-reconcile: balancers exist and their actions are held running,
@@ -432,8 +415,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
 
     int st = tu_stop(&d[other], SIGTERM, 10000);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "survivor exit status %d", st);
-    ck_assert_int_eq(hzt_stop(&e.hz), 0);
-    ck_assert_int_eq(fake_stop(&e.kube), 0);
+    env_fakes_stop(&e);
 }
 END_TEST
 

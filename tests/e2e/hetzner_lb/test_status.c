@@ -72,20 +72,8 @@ free_port_here(void)
 START_TEST(status_shows_each_service_its_balancer_and_the_leader)
 {
     struct env e;
-    char kc[4300], seed[2048], conf[16384], path[700], menv[8400], exe[4096], *out;
-    memset(&e, 0, sizeof(e));
-    ck_assert_int_eq(fake_start(&e.kube, NULL), 0);
-    snprintf(seed, sizeof(seed), SEED, "");
-    ck_assert_int_eq(hzt_start(&e.hz, seed, NULL), 0);
-    snprintf(kc, sizeof(kc), "%s/kubeconfig", e.kube.dir);
-    snprintf(conf, sizeof(conf),
-             "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
-             "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
-             "contexts:\n- context:\n    cluster: fake\n    user: me\n  name: fake\n"
-             "current-context: fake\nusers:\n- name: me\n  user:\n"
-             "    client-certificate: client.crt\n    client-key: client.key\n",
-             e.kube.server[0]);
-    ck_assert_int_eq(tu_write_file(kc, conf), 0);
+    char conf[16384], *out;
+    env_fakes_start(&e, 0, NULL, NULL);
     kube_req(&e, "POST", "/api/v1/nodes", "application/json", "{\"metadata\":{\"name\":\"n1\"}}",
              201, NULL);
     kube_req(&e, "PATCH", "/api/v1/nodes/n1/status", "application/merge-patch+json",
@@ -110,15 +98,8 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
         "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
         "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\"; default_network = \"k8s\"; },\n"
         "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n);\n",
-        kc, e.hz.url, kc, mport);
-    snprintf(path, sizeof(path), "%s/prismlb.conf", dir);
-    snprintf(e.log, sizeof(e.log), "%s/prismlb.log", dir);
-    ck_assert_int_eq(tu_write_file(path, conf), 0);
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s", tu_build_path("modules"));
-    char *argv[] = {exe, "--config", path, NULL};
-    char *envp[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", NULL};
-    ck_assert_int_eq(tu_spawn(&e.d, argv, envp, e.log), 0);
+        e.kc, e.hz.url, e.kc, mport);
+    env_spawn(&e.d, "prismlb", conf, 0, e.log);
 
     /* RECONCILER SERVICE BALANCER-ID BALANCER TARGETS LAST-ERROR NEXT-CHECK */
     char *web = NULL, *udp = NULL, *ld = NULL;

@@ -110,6 +110,11 @@ HZ_HIDDEN void hz_free(void *p);          /* NULL is fine */
 HZ_HIDDEN char *hz_strdup(const char *s); /* NULL in: NULL out */
 HZ_HIDDEN char *hz_strndup(const char *s, size_t n);
 HZ_HIDDEN char *hz_asprintf(const char *fmt, ...) PLB_PRINTF(1, 2);
+/* Free each owned string *p of the NULL-ended list of pointers to them and
+ * set it NULL ("free then NULL" for a struct's strings). */
+HZ_HIDDEN void hz_free_each(char **p, ...) __attribute__((sentinel));
+/* Free the n owned strings of v, then v (NULL is fine). */
+HZ_HIDDEN void hz_strv_free(char **v, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* Names (hz_names.c)                                                   */

@@ -35,12 +35,8 @@ hz_algorithm_from_api(const char *s)
 void
 hz_annot_clear(struct hz_annot *a)
 {
-    hz_free(a->balancer);
-    hz_free(a->network);
-    hz_free(a->private_ip);
-    hz_free(a->node_selector);
-    hz_free(a->location);
-    hz_free(a->type);
+    hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
+                 &a->type, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = -1;

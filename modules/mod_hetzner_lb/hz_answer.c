@@ -110,3 +110,31 @@ hz_answer_classify(const struct hz_answer *in, struct hz_verdict *out)
         out->message = json_string_value(json_object_get(ae, "message"));
     }
 }
+
+void
+hz_route(const char *method, const char *path, char *out, size_t len)
+{
+    size_t n = 0;
+    int w = snprintf(out, len, "%s ", method);
+    if (w < 0 || (size_t)w >= len) {
+        if (len)
+            out[0] = '\0';
+        return;
+    }
+    n = (size_t)w;
+    for (const char *p = path; *p && *p != '?' && n + 1 < len;) {
+        if (*p == '/' && p[1] >= '0' && p[1] <= '9') {
+            const char *e = p + 1;
+            while (*e >= '0' && *e <= '9')
+                e++;
+            if (*e == '/' || *e == '?' || *e == '\0') {
+                w = snprintf(out + n, len - n, "/{id}");
+                n = w < 0 || (size_t)w >= len - n ? len - 1 : n + (size_t)w;
+                p = e;
+                continue;
+            }
+        }
+        out[n++] = *p++;
+    }
+    out[n] = '\0';
+}

@@ -23,6 +23,7 @@
 #include <strings.h>
 
 #include "hz_api.h"
+#include "hz_dlist.h"
 
 #define PER_PAGE 50
 #define POLL_FIRST_MS 500
@@ -80,6 +81,7 @@ struct hz_api {
     int dry_run;
     uint32_t timeout_ms;
     int max_in_flight;
+    plb_metric *m_requests, *m_remaining;
 
     struct hz_pace pace;
     uint64_t seq;
@@ -148,16 +150,7 @@ enqueue(struct hz_call *c, int front)
 static void
 all_unlink(struct hz_call *c)
 {
-    struct hz_api *api = c->api;
-    if (c->all_prev)
-        c->all_prev->all_next = c->all_next;
-    else
-        api->all_head = c->all_next;
-    if (c->all_next)
-        c->all_next->all_prev = c->all_prev;
-    else
-        api->all_tail = c->all_prev;
-    c->all_prev = c->all_next = NULL;
+    HZ_DLIST_UNLINK(c->api->all_head, c->api->all_tail, c, all_prev, all_next);
 }
 
 static void
@@ -167,10 +160,7 @@ call_free(struct hz_call *c)
         return;
     if (c->retry_timer)
         c->api->host->timer_free(c->retry_timer);
-    hz_free(c->path);
-    hz_free(c->body);
-    hz_free(c->list_base);
-    hz_free(c->list_key);
+    hz_free_each(&c->path, &c->body, &c->list_base, &c->list_key, NULL);
     json_decref(c->items);
     json_decref(c->answer);
     hz_free(c);
@@ -379,12 +369,7 @@ poll_fire(plb_timer *t, void *arg)
     p->api = api;
     p->is_poll = 1;
     snprintf(p->method, sizeof(p->method), "GET");
-    p->all_prev = api->all_tail;
-    if (api->all_tail)
-        api->all_tail->all_next = p;
-    else
-        api->all_head = p;
-    api->all_tail = p;
+    HZ_DLIST_APPEND(api->all_head, api->all_tail, p, all_prev, all_next);
     api->poll_in_flight = 1;
     enqueue(p, 1); /* waiting lanes go first */
 }
@@ -511,6 +496,29 @@ poll_end(struct hz_call *c, int status, json_t *body)
     call_free(c);
 }
 
+/* Count one answer (status -1: none came) of c and the budget it left
+ * (remaining -1: not reported). */
+static void
+count_answer(struct hz_call *c, int status, long long remaining)
+{
+    struct hz_api *api = c->api;
+    char route[160], code[16];
+    const char *inst = api->ctx ? api->host->instance_name(api->ctx) : "-";
+    if (api->m_requests) {
+        const char *lv[] = {inst, route, code, NULL};
+        hz_route(c->method, c->path, route, sizeof(route));
+        if (status < 0)
+            snprintf(code, sizeof(code), "error");
+        else
+            snprintf(code, sizeof(code), "%d", status);
+        api->host->metric_add(api->m_requests, lv, 1);
+    }
+    if (api->m_remaining && remaining >= 0) {
+        const char *lv[] = {inst, NULL};
+        api->host->metric_set(api->m_remaining, lv, (double)remaining);
+    }
+}
+
 /* An answer arrived: feed the pacer, classify it (hz_answer_classify), act
  * on the verdict. The one exit frees the parsed body. */
 static void
@@ -547,6 +555,7 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         api->st.limit = (long)limit;
         api->st.remaining = (long)remaining;
     }
+    count_answer(c, in.transport_ok ? in.status : -1, limit > 0 ? remaining : -1);
     if (!in.transport_ok) {
         in.status = 0;
         in.transport_error = h->http_resp_error_text(resp);
@@ -641,6 +650,8 @@ hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out)
     api->dry_run = cfg->dry_run;
     api->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : 30000;
     api->max_in_flight = cfg->max_in_flight > 0 ? cfg->max_in_flight : 8;
+    api->m_requests = cfg->m_requests;
+    api->m_remaining = cfg->m_remaining;
     api->poll_ms = POLL_FIRST_MS;
     api->st.limit = api->st.remaining = -1;
     hz_pace_init(&api->pace);
@@ -778,12 +789,7 @@ call_start(struct hz_api *api, struct hz_call *c, const char *lane)
             api->lanes = l;
         }
     }
-    c->all_prev = api->all_tail;
-    if (api->all_tail)
-        api->all_tail->all_next = c;
-    else
-        api->all_head = c;
-    api->all_tail = c;
+    HZ_DLIST_APPEND(api->all_head, api->all_tail, c, all_prev, all_next);
     if (l) {
         c->lane = l;
         if (l->tail) {
@@ -796,6 +802,16 @@ call_start(struct hz_api *api, struct hz_call *c, const char *lane)
     }
     enqueue(c, 0);
     return 0;
+}
+
+/* rc is call_start's result for c (or the error before it): on failure c
+ * was not linked, so free it. Returns rc. */
+static int
+call_started(struct hz_call *c, int rc)
+{
+    if (rc < 0)
+        call_free(c);
+    return rc;
 }
 
 int
@@ -817,12 +833,9 @@ hz_api_call(struct hz_api *api, const char *lane, const char *method, const char
             goto fail;
         c->body_len = strlen(c->body);
     }
-    if ((rc = call_start(api, c, lane)) < 0)
-        goto fail;
-    return 0;
+    rc = call_start(api, c, lane);
 fail:
-    call_free(c);
-    return rc;
+    return call_started(c, rc);
 }
 
 int
@@ -841,12 +854,9 @@ hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb
     if (!(c->list_base = hz_strdup(path)) || !(c->list_key = hz_strdup(key)) ||
         !(c->items = json_array()))
         goto fail;
-    if ((rc = call_start(api, c, NULL)) < 0)
-        goto fail;
-    return 0;
+    rc = call_start(api, c, NULL);
 fail:
-    call_free(c);
-    return rc;
+    return call_started(c, rc);
 }
 
 void

@@ -99,6 +99,10 @@ struct hz_verdict {
 /* Classify one answer (the rules are in hz_answer.c's comment); fills
  * *out, whose strings are borrowed from in. Never fails. */
 HZ_HIDDEN void hz_answer_classify(const struct hz_answer *in, struct hz_verdict *out);
+/* The route of a request for metrics: "METHOD /path" without the query,
+ * each all-digit path segment (an id) as {id}: "POST
+ * /load_balancers/{id}/actions/add_target". Cut to fit out (len bytes). */
+HZ_HIDDEN void hz_route(const char *method, const char *path, char *out, size_t len);
 
 /* ------------------------------------------------------------------ */
 /* Client (hz_api.c)                                                    */
@@ -114,6 +118,10 @@ struct hz_api_cfg {
     int dry_run;
     uint32_t timeout_ms; /* per request; 0: 30 s */
     int max_in_flight;   /* 0: 8 */
+    /* Metrics, borrowed (NULL: none): every answer counted by route and
+     * HTTP status ("error": none came) with labels {reconciler, route,
+     * code}; the last RateLimit-Remaining with {reconciler}. */
+    plb_metric *m_requests, *m_remaining;
 };
 
 /* The outcome of one call, borrowed for the callback. */

@@ -25,17 +25,11 @@ struct hz_index *
 hz_index_new(void)
 {
     struct hz_index *ix = hz_calloc(sizeof(*ix));
-    if (!ix)
-        return NULL;
-    ix->svcs = json_object();
-    ix->slices = json_object();
-    ix->node_svcs = json_object();
-    ix->node_fp = json_object();
-    if (!ix->svcs || !ix->slices || !ix->node_svcs || !ix->node_fp) {
-        hz_index_free(ix);
-        return NULL;
-    }
-    return ix;
+    if (ix && (ix->svcs = json_object()) && (ix->slices = json_object()) &&
+        (ix->node_svcs = json_object()) && (ix->node_fp = json_object()))
+        return ix;
+    hz_index_free(ix);
+    return NULL;
 }
 
 void

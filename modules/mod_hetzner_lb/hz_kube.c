@@ -86,10 +86,8 @@ hz_state_get(struct hz_kside *ks, const char *key, int create)
 static void
 state_free(struct hz_svc_state *s)
 {
-    hz_free(s->key);
-    hz_free(s->uid);
+    hz_free_each(&s->key, &s->uid, &s->last_bad, NULL);
     hz_annot_clear(&s->good);
-    hz_free(s->last_bad);
     json_decref(s->warned);
     json_decref(s->status_sent);
     hz_free(s);
@@ -191,8 +189,10 @@ kop_started(struct hz_kside *ks, struct kop *k, plb_kube_op *op, int err, const 
     ks->kops = k;
 }
 
+/* A warning Event about Service key (ns/name) svc, logged too. */
 static void
-warn_event(struct hz_kside *ks, const plb_obj *svc, const char *reason, const char *msg)
+warn_event(struct hz_kside *ks, const char *key, const plb_obj *svc, const char *reason,
+           const char *msg)
 {
     struct plb_kube_event ev = {.size = sizeof(ev),
                                 .involved = svc,
@@ -203,13 +203,9 @@ warn_event(struct hz_kside *ks, const plb_obj *svc, const char *reason, const ch
                                 .message = msg};
     struct kop *k = kop_new(ks);
     int err = 0;
-    if (!k)
-        return;
-    char key[320];
-    snprintf(key, sizeof(key), "%s/%s", hz_ks_str(ks, svc, "metadata", "namespace", NULL),
-             hz_ks_str(ks, svc, "metadata", "name", NULL));
     PLB_WARN(ks->host, ks->ctx, PLB_KV("service", key, "reason", reason), "%s", msg);
-    kop_started(ks, k, ks->host->kube_event(ks->kube, &ev, kop_done, k, &err), err, "event");
+    if (k)
+        kop_started(ks, k, ks->host->kube_event(ks->kube, &ev, kop_done, k, &err), err, "event");
 }
 
 /* The mutate callback of the finalizer removal; arg is its struct kop
@@ -245,8 +241,9 @@ drop_finalizer(plb_obj *obj, void *arg)
     return h->obj_set(obj, keep, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
 }
 
+/* Drop robotlb/finalizer from Service key, ns/name. */
 static void
-remove_finalizer(struct hz_kside *ks, const char *ns, const char *name)
+remove_finalizer(struct hz_kside *ks, const char *key, const char *ns, const char *name)
 {
     struct plb_kube_ref ref = {.size = sizeof(struct plb_kube_ref),
                                .api_version = "v1",
@@ -255,14 +252,12 @@ remove_finalizer(struct hz_kside *ks, const char *ns, const char *name)
                                .name = name};
     struct kop *k = kop_new(ks);
     int err = 0;
-    if (!k)
-        return;
-    char key[320];
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
     PLB_INFO(ks->host, ks->ctx, PLB_KV("service", key, "finalizer", FINALIZER),
              "removing the finalizer of earlier releases");
-    kop_started(ks, k, ks->host->kube_modify(ks->kube, &ref, drop_finalizer, 0, kop_done, k, &err),
-                err, "finalizer removal");
+    if (k)
+        kop_started(ks, k,
+                    ks->host->kube_modify(ks->kube, &ref, drop_finalizer, 0, kop_done, k, &err),
+                    err, "finalizer removal");
 }
 
 /* ------------------------------------------------------------------ */
@@ -425,7 +420,7 @@ hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, c
         return;
     if (json_object_set_new(st->warned, reason, json_string_nocheck(msg)) < 0)
         return;
-    warn_event(ks, svc, reason, msg);
+    warn_event(ks, st->key, svc, reason, msg);
 }
 
 void
@@ -497,7 +492,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         return;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (has_finalizer(ks, svc))
-        remove_finalizer(ks, ns, name);
+        remove_finalizer(ks, key, ns, name);
     if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
         hz_delete_labelled(ks, uid);
         hz_state_drop(ks, key);
@@ -531,7 +526,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         st->last_bad = NULL;
     } else if (rc == -EINVAL) {
         if (!st->last_bad || strcmp(st->last_bad, err) != 0) {
-            warn_event(ks, svc, "InvalidAnnotation", err);
+            warn_event(ks, key, svc, "InvalidAnnotation", err);
             hz_free(st->last_bad);
             st->last_bad = hz_strdup(err);
         }

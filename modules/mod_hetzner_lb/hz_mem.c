@@ -82,3 +82,23 @@ hz_asprintf(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+void
+hz_free_each(char **p, ...)
+{
+    va_list ap;
+    va_start(ap, p);
+    for (; p; p = va_arg(ap, char **)) {
+        hz_free(*p);
+        *p = NULL;
+    }
+    va_end(ap);
+}
+
+void
+hz_strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        hz_free(v[i]);
+    hz_free(v);
+}

@@ -17,15 +17,9 @@
 void
 hz_desired_clear(struct hz_desired *d)
 {
-    hz_free(d->uid);
-    hz_free(d->type);
-    hz_free(d->location);
-    hz_free(d->network);
-    hz_free(d->private_ip);
+    hz_free_each(&d->uid, &d->type, &d->location, &d->network, &d->private_ip, NULL);
     hz_free(d->services);
-    for (size_t i = 0; i < d->ntargets; i++)
-        hz_free(d->targets[i]);
-    hz_free(d->targets);
+    hz_strv_free(d->targets, d->ntargets);
     memset(d, 0, sizeof(*d));
 }
 
@@ -131,26 +125,21 @@ nomem:
 void
 hz_actual_clear(struct hz_actual *a)
 {
-    hz_free(a->name);
-    hz_free(a->uid);
+    hz_free_each(&a->name, &a->uid, &a->type, &a->location, &a->ipv4, &a->ipv6, NULL);
     json_decref(a->labels);
-    hz_free(a->type);
-    hz_free(a->location);
-    hz_free(a->ipv4);
-    hz_free(a->ipv6);
     for (size_t i = 0; i < a->nnets; i++)
         hz_free(a->nets[i].ip);
     hz_free(a->nets);
-    for (size_t i = 0; i < a->nip_targets; i++)
-        hz_free(a->ip_targets[i]);
-    hz_free(a->ip_targets);
-    for (size_t i = 0; i < a->nservices; i++) {
-        hz_free(a->services[i].protocol);
-        hz_free(a->services[i].hc_protocol);
-    }
+    hz_strv_free(a->ip_targets, a->nip_targets);
+    for (size_t i = 0; i < a->nservices; i++)
+        hz_free_each(&a->services[i].protocol, &a->services[i].hc_protocol, NULL);
     hz_free(a->services);
     memset(a, 0, sizeof(*a));
 }
+
+/* Allocate p with one element per item of the JSON array v (p stays NULL
+ * for an empty one); false on ENOMEM. */
+#define ROOM_FOR(v, p) (!json_array_size(v) || ((p) = hz_calloc(json_array_size(v) * sizeof(*(p)))))
 
 /* Copy an optional string member; 0 or -ENOMEM. */
 static int
@@ -206,7 +195,7 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
         goto nomem;
 
     v = json_object_get(lb, "private_net");
-    if (json_array_size(v) && !(a.nets = hz_calloc(json_array_size(v) * sizeof(*a.nets))))
+    if (!ROOM_FOR(v, a.nets))
         goto nomem;
     json_array_foreach(v, i, it)
     {
@@ -221,8 +210,7 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     }
 
     v = json_object_get(lb, "targets");
-    if (json_array_size(v) &&
-        !(a.ip_targets = hz_calloc(json_array_size(v) * sizeof(*a.ip_targets))))
+    if (!ROOM_FOR(v, a.ip_targets))
         goto nomem;
     json_array_foreach(v, i, it)
     {
@@ -238,7 +226,7 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     }
 
     v = json_object_get(lb, "services");
-    if (json_array_size(v) && !(a.services = hz_calloc(json_array_size(v) * sizeof(*a.services))))
+    if (!ROOM_FOR(v, a.services))
         goto nomem;
     json_array_foreach(v, i, it)
     {

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hz_dlist.h"
 #include "hz_queue.h"
 
 struct item {
@@ -33,30 +34,37 @@ struct hz_queue {
     int shut;
 };
 
-static uint64_t
-hash_of(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 struct hz_queue *
 hz_queue_new(const struct hz_queue_cfg *cfg)
 {
     struct hz_queue *q = hz_calloc(sizeof(*q));
-    if (!q)
-        return NULL;
-    q->cfg = *cfg;
-    q->nbuckets = 64;
-    if (!(q->buckets = hz_calloc(q->nbuckets * sizeof(*q->buckets)))) {
-        hz_free(q);
-        return NULL;
+    if (q && (q->buckets = hz_calloc(64 * sizeof(*q->buckets)))) {
+        q->cfg = *cfg;
+        q->nbuckets = 64;
+        return q;
     }
-    return q;
+    hz_free(q);
+    return NULL;
+}
+
+/* Hand every item of the table to fn, which may free or relink it. */
+static void
+each_item(struct hz_queue *q, void (*fn)(struct item *it, void *arg), void *arg)
+{
+    for (size_t b = 0; b < q->nbuckets; b++) {
+        for (struct item *it = q->buckets[b], *n; it; it = n) {
+            n = it->hnext;
+            fn(it, arg);
+        }
+    }
+}
+
+static void
+item_free(struct item *it, void *arg)
+{
+    (void)arg;
+    hz_free(it->key);
+    hz_free(it);
 }
 
 void
@@ -64,15 +72,7 @@ hz_queue_free(struct hz_queue *q)
 {
     if (!q)
         return;
-    for (size_t b = 0; b < q->nbuckets; b++) {
-        struct item *it = q->buckets[b];
-        while (it) {
-            struct item *n = it->hnext;
-            hz_free(it->key);
-            hz_free(it);
-            it = n;
-        }
-    }
+    each_item(q, item_free, NULL);
     hz_free(q->buckets);
     hz_free(q->heap);
     hz_free(q);
@@ -87,6 +87,19 @@ find(const struct hz_queue *q, const char *key, uint64_t h)
     return NULL;
 }
 
+struct rehash {
+    struct item **b;
+    size_t nb;
+};
+
+static void
+item_rehash(struct item *it, void *arg)
+{
+    struct rehash *r = arg;
+    it->hnext = r->b[it->hash % r->nb];
+    r->b[it->hash % r->nb] = it;
+}
+
 /* Double the table when it holds more than two items per bucket; a failed
  * grow leaves the table as it was (longer chains, still correct). */
 static void
@@ -94,17 +107,10 @@ grow(struct hz_queue *q)
 {
     size_t nb = q->nbuckets * 2;
     struct item **b = hz_calloc(nb * sizeof(*b));
+    struct rehash r = {b, nb};
     if (!b)
         return;
-    for (size_t i = 0; i < q->nbuckets; i++) {
-        struct item *it = q->buckets[i];
-        while (it) {
-            struct item *n = it->hnext;
-            it->hnext = b[it->hash % nb];
-            b[it->hash % nb] = it;
-            it = n;
-        }
-    }
+    each_item(q, item_rehash, &r);
     hz_free(q->buckets);
     q->buckets = b;
     q->nbuckets = nb;
@@ -114,7 +120,7 @@ grow(struct hz_queue *q)
 static struct item *
 get_item(struct hz_queue *q, const char *key)
 {
-    uint64_t h = hash_of(key);
+    uint64_t h = hz_fnv1a64(key);
     struct item *it = find(q, key, h);
     if (it)
         return it;
@@ -149,13 +155,7 @@ static void
 push_ready(struct hz_queue *q, struct item *it)
 {
     it->queued = 1;
-    it->next = NULL;
-    it->prev = q->tail;
-    if (q->tail)
-        q->tail->next = it;
-    else
-        q->head = it;
-    q->tail = it;
+    HZ_DLIST_APPEND(q->head, q->tail, it, prev, next);
     q->nready++;
 }
 
@@ -308,7 +308,7 @@ hz_queue_add_rate_limited(struct hz_queue *q, const char *key, int64_t now_ms, i
 void
 hz_queue_forget(struct hz_queue *q, const char *key)
 {
-    struct item *it = find(q, key, hash_of(key));
+    struct item *it = find(q, key, hz_fnv1a64(key));
     if (!it)
         return;
     it->failures = 0;
@@ -318,7 +318,7 @@ hz_queue_forget(struct hz_queue *q, const char *key)
 int
 hz_queue_failures(const struct hz_queue *q, const char *key)
 {
-    const struct item *it = find(q, key, hash_of(key));
+    const struct item *it = find(q, key, hz_fnv1a64(key));
     return it ? it->failures : 0;
 }
 
@@ -328,12 +328,7 @@ hz_queue_get(struct hz_queue *q)
     struct item *it = q->head;
     if (q->shut || !it)
         return NULL;
-    q->head = it->next;
-    if (q->head)
-        q->head->prev = NULL;
-    else
-        q->tail = NULL;
-    it->next = it->prev = NULL;
+    HZ_DLIST_UNLINK(q->head, q->tail, it, prev, next);
     it->queued = 0;
     q->nready--;
     it->in_flight = 1;
@@ -344,7 +339,7 @@ hz_queue_get(struct hz_queue *q)
 void
 hz_queue_done(struct hz_queue *q, const char *key)
 {
-    struct item *it = find(q, key, hash_of(key));
+    struct item *it = find(q, key, hz_fnv1a64(key));
     if (!it || !it->in_flight)
         return;
     it->in_flight = 0;

@@ -150,8 +150,7 @@ rec_svc(const struct rec *r, struct hz_svc_state **stp)
 static void
 rec_free(struct rec *r)
 {
-    hz_free(r->key);
-    hz_free(r->uid);
+    hz_free_each(&r->key, &r->uid, NULL);
     hz_desired_clear(&r->d);
     json_decref(r->by_name);
     json_decref(r->by_legacy);
@@ -499,61 +498,42 @@ net_one(struct netq *q, const struct hz_result *res)
         rec_finish(r);
 }
 
-/* Find d.network's id (once per daemon), then go on with lb (stolen). */
+/* Find d.network's id (once per daemon), then go on with lb (stolen). A
+ * lookup of the name already in flight is waited for, not repeated. */
 static void
 rec_network(struct rec *r, json_t *lb)
 {
     json_t *id = r->d.network ? json_object_get(r->ks->nets, r->d.network) : NULL;
-    struct netq *q;
-    char *enc, *path;
+    struct netq *q, *w = NULL;
+    char *enc = NULL, *path = NULL;
+    int waiting = 0;
     if (!r->d.network || id) {
         r->net_id = id ? json_integer_value(id) : 0;
         rec_go(r, lb);
         return;
     }
-    for (q = r->ks->netq; q; q = q->next) {
-        if (strcmp(q->r->d.network, r->d.network) == 0) {
-            /* a lookup of this name is in flight: wait for its answer */
-            struct netq *w = hz_calloc(sizeof(*w));
-            if (!w) {
-                json_decref(lb);
-                r->failed = 1;
-                rec_finish(r);
-                return;
-            }
-            w->r = r;
-            w->lb = lb;
-            w->next = r->ks->netq;
-            r->ks->netq = w;
-            r->refs++;
-            return;
-        }
+    for (q = r->ks->netq; q && !waiting; q = q->next)
+        waiting = strcmp(q->r->d.network, r->d.network) == 0;
+    if (!(w = hz_calloc(sizeof(*w))))
+        goto fail;
+    w->r = r;
+    w->lb = lb;
+    if (!waiting) {
+        if (!(enc = qenc(r->d.network)) || !(path = hz_asprintf("/networks?name=%s", enc)) ||
+            hz_api_call(r->ks->api, NULL, "GET", path, NULL, net_done, w) < 0)
+            goto fail;
     }
-    enc = qenc(r->d.network);
-    path = enc ? hz_asprintf("/networks?name=%s", enc) : NULL;
-    q = path ? hz_calloc(sizeof(*q)) : NULL;
-    hz_free(enc);
-    if (!q) {
-        hz_free(path);
-        json_decref(lb);
-        r->failed = 1;
-        rec_finish(r);
-        return;
-    }
-    q->r = r;
-    q->lb = lb;
-    if (hz_api_call(r->ks->api, NULL, "GET", path, NULL, net_done, q) < 0) {
-        hz_free(q);
-        json_decref(lb);
-        r->failed = 1;
-        hz_free(path);
-        rec_finish(r);
-        return;
-    }
-    q->next = r->ks->netq;
-    r->ks->netq = q;
+    w->next = r->ks->netq;
+    r->ks->netq = w;
     r->refs++;
-    hz_free(path);
+    hz_free_each(&enc, &path, NULL);
+    return;
+fail:
+    hz_free(w);
+    hz_free_each(&enc, &path, NULL);
+    json_decref(lb);
+    r->failed = 1;
+    rec_finish(r);
 }
 
 /* Both name lookups answered: decide whose balancer it is. */

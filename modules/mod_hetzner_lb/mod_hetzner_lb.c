@@ -16,6 +16,7 @@
  *          adopt, update, status, deletes, warnings, finalizer removal)
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "hz_kube.h"
@@ -36,11 +37,38 @@ struct hz_mod {
     int64_t next_resync_ms; /* monotonic time of the next resync (approx.:
                                the timer has 10% jitter) */
     /* metrics */
-    plb_metric *m_balancers, *m_requests, *m_429, *m_dry, *m_remaining, *m_resyncs;
+    plb_metric *m_balancers, *m_requests, *m_dry, *m_remaining, *m_resyncs;
     struct hz_api_stats last; /* counters already added */
 };
 
-static const char *const inst_label[] = {"instance", NULL};
+/* Every series carries the instance's name as `reconciler` (not
+ * `instance`, the label Prometheus gives every scraped target). */
+static const char *const l_inst[] = {"reconciler", NULL};
+static const char *const l_route[] = {"reconciler", "route", "code", NULL};
+
+/* clang-format off */
+static const struct {
+    size_t off; /* of the plb_metric pointer in struct hz_mod */
+    enum plb_metric_type type;
+    const char *name, *help;
+    const char *const *labels;
+} metric_defs[] = {
+    {offsetof(struct hz_mod, m_balancers), PLB_METRIC_GAUGE, "prismlb_hetzner_lb_balancers",
+     "Balancers labelled robotlb/service-uid seen at the last resync", l_inst},
+    {offsetof(struct hz_mod, m_resyncs), PLB_METRIC_COUNTER, "prismlb_hetzner_lb_resyncs_total",
+     "Completed resync lists", l_inst},
+    {offsetof(struct hz_mod, m_requests), PLB_METRIC_COUNTER, "prismlb_hetzner_requests_total",
+     "Answers of the Hetzner Cloud API by route and HTTP status (code \"error\": none came)",
+     l_route},
+    {offsetof(struct hz_mod, m_remaining), PLB_METRIC_GAUGE, "prismlb_hetzner_rate_limit_remaining",
+     "RateLimit-Remaining of the last Hetzner answer", l_inst},
+    {offsetof(struct hz_mod, m_dry), PLB_METRIC_COUNTER, "prismlb_hetzner_dry_run_writes_total",
+     "Hetzner writes only logged (dry_run)", l_inst},
+    {offsetof(struct hz_mod, ks.m_syncs), PLB_METRIC_COUNTER,
+     "prismlb_hetzner_lb_service_syncs_total",
+     "Services synced: one per Service an event, recheck or full pass queued", l_inst},
+};
+/* clang-format on */
 
 static void
 metrics_sync(struct hz_mod *m)
@@ -50,14 +78,8 @@ metrics_sync(struct hz_mod *m)
     if (!m->api)
         return;
     hz_api_get_stats(m->api, &s);
-    if (m->m_requests && s.sent > m->last.sent)
-        m->host->metric_add(m->m_requests, iv, (double)(s.sent - m->last.sent));
-    if (m->m_429 && s.rate_limited > m->last.rate_limited)
-        m->host->metric_add(m->m_429, iv, (double)(s.rate_limited - m->last.rate_limited));
     if (m->m_dry && s.dry_run > m->last.dry_run)
         m->host->metric_add(m->m_dry, iv, (double)(s.dry_run - m->last.dry_run));
-    if (m->m_remaining && s.remaining >= 0)
-        m->host->metric_set(m->m_remaining, iv, (double)s.remaining);
     m->last = s;
 }
 
@@ -194,30 +216,14 @@ hz_start(void *state, char *err, size_t errlen)
     };
     int rc;
 
+    for (size_t i = 0; i < sizeof(metric_defs) / sizeof(metric_defs[0]); i++)
+        *(plb_metric **)((char *)m + metric_defs[i].off) =
+            m->host->metric_new(m->ctx, metric_defs[i].type, metric_defs[i].name,
+                                metric_defs[i].help, metric_defs[i].labels, NULL, 0);
+    ac.m_requests = m->m_requests;
+    ac.m_remaining = m->m_remaining;
     if ((rc = hz_api_new(&ac, &m->api)) < 0)
         return rc;
-    m->m_balancers = m->host->metric_new(
-        m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_lb_balancers",
-        "Balancers labelled robotlb/service-uid seen at the last resync", inst_label, NULL, 0);
-    m->m_resyncs =
-        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_lb_resyncs_total",
-                            "Completed resync lists", inst_label, NULL, 0);
-    m->m_requests =
-        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_api_requests_total",
-                            "Requests sent to the Hetzner Cloud API", inst_label, NULL, 0);
-    m->m_429 =
-        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_api_rate_limited_total",
-                            "429 answers of the Hetzner Cloud API", inst_label, NULL, 0);
-    m->m_dry =
-        m->host->metric_new(m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_dry_run_writes_total",
-                            "Hetzner writes only logged (dry_run)", inst_label, NULL, 0);
-    m->ks.m_syncs = m->host->metric_new(
-        m->ctx, PLB_METRIC_COUNTER, "prismlb_hetzner_lb_service_syncs_total",
-        "Services synced: one per Service an event, recheck or full pass queued", inst_label, NULL,
-        0);
-    m->m_remaining =
-        m->host->metric_new(m->ctx, PLB_METRIC_GAUGE, "prismlb_hetzner_api_rate_limit_remaining",
-                            "RateLimit-Remaining of the last Hetzner answer", inst_label, NULL, 0);
     if (!(m->resync = m->host->timer_new(m->ctx, resync_fire, m)))
         return -ENOMEM;
     m->ks.host = m->host;

@@ -168,6 +168,18 @@ def check_set(src, build, role, chart, values, node_modules, metrics):
                     fail(f"{label}: promtool check rules:\n{out}")
                 else:
                     print(f"ok   {label}: promtool check rules")
+                # The alerts evaluated over series named and labelled as
+                # the modules export them (tests/packaging/rules-ROLE.test.yaml).
+                tf = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"rules-{role}.test.yaml")
+                if os.path.exists(tf):
+                    tcopy = os.path.join(tmp, "rules.test.yaml")
+                    with open(tf) as f, open(tcopy, "w") as g:
+                        g.write(f.read())
+                    rc, out = run(["promtool", "test", "rules", tcopy])
+                    if rc != 0:
+                        fail(f"{label}: promtool test rules:\n{out}")
+                    else:
+                        print(f"ok   {label}: promtool test rules")
                 for g in o["spec"]["groups"]:
                     for r in g["rules"]:
                         for m in set(re.findall(r"prismlb_[a-z_]+", r["expr"])) - metrics:

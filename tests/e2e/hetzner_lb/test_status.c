@@ -3,7 +3,8 @@
  * hetzner_lb gated by it, metrics) whose state the test set up in the fake
  * API server and the fake Hetzner API: a Service with its balancer and
  * targets, one without an exposable port (its warning is the last error),
- * and the Lease's holder. The columns are checked cell by cell.
+ * and the Lease's holder. The columns are checked cell by cell; then the
+ * module's metrics as Prometheus scrapes them.
  */
 #include <check.h>
 #include <signal.h>
@@ -145,6 +146,32 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
     free(udp);
     free(ld);
     free(out);
+
+    /* Its metrics: every answer by route and HTTP status, the last
+     * RateLimit-Remaining, labelled reconciler (never instance, which
+     * Prometheus adds to every target); promtool check metrics accepts
+     * the exposition. */
+    char url[64], path[700], cmd[1024], *m = NULL;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", mport);
+    char *curl[] = {"/usr/bin/curl", "-sSf", url, NULL};
+    ck_assert_int_eq(tu_run(curl, NULL, &m, 10000), 0);
+    ck_assert_msg(strstr(m, "prismlb_hetzner_requests_total{reconciler=\"hz\","
+                            "route=\"GET /load_balancers\",code=\"200\"}"),
+                  "no count of the resync list:\n%s", m);
+    ck_assert_msg(strstr(m, "prismlb_hetzner_requests_total{reconciler=\"hz\","
+                            "route=\"POST /load_balancers\",code=\"201\"} 1"),
+                  "no count of the create:\n%s", m);
+    ck_assert_msg(strstr(m, "prismlb_hetzner_rate_limit_remaining{reconciler=\"hz\"} "),
+                  "no RateLimit-Remaining gauge:\n%s", m);
+    for (const char *p = m; (p = strstr(p, "prismlb_hetzner")); p++)
+        ck_assert_msg(strncmp(p + strcspn(p, "{ \n"), "{instance=", 10) != 0, "%.80s", p);
+    snprintf(path, sizeof(path), "%s/metrics.txt", dir);
+    ck_assert_int_eq(tu_write_file(path, m), 0);
+    free(m);
+    snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < '%s'", path);
+    char *sh[] = {"/bin/sh", "-c", cmd, NULL};
+    ck_assert_msg(tu_run(sh, NULL, &m, 30000) == 0 && m && !m[0], "promtool: %s", m ? m : "");
+    free(m);
     env_stop(&e);
 }
 END_TEST

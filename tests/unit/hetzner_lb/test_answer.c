@@ -185,6 +185,30 @@ START_TEST(a_running_action_is_waited_for_an_ended_one_is_done)
 }
 END_TEST
 
+START_TEST(a_route_names_the_method_and_path_with_ids_as_id_and_no_query)
+{
+    char r[160];
+    hz_route("POST", "/load_balancers/77/actions/add_target", r, sizeof(r));
+    ck_assert_str_eq(r, "POST /load_balancers/{id}/actions/add_target");
+    hz_route("GET", "/load_balancers?label_selector=robotlb/service-uid&per_page=50&page=2", r,
+             sizeof(r));
+    ck_assert_str_eq(r, "GET /load_balancers");
+    hz_route("GET", "/actions?per_page=50&id=1&id=2", r, sizeof(r));
+    ck_assert_str_eq(r, "GET /actions");
+    hz_route("DELETE", "/load_balancers/12", r, sizeof(r));
+    ck_assert_str_eq(r, "DELETE /load_balancers/{id}");
+    hz_route("GET", "/load_balancers/12?x=1", r, sizeof(r));
+    ck_assert_str_eq(r, "GET /load_balancers/{id}");
+    /* a segment that only starts with a digit is a name, not an id */
+    hz_route("GET", "/networks/7x", r, sizeof(r));
+    ck_assert_str_eq(r, "GET /networks/7x");
+    /* cut to fit */
+    char small[12];
+    hz_route("POST", "/load_balancers/1/actions/x", small, sizeof(small));
+    ck_assert_str_eq(small, "POST /load_");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -199,6 +223,7 @@ main(void)
     tcase_add_test(tc, a_malformed_success_is_an_error_never_a_success);
     tcase_add_test(tc, a_list_answer_is_a_page);
     tcase_add_test(tc, a_running_action_is_waited_for_an_ended_one_is_done);
+    tcase_add_test(tc, a_route_names_the_method_and_path_with_ids_as_id_and_no_query);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

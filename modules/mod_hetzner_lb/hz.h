@@ -309,6 +309,7 @@ HZ_HIDDEN json_t *hz_service_json(const struct hz_desired *d, const struct hz_sv
 enum hz_op_kind {
     HZ_OP_SET_LABELS = 1,   /* PUT /load_balancers/{id} {labels} */
     HZ_OP_ATTACH_NETWORK,   /* actions/attach_to_network */
+    HZ_OP_DETACH_NETWORK,   /* actions/detach_from_network */
     HZ_OP_ENABLE_PUBLIC,    /* actions/enable_public_interface */
     HZ_OP_DISABLE_PUBLIC,   /* actions/disable_public_interface */
     HZ_OP_CHANGE_ALGORITHM, /* actions/change_algorithm */
@@ -335,11 +336,12 @@ struct hz_plan {
 };
 
 /* The minimal writes that turn a into d, in an order Hetzner accepts:
- * labels (adoption), network, public interface, algorithm, target removals, service
- * deletions, type, service additions and updates, target additions.
- * network_id is the id of d->network (0 when d has none). Returns 0 (an
- * empty plan when nothing differs), -EPERM when a is labelled for another
- * Service (never changed), or -ENOMEM. Free with hz_plan_clear. */
+ * labels (adoption), network (attach the one d asks for; once a is on it,
+ * detach every other: a changed robotlb/lb-network moves the balancer in
+ * two passes, never leaving it on no network), public interface, algorithm, target removals,
+ * service deletions, type, service additions and updates, target additions. network_id is the id of
+ * d->network (0 when d has none). Returns 0 (an empty plan when nothing differs), -EPERM when a is
+ * labelled for another Service (never changed), or -ENOMEM. Free with hz_plan_clear. */
 HZ_HIDDEN int hz_plan_build(const struct hz_desired *d, const struct hz_actual *a,
                             int64_t network_id, struct hz_plan *out);
 HZ_HIDDEN void hz_plan_clear(struct hz_plan *p);

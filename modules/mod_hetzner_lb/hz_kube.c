@@ -424,6 +424,33 @@ hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, c
 }
 
 void
+hz_warn_each(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, const char *reason,
+             const char *msg)
+{
+    if ((st->warned || (st->warned = json_object())) &&
+        json_object_set_new(st->warned, reason, json_string_nocheck(msg)) < 0)
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key), "out of memory");
+    warn_event(ks, st->key, svc, reason, msg);
+}
+
+int
+hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb)
+{
+    const char *net =
+        st->have_good && st->good.network ? st->good.network : ks->cfg->default_network;
+    json_t *id = net ? json_object_get(ks->nets, net) : NULL, *pn;
+    size_t i;
+    if (!net)
+        return 1;
+    json_array_foreach(json_object_get(lb, "private_net"), i, pn)
+    {
+        if (id && json_equal(json_object_get(pn, "network"), id))
+            return 1;
+    }
+    return 0;
+}
+
+void
 hz_warn_clear(struct hz_svc_state *st, const char *reason)
 {
     if (st->warned)
@@ -532,7 +559,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         }
     }
     json_t *lb = ks->by_uid ? json_object_get(ks->by_uid, uid) : NULL;
-    if (lb)
+    if (lb && hz_lb_serves(ks, st, lb))
         hz_status_update(ks, st, svc, lb);
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */

@@ -43,6 +43,16 @@ HZ_HIDDEN void hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, co
 /* A warning Event for svc, once while the same reason and message hold. */
 HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                             const char *reason, const char *msg);
+/* A warning Event for svc every time (a refusal retried on the recheck
+ * cycle): the core's Event aggregation counts the repeats into one Event;
+ * the text is kept as the Service's warning in force (prismlb status). */
+HZ_HIDDEN void hz_warn_each(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                            const char *reason, const char *msg);
+/* 1 when balancer lb (borrowed JSON) serves st's Service: it asks for no
+ * network, or lb is attached to the one it asks for (whose id is known).
+ * Until then the Service's status is not written: a balancer outside the
+ * network reaches none of its private targets. */
+HZ_HIDDEN int hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb);
 /* The condition behind reason is over: warn again when it returns. */
 HZ_HIDDEN void hz_warn_clear(struct hz_svc_state *st, const char *reason);
 /* Forget the state of Service key. */

@@ -22,6 +22,8 @@ hz_op_name(enum hz_op_kind k)
         return "set_labels";
     case HZ_OP_ATTACH_NETWORK:
         return "attach_to_network";
+    case HZ_OP_DETACH_NETWORK:
+        return "detach_from_network";
     case HZ_OP_ENABLE_PUBLIC:
         return "enable_public_interface";
     case HZ_OP_DISABLE_PUBLIC:
@@ -166,6 +168,16 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
                                   : json_pack("{s:I}", "network", (json_int_t)network_id);
         if ((rc = push(&p, &cap, a, HZ_OP_ATTACH_NETWORK, b, NULL)) < 0)
             goto fail;
+    } else if (network_id > 0) {
+        /* On the network it asks for: leave the ones it asked for before. */
+        for (size_t i = 0; i < a->nnets; i++) {
+            if (a->nets[i].network == network_id)
+                continue;
+            if ((rc = push(&p, &cap, a, HZ_OP_DETACH_NETWORK,
+                           json_pack("{s:I}", "network", (json_int_t)a->nets[i].network), NULL)) <
+                0)
+                goto fail;
+        }
     }
     /* After the network: Hetzner refuses a private-only balancer without one. */
     if (a->public_enabled != d->public_iface &&

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,4 +248,130 @@ env_count_requests(struct env *e)
     long n = (long)json_array_size(json_object_get(r.body, "requests"));
     hzt_resp_free(&r);
     return n;
+}
+
+int
+env_kubectl(struct env *e, char **out, ...)
+{
+    char kubectl[4300], cache[4400], home[4400], *argv[40];
+    int n = 0;
+    va_list ap;
+    const char *a;
+    snprintf(kubectl, sizeof(kubectl), "%s", tu_source_path(".tools/bin/kubectl"));
+    snprintf(cache, sizeof(cache), "%s/kube-cache", dir);
+    snprintf(home, sizeof(home), "HOME=%s", dir);
+    argv[n++] = kubectl;
+    argv[n++] = "--kubeconfig";
+    argv[n++] = e->kc;
+    argv[n++] = "--cache-dir";
+    argv[n++] = cache;
+    va_start(ap, out);
+    while ((a = va_arg(ap, const char *)) && n < 38)
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    char *envp[] = {home, NULL};
+    return tu_run(argv, envp, out, 60000);
+}
+
+long
+env_kubectl_event(struct env *e, const char *name, const char *reason, ...)
+{
+    char *out = NULL;
+    long count = 0;
+    size_t i;
+    json_t *ev;
+    ck_assert_int_eq(env_kubectl(e, &out, "get", "events", "-n", "default", "-o", "json", NULL), 0);
+    json_t *list = json_loads(out, 0, NULL);
+    ck_assert_msg(list != NULL, "kubectl get events: %s", out);
+    json_array_foreach(json_object_get(list, "items"), i, ev)
+    {
+        json_t *inv = json_object_get(ev, "involvedObject");
+        const char *r = json_string_value(json_object_get(ev, "reason"));
+        const char *m = json_string_value(json_object_get(ev, "message"));
+        const char *t = json_string_value(json_object_get(ev, "type"));
+        const char *k = json_string_value(json_object_get(inv, "kind"));
+        const char *on = json_string_value(json_object_get(inv, "name"));
+        int all = r && m && t && k && on && !strcmp(r, reason) && !strcmp(t, "Warning") &&
+                  !strcmp(k, "Service") && !strcmp(on, name);
+        va_list ap;
+        const char *needle;
+        va_start(ap, reason);
+        while (all && (needle = va_arg(ap, const char *)))
+            all = strstr(m, needle) != NULL;
+        va_end(ap);
+        if (all)
+            count = (long)json_integer_value(json_object_get(ev, "count"));
+    }
+    json_decref(list);
+    free(out);
+    return count;
+}
+
+/* A ready Node with InternalIP ip. */
+void
+env_node(struct env *e, const char *name, const char *ip)
+{
+    char body[1024], path[256];
+    snprintf(body, sizeof(body),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},"
+             "\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+             "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
+             "{\"type\":\"Hostname\",\"address\":\"%s\"}]}}",
+             name, ip, name);
+    kube_req(e, "POST", "/api/v1/nodes", "application/json", body, 201, NULL);
+    snprintf(body, sizeof(body),
+             "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
+             "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
+             "{\"type\":\"Hostname\",\"address\":\"%s\"}]}}",
+             ip, name);
+    snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", name);
+    kube_req(e, "PATCH", path, "application/merge-patch+json", body, 200, NULL);
+}
+
+/* The balancers labelled for uid (new array). */
+json_t *
+env_lbs_of(struct env *e, const char *uid)
+{
+    char path[512];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/load_balancers?label_selector=robotlb/service-uid%%3D%s", uid);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, "tok-a", "test", NULL, &r), 0);
+    ck_assert_int_eq(r.status, 200);
+    json_t *a = json_incref(json_object_get(r.body, "load_balancers"));
+    hzt_resp_free(&r);
+    return a;
+}
+
+/* The IP targets of the one balancer labelled for uid, sorted and joined
+ * by commas, into buf; 0 when there is no such balancer (buf ""). */
+int
+env_targets_of(struct env *e, const char *uid, char *buf, size_t len)
+{
+    json_t *a = env_lbs_of(e, uid), *t;
+    char ips[64][32];
+    size_t n = 0, i;
+    buf[0] = '\0';
+    if (json_array_size(a) != 1) {
+        json_decref(a);
+        return 0;
+    }
+    json_array_foreach(json_object_get(json_array_get(a, 0), "targets"), i, t)
+    {
+        const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
+        if (ip && n < 64)
+            snprintf(ips[n++], sizeof(ips[0]), "%s", ip);
+    }
+    qsort(ips, n, sizeof(ips[0]), (int (*)(const void *, const void *))strcmp);
+    for (i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "," : "", ips[i]);
+    json_decref(a);
+    return 1;
+}
+
+int
+env_targets_are(struct env *e, const char *uid, const char *want)
+{
+    char buf[2048];
+    return env_targets_of(e, uid, buf, sizeof(buf)) && strcmp(buf, want) == 0;
 }

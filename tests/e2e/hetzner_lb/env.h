@@ -110,4 +110,24 @@ long env_count_route(struct env *e, const char *route);
 /* The requests the fake Hetzner API logged since its last reset. */
 long env_count_requests(struct env *e);
 
+/* A ready Node with InternalIP ip. */
+void env_node(struct env *e, const char *name, const char *ip);
+/* The balancers labelled for uid (new array). */
+json_t *env_lbs_of(struct env *e, const char *uid);
+/* The IP targets of the one balancer labelled for uid, sorted and joined
+ * by commas, into buf; 0 when there is no such balancer (buf ""). */
+int env_targets_of(struct env *e, const char *uid, char *buf, size_t len);
+/* 1 when env_targets_of gives want. */
+int env_targets_are(struct env *e, const char *uid, const char *want);
+
+/* Run kubectl (.tools/bin/kubectl, the fake API server's kubeconfig, a
+ * --cache-dir in the test's directory) with the NULL-ended arguments; its
+ * exit code, combined output in *out (new). */
+int env_kubectl(struct env *e, char **out, ...) __attribute__((sentinel));
+/* The Warning Event of reason about Service default/name whose message
+ * holds every one of the NULL-ended needles, as `kubectl get events -o
+ * json` shows it: its count (0: none such). */
+long env_kubectl_event(struct env *e, const char *name, const char *reason, ...)
+    __attribute__((sentinel));
+
 #endif

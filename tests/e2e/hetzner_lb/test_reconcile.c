@@ -16,74 +16,6 @@
 
 #include "env.h"
 
-/* A ready Node with InternalIP ip. */
-static void
-add_node(struct env *e, const char *name, const char *ip)
-{
-    char body[1024], path[256];
-    snprintf(body, sizeof(body),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\"},"
-             "\"spec\":{},\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
-             "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
-             "{\"type\":\"Hostname\",\"address\":\"%s\"}]}}",
-             name, ip, name);
-    kube_req(e, "POST", "/api/v1/nodes", "application/json", body, 201, NULL);
-    snprintf(body, sizeof(body),
-             "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}],"
-             "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"%s\"},"
-             "{\"type\":\"Hostname\",\"address\":\"%s\"}]}}",
-             ip, name);
-    snprintf(path, sizeof(path), "/api/v1/nodes/%s/status", name);
-    kube_req(e, "PATCH", path, "application/merge-patch+json", body, 200, NULL);
-}
-
-/* The balancers labelled for uid (new array). */
-static json_t *
-lbs_of(struct env *e, const char *uid)
-{
-    char path[512];
-    struct hzt_resp r;
-    snprintf(path, sizeof(path), "/load_balancers?label_selector=robotlb/service-uid%%3D%s", uid);
-    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, "tok-a", "test", NULL, &r), 0);
-    ck_assert_int_eq(r.status, 200);
-    json_t *a = json_incref(json_object_get(r.body, "load_balancers"));
-    hzt_resp_free(&r);
-    return a;
-}
-
-/* The IP targets of the one balancer labelled for uid, sorted and joined
- * by commas, into buf; 0 when there is no such balancer (buf ""). */
-static int
-targets_of(struct env *e, const char *uid, char *buf, size_t len)
-{
-    json_t *a = lbs_of(e, uid), *t;
-    char ips[64][32];
-    size_t n = 0, i;
-    buf[0] = '\0';
-    if (json_array_size(a) != 1) {
-        json_decref(a);
-        return 0;
-    }
-    json_array_foreach(json_object_get(json_array_get(a, 0), "targets"), i, t)
-    {
-        const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
-        if (ip && n < 64)
-            snprintf(ips[n++], sizeof(ips[0]), "%s", ip);
-    }
-    qsort(ips, n, sizeof(ips[0]), (int (*)(const void *, const void *))strcmp);
-    for (i = 0; i < n; i++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "," : "", ips[i]);
-    json_decref(a);
-    return 1;
-}
-
-static int
-targets_are(struct env *e, const char *uid, const char *want)
-{
-    char buf[2048];
-    return targets_of(e, uid, buf, sizeof(buf)) && strcmp(buf, want) == 0;
-}
-
 static long
 total_requests(struct env *e)
 {
@@ -118,14 +50,14 @@ START_TEST(creates_load_balancers_that_point_to_nodes_based_on_node_ip)
     struct env e;
     char ip[64];
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.11");
-    add_node(&e, "n2", "10.0.1.12");
-    add_node(&e, "n3", "10.0.1.13");
+    env_node(&e, "n1", "10.0.1.11");
+    env_node(&e, "n2", "10.0.1.12");
+    env_node(&e, "n3", "10.0.1.13");
     char *uid = env_service(&e, "web", "LoadBalancer", 30080, NULL, NULL);
 
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11,10.0.1.12,10.0.1.13"), 20000,
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.11,10.0.1.12,10.0.1.13"), 20000,
              "a balancer labelled with the UID targeting the three nodes");
-    json_t *a = lbs_of(&e, uid);
+    json_t *a = env_lbs_of(&e, uid);
     json_t *lb = json_array_get(a, 0);
     ck_assert_str_eq(json_string_value(json_object_get(lb, "name")), "web.default");
     ck_assert_str_eq(
@@ -156,13 +88,13 @@ START_TEST(creates_load_balancers_that_point_to_nodes_based_on_node_ip)
     /* kubectl cordon n2 */
     kube_req(&e, "PATCH", "/api/v1/nodes/n2", "application/merge-patch+json",
              "{\"spec\":{\"unschedulable\":true}}", 200, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11,10.0.1.13"), 20000,
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.11,10.0.1.13"), 20000,
              "the cordoned node's target to go");
     /* a not-ready node goes too */
     kube_req(&e, "PATCH", "/api/v1/nodes/n3/status", "application/merge-patch+json",
              "{\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"False\"}]}}", 200,
              NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.11"), 20000, "the not-ready node's target to go");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.11"), 20000, "the not-ready node's target to go");
     /* converged: nothing differs, so nothing is sent until the next resync
      * (300 s here), though node status changes keep syncing the Service */
     tu_sleep_ms(1500); /* the last reconcile's action poll and read-back */
@@ -194,10 +126,10 @@ START_TEST(local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from)
 {
     struct env e;
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.21");
-    add_node(&e, "n2", "10.0.1.22");
-    add_node(&e, "n3", "10.0.1.23");
-    add_node(&e, "n4", "10.0.1.24");
+    env_node(&e, "n1", "10.0.1.21");
+    env_node(&e, "n2", "10.0.1.22");
+    env_node(&e, "n3", "10.0.1.23");
+    env_node(&e, "n4", "10.0.1.24");
     char *uid =
         env_service(&e, "loc", "LoadBalancer", 30081, NULL, ",\"externalTrafficPolicy\":\"Local\"");
     const char *slice =
@@ -211,14 +143,14 @@ START_TEST(local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from)
         "\"serving\":false}}]}";
     kube_req(&e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
              "application/json", slice, 201, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.21,10.0.1.23"), 20000,
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.21,10.0.1.23"), 20000,
              "2 targets: the nodes with a ready endpoint");
     kube_req(&e, "PATCH", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/loc-abc",
              "application/json-patch+json",
              "[{\"op\":\"replace\",\"path\":\"/endpoints/2/conditions\",\"value\":"
              "{\"ready\":true}}]",
              200, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.21,10.0.1.23,10.0.1.24"), 20000,
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.21,10.0.1.23,10.0.1.24"), 20000,
              "the node whose endpoint became ready to be added");
     free(uid);
     env_stop(&e);
@@ -233,11 +165,11 @@ START_TEST(a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cy
 {
     struct env e;
     env_start(&e, NULL, NULL, "refused_recheck_interval = \"2s\";", 300);
-    add_node(&e, "in1", "10.0.1.31");
-    add_node(&e, "in2", "10.0.1.32");
-    add_node(&e, "out", "10.0.2.33");
+    env_node(&e, "in1", "10.0.1.31");
+    env_node(&e, "in2", "10.0.1.32");
+    env_node(&e, "out", "10.0.2.33");
     char *uid = env_service(&e, "edge", "LoadBalancer", 30082, NULL, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.31,10.0.1.32"), 20000,
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.31,10.0.1.32"), 20000,
              "the two nodes inside the subnet as targets");
     const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
     WAIT_FOR(&e, env_count_route(&e, route) >= 3, 20000, "the refused target to be tried again");
@@ -248,7 +180,7 @@ START_TEST(a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cy
     long long dt = tu_now_ms() - t0;
     /* one refused add_target per 2 s cycle: 2 or 3 in 4.5 s, not a hot loop */
     ck_assert_msg(n1 - n0 >= 1 && n1 - n0 <= dt / 2000 + 1, "%ld retries in %lld ms", n1 - n0, dt);
-    ck_assert(targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
+    ck_assert(env_targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
     ck_assert_int_eq(total_lbs(&e), 1);
     free(uid);
     env_stop(&e);
@@ -267,12 +199,12 @@ START_TEST(an_unlabelled_balancer_under_the_old_name_is_adopted)
               "\"10.0.1.41\"}}],\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,"
               "\"destination_port\":30083}]}]",
               NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.41");
-    add_node(&e, "n2", "10.0.1.42");
+    env_node(&e, "n1", "10.0.1.41");
+    env_node(&e, "n2", "10.0.1.42");
     char *uid = env_service(&e, "shop", "LoadBalancer", 30083, NULL, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.41,10.0.1.42"), 20000,
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41,10.0.1.42"), 20000,
              "the old balancer labelled and targeting both nodes");
-    json_t *a = lbs_of(&e, uid);
+    json_t *a = env_lbs_of(&e, uid);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(a, 0), "id")), 3);
     ck_assert_str_eq(json_string_value(json_object_get(json_array_get(a, 0), "name")), "shop");
     json_decref(a);
@@ -294,13 +226,13 @@ START_TEST(a_taken_name_gives_a_warning_event_naming_the_old_uid)
               "\"lb11\",\"location\":\"hel1\",\"labels\":{\"robotlb/service-uid\":"
               "\"0b5e7c1e-old-uid\"}}]",
               NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.51");
+    env_node(&e, "n1", "10.0.1.51");
     char *uid = env_service(&e, "api", "LoadBalancer", 30084, NULL, NULL);
     WAIT_FOR(&e, env_has_event(&e, "BalancerNameTaken", "0b5e7c1e-old-uid"), 20000,
              "the warning Event naming the old UID");
     tu_sleep_ms(1000);
     ck_assert_int_eq(total_lbs(&e), 1);
-    json_t *a = lbs_of(&e, uid);
+    json_t *a = env_lbs_of(&e, uid);
     ck_assert_uint_eq(json_array_size(a), 0);
     json_decref(a);
     ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), 0);
@@ -320,7 +252,7 @@ START_TEST(lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_nami
     for (int i = 0; i < 27; i++) {
         snprintf(name, sizeof(name), "n%02d", i);
         snprintf(ip, sizeof(ip), "10.0.1.%d", 100 + i);
-        add_node(&e, name, ip);
+        env_node(&e, name, ip);
     }
     char *uid = env_service(&e, "big", "LoadBalancer", 30090, NULL, NULL);
     char want[2048] = "";
@@ -328,7 +260,7 @@ START_TEST(lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_nami
     for (int i = 0; i < 25; i++)
         snprintf(want + strlen(want), sizeof(want) - strlen(want), "%s10.0.1.%d", i ? "," : "",
                  100 + i);
-    WAIT_FOR(&e, targets_are(&e, uid, want), 20000, "25 targets");
+    WAIT_FOR(&e, env_targets_are(&e, uid, want), 20000, "25 targets");
     WAIT_FOR(&e, env_has_event(&e, "TooManyTargets", "holds 25"), 20000,
              "the warning naming the limit");
     free(uid);
@@ -343,7 +275,7 @@ START_TEST(a_service_without_an_exposable_port_gets_no_balancer_and_a_warning_ev
     struct env e;
     char body[1024];
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.71");
+    env_node(&e, "n1", "10.0.1.71");
     snprintf(body, sizeof(body),
              "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"noport\","
              "\"namespace\":\"default\"},\"spec\":{\"type\":\"LoadBalancer\","
@@ -369,12 +301,12 @@ START_TEST(a_service_without_target_nodes_waits_with_a_warning_event)
               "\"location\":\"hel1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":"
               "\"10.0.1.81\"}}]}]",
               NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.81");
+    env_node(&e, "n1", "10.0.1.81");
     char *uid = env_service(&e, "idle", "LoadBalancer", 30091, NULL,
                             ",\"externalTrafficPolicy\":\"Local\"");
     WAIT_FOR(&e, env_has_event(&e, "NoTargetNodes", "\"idle\""), 20000, "the warning Event");
     ck_assert_int_eq(total_lbs(&e), 1);
-    json_t *a = lbs_of(&e, uid);
+    json_t *a = env_lbs_of(&e, uid);
     ck_assert_uint_eq(json_array_size(a), 0);
     json_decref(a);
     free(uid);
@@ -389,11 +321,11 @@ START_TEST(lb_private_ip_requests_the_balancers_address_in_the_network)
 {
     struct env e;
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.91");
+    env_node(&e, "n1", "10.0.1.91");
     char *uid = env_service(&e, "priv", "LoadBalancer", 30092,
                             ",\"annotations\":{\"robotlb/lb-private-ip\":\"10.0.0.10\"}", NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.91"), 20000, "the target");
-    json_t *a = lbs_of(&e, uid);
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.91"), 20000, "the target");
+    json_t *a = env_lbs_of(&e, uid);
     json_t *net = json_array_get(json_object_get(json_array_get(a, 0), "private_net"), 0);
     ck_assert_int_eq(json_integer_value(json_object_get(net, "network")), 7);
     ck_assert_str_eq(json_string_value(json_object_get(net, "ip")), "10.0.0.10");
@@ -413,7 +345,7 @@ START_TEST(with_allocate_node_ports_false_the_port_that_sets_a_node_port_is_expo
     char ip[64];
     json_t *o;
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.94");
+    env_node(&e, "n1", "10.0.1.94");
     kube_req(&e, "POST", "/api/v1/namespaces/default/services", "application/json",
              "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"mixed\","
              "\"namespace\":\"default\"},\"spec\":{\"type\":\"LoadBalancer\","
@@ -429,7 +361,7 @@ START_TEST(with_allocate_node_ports_false_the_port_that_sets_a_node_port_is_expo
     json_decref(o);
     ck_assert_ptr_nonnull(uid);
     WAIT_FOR(&e, env_ingress(&e, "mixed", ip, sizeof(ip), NULL, 0, NULL), 20000, "the status");
-    json_t *a = lbs_of(&e, uid);
+    json_t *a = env_lbs_of(&e, uid);
     json_t *svcs = json_object_get(json_array_get(a, 0), "services");
     ck_assert_uint_eq(json_array_size(svcs), 1);
     ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(svcs, 0), "listen_port")),
@@ -451,7 +383,7 @@ START_TEST(lb_public_interface_false_makes_a_private_only_balancer)
     struct env e;
     char ip[64];
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.95");
+    env_node(&e, "n1", "10.0.1.95");
     char *u1 = env_service(&e, "inner", "LoadBalancer", 30095,
                            ",\"annotations\":{\"robotlb/lb-public-interface\":\"false\"}", NULL);
     char *u2 = env_service(&e, "inner2", "LoadBalancer", 30096,
@@ -467,7 +399,7 @@ START_TEST(lb_public_interface_false_makes_a_private_only_balancer)
                  strcmp(ip, "10.0.0.20") == 0,
              20000, "the requested private IP in the status");
     for (int k = 0; k < 2; k++) {
-        json_t *a = lbs_of(&e, k ? u2 : u1);
+        json_t *a = env_lbs_of(&e, k ? u2 : u1);
         json_t *lb = json_array_get(a, 0);
         ck_assert(json_is_false(json_object_get(json_object_get(lb, "public_net"), "enabled")));
         json_decref(a);
@@ -486,7 +418,7 @@ START_TEST(load_balancer_class_serves_only_that_class)
     struct env e;
     char ip[64];
     env_start(&e, NULL, NULL, "load_balancer_class = \"example.com/hetzner\";", 300);
-    add_node(&e, "n1", "10.0.1.97");
+    env_node(&e, "n1", "10.0.1.97");
     char *none = env_service(&e, "plain", "LoadBalancer", 30097, NULL, NULL);
     char *rlb =
         env_service(&e, "rlb", "LoadBalancer", 30098, NULL, ",\"loadBalancerClass\":\"robotlb\"");
@@ -494,7 +426,7 @@ START_TEST(load_balancer_class_serves_only_that_class)
                              ",\"loadBalancerClass\":\"example.com/hetzner\"");
     WAIT_FOR(&e, env_ingress(&e, "ours", ip, sizeof(ip), NULL, 0, NULL), 20000,
              "the served Service's status");
-    json_t *a = lbs_of(&e, none), *b = lbs_of(&e, rlb);
+    json_t *a = env_lbs_of(&e, none), *b = env_lbs_of(&e, rlb);
     ck_assert_uint_eq(json_array_size(a), 0);
     ck_assert_uint_eq(json_array_size(b), 0);
     ck_assert_int_eq(total_lbs(&e), 1);
@@ -518,11 +450,11 @@ START_TEST(every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner
     struct hzt_resp r;
     char path[128];
     env_start(&e, NULL, NULL, NULL, 1);
-    add_node(&e, "n1", "10.0.1.201");
-    add_node(&e, "n2", "10.0.1.202");
+    env_node(&e, "n1", "10.0.1.201");
+    env_node(&e, "n2", "10.0.1.202");
     char *uid = env_service(&e, "keep", "LoadBalancer", 30093, NULL, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.201,10.0.1.202"), 20000, "both targets");
-    json_t *a = lbs_of(&e, uid);
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.201,10.0.1.202"), 20000, "both targets");
+    json_t *a = env_lbs_of(&e, uid);
     long id = (long)json_integer_value(json_object_get(json_array_get(a, 0), "id"));
     json_decref(a);
     snprintf(path, sizeof(path), "/load_balancers/%ld/actions/remove_target", id);
@@ -541,7 +473,7 @@ START_TEST(every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner
     ck_assert_int_eq(st, 201);
     WAIT_FOR(&e,
              env_count_route(&e, "POST /v1/load_balancers/{id}/actions/add_target") > adds0 &&
-                 targets_are(&e, uid, "10.0.1.201,10.0.1.202"),
+                 env_targets_are(&e, uid, "10.0.1.201,10.0.1.202"),
              20000, "the next resync to put the target back");
     free(uid);
     env_stop(&e);
@@ -554,8 +486,8 @@ START_TEST(a_deleted_endpoint_slice_rechecks_the_balancers)
 {
     struct env e;
     env_start(&e, NULL, NULL, NULL, 300);
-    add_node(&e, "n1", "10.0.1.211");
-    add_node(&e, "n2", "10.0.1.212");
+    env_node(&e, "n1", "10.0.1.211");
+    env_node(&e, "n2", "10.0.1.212");
     char *uid =
         env_service(&e, "eps", "LoadBalancer", 30094, NULL, ",\"externalTrafficPolicy\":\"Local\"");
     kube_req(&e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
@@ -566,10 +498,10 @@ START_TEST(a_deleted_endpoint_slice_rechecks_the_balancers)
              "{\"addresses\":[\"10.244.1.9\"],\"nodeName\":\"n2\",\"conditions\":{\"ready\":true}}"
              "]}",
              201, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.212"), 20000, "the serving node as target");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.212"), 20000, "the serving node as target");
     kube_req(&e, "DELETE", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/eps-1",
              NULL, NULL, 200, NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, ""), 20000, "the targets to go with the slice");
+    WAIT_FOR(&e, env_targets_are(&e, uid, ""), 20000, "the targets to go with the slice");
     free(uid);
     env_stop(&e);
 }
@@ -584,10 +516,10 @@ START_TEST(without_the_dynamic_node_selector_the_node_selector_annotation_picks_
 {
     struct env e;
     env_start(&e, NULL, NULL, "dynamic_node_selector = false;", 300);
-    add_node(&e, "amd", "10.0.1.221");
-    add_node(&e, "arm", "10.0.1.222");
-    add_node(&e, "cp", "10.0.1.223");
-    add_node(&e, "excl", "10.0.1.224");
+    env_node(&e, "amd", "10.0.1.221");
+    env_node(&e, "arm", "10.0.1.222");
+    env_node(&e, "cp", "10.0.1.223");
+    env_node(&e, "excl", "10.0.1.224");
     kube_req(&e, "PATCH", "/api/v1/nodes/amd", "application/merge-patch+json",
              "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\"}}}", 200, NULL);
     kube_req(&e, "PATCH", "/api/v1/nodes/arm", "application/merge-patch+json",
@@ -607,10 +539,10 @@ START_TEST(without_the_dynamic_node_selector_the_node_selector_annotation_picks_
                             NULL);
     char *bad = env_service(&e, "badsel", "LoadBalancer", 30096,
                             ",\"annotations\":{\"robotlb/node-selector\":\"a=b,,c\"}", NULL);
-    WAIT_FOR(&e, targets_are(&e, uid, "10.0.1.221"), 20000, "the one matching node");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.221"), 20000, "the one matching node");
     WAIT_FOR(&e, env_has_event(&e, "InvalidAnnotation", "robotlb/node-selector"), 20000,
              "the warning Event for the bad selector");
-    json_t *a = lbs_of(&e, bad);
+    json_t *a = env_lbs_of(&e, bad);
     ck_assert_uint_eq(json_array_size(a), 0);
     json_decref(a);
     free(uid);
@@ -629,7 +561,7 @@ START_TEST(dry_run_logs_the_create_it_would_make_and_makes_none)
     size_t i;
     json_t *x;
     env_start(&e, NULL, NULL, "dry_run = true;", 300);
-    add_node(&e, "n1", "10.0.1.231");
+    env_node(&e, "n1", "10.0.1.231");
     char *uid = env_service(&e, "dry", "LoadBalancer", 30097, NULL, NULL);
     WAIT_FOR(&e, tu_file_has(e.log, "hetzner dry run: would POST /load_balancers"), 20000,
              "the logged create");
@@ -701,9 +633,9 @@ START_TEST(fifty_services_converge_within_a_bucket_of_10_refilling_1_per_s_witho
     long lbs = 0, n429 = 0, total = 0;
     char name[32];
     env_start(&e, NULL, args, NULL, 300);
-    add_node(&e, "n1", "10.0.1.61");
-    add_node(&e, "n2", "10.0.1.62");
-    add_node(&e, "n3", "10.0.1.63");
+    env_node(&e, "n1", "10.0.1.61");
+    env_node(&e, "n2", "10.0.1.62");
+    env_node(&e, "n3", "10.0.1.63");
     long long t0 = tu_now_ms();
     for (int i = 0; i < 50; i++) {
         snprintf(name, sizeof(name), "s%02d", i);

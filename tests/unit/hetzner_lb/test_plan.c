@@ -230,6 +230,41 @@ START_TEST(the_balancer_is_attached_to_its_network_with_the_requested_private_ip
 }
 END_TEST
 
+/* A changed robotlb/lb-network: the new network is attached first and the
+ * old one detached only once the balancer is on the new one, so that it is
+ * never on no network. */
+START_TEST(a_changed_network_is_attached_then_the_old_one_detached)
+{
+    const char *ips[] = {"10.0.1.10"};
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired(&d, ips, 1);
+    actual(&a, 5, "web.shop", "uid-1", ipt("10.0.1.10", NULL), svc80, NULL);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 8, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_ATTACH_NETWORK);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    /* the next pass: on 7 and 8 */
+    actual(&a, 5, "web.shop", "uid-1", ipt("10.0.1.10", NULL), svc80,
+           ",\"private_net\":[{\"network\":7,\"ip\":\"10.0.0.5\"},"
+           "{\"network\":8,\"ip\":\"10.8.0.5\"}]");
+    ck_assert_int_eq(hz_plan_build(&d, &a, 8, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_DETACH_NETWORK);
+    ck_assert_str_eq(p.ops[0].path, "/load_balancers/5/actions/detach_from_network");
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[0].body, "network")), 7);
+    hz_plan_clear(&p);
+    /* no network asked for: none is detached */
+    ck_assert_int_eq(hz_plan_build(&d, &a, 0, &p), 0);
+    ck_assert_uint_eq(p.n, 0);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
 /* "robotlb adds its label, keeps the name": adoption is one PUT that keeps
  * the other labels (PUT replaces the whole set) and renames nothing. */
 START_TEST(adoption_adds_the_label_keeps_the_name_and_the_other_labels)
@@ -636,6 +671,7 @@ suite(void)
     tcase_add_test(tc, a_changed_health_check_updates_the_service);
     tcase_add_test(tc, algorithm_and_type_are_changed_in_place);
     tcase_add_test(tc, the_balancer_is_attached_to_its_network_with_the_requested_private_ip);
+    tcase_add_test(tc, a_changed_network_is_attached_then_the_old_one_detached);
     tcase_add_test(tc, adoption_adds_the_label_keeps_the_name_and_the_other_labels);
     tcase_add_test(tc, a_plan_never_deletes_a_balancer);
     tcase_add_test(tc, a_balancer_labelled_for_another_service_is_never_changed);

@@ -25,41 +25,14 @@
 
 #include "env.h"
 
-static char kubectl[4300], cachedir[4400], kcpath[4300], home[4400];
-static char hz_endpoint[300], hz_config[700];
+static char home[4400], hz_endpoint[300], hz_config[700];
 
 static void
 tools_init(struct env *e)
 {
-    snprintf(kubectl, sizeof(kubectl), "%s", tu_source_path(".tools/bin/kubectl"));
-    snprintf(cachedir, sizeof(cachedir), "%s/kube-cache", dir);
-    snprintf(kcpath, sizeof(kcpath), "%s/kubeconfig", e->kube.dir);
     snprintf(home, sizeof(home), "HOME=%s", dir);
     snprintf(hz_endpoint, sizeof(hz_endpoint), "HCLOUD_ENDPOINT=%s", e->hz.url);
     snprintf(hz_config, sizeof(hz_config), "HCLOUD_CONFIG=%s/cli.toml", dir);
-}
-
-/* Run kubectl with the NULL-terminated arguments; exit code, combined
- * output in *out (new). */
-static int
-kc(char **out, ...)
-{
-    char *argv[40];
-    int n = 0;
-    va_list ap;
-    const char *a;
-    argv[n++] = kubectl;
-    argv[n++] = "--kubeconfig";
-    argv[n++] = kcpath;
-    argv[n++] = "--cache-dir";
-    argv[n++] = cachedir;
-    va_start(ap, out);
-    while ((a = va_arg(ap, const char *)) && n < 38)
-        argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n] = NULL;
-    char *envp[] = {home, NULL};
-    return tu_run(argv, envp, out, 60000);
 }
 
 /* Run hcloud likewise. */
@@ -192,7 +165,7 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
                                 "    app: web\n  ports:\n  - port: 80\n    protocol: TCP\n"
                                 "    nodePort: 30080\n"),
         0);
-    int rc = kc(&out, "apply", "-f", path, NULL);
+    int rc = env_kubectl(&e, &out, "apply", "-f", path, NULL);
     ck_assert_msg(rc == 0, "kubectl apply: %d %s", rc, out ? out : "");
     free(out);
     out = NULL;
@@ -208,7 +181,8 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
         snprintf(sp, sizeof(sp), "/api/v1/nodes/%s/status", names[i]);
         kube_req(&e, "PATCH", sp, "application/merge-patch+json", body, 200, NULL);
     }
-    rc = kc(&out, "get", "service", "web", "-n", "default", "-o", "jsonpath={.metadata.uid}", NULL);
+    rc = env_kubectl(&e, &out, "get", "service", "web", "-n", "default", "-o",
+                     "jsonpath={.metadata.uid}", NULL);
     ck_assert_msg(rc == 0 && out && out[0], "kubectl get service: %d %s", rc, out ? out : "");
     char uid[128];
     snprintf(uid, sizeof(uid), "%s", out);
@@ -228,7 +202,7 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
     ck_assert_int_eq(cli_list("00000000-0000-0000-0000-000000000000", nm, sizeof(nm), t, sizeof(t)),
                      0);
 
-    rc = kc(&out, "cordon", "n2", NULL);
+    rc = env_kubectl(&e, &out, "cordon", "n2", NULL);
     ck_assert_msg(rc == 0, "kubectl cordon: %d %s", rc, out ? out : "");
     free(out);
     out = NULL;

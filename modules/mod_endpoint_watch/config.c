@@ -89,7 +89,7 @@ const struct plb_setting ew_settings[] = {
 
 int
 ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
-                void (*report)(plb_check *, const char *, const char *, ...))
+                plb_check_report *report)
 {
     const struct ew_config *c = config;
     (void)host;

@@ -42,7 +42,7 @@ struct ew_config {
 
 extern const struct plb_setting ew_settings[];
 int ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
-                    void (*report)(plb_check *, const char *, const char *, ...));
+                    plb_check_report *report);
 
 /* ------------------------------------------------------------------------ */
 /* EndpointSlices (slices.c)                                                */

@@ -223,16 +223,12 @@ ew_destroy(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .size = sizeof(struct plb_module),
+    PLB_MODULE_ABI,
     .name = "endpoint_watch",
     .version = "1.0",
     .description = "API server endpoints: a static bootstrap list plus the EndpointSlices of "
                    "the kubernetes Service, watched",
-    .settings = ew_settings,
-    .setting_size = sizeof(struct plb_setting),
-    .config_size = sizeof(struct ew_config),
+    PLB_MODULE_SETTINGS(ew_settings, struct ew_config),
     .provides = PLB_ROLE_ENDPOINTS,
     .check = ew_config_check,
     .create = ew_create,

@@ -39,6 +39,6 @@ struct ld_config {
 
 extern const struct plb_setting ld_settings[];
 int ld_check(const struct plb_host *host, plb_check *chk, const void *config,
-             void (*report)(plb_check *chk, const char *setting, const char *fmt, ...));
+             plb_check_report *report);
 
 #endif

@@ -4,6 +4,7 @@
  * the unit tests drive it with a fake clock, a fixed random source and
  * recorded requests.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "le.h"
@@ -200,11 +201,29 @@ attempt_succeeded(struct le *m, const struct le_record *written, const char *rv)
     schedule(m);
 }
 
-static void
-send_request(struct le *m, enum le_req req, int rc)
+static void finish_stop(struct le *m);
+
+/* The server's message of answer r, or dflt when it has none. */
+static const char *
+message_or(const struct le_result *r, const char *dflt)
 {
+    return r->message && *r->message ? r->message : dflt;
+}
+
+#define NOT_SENT "the request could not be sent"
+
+/* The op sending req returned rc: now awaited, or (rc < 0) failed: the
+ * attempt, or while releasing the release (why says so). */
+static void
+send_request(struct le *m, enum le_req req, int rc, const char *why)
+{
+    if (rc < 0 && m->state == LE_RELEASING) {
+        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED, why);
+        finish_stop(m);
+        return;
+    }
     if (rc < 0) {
-        m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED, "the request could not be sent");
+        m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED, why);
         attempt_failed(m);
         return;
     }
@@ -212,16 +231,33 @@ send_request(struct le *m, enum le_req req, int rc)
     schedule(m);
 }
 
+/* A request of an attempt is sent at t. A leader's request dies with its
+ * leadership; a candidate's after renew_deadline, the timeout client-go's
+ * users give the lock's client. */
+static void
+attempt_window(struct le *m, int64_t t)
+{
+    m->req_sent = t;
+    m->req_deadline = m->state == LE_LEADER ? m->lead_deadline : t + m->p.renew_deadline_ms;
+}
+
+/* A request of the release is sent at t: renew_deadline, within the
+ * shutdown grace. */
+static void
+release_window(struct le *m, int64_t t)
+{
+    m->req_sent = t;
+    m->req_deadline = t + m->p.renew_deadline_ms;
+    if (m->req_deadline > m->stop_deadline)
+        m->req_deadline = m->stop_deadline;
+}
+
 static void
 start_attempt(struct le *m)
 {
-    int64_t t = now(m);
-    m->req_sent = t;
-    /* A leader's request dies with its leadership; a candidate's after
-     * renew_deadline, the timeout client-go's users give the lock's client. */
-    m->req_deadline = m->state == LE_LEADER ? m->lead_deadline : t + m->p.renew_deadline_ms;
+    attempt_window(m, now(m));
     m->req = LE_REQ_GET;
-    send_request(m, LE_REQ_GET, m->ops->get(m->arg));
+    send_request(m, LE_REQ_GET, m->ops->get(m->arg), NOT_SENT);
 }
 
 /* The record this replica writes now; keeps acquireTime and
@@ -257,16 +293,13 @@ on_get(struct le *m, const struct le_result *r)
         /* No Lease: create one holding it. */
         build_record(m, &m->sent, 1);
         m->sent.transitions = 0;
-        m->req_sent = t;
-        if (m->state != LE_LEADER)
-            m->req_deadline = t + m->p.renew_deadline_ms;
+        attempt_window(m, t);
         m->req = LE_REQ_CREATE;
-        send_request(m, LE_REQ_CREATE, m->ops->create(m->arg, &m->sent));
+        send_request(m, LE_REQ_CREATE, m->ops->create(m->arg, &m->sent), NOT_SENT);
         return;
     }
     if (r->status != 200 || !r->rec) {
-        m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED,
-                     r->message && *r->message ? r->message : "unreadable Lease");
+        m->ops->note(m->arg, LE_NOTE_ATTEMPT_FAILED, message_or(r, "unreadable Lease"));
         attempt_failed(m);
         return;
     }
@@ -283,11 +316,9 @@ on_get(struct le *m, const struct le_result *r)
         return;
     }
     build_record(m, &m->sent, !is_me(m, o->holder));
-    m->req_sent = t;
-    if (m->state != LE_LEADER)
-        m->req_deadline = t + m->p.renew_deadline_ms;
+    attempt_window(m, t);
     m->req = LE_REQ_UPDATE;
-    send_request(m, LE_REQ_UPDATE, m->ops->update(m->arg, &m->sent, m->rv));
+    send_request(m, LE_REQ_UPDATE, m->ops->update(m->arg, &m->sent, m->rv), NOT_SENT);
 }
 
 static void
@@ -299,7 +330,7 @@ on_write(struct le *m, const struct le_result *r)
          * Lease naming us, with our renewTime. */
         const char *bad = NULL;
         if (!r->rec)
-            bad = r->message && *r->message ? r->message : "the answer is not a Lease";
+            bad = message_or(r, "the answer is not a Lease");
         else if (!is_me(m, r->rec->holder))
             bad = "the answer names another holder";
         else if (strcmp(r->rec->renew_time, m->sent.renew_time) != 0)
@@ -330,7 +361,7 @@ on_write(struct le *m, const struct le_result *r)
         return;
     }
     m->ops->note(m->arg, r->status == 409 ? LE_NOTE_CONFLICT : LE_NOTE_ATTEMPT_FAILED,
-                 r->message && *r->message ? r->message : "request failed");
+                 message_or(r, "request failed"));
     attempt_failed(m);
 }
 
@@ -368,28 +399,15 @@ release_or_finish(struct le *m)
         return;
     }
     m->release_tries++;
-    char ts[LE_TIME_MAX];
-    if (le_microtime(m->ops->wall_ms(m->arg), ts, sizeof(ts)) < 0)
-        ts[0] = '\0';
-    memset(&m->sent, 0, sizeof(m->sent));
+    /* client-go's release: no holder, leaseDurationSeconds 1, acquireTime
+     * and renewTime now, the observed transitions */
+    build_record(m, &m->sent, 1);
+    m->sent.holder[0] = '\0';
     m->sent.duration_s = 1;
-    copy_str(m->sent.acquire_time, sizeof(m->sent.acquire_time), ts);
-    copy_str(m->sent.renew_time, sizeof(m->sent.renew_time), ts);
     m->sent.transitions = m->observed.transitions;
-    copy_str(m->sent.strategy, sizeof(m->sent.strategy), m->observed.strategy);
-    copy_str(m->sent.preferred, sizeof(m->sent.preferred), m->observed.preferred);
     m->state = LE_RELEASING;
-    m->req_sent = t;
-    m->req_deadline = t + m->p.renew_deadline_ms;
-    if (m->req_deadline > m->stop_deadline)
-        m->req_deadline = m->stop_deadline;
-    if (m->ops->update(m->arg, &m->sent, m->rv) < 0) {
-        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED, "the request could not be sent");
-        finish_stop(m);
-        return;
-    }
-    m->req = LE_REQ_RELEASE;
-    schedule(m);
+    release_window(m, t);
+    send_request(m, LE_REQ_RELEASE, m->ops->update(m->arg, &m->sent, m->rv), NOT_SENT);
 }
 
 /* The release got 409: read the Lease again. */
@@ -397,17 +415,9 @@ static void
 release_reread(struct le *m)
 {
     int64_t t = now(m);
-    m->req_sent = t;
-    m->req_deadline = t + m->p.renew_deadline_ms;
-    if (m->req_deadline > m->stop_deadline)
-        m->req_deadline = m->stop_deadline;
-    if (t >= m->req_deadline || m->ops->get(m->arg) < 0) {
-        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED, "conflict, and no time left to re-read");
-        finish_stop(m);
-        return;
-    }
-    m->req = LE_REQ_RELEASE_GET;
-    schedule(m);
+    release_window(m, t);
+    send_request(m, LE_REQ_RELEASE_GET, t >= m->req_deadline ? -ETIME : m->ops->get(m->arg),
+                 "conflict, and no time left to re-read");
 }
 
 static void
@@ -415,8 +425,7 @@ on_release_get(struct le *m, const struct le_result *r)
 {
     m->req = LE_REQ_NONE;
     if (r->status != 200 || !r->rec) {
-        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED,
-                     r->message && *r->message ? r->message : "cannot re-read the Lease");
+        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED, message_or(r, "cannot re-read the Lease"));
         finish_stop(m);
         return;
     }
@@ -436,8 +445,7 @@ on_release(struct le *m, const struct le_result *r)
         observe(m, r->rec ? r->rec : &m->sent, r->rv);
         m->ops->note(m->arg, LE_NOTE_RELEASED, NULL);
     } else {
-        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED,
-                     r->message && *r->message ? r->message : "request failed");
+        m->ops->note(m->arg, LE_NOTE_RELEASE_FAILED, message_or(r, "request failed"));
     }
     finish_stop(m);
 }

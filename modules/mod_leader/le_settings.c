@@ -129,8 +129,7 @@ fmt_ms(int64_t ms, char *buf, size_t len)
 }
 
 int
-ld_check(const struct plb_host *host, plb_check *chk, const void *config,
-         void (*report)(plb_check *chk, const char *setting, const char *fmt, ...))
+ld_check(const struct plb_host *host, plb_check *chk, const void *config, plb_check_report *report)
 {
     const struct ld_config *c = config;
     char a[32], b[32];

@@ -133,7 +133,7 @@ set_int(const struct plb_host *h, plb_obj *o, const char *key, int64_t value)
 static plb_obj *
 spec_from_record(const struct plb_host *h, const struct le_record *r)
 {
-    plb_obj *spec = h->obj_parse("{}", 2);
+    plb_obj *spec = h->obj_new_object();
     if (!spec)
         return NULL;
     if (set_str(h, spec, "holderIdentity", r->holder) < 0 ||
@@ -221,50 +221,46 @@ op_get(void *arg)
     return ld->op ? 0 : (err ? err : -ENOMEM);
 }
 
+/* Send obj (steals it) with spec r: a POST of a new Lease (create) or a
+ * PUT of the one last read. 0 or -errno. */
 static int
-send_write(struct ld *ld, plb_obj *obj, int create)
+send_write(struct ld *ld, plb_obj *obj, const struct le_record *r, int create)
 {
     const struct plb_host *h = ld->host;
     struct plb_kube_ref ref = lease_ref(ld, !create);
-    int err = 0;
-    char *body = h->obj_dump(obj);
-    if (!body)
-        return -ENOMEM;
+    int err = 0, rc = -ENOMEM;
+    char *body = NULL;
+    if (!obj || h->obj_set(obj, spec_from_record(h, r), "spec", NULL) < 0 ||
+        !(body = h->obj_dump(obj)))
+        goto out;
     if (create)
         ld->op = h->kube_create(ld->kube, &ref, body, on_kube_done, ld, &err);
     else
         ld->op = h->kube_update(ld->kube, &ref, body, on_kube_done, ld, &err);
     ld->op_is_get = 0;
+    rc = ld->op ? 0 : (err ? err : -ENOMEM);
+out:
     h->free(body);
-    return ld->op ? 0 : (err ? err : -ENOMEM);
+    h->obj_unref(obj);
+    return rc;
 }
 
+/* POST a new Lease lease_namespace/lease_name with spec r. */
 static int
 op_create(void *arg, const struct le_record *r)
 {
     struct ld *ld = arg;
     const struct plb_host *h = ld->host;
-    int rc = -ENOMEM;
-    plb_obj *obj = h->obj_parse("{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\"}",
-                                strlen("{\"apiVersion\":\"coordination.k8s.io/v1\","
-                                       "\"kind\":\"Lease\"}"));
-    plb_obj *name = h->obj_new_str(ld->cfg->lease_name);
-    plb_obj *ns = h->obj_new_str(ld->ns);
-    plb_obj *spec = spec_from_record(h, r);
-    if (!obj || !name || !ns || !spec) {
-        h->obj_unref(name);
-        h->obj_unref(ns);
-        h->obj_unref(spec);
-        goto out;
+    plb_obj *obj = h->obj_new_object();
+    if (obj &&
+        (h->obj_set(obj, h->obj_new_str("coordination.k8s.io/v1"), "apiVersion", NULL) < 0 ||
+         h->obj_set(obj, h->obj_new_str("Lease"), "kind", NULL) < 0 ||
+         h->obj_set(obj, h->obj_new_str(ld->cfg->lease_name), "metadata", "name", NULL) < 0 ||
+         h->obj_set(obj, h->obj_new_str(ld->ns), "metadata", "namespace", NULL) < 0)) {
+        h->obj_unref(obj);
+        return -ENOMEM;
     }
-    if (h->obj_set(obj, name, "metadata", "name", NULL) < 0 ||
-        h->obj_set(obj, ns, "metadata", "namespace", NULL) < 0 ||
-        h->obj_set(obj, spec, "spec", NULL) < 0)
-        goto out;
-    rc = send_write(ld, obj, 1);
-out:
-    h->obj_unref(obj);
-    return rc;
+    return send_write(ld, obj, r, 1);
 }
 
 /* PUT the last object received with spec r and resourceVersion rv. */
@@ -273,24 +269,14 @@ op_update(void *arg, const struct le_record *r, const char *rv)
 {
     struct ld *ld = arg;
     const struct plb_host *h = ld->host;
-    int rc = -ENOMEM;
     if (!ld->last)
         return -EINVAL;
     plb_obj *obj = h->obj_copy(ld->last);
-    plb_obj *spec = spec_from_record(h, r);
-    if (!obj || !spec) {
-        h->obj_unref(spec);
-        goto out;
+    if (obj && h->obj_set(obj, h->obj_new_str(rv), "metadata", "resourceVersion", NULL) < 0) {
+        h->obj_unref(obj);
+        return -ENOMEM;
     }
-    if (h->obj_set(obj, spec, "spec", NULL) < 0)
-        goto out;
-    plb_obj *v = h->obj_new_str(rv);
-    if (!v || h->obj_set(obj, v, "metadata", "resourceVersion", NULL) < 0)
-        goto out;
-    rc = send_write(ld, obj, 0);
-out:
-    h->obj_unref(obj);
-    return rc;
+    return send_write(ld, obj, r, 0);
 }
 
 static void
@@ -320,17 +306,12 @@ op_wall(void *arg)
     return ld->host->wall_ms(ld->ctx);
 }
 
-/* xorshift64*: uniform in [0, 1). */
+/* Uniform in [0, 1), for the acquire jitter. */
 static double
 op_random(void *arg)
 {
     struct ld *ld = arg;
-    uint64_t x = ld->rng;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    ld->rng = x;
-    return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+    return plb_random_unit(&ld->rng);
 }
 
 static void
@@ -434,58 +415,49 @@ op_renewed(void *arg, int64_t wall_ms)
         ld->host->metric_set(ld->m_renew, labels, (double)wall_ms / 1000.0);
 }
 
+/* How each note of the machine is logged: the level, the key its detail
+ * goes under (NULL: no detail), the message. */
+static const struct ld_note_line {
+    enum plb_log_level level;
+    const char *key;
+    const char *msg;
+} note_lines[] = {
+    [LE_NOTE_ATTEMPT_FAILED] = {PLB_LOG_WARN, "error", "attempt failed"},
+    [LE_NOTE_HELD] = {PLB_LOG_DEBUG, "holder", "the Lease is held and has not yet expired"},
+    [LE_NOTE_CREATED] = {PLB_LOG_INFO, NULL, "created the Lease"},
+    [LE_NOTE_NS_MISSING] = {PLB_LOG_ERROR, "error",
+                            "cannot create the Lease: the namespace does not exist; create it "
+                            "or set lease_namespace"},
+    [LE_NOTE_CONFLICT] = {PLB_LOG_INFO, NULL, "another replica wrote first (409 Conflict)"},
+    [LE_NOTE_LOST_DEADLINE] = {PLB_LOG_WARN, NULL,
+                               "lost the Lease: no renew succeeded within renew_deadline"},
+    [LE_NOTE_LOST_HOLDER] = {PLB_LOG_WARN, "holder", "lost the Lease: it names another holder"},
+    [LE_NOTE_LOST_CONFLICT] = {PLB_LOG_WARN, "error", "lost the Lease: the renew got 409 Conflict"},
+    [LE_NOTE_RELEASED] = {PLB_LOG_INFO, NULL, "released the Lease"},
+    [LE_NOTE_RELEASE_FAILED] = {PLB_LOG_WARN, "error", "could not release the Lease"},
+    [LE_NOTE_RELEASE_SKIPPED] = {PLB_LOG_WARN, NULL,
+                                 "not releasing the Lease: the gated instances did not stop "
+                                 "within the shutdown grace"},
+};
+
 static void
 op_note(void *arg, enum le_note what, const char *detail)
 {
     struct ld *ld = arg;
+    if ((size_t)what >= sizeof(note_lines) / sizeof(note_lines[0]) || !note_lines[what].msg)
+        return;
+    const struct ld_note_line *l = &note_lines[what];
     const char *d = detail && *detail ? detail : "";
-    switch (what) {
-    case LE_NOTE_ATTEMPT_FAILED:
-        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "error", d), "attempt failed");
-        break;
-    case LE_NOTE_HELD:
-        if (ld->host->log_enabled(ld->ctx, PLB_LOG_DEBUG))
-            PLB_DEBUG(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "holder", d),
-                      "the Lease is held and has not yet expired");
-        break;
-    case LE_NOTE_CREATED:
-        PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "created the Lease");
-        break;
-    case LE_NOTE_NS_MISSING:
-        PLB_ERR(ld->host, ld->ctx,
-                PLB_KV("lease", ld->lease_label, "namespace", ld->ns, "error", d),
-                "cannot create the Lease: the namespace does not exist; create it or set "
-                "lease_namespace");
-        break;
-    case LE_NOTE_CONFLICT:
-        PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label),
-                 "another replica wrote first (409 Conflict)");
-        break;
-    case LE_NOTE_LOST_DEADLINE:
-        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label),
-                 "lost the Lease: no renew succeeded within renew_deadline");
-        break;
-    case LE_NOTE_LOST_HOLDER:
-        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "holder", d),
-                 "lost the Lease: it names another holder");
-        break;
-    case LE_NOTE_LOST_CONFLICT:
-        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "error", d),
-                 "lost the Lease: the renew got 409 Conflict");
-        break;
-    case LE_NOTE_RELEASED:
-        PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "released the Lease");
-        break;
-    case LE_NOTE_RELEASE_FAILED:
-        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label, "error", d),
-                 "could not release the Lease");
-        break;
-    case LE_NOTE_RELEASE_SKIPPED:
-        PLB_WARN(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label),
-                 "not releasing the Lease: the gated instances did not stop within the "
-                 "shutdown grace");
-        break;
-    }
+    /* lease, then the detail (none when key is NULL: the list ends there),
+     * then the namespace when it is the namespace that is missing */
+    const char *const kv[] = {"lease",
+                              ld->lease_label,
+                              l->key,
+                              d,
+                              what == LE_NOTE_NS_MISSING ? "namespace" : NULL,
+                              ld->ns,
+                              NULL};
+    PLB_LOG(ld->host, ld->ctx, l->level, kv, "%s", l->msg);
 }
 
 static void
@@ -681,15 +653,11 @@ ld_status(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .size = sizeof(struct plb_module),
+    PLB_MODULE_ABI,
     .name = "leader",
     .version = "0.1.0",
     .description = "Lease-based leader election (as client-go's) gating write loops",
-    .settings = ld_settings,
-    .setting_size = sizeof(struct plb_setting),
-    .config_size = sizeof(struct ld_config),
+    PLB_MODULE_SETTINGS(ld_settings, struct ld_config),
     .provides = PLB_ROLE_GATE,
     .check = ld_check,
     .create = ld_create,

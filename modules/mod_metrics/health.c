@@ -172,21 +172,28 @@ parse_excludes(struct eval *e, const char *query)
     }
 }
 
+/* Visit every registered check into e (its only, verbose and excludes set
+ * by the caller), as instance self sees kind now with threshold_ms. */
+static void
+evaluate(struct eval *e, const struct plb_host *host, plb_ctx *ctx, const void *self,
+         enum plb_health_kind kind, int64_t threshold_ms, struct mm_buf *out)
+{
+    e->self = self;
+    e->kind = kind;
+    e->now_ms = host->now_ms(ctx);
+    e->threshold_ms = threshold_ms;
+    e->out = out;
+    host->health_foreach(ctx, visit, e);
+}
+
 int
 mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
                enum plb_health_kind kind, int64_t threshold_ms, const char *query,
                struct mm_buf *out)
 {
-    struct eval e = {
-        .self = self,
-        .kind = kind,
-        .now_ms = host->now_ms(ctx),
-        .threshold_ms = threshold_ms,
-        .verbose = mm_query_verbose(query),
-        .out = out,
-    };
+    struct eval e = {.verbose = mm_query_verbose(query)};
     parse_excludes(&e, query);
-    host->health_foreach(ctx, visit, &e);
+    evaluate(&e, host, ctx, self, kind, threshold_ms, out);
     const char *name = kind == PLB_HEALTH_LIVE ? "healthz" : "readyz";
     for (size_t i = 0; i < e.nexcl; i++) {
         if (!e.excl_used[i]) {
@@ -209,15 +216,8 @@ mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const void *self,
                    enum plb_health_kind kind, int64_t threshold_ms, const char *check,
                    struct mm_buf *out)
 {
-    struct eval e = {
-        .self = self,
-        .kind = kind,
-        .now_ms = host->now_ms(ctx),
-        .threshold_ms = threshold_ms,
-        .only = check,
-        .out = out,
-    };
-    host->health_foreach(ctx, visit, &e);
+    struct eval e = {.only = check};
+    evaluate(&e, host, ctx, self, kind, threshold_ms, out);
     if (!e.found)
         return -1;
     if (e.failed) {

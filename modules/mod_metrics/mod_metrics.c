@@ -174,8 +174,7 @@ static const struct plb_setting mm_settings[] = {
  * (The proxy role's rule "bind_port and health_port must differ" belongs to
  * the proxy module, which knows both ports.) */
 static int
-mm_check(const struct plb_host *host, plb_check *chk, const void *config,
-         void (*report)(plb_check *, const char *, const char *, ...))
+mm_check(const struct plb_host *host, plb_check *chk, const void *config, plb_check_report *report)
 {
     const struct mm_config *cfg = config;
     int n = 0;
@@ -428,6 +427,7 @@ on_beat(plb_timer *t, void *arg)
 
 static void on_retry(plb_timer *t, void *arg);
 static void on_resolved(void *arg, const char *ip, const char *why);
+static void mm_destroy(void *state);
 
 static int
 mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
@@ -437,40 +437,34 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     struct mm *m = host->alloc(sizeof(*m));
     if (!m)
         return -ENOMEM;
+    /* zeroed: mm_destroy frees what was made so far */
     m->host = host;
     m->ctx = ctx;
     m->cfg = cfg;
     m->bind_host = cfg->bind_address;
-    m->bind_copy = NULL;
     if (!m->bind_host && PLB_HOST_HAS(host, instance_setting_str) && host->instance_setting_str) {
         /* copied: that instance may restart on a reload while this one
          * runs on */
         const char *p = host->instance_setting_str(ctx, "tcp_proxy", "bind_address");
         size_t n = p ? strlen(p) + 1 : 0;
-        if (p && !(m->bind_copy = host->alloc(n))) {
-            host->free(m);
-            return -ENOMEM;
-        }
+        if (p && !(m->bind_copy = host->alloc(n)))
+            goto fail;
         if (p)
             memcpy(m->bind_copy, p, n);
         m->bind_host = m->bind_copy;
     }
     if (!m->bind_host)
         m->bind_host = "127.0.0.1";
-    m->res = NULL;
     m->retry = host->timer_new(ctx, on_retry, m);
     m->render = host->timer_new(ctx, on_render, m);
     m->beat = host->timer_new(ctx, on_beat, m);
-    if (!m->beat || !m->render || !m->retry) {
-        host->timer_free(m->render);
-        host->timer_free(m->beat);
-        host->timer_free(m->retry);
-        host->free(m->bind_copy);
-        host->free(m);
-        return -ENOMEM;
-    }
+    if (!m->beat || !m->render || !m->retry)
+        goto fail;
     *state = m;
     return 0;
+fail:
+    mm_destroy(m);
+    return -ENOMEM;
 }
 
 /* Serve on ip (a literal) and the configured port. 0 or -errno (logged). */
@@ -621,15 +615,11 @@ mm_destroy(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .size = sizeof(struct plb_module),
+    PLB_MODULE_ABI,
     .name = "metrics",
     .version = "1.0",
     .description = "Serves /healthz, /readyz and /metrics (Prometheus text format 0.0.4)",
-    .settings = mm_settings,
-    .setting_size = sizeof(struct plb_setting),
-    .config_size = sizeof(struct mm_config),
+    PLB_MODULE_SETTINGS(mm_settings, struct mm_config),
     .check = mm_check,
     .create = mm_create,
     .start = mm_start,

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,31 +157,44 @@ set_gauge(const struct plb_host *host, plb_ctx *ctx, plb_metric *m, const char *
         debug_failure(host, ctx, what, rc);
 }
 
+/* The families without labels, and where mm_proc keeps each. */
+static const struct proc_family {
+    size_t off;
+    enum plb_metric_type type;
+    const char *name, *help;
+} proc_families[] = {
+    {offsetof(struct mm_proc, rss), PLB_METRIC_GAUGE, "process_resident_memory_bytes",
+     "Resident memory size in bytes."},
+    {offsetof(struct mm_proc, vms), PLB_METRIC_GAUGE, "process_virtual_memory_bytes",
+     "Virtual memory size in bytes."},
+    {offsetof(struct mm_proc, open_fds), PLB_METRIC_GAUGE, "process_open_fds",
+     "Number of open file descriptors."},
+    {offsetof(struct mm_proc, max_fds), PLB_METRIC_GAUGE, "process_max_fds",
+     "Maximum number of open file descriptors."},
+    {offsetof(struct mm_proc, cpu), PLB_METRIC_COUNTER, "process_cpu_seconds_total",
+     "Total user and system CPU time spent in seconds."},
+    {offsetof(struct mm_proc, start_time), PLB_METRIC_GAUGE, "process_start_time_seconds",
+     "Start time of the process since unix epoch in seconds."},
+};
+
 int
 mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
 {
     static const char *const build_labels[] = {"version", "revision", "abi", NULL};
-    p->rss = host->metric_new(ctx, PLB_METRIC_GAUGE, "process_resident_memory_bytes",
-                              "Resident memory size in bytes.", NULL, NULL, 0);
-    p->vms = host->metric_new(ctx, PLB_METRIC_GAUGE, "process_virtual_memory_bytes",
-                              "Virtual memory size in bytes.", NULL, NULL, 0);
-    p->open_fds = host->metric_new(ctx, PLB_METRIC_GAUGE, "process_open_fds",
-                                   "Number of open file descriptors.", NULL, NULL, 0);
-    p->max_fds = host->metric_new(ctx, PLB_METRIC_GAUGE, "process_max_fds",
-                                  "Maximum number of open file descriptors.", NULL, NULL, 0);
-    p->cpu = host->metric_new(ctx, PLB_METRIC_COUNTER, "process_cpu_seconds_total",
-                              "Total user and system CPU time spent in seconds.", NULL, NULL, 0);
-    p->start_time =
-        host->metric_new(ctx, PLB_METRIC_GAUGE, "process_start_time_seconds",
-                         "Start time of the process since unix epoch in seconds.", NULL, NULL, 0);
+    for (size_t i = 0; i < sizeof(proc_families) / sizeof(proc_families[0]); i++) {
+        const struct proc_family *f = &proc_families[i];
+        plb_metric **slot = (plb_metric **)((char *)p + f->off);
+        *slot = host->metric_new(ctx, f->type, f->name, f->help, NULL, NULL, 0);
+        if (!*slot)
+            return -ENOMEM; /* the host logged which one and why */
+    }
     p->build_info = host->metric_new(
         ctx, PLB_METRIC_GAUGE, "prismlb_build_info",
         "A metric with a constant '1' value labeled by the version, git revision and module "
         "ABI of prismlb.",
         build_labels, NULL, 0);
-    if (!p->rss || !p->vms || !p->open_fds || !p->max_fds || !p->cpu || !p->start_time ||
-        !p->build_info)
-        return -ENOMEM; /* the host logged which one and why */
+    if (!p->build_info)
+        return -ENOMEM;
 
     char abi[32];
     snprintf(abi, sizeof(abi), "%u.%u", (unsigned)host->abi_major, (unsigned)host->abi_minor);

@@ -106,6 +106,13 @@
  *                    probe server); plb_host.instance_setting_str (another
  *                    instance's string setting, for defaults that follow
  *                    it).
+ *                    Header-only helpers beside 2.1 (nothing a built
+ *                    module or the daemon sees changes): plb_check_report,
+ *                    the type of the check hook's report function (with
+ *                    PLB_PRINTF, so a module's own declarations check
+ *                    formats); PLB_MODULE_ABI and PLB_MODULE_SETTINGS for
+ *                    the descriptor fields every module sets alike;
+ *                    plb_random_unit (xorshift64*, for jitter).
  *   2026-12-01  2.0  A major version; a module built for 1.x is refused with
  *                    both versions in the message. Every change:
  *                    - 1.1 changed what io_add does on a watch already added
@@ -999,6 +1006,14 @@ struct plb_host {
 /* ------------------------------------------------------------------------ */
 /* The module descriptor.                                                    */
 
+/* How a check hook reports one problem: the setting it concerns and a
+ * printf-style message (the daemon adds FILE:LINE). Declare a module's own
+ * check function with it so its report calls are format-checked:
+ *   int example_check(const struct plb_host *host, plb_check *chk,
+ *                     const void *config, plb_check_report *report); */
+typedef void plb_check_report(plb_check *chk, const char *setting, const char *fmt, ...)
+    PLB_PRINTF(3, 4);
+
 struct plb_module {
     uint32_t abi_major; /* PLB_ABI_MAJOR */
     uint32_t abi_minor; /* PLB_ABI_MINOR */
@@ -1054,6 +1069,40 @@ struct plb_module {
      * loop between start and stop; must not block. May be NULL. */
     plb_obj *(*status)(void *state);
 };
+
+/* Descriptor helpers for the fields every module sets the same way:
+ *   PLB_MODULE_EXPORT = {
+ *       PLB_MODULE_ABI,
+ *       .name = "example",
+ *       PLB_MODULE_SETTINGS(example_settings, struct example_config),
+ *       .create = example_create,
+ *       ...
+ *   };
+ * PLB_MODULE_ABI: the version this module was built for and the size of
+ * its descriptor. PLB_MODULE_SETTINGS: the settings table (terminated by
+ * PLB_SETTINGS_END), its stride, and the config struct it fills in. */
+#define PLB_MODULE_ABI                                                                             \
+    .abi_major = PLB_ABI_MAJOR, .abi_minor = PLB_ABI_MINOR, .size = sizeof(struct plb_module)
+#define PLB_MODULE_SETTINGS(table, config_type)                                                    \
+    .settings = (table), .setting_size = sizeof(struct plb_setting),                               \
+    .config_size = sizeof(config_type)
+
+/* ------------------------------------------------------------------------ */
+/* Randomness for jitter.                                                    */
+
+/* A uniform double in [0, 1) from the xorshift64* generator whose state is
+ * *state (borrowed; seed it non-zero, e.g. from the wall clock and pid; it
+ * stays non-zero). Not for secrets. */
+static inline double
+plb_random_unit(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0; /* 2^53 */
+}
 
 /* ------------------------------------------------------------------------ */
 /* Logging helpers.                                                          */

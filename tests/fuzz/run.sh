@@ -15,7 +15,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 secs=${1:-15}
 [ $# -gt 0 ] && shift
-targets=${*:-"jparse kubeconfig selector config httpd lease"}
+targets=${*:-"jparse kubeconfig selector config httpd lease endpoints hzapi hzmodel readyz"}
 bdir="$top/build-fuzz"
 out="$bdir/fuzz-out"
 

@@ -122,7 +122,12 @@ START_TEST(lists_endpointslices_on_startup_then_watches)
     ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.0.2:6443,10.0.0.3:6443", 5000), 0);
     double lt[4], wt[4];
     ck_assert_int_eq(ewt_requests(&T, "GET", "endpointslices?", "limit=", lt, 4), 1);
-    tu_sleep_ms(200);
+    /* the watch follows the list (bounded wait for it to arrive) */
+    long long end = tu_now_ms() + 5000;
+    while (ewt_requests(&T, "GET", "endpointslices?", "watch=1", NULL, 0) < 1) {
+        ck_assert_msg(tu_now_ms() < end, "no watch within 5 s of the list");
+        tu_sleep_ms(20);
+    }
     ck_assert_int_eq(ewt_requests(&T, "GET", "endpointslices?", "watch=1", wt, 4), 1);
     ck_assert(wt[0] >= lt[0]);
     /* The label selector of the service. */
@@ -277,8 +282,16 @@ START_TEST(only_the_services_slices_count)
     start(NULL);
     ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.0.2:6443", 5000), 0);
     ck_assert_int_eq(ewt_slice_put(&T, NS, "other", "other-1", "10.9.0.3", HTTPS), 0);
-    tu_sleep_ms(500);
-    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.0.2:6443", 10), 0);
+    /* A change of the service's own slice after it: once the set shows it,
+     * the other service's change (earlier in the store) was passed over,
+     * however fast the machine. */
+    ck_assert_int_eq(ewt_slice_put(&T, NS, SVC, "kubernetes", "10.0.0.4", HTTPS), 0);
+    ck_assert_int_eq(ewt_wait_set(&T, "10.0.0.1:6443,10.0.0.4:6443", 10000), 0);
+    char **v;
+    int n = ewt_sets(&T, &v);
+    for (int i = 0; i < n; i++)
+        ck_assert_msg(!strstr(v[i], "10.9.0."), "set %d counts another service: %s", i, v[i]);
+    ewt_lines_free(v, n);
 }
 END_TEST
 

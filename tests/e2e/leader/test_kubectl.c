@@ -169,8 +169,20 @@ START_TEST(go_fields)
              "  { module = \"metrics\"; bind_address = \"127.0.0.1\"; port = %d; },\n", port2);
     le_daemon_config_more(&env, &d2, "second", &le_short, "", more);
     le_daemon_spawn(&d2);
-    tu_sleep_ms(1500);
-    char *m1 = scrape(port), *m2 = scrape(port2);
+    /* Wait (bounded) until the second replica has read the Lease (its
+     * transitions come from the record), then scrape the leader. */
+    char *m2 = NULL;
+    long long end = tu_now_ms() + 15000;
+    for (;;) {
+        m2 = scrape(port2);
+        if (strstr(m2, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1"))
+            break;
+        ck_assert_msg(tu_now_ms() < end, "the second replica never read the Lease:\n%s", m2);
+        free(m2);
+        tu_sleep_ms(50);
+    }
+    double before = le_wall();
+    char *m1 = scrape(port);
     assert_metric(m1, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 1");
     assert_metric(m2, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 0");
     assert_metric(m1, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
@@ -181,7 +193,10 @@ START_TEST(go_fields)
         strstr(m1, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} ");
     ck_assert_ptr_nonnull(p);
     double renewed = strtod(strchr(p, '}') + 2, NULL);
-    ck_assert_msg(renewed > le_wall() - 2 && renewed <= le_wall(), "last renew %.3f", renewed);
+    /* Leading when scraped: its last successful renew was sent within
+     * renew_deadline before the scrape. */
+    ck_assert_msg(renewed >= before - le_short.renew_s - 0.001 && renewed <= le_wall(),
+                  "last renew %.3f, scraped after %.3f", renewed, before);
     free(m1);
     free(m2);
     ck_assert_int_eq(le_daemon_stop(&d2, SIGTERM, 7000), 0);
@@ -212,12 +227,19 @@ START_TEST(go_fields)
     char renew1[64];
     snprintf(renew1, sizeof(renew1), "%s", json_string_value(json_object_get(spec, "renewTime")));
     json_decref(j);
-    /* It renews. */
-    tu_sleep_ms(1200);
-    j = get_lease_json();
-    ck_assert_str_ne(json_string_value(json_object_get(json_object_get(j, "spec"), "renewTime")),
-                     renew1);
-    json_decref(j);
+    /* It renews (every retry_period; bounded wait for the next). */
+    long long until = tu_now_ms() + 10000;
+    for (;;) {
+        j = get_lease_json();
+        const char *now =
+            json_string_value(json_object_get(json_object_get(j, "spec"), "renewTime"));
+        int changed = now && strcmp(now, renew1) != 0;
+        json_decref(j);
+        if (changed)
+            break;
+        ck_assert_msg(tu_now_ms() < until, "renewTime still %s after 10 s", renew1);
+        tu_sleep_ms(50);
+    }
 
     /* The Event, as client-go's LeaseLock records it. */
     char *out = NULL;
@@ -252,6 +274,33 @@ START_TEST(go_fields)
     le_assert_lease_location(&env);
 }
 END_TEST
+
+/* Arrival (wall seconds) of kubectl's last PATCH of the Lease, or 0. */
+static double
+last_kubectl_patch(void)
+{
+    struct http_res r;
+    double last = 0;
+    memset(&r, 0, sizeof(r));
+    ck_assert_int_eq(fake_admin(&env.f, "GET", "/requests", NULL, &r), 0);
+    json_t *j = res_json(&r);
+    http_res_free(&r);
+    ck_assert_ptr_nonnull(j);
+    json_t *items = json_object_get(j, "items");
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *it = json_array_get(items, i);
+        const char *ua = json_string_value(json_object_get(it, "userAgent"));
+        const char *method = json_string_value(json_object_get(it, "method"));
+        const char *path = json_string_value(json_object_get(it, "path"));
+        if (ua && method && path && strncmp(ua, "kubectl", 7) == 0 &&
+            strcmp(method, "PATCH") == 0 && strstr(path, "/leases/prismlb-test")) {
+            double t = json_real_value(json_object_get(it, "time"));
+            last = t > last ? t : last;
+        }
+    }
+    json_decref(j);
+    return last;
+}
 
 START_TEST(go_respected)
 {
@@ -303,9 +352,14 @@ START_TEST(go_respected)
         "go-controller_7");
     json_decref(j);
 
-    /* The controller is gone: taken after its own 4 s, not prismlb's 3 s. */
+    /* The controller is gone: taken after its own 4 s, not prismlb's 3 s,
+     * counted from when its last renewal reached the server (kubectl's own
+     * start-up time, long on a busy machine, is not the controller's). */
     struct le_write w;
     ck_assert_msg(le_wait_write(&env, NULL, 0, 15000, &w) == 0, "prismlb never took over");
+    double arrived = last_kubectl_patch();
+    ck_assert_msg(arrived >= last_renew, "the last renewal is not in the request log");
+    last_renew = arrived;
     double after = w.t - last_renew;
     printf("go_respected: took over %.3f s after the Go controller's last renewal "
            "(its leaseDurationSeconds 4)\n",

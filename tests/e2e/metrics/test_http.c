@@ -161,15 +161,20 @@ START_TEST(loop_heartbeat_keeps_healthz_ok)
              port);
     struct me_daemon d;
     me_daemon_start(&d, conf, port);
-    long long until = d.ready_ms + 4500;
+    /* Answered 200 throughout, until an answer came 4.5 s (twice the
+     * threshold and more) after ready: the loop ends on the answers' time,
+     * not on a count a busy machine would not reach. */
+    long long until = d.ready_ms + 4500, last = 0;
     int n = 0;
-    while (tu_now_ms() < until) {
+    while (last < until) {
         struct me_resp r = get_status(port, "/healthz", 200);
         me_resp_free(&r);
+        last = tu_now_ms();
         n++;
-        tu_sleep_ms(250);
+        if (last < until)
+            tu_sleep_ms(250);
     }
-    ck_assert_int_ge(n, 10);
+    ck_assert_int_ge(n, 2);
     me_daemon_stop(&d);
 }
 END_TEST

@@ -50,8 +50,10 @@ core_alloc_peak_reset(void)
 static int
 should_fail(void)
 {
-    alloc_count++;
-    if (fail_at == 0)
+    /* Worker threads allocate too: counted atomically. Failure injection
+     * itself is for single-threaded tests. */
+    __atomic_add_fetch(&alloc_count, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&fail_at, __ATOMIC_RELAXED) == 0)
         return 0;
     if (--fail_at == 0) {
         if (fail_sticky)
@@ -64,14 +66,14 @@ should_fail(void)
 void
 core_alloc_fail_at(unsigned long nth, int sticky)
 {
-    fail_at = nth;
     fail_sticky = sticky;
+    __atomic_store_n(&fail_at, nth, __ATOMIC_RELAXED);
 }
 
 unsigned long
 core_alloc_count(void)
 {
-    return alloc_count;
+    return __atomic_load_n(&alloc_count, __ATOMIC_RELAXED);
 }
 
 void *

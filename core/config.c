@@ -45,6 +45,11 @@ const struct plb_setting core_settings_table[] = {
     {.name = "shutdown_grace", .type = PLB_SET_DURATION,
      .offset = offsetof(struct core_config, shutdown_grace_ms), .def = "10s", .min = 0,
      .max = 3600000, .doc = "Longest wait for each instance to stop on SIGTERM"},
+    {.name = "threads", .type = PLB_SET_INT, .offset = offsetof(struct core_config, threads),
+     .def = "0", .min = 0, .max = 64,
+     .doc = "Worker loops for the data path of the modules that use them (tcp_proxy); "
+            "0: one per CPU the process may run on (sched_getaffinity), at most 64; 1: "
+            "everything on the one event loop"},
     PLB_SETTINGS_END,
 };
 /* clang-format on */

@@ -63,6 +63,7 @@ struct core_config {
     int log_level;  /* enum plb_log_level */
     int log_format; /* enum core_log_format */
     int64_t shutdown_grace_ms;
+    int64_t threads; /* 0: core_workers_default() */
 };
 
 struct core {
@@ -70,6 +71,7 @@ struct core {
     struct core_httpc *httpc;
     struct core_metrics *metrics;
     struct core_links *links;
+    struct core_workers *workers; /* NULL with threads = 1 */
     const struct plb_host *host;
 
     int checking;      /* --check-config: also load each kubeconfig named */

@@ -20,6 +20,7 @@
 #include "reactor.h"
 #include "settings.h"
 #include "status.h"
+#include "worker.h"
 
 static const char *
 h_instance_name(plb_ctx *ctx)
@@ -355,4 +356,18 @@ const struct plb_host core_host = {
     .obj_remove = core_obj_remove,
     .status_render = h_status_render,
     .instance_setting_str = h_instance_setting_str,
+
+    .worker_count = core_h_worker_count,
+    .worker_at = core_h_worker_at,
+    .worker_self = core_worker_self,
+    .worker_index = core_worker_index,
+    .post = core_h_post,
+    .worker_timer_new = core_h_worker_timer_new,
+    .worker_io_new = core_h_worker_io_new,
+    .worker_listen_tcp = core_h_worker_listen_tcp,
+    .snapshot_new = core_h_snapshot_new,
+    .snapshot_publish = core_snapshot_publish,
+    .snapshot_get = core_snapshot_get,
+    .snapshot_free = core_snapshot_free,
+    .metrics_on_collect = core_h_metrics_on_collect,
 };

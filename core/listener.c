@@ -174,6 +174,13 @@ int
 core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port, char *name,
                        size_t name_len)
 {
+    return core_tcp_listen_socket_flags(addr, port, backlog, 0, bound_port, name, name_len);
+}
+
+int
+core_tcp_listen_socket_flags(const char *addr, int port, int backlog, int flags, int *bound_port,
+                             char *name, size_t name_len)
+{
     struct sockaddr_storage ss;
     socklen_t len;
     int one = 1;
@@ -187,6 +194,9 @@ core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port,
     if (fd < 0)
         return -errno;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        goto fail;
+    if ((flags & CORE_LISTEN_REUSEPORT) &&
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         goto fail;
     if (ss.ss_family == AF_INET6 &&
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
@@ -214,6 +224,13 @@ plb_listener *
 core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog, plb_accept_cb cb,
                 void *arg, int *err)
 {
+    return core_listen_tcp_flags(base, addr, port, backlog, 0, cb, arg, err);
+}
+
+plb_listener *
+core_listen_tcp_flags(struct event_base *base, const char *addr, int port, int backlog, int flags,
+                      plb_accept_cb cb, void *arg, int *err)
+{
     plb_listener *l = NULL;
     int fd = -1;
     int rc;
@@ -234,7 +251,8 @@ core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog
         rc = -ENOMEM;
         goto fail;
     }
-    fd = core_tcp_listen_socket(addr, port, backlog, &l->port, l->name, sizeof l->name);
+    fd =
+        core_tcp_listen_socket_flags(addr, port, backlog, flags, &l->port, l->name, sizeof l->name);
     if (fd < 0) {
         rc = fd;
         goto fail;

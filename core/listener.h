@@ -37,6 +37,13 @@ struct event_base;
 plb_listener *core_listen_tcp(struct event_base *base, const char *addr, int port, int backlog,
                               plb_accept_cb cb, void *arg, int *err);
 
+/* core_listen_tcp with flags: CORE_LISTEN_REUSEPORT sets SO_REUSEPORT, so
+ * that several listeners (one per worker loop) share addr:port and the
+ * kernel spreads new connections among them. */
+#define CORE_LISTEN_REUSEPORT 0x1
+plb_listener *core_listen_tcp_flags(struct event_base *base, const char *addr, int port,
+                                    int backlog, int flags, plb_accept_cb cb, void *arg, int *err);
+
 /* The bound port (the ephemeral one when asked for 0); -1 for NULL. */
 int core_listener_port(const plb_listener *l);
 int core_listener_fd(const plb_listener *l); /* borrowed; -1 for NULL */
@@ -62,6 +69,9 @@ void core_listener_count_errors(plb_listener *l, plb_metric *counter);
  * NULL. New fd (caller closes), or -errno (-EINVAL for a bad address). */
 int core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port, char *name,
                            size_t name_len);
+/* The same with CORE_LISTEN_* flags. */
+int core_tcp_listen_socket_flags(const char *addr, int port, int backlog, int flags,
+                                 int *bound_port, char *name, size_t name_len);
 
 /* Parse an IP literal (IPv4, or IPv6 with or without brackets) and a port in
  * [0, 65535] into *ss and *len (both written, borrowed). Pure. 0 or

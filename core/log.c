@@ -158,11 +158,14 @@ emit(enum plb_log_level lvl, const char *instance, const char *module, const cha
     FILE *f = log_out ? log_out : stderr;
     char ts[40];
     format_time(ts, sizeof(ts));
+    flockfile(f); /* one line at a time from every thread */
 
     if (log_format == CORE_LOG_JSON) {
         json_t *o = json_object();
-        if (!o)
+        if (!o) {
+            funlockfile(f);
             return;
+        }
         json_object_set_new(o, "ts", json_string(ts));
         json_object_set_new(o, "level", json_string(level_names[lvl]));
         if (instance)
@@ -208,6 +211,7 @@ emit(enum plb_log_level lvl, const char *instance, const char *module, const cha
         fputc('\n', f);
     }
     fflush(f);
+    funlockfile(f);
 }
 
 void

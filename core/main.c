@@ -30,6 +30,7 @@
 #include "reactor.h"
 #include "reload.h"
 #include "status_cli.h"
+#include "worker.h"
 
 static void
 usage(FILE *f)
@@ -137,10 +138,19 @@ run(struct core *c)
         CORE_ERR("cannot set up the event loop");
         goto out;
     }
+    unsigned nthreads = c->cfg.threads > 0 ? (unsigned)c->cfg.threads : core_workers_default();
+    if (nthreads > 1) {
+        int err = 0;
+        c->workers = core_workers_start(c->base, nthreads, &err);
+        if (!c->workers) {
+            CORE_ERR("cannot start %u worker loops: %s", nthreads, strerror(-err));
+            goto out;
+        }
+    }
     if (core_instances_create(c) < 0)
         goto out;
-    CORE_INFO("prismlb %s (%s) running %zu instance(s) from %s", PRISMLB_VERSION, PRISMLB_REVISION,
-              c->ninst, c->config_file);
+    CORE_INFO("prismlb %s (%s) running %zu instance(s) from %s, %u thread(s)", PRISMLB_VERSION,
+              PRISMLB_REVISION, c->ninst, c->config_file, nthreads);
     if (core_instances_start(c) < 0 || core_notify_ready(c->base, (unsigned)c->ninst) < 0) {
         core_instances_stop(c, on_stopped);
         event_base_dispatch(c->base);
@@ -154,9 +164,13 @@ run(struct core *c)
     CORE_INFO("stopped");
 destroy:
     core_reload_free(c);
+    /* The instances stopped and freed what they had on the workers. */
+    core_workers_stop(c->workers);
+    c->workers = NULL;
     core_instances_destroy(c);
 out:
     core_notify_stop();
+    core_workers_stop(c->workers);
     if (c->sig_term)
         event_free(c->sig_term);
     if (c->sig_int)

@@ -48,9 +48,16 @@ struct plb_metric {
     size_t tmask;
 };
 
+struct collect_hook {
+    void (*cb)(void *arg);
+    void *arg;
+    struct collect_hook *next;
+};
+
 struct core_metrics {
     plb_metric **fam; /* by name */
     size_t n, cap;
+    struct collect_hook *hooks;
 };
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
@@ -398,6 +405,11 @@ core_metrics_free(struct core_metrics *r)
 {
     if (!r)
         return;
+    while (r->hooks) {
+        struct collect_hook *h = r->hooks;
+        r->hooks = h->next;
+        core_free(h);
+    }
     for (size_t i = 0; i < r->n; i++)
         family_free(r->fam[i]);
     core_free(r->fam);
@@ -859,14 +871,51 @@ render(struct core_metrics *r, size_t *len, int om)
     return b.p;
 }
 
+/* Let the hooks bring their series up to date (per-worker sums). */
+static void
+collect(struct core_metrics *r)
+{
+    for (struct collect_hook *h = r ? r->hooks : NULL; h; h = h->next)
+        h->cb(h->arg);
+}
+
 char *
 core_metrics_render(struct core_metrics *r, size_t *len)
 {
+    collect(r);
     return render(r, len, 0);
 }
 
 char *
 core_metrics_render_openmetrics(struct core_metrics *r, size_t *len)
 {
+    collect(r);
     return render(r, len, 1);
+}
+
+int
+core_metrics_on_collect(struct core_metrics *r, void (*cb)(void *arg), void *arg, int add)
+{
+    if (!r || !cb)
+        return -EINVAL;
+    for (struct collect_hook **pp = &r->hooks; *pp; pp = &(*pp)->next) {
+        if ((*pp)->cb == cb && (*pp)->arg == arg) {
+            if (!add) {
+                struct collect_hook *h = *pp;
+                *pp = h->next;
+                core_free(h);
+            }
+            return 0;
+        }
+    }
+    if (!add)
+        return 0;
+    struct collect_hook *h = core_malloc(sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    h->cb = cb;
+    h->arg = arg;
+    h->next = r->hooks;
+    r->hooks = h;
+    return 0;
 }

@@ -99,6 +99,12 @@ size_t core_metric_series_count(const plb_metric *m);
  */
 char *core_metrics_render(struct core_metrics *r, size_t *len);
 
+/* Add (add != 0) or remove a hook that runs before every render, on the
+ * main loop: where a module sums per-worker counters into its series. Adding
+ * the same cb and arg twice adds it once. 0, -EINVAL (NULL r or cb) or
+ * -ENOMEM. */
+int core_metrics_on_collect(struct core_metrics *r, void (*cb)(void *arg), void *arg, int add);
+
 /*
  * The same in OpenMetrics 1.0 text (Content-Type
  * "application/openmetrics-text; version=1.0.0; charset=utf-8"): counter

@@ -78,7 +78,7 @@ core_event_base_new(void)
 /* ------------------------------------------------------------------------ */
 /* Random numbers for jitter: xorshift64*, seeded once without blocking.    */
 
-static uint64_t rng_state;
+static _Thread_local uint64_t rng_state; /* per thread: workers have timers */
 
 static uint64_t
 rng_next(void)

@@ -54,8 +54,21 @@
  *   borrowed  the callee keeps ownership; valid only for the duration stated;
  *   steals    ownership passes to the callee.
  *
- * Threading. Everything happens on the daemon's one event loop thread; no
- * function here may be called from another thread. No hook may block.
+ * Threading. Hooks run on the daemon's main event loop, and so does
+ * everything a module does by default. With the daemon's `threads` setting
+ * above 1 there are worker loops too (worker_count): threads with their own
+ * event base, for a data path that scales with the CPUs. A module uses them
+ * only through the worker functions (since 2.2): it makes timers, watches
+ * and listeners on a worker with worker_timer_new, worker_io_new and
+ * worker_listen_tcp, posts messages between the loops (post), and publishes
+ * immutable snapshots for the workers to read (snapshot_*). State crosses
+ * threads only that way. Each host function below is marked:
+ *   [any]     callable from any thread, the workers included;
+ *   [own]     callable on the loop that made its handle (a timer, watch or
+ *             listener made on a worker is armed, changed and freed on
+ *             that worker only);
+ *   and every function not marked is for the main loop only.
+ * No hook and no message may block.
  *
  * Callbacks. What a callback may do with the handles it holds:
  *   timer        timer_arm, timer_cancel and timer_free of the timer itself
@@ -100,6 +113,12 @@
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.2  Worker loops: worker_count, worker_at, worker_self,
+ *                    worker_index, post, worker_timer_new, worker_io_new,
+ *                    worker_listen_tcp (SO_REUSEPORT), snapshot_new,
+ *                    snapshot_publish, snapshot_get, snapshot_free,
+ *                    metrics_on_collect; every host function is marked
+ *                    [any], [own] or (unmarked) main loop only.
  *   2026-12-01  2.1  status: plb_module.status (an instance's state as a
  *                    JSON object, for /status and `prismlb status`) and
  *                    plb_host.status_render (every instance's, for the
@@ -171,7 +190,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 1
+#define PLB_ABI_MINOR 2
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -200,6 +219,8 @@ typedef struct plb_http_req plb_http_req;           /* one HTTP client request *
 typedef struct plb_http_resp plb_http_resp;         /* its response */
 typedef struct plb_metric plb_metric;               /* a metric family */
 typedef struct plb_check plb_check;                 /* a config validation pass */
+typedef struct plb_worker plb_worker;               /* a worker loop (since 2.2) */
+typedef struct plb_snapshot plb_snapshot;           /* a published snapshot slot */
 typedef struct plb_done plb_done;                   /* an asynchronous completion */
 typedef struct plb_obj plb_obj;                     /* a JSON value (Kubernetes objects) */
 typedef struct plb_kube plb_kube;                   /* a Kubernetes API client */
@@ -627,8 +648,8 @@ struct plb_host {
     /* --- identity and logging --- */
 
     /* The instance's name and module name; borrowed for the instance's life. */
-    const char *(*instance_name)(plb_ctx *ctx);
-    const char *(*module_name)(plb_ctx *ctx);
+    const char *(*instance_name)(plb_ctx *ctx); /* [any] */
+    const char *(*module_name)(plb_ctx *ctx);   /* [any] */
     /* Log a record tagged with the instance (and its module). Put the values
      * a reader filters on in fields, not in the message: log_fields and the
      * PLB_ERR/PLB_WARN/PLB_INFO/PLB_DEBUG helpers below take a
@@ -636,7 +657,8 @@ struct plb_host {
      * printf-style message. Values of keys that look secret (token,
      * password, authorization, secret, key material) are redacted. A record
      * below the daemon's log_level or the instance's own (log_set_level) is
-     * dropped. */
+     * dropped. [any]: logv, log_kv, log_enabled, logf, log_fields (one
+     * record is written whole). */
     void (*logv)(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
         PLB_PRINTF(3, 0);
     /* msg is literal (not a format); key, value string pairs follow, ending
@@ -647,13 +669,14 @@ struct plb_host {
     /* --- time and timers --- */
 
     /* Monotonic milliseconds, and wall-clock milliseconds since the epoch. */
-    int64_t (*now_ms)(plb_ctx *ctx);
-    int64_t (*wall_ms)(plb_ctx *ctx);
+    int64_t (*now_ms)(plb_ctx *ctx);  /* [any] */
+    int64_t (*wall_ms)(plb_ctx *ctx); /* [any] */
     /* New timer (free with timer_free); NULL on allocation failure. */
     plb_timer *(*timer_new)(plb_ctx *ctx, plb_timer_cb cb, void *arg);
     /* Arm: first fire after delay_ms, then every period_ms if period_ms > 0.
      * jitter in [0, 1]: each delay is lengthened by up to jitter × delay at
      * random. Re-arming an armed timer replaces its schedule. 0 or -errno. */
+    /* [own]: timer_arm, timer_cancel, timer_pending, timer_free. */
     int (*timer_arm)(plb_timer *t, int64_t delay_ms, int64_t period_ms, double jitter);
     void (*timer_cancel)(plb_timer *t);
     int (*timer_pending)(const plb_timer *t);
@@ -669,6 +692,7 @@ struct plb_host {
      * without activity. On a watch already added it replaces the timeout
      * (0: none) and nothing else (daemons before 1.1 re-add the watch).
      * 0 or -errno. */
+    /* [own]: io_add, io_del, io_free. */
     int (*io_add)(plb_io *io, int64_t timeout_ms);
     void (*io_del)(plb_io *io);
     void (*io_free)(plb_io *io); /* NULL is fine */
@@ -679,6 +703,7 @@ struct plb_host {
      * with listener_free. NULL on failure with *err set to -errno. */
     plb_listener *(*listen_tcp)(plb_ctx *ctx, const char *addr, int port, int backlog,
                                 plb_accept_cb cb, void *arg, int *err);
+    /* [own]: listener_port, listener_pause, listener_free. */
     int (*listener_port)(const plb_listener *l); /* the bound port */
     void (*listener_pause)(plb_listener *l, int paused);
     void (*listener_free)(plb_listener *l);
@@ -783,6 +808,7 @@ struct plb_host {
     /* --- memory and process --- */
 
     /* The allocator every module should use, so tests can fail allocations. */
+    /* [any]: alloc, realloc, free, strdup. */
     void *(*alloc)(size_t n); /* zeroed */
     void *(*realloc)(void *p, size_t n);
     void (*free)(void *p);
@@ -793,8 +819,8 @@ struct plb_host {
     const char *(*check_format)(enum plb_setting_format format, const char *value);
 
     /* Version strings of the daemon: "0.1.0", git revision. Borrowed. */
-    const char *(*version)(void);
-    const char *(*revision)(void);
+    const char *(*version)(void);  /* [any] */
+    const char *(*revision)(void); /* [any] */
 
     /* --- Kubernetes ---
      *
@@ -950,15 +976,15 @@ struct plb_host {
      * TCP_KEEPCNT, TCP_USER_TIMEOUT and TCP_NODELAY are copied to each
      * accepted socket), saving system calls per connection. Do not close
      * it, read from it or clear O_NONBLOCK. */
-    int (*listener_fd)(const plb_listener *l);
+    int (*listener_fd)(const plb_listener *l); /* [own] */
     /* Call io's callback with what (PLB_IO_READ and/or PLB_IO_WRITE) on the
      * next loop iteration, as if the fd had become ready: how an
      * edge-triggered watch resumes work it set aside for fairness. */
-    void (*io_activate)(plb_io *io, int what);
+    void (*io_activate)(plb_io *io, int what); /* [own] */
 
     /* --- since 2.0 --- */
 
-    /* Log a printf-style message (see logv). */
+    /* Log a printf-style message (see logv). [any] */
     void (*logf)(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
     /* Log a printf-style message with fields: kv is a NULL-terminated array
      * of key, value strings (borrowed for the call; a NULL value is written
@@ -971,7 +997,8 @@ struct plb_host {
     void (*log_set_level)(plb_ctx *ctx, int lvl);
 
     /* JSON builders: new values (free with obj_unref, or hand them to
-     * obj_set / obj_append, which steal them). NULL on allocation failure. */
+     * obj_set / obj_append, which steal them). NULL on allocation failure.
+     * [any] for a value one thread owns. */
     plb_obj *(*obj_new_object)(void);
     plb_obj *(*obj_new_array)(void);
     plb_obj *(*obj_new_bool)(int v);
@@ -996,6 +1023,50 @@ struct plb_host {
      * it from create until destroy of an instance listed after it); NULL
      * when there is none or it is unset. Check PLB_HOST_HAS. */
     const char *(*instance_setting_str)(plb_ctx *ctx, const char *module, const char *setting);
+
+    /* --- since 2.2: worker loops --- */
+
+    /* The daemon's worker loops: `threads` of them, or 0 with threads = 1
+     * (everything on the main loop). */
+    size_t (*worker_count)(plb_ctx *ctx);
+    /* Worker i, borrowed for the daemon's life; NULL out of range. */
+    plb_worker *(*worker_at)(plb_ctx *ctx, size_t i);
+    /* [any] The worker the calling thread runs, or NULL on the main loop. */
+    plb_worker *(*worker_self)(void);
+    /* [any] Its index, 0 to worker_count - 1. */
+    size_t (*worker_index)(const plb_worker *w);
+    /* [any] Run fn(arg) on worker `to`'s loop, or on the main loop when `to`
+     * is NULL. fn owns arg from then on. Messages from one thread to one
+     * loop run in the order posted. 0, or -ENOMEM, or -ESHUTDOWN (the loop
+     * stopped): then fn does not run and arg stays the caller's. */
+    int (*post)(plb_ctx *ctx, plb_worker *to, void (*fn)(void *arg), void *arg);
+    /* [own: call on worker w] Timers, watches and listeners on w's loop, as
+     * timer_new, io_new and listen_tcp. worker_listen_tcp sets SO_REUSEPORT
+     * (with reuseport != 0) so that a listener per worker shares addr:port
+     * and the kernel spreads connections among them. */
+    plb_timer *(*worker_timer_new)(plb_worker *w, plb_timer_cb cb, void *arg);
+    plb_io *(*worker_io_new)(plb_worker *w, int fd, int what, plb_io_cb cb, void *arg);
+    plb_listener *(*worker_listen_tcp)(plb_worker *w, const char *addr, int port, int backlog,
+                                       int reuseport, plb_accept_cb cb, void *arg, int *err);
+    /* An empty snapshot slot. New, free with snapshot_free; NULL when out of
+     * memory. */
+    plb_snapshot *(*snapshot_new)(plb_ctx *ctx);
+    /* Publish data (steals: read-only from now on). The data published
+     * before is released by its release(data) on the main loop once no
+     * worker can still read it (every worker passed through its loop since);
+     * release may be NULL. 0 or -EINVAL. */
+    int (*snapshot_publish)(plb_snapshot *s, void *data, void (*release)(void *data));
+    /* [any] The latest data, borrowed: valid until the calling worker
+     * returns to its loop (on the main loop: until the next publish). */
+    const void *(*snapshot_get)(const plb_snapshot *s);
+    /* Free the slot; its data is released like retired data. NULL is
+     * fine. */
+    void (*snapshot_free)(plb_snapshot *s);
+    /* Run cb(arg) on the main loop before every metrics render (add != 0),
+     * or stop (add == 0): where per-worker counters are summed into the
+     * series, so that no shared line is written on the hot path. 0 or
+     * -errno. */
+    int (*metrics_on_collect)(plb_ctx *ctx, void (*cb)(void *arg), void *arg, int add);
 };
 
 /* True when the daemon's host table has the named member: only needed for

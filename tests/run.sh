@@ -1,6 +1,7 @@
 #!/bin/sh
-# Builds prismlb twice (plain, and with ASan+UBSan) and runs the whole test
-# suite on each; ends with one line "N passed, N failed".
+# Builds prismlb three times (plain, ASan+UBSan, ThreadSanitizer), runs the
+# whole test suite on the first two and the threaded suites (core,
+# tcp_proxy) on the third; ends with one line "N passed, N failed".
 # Usage: tests/run.sh   (installs missing Debian packages first)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,8 +23,8 @@ count() { # $1 = meson testlog.txt summary section
   failed=$((failed + bad))
 }
 
-suite() { # $1 = build dir, rest = meson setup options
-  dir=$1; shift
+suite() { # $1 = build dir, $2 = meson test options, rest = meson setup options
+  dir=$1; only=$2; shift 2
   if [ ! -f "$dir/build.ninja" ]; then
     if ! meson setup "$dir" "$@" >"$dir-setup.log" 2>&1; then
       cat "$dir-setup.log"; status=1; failed=$((failed + 1)); return
@@ -32,12 +33,16 @@ suite() { # $1 = build dir, rest = meson setup options
   if ! ninja -C "$dir" >"$dir-ninja.log" 2>&1; then
     tail -n 60 "$dir-ninja.log"; status=1; failed=$((failed + 1)); return
   fi
-  meson test -C "$dir" --print-errorlogs --num-processes 2 || status=1
+  # shellcheck disable=SC2086 # $only is a list of options
+  meson test -C "$dir" --print-errorlogs --num-processes 2 $only || status=1
   count "$dir/meson-logs/testlog.txt"
 }
 
-suite build
-suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+suite build ""
+suite build-asan "" -Db_sanitize=address,undefined -Db_lundef=false
+# ThreadSanitizer: the suites with threads (the core's worker loops and
+# reactor, the proxy on its workers).
+suite build-tsan "--suite core --suite tcp_proxy" -Db_sanitize=thread -Db_lundef=false
 
 # Fuzzing: each libFuzzer target of tests/fuzz for 15 s under ASan+UBSan
 # (clang; build-fuzz). A timed campaign explores differently on every run,

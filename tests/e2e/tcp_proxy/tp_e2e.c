@@ -19,8 +19,12 @@
 /* ------------------------------------------------------------------------ */
 /* Upstream servers                                                         */
 
+/* What a connection thread needs, copied: it outlives srv_stop, and the
+ * struct srv may be started again meanwhile. */
 struct srv_conn {
-    struct srv *s;
+    enum srv_mode mode;
+    char id;
+    int stop_fd;
     int fd;
 };
 
@@ -30,12 +34,12 @@ conn_thread(void *arg)
 {
     struct srv_conn *c = arg;
     char buf[65536];
-    if (c->s->mode == SRV_HELLO) {
-        char hello[2] = {c->s->id, '\n'};
+    if (c->mode == SRV_HELLO) {
+        char hello[2] = {c->id, '\n'};
         if (write_full(c->fd, hello, 2) < 0)
             goto out;
     }
-    if (c->s->mode == SRV_RESET) {
+    if (c->mode == SRV_RESET) {
         /* The client's first bytes arrived (so a proxy sent them), then
          * a reset: close with a zero linger. */
         struct pollfd pf = {c->fd, POLLIN, 0};
@@ -46,7 +50,7 @@ conn_thread(void *arg)
         goto out;
     }
     for (;;) {
-        struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {c->s->stop_pipe[0], POLLIN, 0}};
+        struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {c->stop_fd, POLLIN, 0}};
         if (poll(pf, 2, -1) < 0 && errno != EINTR)
             break;
         if (pf[1].revents)
@@ -100,7 +104,9 @@ accept_thread(void *arg)
             close(fd);
             continue;
         }
-        c->s = s;
+        c->mode = s->mode;
+        c->id = s->id;
+        c->stop_fd = s->stop_pipe[0];
         c->fd = fd;
         if (pthread_create(&t, NULL, conn_thread, c) != 0) {
             close(fd);

@@ -53,7 +53,10 @@ attach(struct tp_conn *c, struct tp_upd *d)
     if (d->conns)
         d->conns->prev = c;
     d->conns = c;
-    tp_pool_conn_opened(c->tp->pool, d->up);
+    if (c->lp->w)
+        tp_loop_report(c->lp, d, TP_EV_OPENED);
+    else
+        tp_pool_conn_opened(c->tp->pool, d->up);
 }
 
 static void
@@ -70,11 +73,29 @@ detach(struct tp_conn *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     c->d = NULL;
-    tp_pool_conn_closed(c->tp->pool, d->up);
+    if (c->lp->w)
+        tp_loop_report(c->lp, d, TP_EV_CLOSED);
+    else
+        tp_pool_conn_closed(c->tp->pool, d->up);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Closing                                                                  */
+
+/* Connections passing through now (delta) and established so far (total):
+ * the instance's on the main loop, the worker's counters on a worker. */
+static void
+conn_count(struct tp_loop *lp, int delta, int total)
+{
+    if (!lp->w) {
+        lp->tp->nconns += (uint64_t)(int64_t)delta;
+        tp_metrics_conn(lp->tp, delta, total);
+        return;
+    }
+    atomic_fetch_add_explicit(&lp->active, (uint64_t)(int64_t)delta, memory_order_relaxed);
+    if (total)
+        atomic_fetch_add_explicit(&lp->conns_total, (uint64_t)total, memory_order_relaxed);
+}
 
 /* Close everything of c and free it. */
 void
@@ -83,7 +104,7 @@ tp_conn_close(struct tp_conn *c)
     struct tp *tp = c->tp;
     const struct plb_host *h = tp->host;
     int was_open = c->state == TP_CONN_OPEN;
-    int draining = c->d && c->d->up->draining;
+    int draining = !c->lp->w && c->d && c->d->up->draining;
 
     c->state = TP_CONN_CLOSED;
     tp_resolve_cancel(c->res);
@@ -93,14 +114,12 @@ tp_conn_close(struct tp_conn *c)
         close(c->cfd);
     if (c->ufd >= 0)
         close(c->ufd);
-    tp_dir_release(tp, &c->dir[0]);
-    tp_dir_release(tp, &c->dir[1]);
+    tp_dir_release(c->lp, &c->dir[0]);
+    tp_dir_release(c->lp, &c->dir[1]);
     tp_redial_free(tp, c);
     detach(c);
-    if (was_open) {
-        tp->nconns--;
-        tp_metrics_conn(tp, -1, 0);
-    }
+    if (was_open)
+        conn_count(c->lp, -1, 0);
     h->free(c);
     /* The last connection of a draining upstream completes its drain. */
     if (draining)
@@ -167,7 +186,7 @@ dial_connect(struct tp_conn *c)
     /* The socket's watch doubles as the dial timer: what is left of
      * health_timeout since the accept. */
     int64_t left = c->deadline_ms - c->tp->host->now_ms(c->tp->ctx);
-    c->uio = c->tp->host->io_new(c->tp->ctx, c->ufd, WATCH, on_uio, c);
+    c->uio = tp_loop_io_new(c->lp, c->ufd, WATCH, on_uio, c);
     if (!c->uio || c->tp->host->io_add(c->uio, now ? 0 : (left > 1 ? left : 1)) < 0) {
         c->dial_err = ENOMEM;
         return TP_EV_DIAL_TIMEOUT;
@@ -225,7 +244,7 @@ redial(struct tp_conn *c, const char *why)
     struct tp *tp = c->tp;
     const struct plb_host *h = tp->host;
 
-    if (!c->fresh || tp->stopping || h->now_ms(tp->ctx) >= c->deadline_ms)
+    if (!c->fresh || c->lp->stopping || h->now_ms(tp->ctx) >= c->deadline_ms)
         return 0;
     if (c->ntried == c->tcap) {
         uint32_t cap = c->tcap ? c->tcap * 2 : 4;
@@ -237,12 +256,18 @@ redial(struct tp_conn *c, const char *why)
     }
     c->tried[c->ntried++] = c->d->up->id;
     int last = 0;
-    struct tp_up *u = tp_pool_pick_untried(tp->pool, c->tried, c->ntried);
-    if (!u) {
-        u = tp_pool_pick_last_resort(tp->pool, c->tried, c->ntried);
-        last = 1;
+    struct tp_upd *nd;
+    if (c->lp->w) {
+        nd = tp_loop_pick(c->lp, c->tried, c->ntried, &last);
+    } else {
+        struct tp_up *u = tp_pool_pick_untried(tp->pool, c->tried, c->ntried);
+        if (!u) {
+            u = tp_pool_pick_last_resort(tp->pool, c->tried, c->ntried);
+            last = 1;
+        }
+        nd = u ? u->data : NULL;
     }
-    if (!u || !u->data)
+    if (!nd)
         return 0;
     /* What the client sent is sent again; nothing went the other way. */
     char *again = NULL;
@@ -252,17 +277,19 @@ redial(struct tp_conn *c, const char *why)
             return 0;
         memcpy(again, c->replay, c->rlen);
     }
-    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", c->d->up->addr, "why", why, "next", u->addr),
+    PLB_INFO(tp->host, tp->ctx,
+             PLB_KV("upstream", c->d->up->addr, "why", why, "next", nd->up->addr),
              "retrying on the next upstream%s", last ? " (unhealthy: the last resort)" : "");
-    tp_metrics_dial_retry(tp);
-    if (c->state == TP_CONN_OPEN) {
-        tp->nconns--;
-        tp_metrics_conn(tp, -1, 0);
-    }
+    if (c->lp->w)
+        atomic_fetch_add_explicit(&c->lp->retries, 1, memory_order_relaxed);
+    else
+        tp_metrics_dial_retry(tp);
+    if (c->state == TP_CONN_OPEN)
+        conn_count(c->lp, -1, 0);
     dial_abort(c);
     uint8_t eof = c->dir[0].eof;
-    tp_dir_release(tp, &c->dir[0]);
-    tp_dir_release(tp, &c->dir[1]);
+    tp_dir_release(c->lp, &c->dir[0]);
+    tp_dir_release(c->lp, &c->dir[1]);
     memset(c->dir, 0, sizeof(c->dir));
     c->dir[0].eof = eof;
     if (again) {
@@ -270,9 +297,9 @@ redial(struct tp_conn *c, const char *why)
         c->dir[0].len = c->rlen;
     }
     c->rdy &= (uint8_t)(R_C | W_C | H_C);
-    int was_draining = c->d->up->draining;
+    int was_draining = !c->lp->w && c->d->up->draining;
     detach(c);
-    attach(c, u->data);
+    attach(c, nd);
     dial_begin(c); /* c may be gone after this */
     /* It may have been the last connection of a draining upstream. */
     if (was_draining)
@@ -292,6 +319,14 @@ tp_conn_dial_failed(struct tp_conn *c, int err, const char *why)
     char what[160];
 
     PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", why), "dial failed");
+    if (c->lp->w) {
+        /* The main loop counts it against the upstream. */
+        tp_loop_report(c->lp, d, TP_EV_DIAL_FAILED);
+        snprintf(what, sizeof(what), "failed (%s)", why);
+        if (!(err == 0 || tp_conn_retryable(err)) || !redial(c, what))
+            tp_conn_close(c);
+        return;
+    }
     tp_pool_dial_result(tp->pool, d->up, 0);
     tp_metrics_conn_error(tp, d);
     int changed = was != (int)d->up->healthy;
@@ -316,21 +351,23 @@ established(struct tp_conn *c, int what)
     int was = c->d->up->healthy;
 
     c->state = TP_CONN_OPEN;
-    tp->nconns++;
-    tp_pool_dial_result(tp->pool, c->d->up, 1);
-    tp_metrics_conn(tp, 1, 1);
+    conn_count(c->lp, 1, 1);
+    if (c->lp->w)
+        tp_loop_report(c->lp, c->d, TP_EV_DIAL_OK);
+    else
+        tp_pool_dial_result(tp->pool, c->d->up, 1);
     /* Both sockets take data until they say EAGAIN. The client has most
      * likely spoken already (a TLS hello, a request): read it now rather
      * than an event later. */
     c->rdy = (uint8_t)(R_C | W_C | W_U | (c->rdy & H_C) | UPSTREAM(tp_reported(what)));
     /* After a redial the client's watch exists already. */
     if (h->io_add(c->uio, 0) < 0 ||
-        (!c->cio &&
-         (!(c->cio = h->io_new(tp->ctx, c->cfd, WATCH, on_cio, c)) || h->io_add(c->cio, 0) < 0))) {
+        (!c->cio && (!(c->cio = tp_loop_io_new(c->lp, c->cfd, WATCH, on_cio, c)) ||
+                     h->io_add(c->cio, 0) < 0))) {
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot watch a new connection (out of memory)");
         return -1;
     }
-    int changed = was != (int)c->d->up->healthy;
+    int changed = !c->lp->w && was != (int)c->d->up->healthy;
     if (changed)
         PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", c->d->up->addr),
                  "upstream is healthy (a client dial succeeded)");
@@ -449,28 +486,38 @@ on_uio(plb_io *io, int fd, int what, void *arg)
 void
 tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
 {
-    struct tp *tp = arg;
+    struct tp_loop *lp = arg;
+    struct tp *tp = lp->tp;
+    struct tp_upd *d = NULL;
+    int last = 0;
     (void)l;
 
-    if (tp->stopping) {
+    if (lp->stopping) {
         close(fd);
         return;
     }
-    struct tp_up *u = tp_pool_pick(tp->pool, NULL);
-    if (!u) {
-        /* Health state can be two intervals stale: before giving up, the
-         * unhealthy upstreams are tried (redial() goes through the rest). */
-        u = tp_pool_pick_last_resort(tp->pool, NULL, 0);
-        if (u && u->data)
-            PLB_INFO(tp->host, tp->ctx, PLB_KV("client", peer, "upstream", u->addr),
-                     "no healthy upstream: trying an unhealthy one (the last resort)");
+    if (lp->w) {
+        d = tp_loop_pick(lp, NULL, 0, &last);
+    } else {
+        struct tp_up *u = tp_pool_pick(tp->pool, NULL);
+        if (!u) {
+            /* Health state can be two intervals stale: before giving up,
+             * the unhealthy upstreams are tried (redial() goes through the
+             * rest). */
+            u = tp_pool_pick_last_resort(tp->pool, NULL, 0);
+            last = 1;
+        }
+        d = u ? u->data : NULL;
     }
-    if (!u || !u->data) {
+    if (!d) {
         PLB_WARN(tp->host, tp->ctx, PLB_KV("client", peer),
                  "no upstream available: closing the client");
         close(fd);
         return;
     }
+    if (last)
+        PLB_INFO(tp->host, tp->ctx, PLB_KV("client", peer, "upstream", d->up->addr),
+                 "no healthy upstream: trying an unhealthy one (the last resort)");
     struct tp_conn *c = tp->host->alloc(sizeof(*c));
     if (!c) {
         PLB_ERR(tp->host, tp->ctx, PLB_KV("client", peer),
@@ -479,21 +526,22 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
         return;
     }
     c->tp = tp;
+    c->lp = lp;
     c->cfd = fd;
     c->ufd = -1;
     c->state = TP_CONN_NEW;
     c->fresh = 1;
     c->deadline_ms = tp->host->now_ms(tp->ctx) + tp->cfg->health_timeout_ms;
-    if (tp->client_opts == TP_OPTS_UNVERIFIED) {
-        tp->client_opts = tp_sockopts_present(fd) ? TP_OPTS_INHERITED : TP_OPTS_PER_SOCKET;
-        if (tp->client_opts == TP_OPTS_PER_SOCKET)
+    if (lp->client_opts == TP_OPTS_UNVERIFIED) {
+        lp->client_opts = tp_sockopts_present(fd) ? TP_OPTS_INHERITED : TP_OPTS_PER_SOCKET;
+        if (lp->client_opts == TP_OPTS_PER_SOCKET)
             PLB_INFO(tp->host, tp->ctx, NULL,
-                     "accepted sockets do not inherit the listener's options: setting them on "
-                     "each");
+                     "accepted sockets do not inherit the listener's options: "
+                     "setting them on each");
     }
-    if (tp->client_opts == TP_OPTS_PER_SOCKET)
+    if (lp->client_opts == TP_OPTS_PER_SOCKET)
         tp_sockopts(fd);
-    attach(c, u->data);
+    attach(c, d);
     conn_drive(c, TP_EV_START);
 }
 

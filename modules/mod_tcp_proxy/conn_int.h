@@ -58,7 +58,8 @@ struct tp_dir {
 
 struct tp_conn {
     struct tp *tp;
-    struct tp_upd *d; /* the upstream it is on (dialing or open) */
+    struct tp_loop *lp; /* the loop it runs on */
+    struct tp_upd *d;   /* the upstream it is on (dialing or open) */
     struct tp_conn *prev, *next;
     plb_io *cio, *uio; /* the sockets' watches */
     struct tp_resolve *res;
@@ -117,7 +118,7 @@ void tp_conn_dial_failed(struct tp_conn *c, int err, const char *why);
  * caller touches c no more). */
 int tp_pump(struct tp_conn *c, int i);
 /* Release what a direction holds (pipe, buffer). */
-void tp_dir_release(struct tp *tp, struct tp_dir *dr);
+void tp_dir_release(struct tp_loop *lp, struct tp_dir *dr);
 /* Free what a fresh connection keeps for a redial. */
 void tp_redial_free(struct tp *tp, struct tp_conn *c);
 

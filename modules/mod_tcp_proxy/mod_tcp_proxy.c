@@ -88,7 +88,10 @@ ops_draining(void *arg, struct tp_up *u)
     if (!d)
         return;
     tp_health_cancel(d); /* checks stop while it drains */
-    tp_conns_upstream_draining(d);
+    if (tp->nloops)
+        tp_workers_draining(tp, u);
+    else
+        tp_conns_upstream_draining(d);
 }
 
 static void
@@ -106,7 +109,9 @@ ops_close_conns(void *arg, struct tp_up *u)
              PLB_KV("upstream", u->addr, "why",
                     u->draining ? "drain deadline" : "not ready while another upstream is"),
              "closing %u connection(s) of the upstream", u->nconns);
-    if (u->data)
+    if (tp->nloops)
+        tp_workers_close_upstream(tp, u);
+    else if (u->data)
         tp_conns_close_upstream(u->data);
 }
 
@@ -185,6 +190,8 @@ tp_after_event(struct tp *tp)
     }
     set_ready(tp);
     tp_metrics_refresh(tp);
+    if (tp->nloops)
+        tp_workers_publish(tp);
 }
 
 static void
@@ -235,9 +242,15 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
     tp->in_event++;
     int rc = tp_pool_update(tp->pool, v, n);
     tp->in_event--;
-    if (tp->paused && tp->listener && tp_pool_count(tp->pool) > 0) {
-        tp->host->listener_pause(tp->listener, 0); /* the first set is here */
+    if (tp->paused && tp_pool_count(tp->pool) > 0) {
+        /* The first set is here: publish it before the workers accept. */
         tp->paused = 0;
+        if (tp->nloops) {
+            tp_after_event(tp);
+            tp_workers_resume(tp);
+        } else if (tp->listener) {
+            tp->host->listener_pause(tp->listener, 0);
+        }
     }
     if (rc < 0)
         PLB_ERR(tp->host, tp->ctx, NULL, "endpoint update partly applied: error %d", rc);
@@ -252,8 +265,14 @@ static int
 listen_on(struct tp *tp, const char *ip)
 {
     int err = 0;
-    tp->listener =
-        tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, tp_on_accept, tp, &err);
+    if (tp->nloops) {
+        /* Until the first endpoint set arrives, connections wait in the
+         * backlog instead of being closed for want of an upstream. */
+        tp->paused = tp_pool_count(tp->pool) == 0;
+        return tp_workers_start(tp, ip, tp->paused);
+    }
+    tp->listener = tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, tp_on_accept,
+                                        &tp->main_loop, &err);
     if (!tp->listener) {
         PLB_ERR(tp->host, tp->ctx, PLB_KV("address", ip, "error", strerror(-err)),
                 "cannot listen on port %lld", (long long)tp->cfg->bind_port);
@@ -266,7 +285,7 @@ listen_on(struct tp *tp, const char *ip)
     /* Set once here, the client side's options reach every accepted socket
      * without system calls of its own (checked on the first one). */
     tp_sockopts(tp->host->listener_fd(tp->listener));
-    tp->client_opts = TP_OPTS_UNVERIFIED;
+    tp->main_loop.client_opts = TP_OPTS_UNVERIFIED;
     /* Until the first endpoint set arrives, connections wait in the
      * backlog instead of being closed for want of an upstream. */
     if (tp_pool_count(tp->pool) == 0) {
@@ -327,6 +346,9 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     tp->cfg = config;
     tp->name = host->instance_name(ctx);
     tp->ready_state = -1;
+    tp->main_loop.tp = tp;
+    /* With the daemon's worker loops, the data path runs on them. */
+    tp->nloops = PLB_HOST_HAS(host, worker_count) ? host->worker_count(ctx) : 0;
     if (getrandom(&tp->rng, sizeof(tp->rng), GRND_NONBLOCK) != (ssize_t)sizeof(tp->rng))
         tp->rng = (uint64_t)host->wall_ms(ctx) ^ ((uint64_t)getpid() << 32);
     if (!tp->rng)
@@ -395,6 +417,7 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
     (void)grace_ms;
 
     tp->stopping = 1;
+    tp->main_loop.stopping = 1;
     tp->host->listener_free(tp->listener);
     tp->listener = NULL;
     tp->host->timer_cancel(tp->tick);
@@ -409,9 +432,13 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
             tp->host->timer_cancel(((struct tp_upd *)u->data)->timer);
         }
     }
+    if (tp->nloops) {
+        tp_workers_stop(tp, d); /* done once every worker closed its own */
+        return;
+    }
     uint64_t n = tp->nconns;
     tp_conns_close_all(tp);
-    tp_pipes_free(tp);
+    tp_pipes_free(&tp->main_loop);
     PLB_INFO(tp->host, tp->ctx, NULL, "stopped: closed %llu connection(s)", (unsigned long long)n);
     tp->host->done(d);
 }
@@ -423,8 +450,10 @@ tp_destroy(void *state)
     const struct plb_host *h = tp->host;
 
     tp->stopping = 1;
+    tp->main_loop.stopping = 1;
     tp->host->listener_free(tp->listener);
     tp_conns_close_all(tp);
+    tp_workers_fini(tp);
     tp_metrics_fini(tp);
     for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
         struct tp_up *u = tp_pool_at(tp->pool, i);
@@ -435,7 +464,7 @@ tp_destroy(void *state)
     tp_pool_free(tp->pool);
     tp_resolve_cancel(tp->bind_res);
     tp_resolve_shutdown(tp);
-    tp_pipes_free(tp);
+    tp_pipes_free(&tp->main_loop);
     h->timer_free(tp->tick);
     h->timer_free(tp->beat);
     h->timer_free(tp->relisten);

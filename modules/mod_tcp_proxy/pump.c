@@ -30,7 +30,7 @@
 
 #include "conn_int.h"
 
-static char copy_buf[COPY_BUF]; /* the loop is single-threaded */
+static _Thread_local char copy_buf[COPY_BUF]; /* one per loop thread */
 
 /* ------------------------------------------------------------------------ */
 /* Socket options and pipes                                                 */
@@ -89,14 +89,15 @@ tp_sockopts_present(int fd)
 }
 
 static struct tp_pipe *
-pipe_get(struct tp *tp)
+pipe_get(struct tp_loop *lp)
 {
-    struct tp_pipe *p = tp->pipes;
+    struct tp *tp = lp->tp;
+    struct tp_pipe *p = lp->pipes;
     int fds[2];
 
     if (p) {
-        tp->pipes = p->next;
-        tp->npipes--;
+        lp->pipes = p->next;
+        lp->npipes--;
         p->next = NULL;
         return p;
     }
@@ -116,12 +117,13 @@ pipe_get(struct tp *tp)
 
 /* Give back an empty pipe (a pipe with data in it is closed instead). */
 static void
-pipe_put(struct tp *tp, struct tp_pipe *p, int empty)
+pipe_put(struct tp_loop *lp, struct tp_pipe *p, int empty)
 {
-    if (empty && tp->npipes < SPARE_PIPES && !tp->stopping) {
-        p->next = tp->pipes;
-        tp->pipes = p;
-        tp->npipes++;
+    struct tp *tp = lp->tp;
+    if (empty && lp->npipes < SPARE_PIPES && !lp->stopping) {
+        p->next = lp->pipes;
+        lp->pipes = p;
+        lp->npipes++;
         return;
     }
     close(p->rd);
@@ -130,23 +132,25 @@ pipe_put(struct tp *tp, struct tp_pipe *p, int empty)
 }
 
 void
-tp_pipes_free(struct tp *tp)
+tp_pipes_free(struct tp_loop *lp)
 {
-    while (tp->pipes) {
-        struct tp_pipe *p = tp->pipes;
-        tp->pipes = p->next;
+    struct tp *tp = lp->tp;
+    while (lp->pipes) {
+        struct tp_pipe *p = lp->pipes;
+        lp->pipes = p->next;
         close(p->rd);
         close(p->wr);
         tp->host->free(p);
     }
-    tp->npipes = 0;
+    lp->npipes = 0;
 }
 
 void
-tp_dir_release(struct tp *tp, struct tp_dir *dr)
+tp_dir_release(struct tp_loop *lp, struct tp_dir *dr)
 {
+    struct tp *tp = lp->tp;
     if (dr->pipe)
-        pipe_put(tp, dr->pipe, 0);
+        pipe_put(lp, dr->pipe, 0);
     dr->pipe = NULL;
     tp->host->free(dr->buf);
     dr->buf = NULL;
@@ -196,8 +200,9 @@ replay_keep(struct tp_conn *c, const char *data, size_t n)
 
 /* Send what d holds to dst. 1: all flushed; 0: would block; -1: error. */
 static int
-flush(struct tp *tp, struct tp_dir *dr, int dst)
+flush(struct tp_loop *lp, struct tp_dir *dr, int dst)
 {
+    struct tp *tp = lp->tp;
     while (dr->pipe && dr->len) {
         ssize_t n =
             splice(dr->pipe->rd, NULL, dst, NULL, dr->len, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -210,7 +215,7 @@ flush(struct tp *tp, struct tp_dir *dr, int dst)
         return n < 0 && errno == EAGAIN ? 0 : -1;
     }
     if (dr->pipe) {
-        pipe_put(tp, dr->pipe, 1);
+        pipe_put(lp, dr->pipe, 1);
         dr->pipe = NULL;
     }
     while (dr->buf && dr->off < dr->len) {
@@ -239,16 +244,17 @@ flush(struct tp *tp, struct tp_dir *dr, int dst)
  * keep: a fresh connection whose client bytes are kept for a redial (copy
  * mode then), or NULL. *bad: the socket of an error. */
 static ssize_t
-fill(struct tp *tp, struct tp_dir *dr, int src, int dst, int *drained, struct tp_conn *keep,
+fill(struct tp_loop *lp, struct tp_dir *dr, int src, int dst, int *drained, struct tp_conn *keep,
      int *bad)
 {
+    struct tp *tp = lp->tp;
     int copy_only = keep != NULL;
     *drained = 0;
     *bad = src;
     ssize_t n;
 
-    if (dr->bulk && !tp->no_splice && !copy_only) {
-        struct tp_pipe *p = pipe_get(tp);
+    if (dr->bulk && !lp->no_splice && !copy_only) {
+        struct tp_pipe *p = pipe_get(lp);
         if (p) {
             do
                 n = splice(src, NULL, p->wr, NULL, SPLICE_LEN, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -261,12 +267,12 @@ fill(struct tp *tp, struct tp_dir *dr, int src, int dst, int *drained, struct tp
                 return n;
             }
             int e = errno;
-            pipe_put(tp, p, 1);
+            pipe_put(lp, p, 1);
             if (n == 0)
                 return 0;
             if (e != EINVAL)
                 return -e;
-            tp->no_splice = 1; /* not for these fds: copy from now on */
+            lp->no_splice = 1; /* not for these fds: copy from now on */
             PLB_WARN(tp->host, tp->ctx, NULL, "splice(2) unavailable: using buffered copies");
         }
     }
@@ -321,6 +327,7 @@ int
 tp_pump(struct tp_conn *c, int i)
 {
     struct tp *tp = c->tp;
+    struct tp_loop *lp = c->lp;
     struct tp_dir *dr = &c->dir[i];
     int src = i ? c->ufd : c->cfd, dst = i ? c->cfd : c->ufd;
     uint8_t r = i ? R_U : R_C, w = i ? W_C : W_U, fin = i ? H_U : H_C;
@@ -331,7 +338,7 @@ tp_pump(struct tp_conn *c, int i)
         if (pending(dr)) {
             if (!(c->rdy & w))
                 return 0; /* the destination's watch says when */
-            int f = flush(tp, dr, dst);
+            int f = flush(lp, dr, dst);
             if (f < 0) {
                 err = errno;
                 bad = dst;
@@ -361,7 +368,7 @@ tp_pump(struct tp_conn *c, int i)
             return 0;
         }
         int drained;
-        ssize_t n = fill(tp, dr, src, dst, &drained, !i && c->fresh ? c : NULL, &bad);
+        ssize_t n = fill(lp, dr, src, dst, &drained, !i && c->fresh ? c : NULL, &bad);
         if (n == -EAGAIN) {
             c->rdy &= (uint8_t)~r;
             return 0;

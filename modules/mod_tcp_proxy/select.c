@@ -107,6 +107,15 @@ tp_pool_at(const struct tp_pool *p, size_t i)
 }
 
 struct tp_up *
+tp_pool_find_id(const struct tp_pool *p, uint32_t id)
+{
+    for (size_t i = 0; i < p->n; i++)
+        if (p->ups[i]->id == id)
+            return p->ups[i];
+    return NULL;
+}
+
+struct tp_up *
 tp_pool_find(const struct tp_pool *p, const char *addr)
 {
     for (size_t i = 0; i < p->n; i++) {
@@ -433,24 +442,41 @@ candidate(const struct tp_up *u, const struct pick_ctx *c)
     return 1;
 }
 
-/* Uniform among the k upstreams for which ok(u, arg) holds. */
+/* The records a pick runs over, and its random source. */
+struct view {
+    struct tp_up *const *ups;
+    size_t n;
+    enum tp_selection sel;
+    enum tp_check_kind check;
+    double (*random)(void *arg);
+    void *arg;
+};
+
+static struct view
+pool_view(struct tp_pool *p)
+{
+    struct view v = {p->ups, p->n, p->sel, p->check, p->env.random, p->env.arg};
+    return v;
+}
+
+/* Uniform among the records for which ok(u, arg) holds. */
 static struct tp_up *
-pick_among(struct tp_pool *p, int (*ok)(const struct tp_up *, const void *), const void *arg)
+pick_among(const struct view *v, int (*ok)(const struct tp_up *, const void *), const void *arg)
 {
     size_t k = 0;
-    for (size_t i = 0; i < p->n; i++)
-        k += ok(p->ups[i], arg) ? 1 : 0;
+    for (size_t i = 0; i < v->n; i++)
+        k += ok(v->ups[i], arg) ? 1 : 0;
     if (k == 0)
         return NULL;
-    double r = p->env.random(p->env.arg);
+    double r = v->random(v->arg);
     size_t want = (size_t)(r * (double)k);
     if (want >= k)
         want = k - 1;
-    for (size_t i = 0; i < p->n; i++) {
-        if (!ok(p->ups[i], arg))
+    for (size_t i = 0; i < v->n; i++) {
+        if (!ok(v->ups[i], arg))
             continue;
         if (want == 0)
-            return p->ups[i];
+            return v->ups[i];
         want--;
     }
     return NULL;
@@ -462,20 +488,22 @@ candidate_cb(const struct tp_up *u, const void *arg)
     return candidate(u, arg);
 }
 
-static struct tp_up *pick(struct tp_pool *p, struct pick_ctx c);
+static struct tp_up *pick(const struct view *v, struct pick_ctx c);
 
 struct tp_up *
 tp_pool_pick(struct tp_pool *p, const struct tp_up *exclude)
 {
     struct pick_ctx c = {.exclude = exclude, .ready_only = 0, .tier = -1};
-    return pick(p, c);
+    struct view v = pool_view(p);
+    return pick(&v, c);
 }
 
 struct tp_up *
 tp_pool_pick_untried(struct tp_pool *p, const uint32_t *tried, size_t ntried)
 {
     struct pick_ctx c = {.tried = tried, .ntried = ntried, .ready_only = 0, .tier = -1};
-    return pick(p, c);
+    struct view v = pool_view(p);
+    return pick(&v, c);
 }
 
 struct last_resort_ctx {
@@ -494,34 +522,49 @@ struct tp_up *
 tp_pool_pick_last_resort(struct tp_pool *p, const uint32_t *tried, size_t ntried)
 {
     struct last_resort_ctx c = {tried, ntried};
-    return pick_among(p, last_resort_cb, &c);
+    struct view v = pool_view(p);
+    return pick_among(&v, last_resort_cb, &c);
+}
+
+struct tp_up *
+tp_pick_in(struct tp_up *const *ups, size_t n, enum tp_selection sel, enum tp_check_kind check,
+           const uint32_t *tried, size_t ntried, int last_resort, double (*random)(void *arg),
+           void *arg)
+{
+    struct view v = {ups, n, sel, check, random, arg};
+    if (last_resort) {
+        struct last_resort_ctx c = {tried, ntried};
+        return pick_among(&v, last_resort_cb, &c);
+    }
+    struct pick_ctx c = {.tried = tried, .ntried = ntried, .ready_only = 0, .tier = -1};
+    return pick(&v, c);
 }
 
 static struct tp_up *
-pick(struct tp_pool *p, struct pick_ctx c)
+pick(const struct view *v, struct pick_ctx c)
 {
     /* Readiness filters first: ready upstreams only while any is ready,
      * else every TCP-healthy one. */
-    if (p->check == TP_CHECK_READYZ) {
+    if (v->check == TP_CHECK_READYZ) {
         c.ready_only = 1;
         int any = 0;
-        for (size_t i = 0; i < p->n && !any; i++)
-            any = candidate(p->ups[i], &c);
+        for (size_t i = 0; i < v->n && !any; i++)
+            any = candidate(v->ups[i], &c);
         if (!any)
             c.ready_only = 0;
     }
     /* Then latency: the lowest tier that has a candidate, together with
      * candidates that have no sample yet. */
-    if (p->sel == TP_SEL_LATENCY) {
+    if (v->sel == TP_SEL_LATENCY) {
         int best = -1;
-        for (size_t i = 0; i < p->n; i++) {
-            struct tp_up *u = p->ups[i];
+        for (size_t i = 0; i < v->n; i++) {
+            struct tp_up *u = v->ups[i];
             if (candidate(u, &c) && u->has_sample && u->tier >= 0 && (best < 0 || u->tier < best))
                 best = u->tier;
         }
         c.tier = best; /* -1 when only unsampled candidates exist */
     }
-    return pick_among(p, candidate_cb, &c);
+    return pick_among(v, candidate_cb, &c);
 }
 
 /* ------------------------------------------------------------------------ */

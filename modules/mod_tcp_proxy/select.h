@@ -95,6 +95,8 @@ void tp_pool_free(struct tp_pool *p);
 size_t tp_pool_count(const struct tp_pool *p);
 struct tp_up *tp_pool_at(const struct tp_pool *p, size_t i);
 struct tp_up *tp_pool_find(const struct tp_pool *p, const char *addr);
+/* The record with this id, or NULL (removed). Borrowed. */
+struct tp_up *tp_pool_find_id(const struct tp_pool *p, uint32_t id);
 
 /* The endpoint list changed to addrs (borrowed). New addresses get records
  * (ops->added); addresses gone start draining (ops->draining, and with
@@ -123,6 +125,12 @@ struct tp_up *tp_pool_pick_untried(struct tp_pool *p, const uint32_t *tried, siz
  * intervals stale): a random unhealthy, non-draining upstream whose id is
  * not among tried. NULL when there is none. Borrowed. */
 struct tp_up *tp_pool_pick_last_resort(struct tp_pool *p, const uint32_t *tried, size_t ntried);
+/* The picks above over any n records (copies of the pool's, in a snapshot
+ * the workers read): tp_pool_pick_untried's policy, or with last_resort
+ * tp_pool_pick_last_resort's. random: uniform in [0, 1). Borrowed. */
+struct tp_up *tp_pick_in(struct tp_up *const *ups, size_t n, enum tp_selection sel,
+                         enum tp_check_kind check, const uint32_t *tried, size_t ntried,
+                         int last_resort, double (*random)(void *arg), void *arg);
 /* Pickable: healthy and not draining. */
 int tp_up_pickable(const struct tp_up *u);
 /* Readiness for /readyz of the daemon: an upstream healthy and not draining. */

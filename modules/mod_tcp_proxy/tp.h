@@ -10,11 +10,13 @@
  *   pump.c      its forwarding, socket options and pipes (conn_int.h)
  *   metrics.c   the metric families and their series
  *   status.c    the instance as `prismlb status` shows it
+ *   workers.c   the data path on the core's worker loops (threads > 1)
  *   mod_tcp_proxy.c  descriptor, lifecycle, endpoint links, pool glue
  */
 #ifndef TP_H
 #define TP_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
@@ -112,6 +114,34 @@ struct tp_pipe {
     struct tp_pipe *next;
 };
 
+struct tp_event;
+
+/* A loop running connections: the main loop (threads = 1: tp->main_loop)
+ * or one of the core's workers. Everything here is that loop's own; the
+ * counters are written by it and read by the main loop's metrics collect
+ * hook. */
+struct tp_loop {
+    struct tp *tp;          /* read-only from a worker: host, cfg, name, ctx */
+    plb_worker *w;          /* NULL: the main loop */
+    plb_listener *listener; /* a worker's own (SO_REUSEPORT) */
+    struct tp_pipe *pipes;  /* spare empty pipes */
+    unsigned npipes;
+    int no_splice;   /* splice(2) unavailable: buffered copy only */
+    int client_opts; /* enum tp_client_opts */
+    int stopping;
+    uint64_t rng;
+    /* worker only */
+    struct tp_upd **ups; /* its upstream records (by id), made on first use */
+    size_t nups, cups;
+    const void *last_snap; /* the snapshot the records were swept against */
+    struct tp_event *ev;   /* reports not yet posted to the main loop */
+    size_t nev, cev;
+    plb_timer *flush; /* posts them once per pass through the loop */
+    _Atomic uint64_t conns_total, retries, active;
+};
+
+struct tp_snap;
+
 struct tp {
     const struct plb_host *host;
     plb_ctx *ctx;
@@ -125,18 +155,25 @@ struct tp {
     struct tp_resolve *bind_res;
     struct tp_resolve *resolves; /* every running resolution */
     struct tp_conn *orphans;     /* dialing without an upstream record */
-    struct tp_pipe *pipes;       /* spare empty pipes */
-    unsigned npipes;
     struct tp_metrics m;
-    uint64_t nconns; /* connections passing through now */
+    uint64_t nconns; /* connections passing through now (main loop) */
     uint64_t rng;    /* xorshift64* state for picks */
     int in_event;    /* inside a pool update or tick: defer ticks */
     int again;       /* a deferred tick is owed */
     int stopping;
-    int paused;      /* listener paused until the first endpoint set */
-    int ready_state; /* last value given to health_set, -1 none */
-    int no_splice;   /* splice(2) unavailable: buffered copy only */
-    int client_opts; /* enum tp_client_opts */
+    int paused;               /* listener paused until the first endpoint set */
+    int ready_state;          /* last value given to health_set, -1 none */
+    struct tp_loop main_loop; /* threads = 1 */
+    /* threads > 1 (workers.c) */
+    size_t nloops;         /* workers running the data path; 0: none */
+    struct tp_loop *loops; /* nloops of them */
+    plb_snapshot *snap;    /* the upstream set the workers pick from */
+    uint32_t *drain_ids;   /* upstreams that started draining: posted to the
+                              workers after the next publish */
+    size_t ndrain, cdrain;
+    size_t stop_acks; /* workers done with their stop */
+    plb_done *stop_done;
+    uint64_t sum_total, sum_retries; /* what the counters had at the last collect */
 };
 
 /* How accepted sockets get their options: from the listening socket (set
@@ -162,15 +199,16 @@ void tp_health_cancel(struct tp_upd *d);
 /* ------------------------------------------------------------------------ */
 /* Data path (conn.c)                                                       */
 
+/* arg: the struct tp_loop accepting. */
 void tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg);
 /* The upstream starts draining: dialing connections move to another one. */
 void tp_conns_upstream_draining(struct tp_upd *d);
 /* Close every connection of an upstream now. */
 void tp_conns_close_upstream(struct tp_upd *d);
-/* Close every connection (shutdown). */
+/* Close every connection of the main loop (shutdown). */
 void tp_conns_close_all(struct tp *tp);
 /* Free spare pipes. */
-void tp_pipes_free(struct tp *tp);
+void tp_pipes_free(struct tp_loop *lp);
 /* Socket options of both sides: keepalive, user timeout, no delay. */
 void tp_sockopts(int fd);
 /* 1 if fd carries every option tp_sockopts sets (read back). */
@@ -184,6 +222,37 @@ void tp_sockopts_init(void);
 /* The instance for `prismlb status` (plb_module.status): a new object, or
  * NULL when out of memory. */
 plb_obj *tp_status(void *state);
+
+/* Worker loops (workers.c)                                                 */
+
+/* Event kinds a worker reports to the main loop about an upstream. */
+enum tp_event_kind { TP_EV_OPENED, TP_EV_CLOSED, TP_EV_DIAL_OK, TP_EV_DIAL_FAILED };
+
+/* Start the data path on every worker (threads > 1): each listens on
+ * bind_address (an IP) with SO_REUSEPORT, paused while `paused`. 0 or
+ * -errno (the address cannot be bound). */
+int tp_workers_start(struct tp *tp, const char *ip, int paused);
+/* Resume every worker's listener (the first endpoint set arrived). */
+void tp_workers_resume(struct tp *tp);
+/* Publish the pool as the workers' snapshot (after each pool event). */
+void tp_workers_publish(struct tp *tp);
+/* The pool asks: dialing connections of u move (draining), or every
+ * connection of u closes; posted to every worker. */
+void tp_workers_draining(struct tp *tp, const struct tp_up *u);
+void tp_workers_close_upstream(struct tp *tp, const struct tp_up *u);
+/* Stop every worker's data path; done(d) once all finished. */
+void tp_workers_stop(struct tp *tp, plb_done *d);
+/* Free what the instance keeps for the workers (after the stop). */
+void tp_workers_fini(struct tp *tp);
+
+/* A worker's data path reaches the pool through these (conn.c). */
+/* The record of a pick from the snapshot (made on first use); NULL when
+ * nothing fits. *last: it came from the last resort. */
+struct tp_upd *tp_loop_pick(struct tp_loop *lp, const uint32_t *tried, size_t ntried, int *last);
+/* Report an event about upstream d to the main loop. */
+void tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind);
+/* A watch on the loop's own base. */
+plb_io *tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Metrics (metrics.c)                                                      */

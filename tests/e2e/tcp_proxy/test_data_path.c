@@ -71,6 +71,18 @@ START_TEST(half_close_is_carried_through)
     ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
     const char *eps[] = {srv_ep(&a)};
     start_proxy(FAST, eps, 1);
+    /* The data path runs where `threads` says: the worker loops, or the one
+     * loop. */
+    const char *threads = getenv("TP_THREADS");
+    char *log = proxy_log(&px);
+    if (threads && atoi(threads) > 1) {
+        char want[64];
+        snprintf(want, sizeof(want), "on %d worker loops", atoi(threads));
+        ck_assert_msg(strstr(log, want) != NULL, "%s", log);
+    } else {
+        ck_assert_msg(strstr(log, "worker loops") == NULL, "%s", log);
+    }
+    free(log);
 
     int fd = tcp_connect(px.port, 3000);
     ck_assert_int_ge(fd, 0);

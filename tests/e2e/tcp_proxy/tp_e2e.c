@@ -365,10 +365,16 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
     snprintf(p->eps, sizeof(p->eps), "%s/endpoints.txt", p->dir);
     snprintf(p->log, sizeof(p->log), "%s/prismlb.log", p->dir);
     proxy_set_endpoints(p, eps, n);
+    /* The suites run twice, with TP_THREADS=1 (the one loop) and 2 (two
+     * worker loops): see meson.build. */
+    const char *threads = getenv("TP_THREADS");
+    char th[64] = "";
+    if (threads && *threads)
+        snprintf(th, sizeof(th), " threads = %d;", atoi(threads)); /* same line */
     for (int attempt = 0; attempt < 3; attempt++) {
         p->port = free_port();
         snprintf(text, sizeof(text),
-                 "log_level = \"debug\";\n"
+                 "log_level = \"debug\";%s\n"
                  "instances = (\n"
                  "  { module = \"file_endpoints\"; name = \"eps\"; file = \"%s\"; },\n"
                  "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"eps\"];\n"
@@ -376,7 +382,7 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
                  "    %s\n"
                  "  }%s%s\n"
                  ");\n",
-                 p->eps, p->port, settings ? settings : "", instances ? ",\n  " : "",
+                 th, p->eps, p->port, settings ? settings : "", instances ? ",\n  " : "",
                  instances ? instances : "");
         if (tu_write_file(p->conf, text) < 0)
             return -1;

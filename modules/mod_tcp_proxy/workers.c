@@ -1,0 +1,645 @@
+/*
+ * workers: the data path on the daemon's worker loops (threads > 1).
+ *
+ * The main loop keeps everything but the connections: the pool (select.c),
+ * health checks, name resolution, metrics and the endpoint links. After
+ * every pool event it publishes a snapshot of the pool, immutable, which
+ * the workers pick from without locks (the core releases an old one once
+ * every worker has moved on). Each worker accepts on its own SO_REUSEPORT
+ * listener and runs conn.c and pump.c on its own loop, with its own pipes,
+ * copy buffer and per-upstream records (made from the snapshot on first
+ * use). What the pool must know comes back as reports, posted once per
+ * pass through the worker's loop: connections opened and closed per
+ * upstream (for draining) and dial outcomes (for the health streak and
+ * prismlb_connection_errors_total). Drains, readiness closes, the first
+ * endpoint set and the stop go to every worker as messages. Counters of
+ * connections and retries are the worker's own, summed when /metrics is
+ * scraped.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+#define BACKLOG 4096
+
+/* ------------------------------------------------------------------------ */
+/* The snapshot                                                             */
+
+struct tp_snap {
+    const struct plb_host *host;
+    size_t n;
+    struct tp_up **ups; /* n records, each the first member of its entry */
+    enum tp_selection sel;
+    enum tp_check_kind check;
+};
+
+/* One upstream as published: a copy of the pool's record and the address
+ * client dials go to. */
+struct snap_ent {
+    struct tp_up up; /* up.addr owned, up.data unused */
+    struct sockaddr_storage sa;
+    socklen_t salen;
+};
+
+static void
+snap_release(void *p)
+{
+    struct tp_snap *s = p;
+    const struct plb_host *h = s->host;
+    for (size_t i = 0; i < s->n; i++) {
+        h->free(s->ups[i]->addr);
+        h->free(s->ups[i]);
+    }
+    h->free(s->ups);
+    h->free(s);
+}
+
+static void post_drains(struct tp *tp);
+
+void
+tp_workers_publish(struct tp *tp)
+{
+    const struct plb_host *h = tp->host;
+    size_t n = tp_pool_count(tp->pool);
+    struct tp_snap *s = h->alloc(sizeof(*s));
+    if (!s)
+        goto oom;
+    s->host = h;
+    s->sel = (enum tp_selection)tp->cfg->upstream_selection;
+    s->check = (enum tp_check_kind)tp->cfg->health_check;
+    s->ups = h->alloc((n ? n : 1) * sizeof(*s->ups));
+    if (!s->ups)
+        goto oom;
+    for (size_t i = 0; i < n; i++) {
+        struct tp_up *u = tp_pool_at(tp->pool, i);
+        struct tp_upd *d = u->data;
+        /* Only what a worker can dial: a known address. */
+        if (!d || !d->have_sa)
+            continue;
+        struct snap_ent *e = h->alloc(sizeof(*e));
+        if (!e)
+            goto oom;
+        e->up = *u;
+        e->up.data = NULL;
+        e->up.addr = h->strdup(u->addr);
+        if (!e->up.addr) {
+            h->free(e);
+            goto oom;
+        }
+        memcpy(&e->sa, &d->sa, sizeof(e->sa));
+        e->salen = d->salen;
+        s->ups[s->n++] = &e->up;
+    }
+    if (h->snapshot_publish(tp->snap, s, snap_release) < 0)
+        goto oom;
+    post_drains(tp);
+    return;
+oom:
+    if (s && s->ups)
+        snap_release(s);
+    else if (s)
+        h->free(s);
+    PLB_ERR(tp->host, tp->ctx, NULL, "out of memory: the workers keep the previous upstream set");
+    post_drains(tp);
+}
+
+/* ------------------------------------------------------------------------ */
+/* A worker's upstream records                                              */
+
+/* A worker's record of an upstream: what conn.c works with. */
+struct wrec {
+    struct tp_upd d;
+    struct tp_up up; /* up.addr owned */
+};
+
+static struct tp_upd *
+rec_find(struct tp_loop *lp, uint32_t id)
+{
+    for (size_t i = 0; i < lp->nups; i++)
+        if (lp->ups[i]->up->id == id)
+            return lp->ups[i];
+    return NULL;
+}
+
+static void
+rec_free(struct tp_loop *lp, size_t i)
+{
+    const struct plb_host *h = lp->tp->host;
+    struct wrec *r = (struct wrec *)(void *)lp->ups[i];
+    h->free(r->up.addr);
+    h->free(r);
+    lp->ups[i] = lp->ups[--lp->nups];
+}
+
+static struct tp_upd *
+rec_new(struct tp_loop *lp, const struct snap_ent *e)
+{
+    const struct plb_host *h = lp->tp->host;
+    if (lp->nups == lp->cups) {
+        size_t cap = lp->cups ? lp->cups * 2 : 8;
+        struct tp_upd **nv = h->realloc(lp->ups, cap * sizeof(*nv));
+        if (!nv)
+            return NULL;
+        lp->ups = nv;
+        lp->cups = cap;
+    }
+    struct wrec *r = h->alloc(sizeof(*r));
+    if (!r)
+        return NULL;
+    r->up = e->up;
+    r->up.addr = h->strdup(e->up.addr);
+    if (!r->up.addr) {
+        h->free(r);
+        return NULL;
+    }
+    r->up.data = &r->d;
+    r->d.tp = lp->tp;
+    r->d.up = &r->up;
+    r->d.check_fd = -1;
+    r->d.literal = r->d.have_sa = 1;
+    memcpy(&r->d.sa, &e->sa, sizeof(r->d.sa));
+    r->d.salen = e->salen;
+    lp->ups[lp->nups++] = &r->d;
+    return &r->d;
+}
+
+/* A new snapshot: records without connections follow it (an address that
+ * changed) or go (an upstream that is gone). */
+static void
+rec_sweep(struct tp_loop *lp, const struct tp_snap *s)
+{
+    for (size_t i = lp->nups; i-- > 0;) {
+        struct tp_upd *d = lp->ups[i];
+        if (d->conns)
+            continue;
+        const struct snap_ent *e = NULL;
+        for (size_t k = 0; k < s->n && !e; k++)
+            if (s->ups[k]->id == d->up->id)
+                e = (const struct snap_ent *)(const void *)s->ups[k];
+        if (!e) {
+            rec_free(lp, i);
+            continue;
+        }
+        memcpy(&d->sa, &e->sa, sizeof(d->sa));
+        d->salen = e->salen;
+        d->up->draining = e->up.draining;
+    }
+    lp->last_snap = s;
+}
+
+static double
+loop_random(void *arg)
+{
+    struct tp_loop *lp = arg;
+    lp->rng ^= lp->rng >> 12;
+    lp->rng ^= lp->rng << 25;
+    lp->rng ^= lp->rng >> 27;
+    return (double)((lp->rng * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+}
+
+struct tp_upd *
+tp_loop_pick(struct tp_loop *lp, const uint32_t *tried, size_t ntried, int *last)
+{
+    const struct tp_snap *s = lp->tp->host->snapshot_get(lp->tp->snap);
+    *last = 0;
+    if (!s)
+        return NULL;
+    if (s != lp->last_snap)
+        rec_sweep(lp, s);
+    struct tp_up *u = tp_pick_in(s->ups, s->n, s->sel, s->check, tried, ntried, 0, loop_random, lp);
+    if (!u) {
+        u = tp_pick_in(s->ups, s->n, s->sel, s->check, tried, ntried, 1, loop_random, lp);
+        *last = 1;
+    }
+    if (!u)
+        return NULL;
+    struct tp_upd *d = rec_find(lp, u->id);
+    return d ? d : rec_new(lp, (const struct snap_ent *)(const void *)u);
+}
+
+plb_io *
+tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg)
+{
+    const struct plb_host *h = lp->tp->host;
+    return lp->w ? h->worker_io_new(lp->w, fd, what, cb, arg)
+                 : h->io_new(lp->tp->ctx, fd, what, cb, arg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reports: worker to main                                                  */
+
+struct tp_event {
+    uint32_t id;
+    uint8_t kind; /* enum tp_event_kind */
+};
+
+struct report {
+    struct tp *tp;
+    struct tp_loop *lp;
+    struct tp_event *ev;
+    size_t n;
+};
+
+struct wmsg;
+static void post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id);
+
+enum wmsg_kind { W_LISTEN, W_RESUME, W_DRAINING, W_CLOSE, W_STOP };
+
+/* Main loop: apply a worker's reports to the pool, in their order. */
+static void
+on_report(void *arg)
+{
+    struct report *r = arg;
+    struct tp *tp = r->tp;
+    const struct plb_host *h = tp->host;
+
+    for (size_t i = 0; i < r->n && !tp->stopping; i++) {
+        struct tp_up *u = tp_pool_find_id(tp->pool, r->ev[i].id);
+        switch ((enum tp_event_kind)r->ev[i].kind) {
+        case TP_EV_OPENED:
+            if (!u) {
+                /* Picked from a snapshot older than its removal. */
+                post_to(tp, r->lp, W_CLOSE, r->ev[i].id);
+                break;
+            }
+            tp_pool_conn_opened(tp->pool, u);
+            if (u->draining)
+                post_to(tp, r->lp, W_DRAINING, u->id); /* its dial moves */
+            break;
+        case TP_EV_CLOSED:
+            if (u)
+                tp_pool_conn_closed(tp->pool, u);
+            break;
+        case TP_EV_DIAL_OK:
+        case TP_EV_DIAL_FAILED: {
+            if (!u)
+                break;
+            int ok = r->ev[i].kind == TP_EV_DIAL_OK, was = u->healthy;
+            tp_pool_dial_result(tp->pool, u, ok);
+            if (!ok && u->data)
+                tp_metrics_conn_error(tp, u->data);
+            if (was != (int)u->healthy)
+                PLB_LOG(tp->host, tp->ctx, u->healthy ? PLB_LOG_INFO : PLB_LOG_WARN,
+                        PLB_KV("upstream", u->addr), "upstream is %s",
+                        u->healthy ? "healthy (a client dial succeeded)"
+                                   : "unhealthy (client dials failed)");
+            break;
+        }
+        }
+    }
+    h->free(r->ev);
+    h->free(r);
+    tp_after_event(tp);
+}
+
+static void
+on_flush(plb_timer *t, void *arg)
+{
+    struct tp_loop *lp = arg;
+    const struct plb_host *h = lp->tp->host;
+    (void)t;
+    if (!lp->nev)
+        return;
+    struct report *r = h->alloc(sizeof(*r));
+    if (r) {
+        r->tp = lp->tp;
+        r->lp = lp;
+        r->ev = lp->ev;
+        r->n = lp->nev;
+        if (h->post(lp->tp->ctx, NULL, on_report, r) == 0) {
+            lp->ev = NULL;
+            lp->nev = lp->cev = 0;
+            return;
+        }
+        h->free(r);
+    }
+    /* Out of memory: the reports wait for the next try. */
+    if (h->timer_arm(lp->flush, 10, 0, 0) < 0)
+        PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
+}
+
+void
+tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind)
+{
+    const struct plb_host *h = lp->tp->host;
+    if (lp->stopping)
+        return;
+    if (lp->nev == lp->cev) {
+        size_t cap = lp->cev ? lp->cev * 2 : 64;
+        struct tp_event *nv = h->realloc(lp->ev, cap * sizeof(*nv));
+        if (!nv) {
+            PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "out of memory: a connection report is lost");
+            return;
+        }
+        lp->ev = nv;
+        lp->cev = cap;
+    }
+    lp->ev[lp->nev].id = d->up->id;
+    lp->ev[lp->nev].kind = (uint8_t)kind;
+    /* Once per pass through the loop: the first report arms the flush. */
+    if (lp->nev++ == 0 && h->timer_arm(lp->flush, 0, 0, 0) < 0)
+        PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Messages: main to workers                                                */
+
+struct wmsg {
+    struct tp_loop *lp;
+    int kind;
+    uint32_t id;
+    int paused;
+    char ip[64];
+};
+
+static void on_stopped(void *arg);
+
+static void
+worker_stop(struct tp_loop *lp)
+{
+    struct tp *tp = lp->tp;
+    const struct plb_host *h = tp->host;
+    lp->stopping = 1;
+    h->listener_free(lp->listener);
+    lp->listener = NULL;
+    for (size_t i = 0; i < lp->nups; i++)
+        tp_conns_close_upstream(lp->ups[i]);
+    while (lp->nups)
+        rec_free(lp, lp->nups - 1);
+    h->free(lp->ups);
+    lp->ups = NULL;
+    lp->cups = 0;
+    tp_pipes_free(lp);
+    h->timer_free(lp->flush);
+    lp->flush = NULL;
+    h->free(lp->ev);
+    lp->ev = NULL;
+    lp->nev = lp->cev = 0;
+    if (h->post(tp->ctx, NULL, on_stopped, lp) < 0)
+        PLB_ERR(tp->host, tp->ctx, NULL, "worker %zu: cannot report its stop",
+                h->worker_index(lp->w));
+}
+
+static void
+on_wmsg(void *arg)
+{
+    struct wmsg *m = arg;
+    struct tp_loop *lp = m->lp;
+    struct tp *tp = lp->tp;
+    const struct plb_host *h = tp->host;
+    struct tp_upd *d;
+
+    if (lp->stopping && m->kind != W_STOP)
+        goto out;
+    switch ((enum wmsg_kind)m->kind) {
+    case W_LISTEN: {
+        int err = 0;
+        lp->flush = h->worker_timer_new(lp->w, on_flush, lp);
+        lp->listener = h->worker_listen_tcp(lp->w, m->ip, (int)tp->cfg->bind_port, BACKLOG, 1,
+                                            tp_on_accept, lp, &err);
+        if (!lp->flush || !lp->listener) {
+            PLB_ERR(tp->host, tp->ctx, NULL, "worker %zu cannot listen on %s:%lld: %s",
+                    h->worker_index(lp->w), m->ip, (long long)tp->cfg->bind_port,
+                    strerror(lp->listener ? ENOMEM : -err));
+            break;
+        }
+        tp_sockopts(h->listener_fd(lp->listener));
+        lp->client_opts = TP_OPTS_UNVERIFIED;
+        if (m->paused)
+            h->listener_pause(lp->listener, 1);
+        break;
+    }
+    case W_RESUME:
+        if (lp->listener)
+            h->listener_pause(lp->listener, 0);
+        break;
+    case W_DRAINING:
+        if ((d = rec_find(lp, m->id))) {
+            d->up->draining = 1;
+            tp_conns_upstream_draining(d);
+        }
+        break;
+    case W_CLOSE:
+        if ((d = rec_find(lp, m->id)))
+            tp_conns_close_upstream(d);
+        break;
+    case W_STOP:
+        worker_stop(lp);
+        break;
+    }
+out:
+    h->free(m);
+}
+
+static void
+post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id)
+{
+    const struct plb_host *h = tp->host;
+    struct wmsg *m = h->alloc(sizeof(*m));
+    if (!m || (m->lp = lp, m->kind = kind, m->id = id, h->post(tp->ctx, lp->w, on_wmsg, m) < 0)) {
+        h->free(m);
+        PLB_ERR(tp->host, tp->ctx, NULL, "cannot post to worker %zu (out of memory)",
+                h->worker_index(lp->w));
+    }
+}
+
+static void
+post_all(struct tp *tp, int kind, uint32_t id)
+{
+    for (size_t i = 0; i < tp->nloops; i++)
+        post_to(tp, &tp->loops[i], kind, id);
+}
+
+void
+tp_workers_resume(struct tp *tp)
+{
+    post_all(tp, W_RESUME, 0);
+}
+
+/* Posted after the snapshot without u is published: a worker that moves
+ * a dial off u picks from that one. */
+void
+tp_workers_draining(struct tp *tp, const struct tp_up *u)
+{
+    if (tp->ndrain == tp->cdrain) {
+        size_t cap = tp->cdrain ? tp->cdrain * 2 : 8;
+        uint32_t *nv = tp->host->realloc(tp->drain_ids, cap * sizeof(*nv));
+        if (!nv) {
+            post_all(tp, W_DRAINING, u->id); /* at once, then */
+            return;
+        }
+        tp->drain_ids = nv;
+        tp->cdrain = cap;
+    }
+    tp->drain_ids[tp->ndrain++] = u->id;
+}
+
+static void
+post_drains(struct tp *tp)
+{
+    for (size_t i = 0; i < tp->ndrain; i++)
+        post_all(tp, W_DRAINING, tp->drain_ids[i]);
+    tp->ndrain = 0;
+}
+
+void
+tp_workers_close_upstream(struct tp *tp, const struct tp_up *u)
+{
+    post_all(tp, W_CLOSE, u->id);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metrics: the workers' counters, summed when scraped                      */
+
+static void
+on_collect(void *arg)
+{
+    struct tp *tp = arg;
+    const struct plb_host *h = tp->host;
+    const char *lv[] = {tp->name};
+    uint64_t total = 0, retries = 0, active = 0;
+    for (size_t i = 0; i < tp->nloops; i++) {
+        total += atomic_load_explicit(&tp->loops[i].conns_total, memory_order_relaxed);
+        retries += atomic_load_explicit(&tp->loops[i].retries, memory_order_relaxed);
+        active += atomic_load_explicit(&tp->loops[i].active, memory_order_relaxed);
+    }
+    if (total > tp->sum_total)
+        (void)h->metric_add(tp->m.connections_total, lv, (double)(total - tp->sum_total));
+    if (retries > tp->sum_retries)
+        (void)h->metric_add(tp->m.dial_retries, lv, (double)(retries - tp->sum_retries));
+    tp->sum_total = total;
+    tp->sum_retries = retries;
+    /* Each worker's own count can go below zero (a connection opened on
+     * one is never closed on another, but they are read one by one). */
+    (void)h->metric_set(tp->m.connections_active, lv, (double)(int64_t)active);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                */
+
+/* Whether ip:port can be bound with SO_REUSEPORT (so each worker's
+ * listener will be): 0 or -errno, at once, for the start to fail on. */
+static int
+bind_probe(const char *ip, int port)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    int one = 1, rc = 0;
+    if (tp_parse_ip(ip, port, &ss, &sl) < 0)
+        return -EINVAL;
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
+        bind(fd, (struct sockaddr *)&ss, sl) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+int
+tp_workers_start(struct tp *tp, const char *ip, int paused)
+{
+    const struct plb_host *h = tp->host;
+    int rc = bind_probe(ip, (int)tp->cfg->bind_port);
+    if (rc < 0) {
+        PLB_ERR(tp->host, tp->ctx, NULL, "cannot listen on %s:%lld: %s", ip,
+                (long long)tp->cfg->bind_port, strerror(-rc));
+        return rc;
+    }
+    if (!tp->snap && !(tp->snap = h->snapshot_new(tp->ctx)))
+        return -ENOMEM;
+    if (!tp->loops) {
+        tp->loops = h->alloc(tp->nloops * sizeof(*tp->loops));
+        if (!tp->loops)
+            return -ENOMEM;
+        for (size_t i = 0; i < tp->nloops; i++) {
+            struct tp_loop *lp = &tp->loops[i];
+            lp->tp = tp;
+            lp->w = h->worker_at(tp->ctx, i);
+            if (getrandom(&lp->rng, sizeof(lp->rng), GRND_NONBLOCK) != (ssize_t)sizeof(lp->rng) ||
+                !lp->rng)
+                lp->rng = 0x9e3779b97f4a7c15ull + i;
+            atomic_init(&lp->conns_total, 0);
+            atomic_init(&lp->retries, 0);
+            atomic_init(&lp->active, 0);
+        }
+    }
+    if ((rc = h->metrics_on_collect(tp->ctx, on_collect, tp, 1)) < 0)
+        return rc;
+    tp_workers_publish(tp);
+    for (size_t i = 0; i < tp->nloops; i++) {
+        struct wmsg *m = h->alloc(sizeof(*m));
+        if (!m)
+            return -ENOMEM;
+        m->lp = &tp->loops[i];
+        m->kind = W_LISTEN;
+        m->paused = paused;
+        snprintf(m->ip, sizeof(m->ip), "%s", ip);
+        if ((rc = h->post(tp->ctx, m->lp->w, on_wmsg, m)) < 0) {
+            h->free(m);
+            return rc;
+        }
+    }
+    char listen[96];
+    snprintf(listen, sizeof(listen), "%s:%lld", ip, (long long)tp->cfg->bind_port);
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("listen", listen), "listening on %zu worker loops",
+             tp->nloops);
+    return 0;
+}
+
+/* Main loop: one worker finished its stop. */
+static void
+on_stopped(void *arg)
+{
+    struct tp_loop *lp = arg;
+    struct tp *tp = lp->tp;
+    if (++tp->stop_acks < tp->nloops)
+        return;
+    on_collect(tp);
+    PLB_INFO(tp->host, tp->ctx, NULL, "stopped: every worker closed its connections");
+    tp->host->metrics_on_collect(tp->ctx, on_collect, tp, 0);
+    /* No worker reads it any more; released before the workers stop. */
+    tp->host->snapshot_free(tp->snap);
+    tp->snap = NULL;
+    plb_done *d = tp->stop_done;
+    tp->stop_done = NULL;
+    if (d)
+        tp->host->done(d);
+}
+
+void
+tp_workers_stop(struct tp *tp, plb_done *d)
+{
+    if (!tp->loops) {
+        tp->host->snapshot_free(tp->snap);
+        tp->snap = NULL;
+        tp->host->done(d);
+        return;
+    }
+    tp->stop_done = d;
+    tp->stop_acks = 0;
+    post_all(tp, W_STOP, 0);
+}
+
+void
+tp_workers_fini(struct tp *tp)
+{
+    const struct plb_host *h = tp->host;
+    if (tp->snap) {
+        h->metrics_on_collect(tp->ctx, on_collect, tp, 0);
+        h->snapshot_free(tp->snap);
+        tp->snap = NULL;
+    }
+    h->free(tp->loops);
+    tp->loops = NULL;
+    h->free(tp->drain_ids);
+    tp->drain_ids = NULL;
+    tp->ndrain = tp->cdrain = 0;
+}

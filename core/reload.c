@@ -427,6 +427,10 @@ core_reload(struct core *c)
     c->cfg.log_level = r->nc.cfg.log_level;
     c->cfg.log_format = r->nc.cfg.log_format;
     c->cfg.shutdown_grace_ms = r->nc.cfg.shutdown_grace_ms;
+    /* The worker loops run for the daemon's life. */
+    if (r->nc.cfg.threads != c->cfg.threads)
+        CORE_WARN("reload: threads = %lld takes effect at the next start (running with %lld)",
+                  (long long)r->nc.cfg.threads, (long long)c->cfg.threads);
     c->reload = r;
     core_errors_clear(&err);
     stop_next(r);

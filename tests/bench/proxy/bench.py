@@ -13,8 +13,9 @@ min-max and the ratio to HAProxy.
 Environment: PRISMLB_BUILD_ROOT (default ./build), ROUNDS (5), IPERF_SECONDS
 (4), WRK_SECONDS (5), IDLE_CONNS (10000; capped by RLIMIT_NOFILE, since a
 proxy holds two descriptors per connection), HAPROXY_NBTHREAD (HAProxy's
-default when unset), MEASURE (a comma list of bulk, rps, cps, mem: what to
-measure; all by default). Every process is started here
+default when unset), PRISMLB_THREADS (prismlb's `threads`; its default, one
+per CPU, when unset), WRK_THREADS (wrk -t, 2), MEASURE (a comma list of bulk,
+rps, cps, mem: what to measure; all by default). Every process is started here
 and stopped by its PID; every wait is bounded.
 """
 import json
@@ -41,6 +42,8 @@ IDLE_WANT = int(os.environ.get("IDLE_CONNS", "10000"))
 # per-thread efficiency with single-threaded prismlb.
 HAPROXY_NBTHREAD = os.environ.get("HAPROXY_NBTHREAD", "")
 MEASURE = set(os.environ.get("MEASURE", "bulk,rps,cps,mem").split(","))
+PRISMLB_THREADS = os.environ.get("PRISMLB_THREADS", "")
+WRK_THREADS = int(os.environ.get("WRK_THREADS", "2"))
 
 procs = []  # (name, Popen) started here, stopped by PID
 
@@ -144,7 +147,7 @@ def wrk(port, close, pids):
     """req/s, p99 ms, and the proxy's CPU microseconds per request (None
     without pids)."""
     cpu0 = cpu_seconds(pids)
-    argv = ["wrk", "-t2", "-c32", "-d%ds" % WRK_S, "--latency", "--timeout", "5s"]
+    argv = ["wrk", "-t%d" % WRK_THREADS, "-c32", "-d%ds" % WRK_S, "--latency", "--timeout", "5s"]
     if close:
         argv += ["-H", "Connection: close"]
     argv.append("http://127.0.0.1:%d/" % port)
@@ -244,7 +247,7 @@ http {
     # static endpoint source (the lifecycle test module's `publish`).
     pp = {"iperf": free_port(), "http": free_port()}
     with open(os.path.join(tmp, "prismlb.conf"), "w") as f:
-        f.write("""log_level = "warn";
+        f.write(("threads = %s;\n" % PRISMLB_THREADS if PRISMLB_THREADS else "") + """log_level = "warn";
 instances = (
   { module = "lifecycle"; name = "iperf-eps"; trace_file = "trace.log";
     publish = ["127.0.0.1:%d"]; },
@@ -378,14 +381,16 @@ def report(res, order, idle_n):
             fmt(res[p]["rss_idle"], kib), fmt(res[p]["rss_loaded"], kib),
             fmt(res[p]["per_conn"], i)))
     print()
-    print("Medians of %d interleaved rounds (min–max); iperf3 -t %d, wrk -t2 -c32 -d%ds; "
+    print("prismlb threads: %s; HAProxy nbthread: %s; nginx worker_processes auto. "
+          % (PRISMLB_THREADS or "default (one per CPU)", HAPROXY_NBTHREAD or "default"))
+    print("Medians of %d interleaved rounds (min–max); iperf3 -t %d, wrk -t%d -c32 -d%ds; "
           "ratios are medians over HAProxy's (for p99, lower is better). Memory: VmRSS "
           "(all processes of nginx) measured once on fresh processes before the rounds; "
           "bytes/idle conn = (RSS with the idle connections - RSS idle) / connections. "
           "CPU µs/req and µs/conn: the proxy's user + system CPU time (all its threads "
           "and processes) during the keep-alive and the Connection: close wrk runs, "
           "over the requests wrk completed."
-          % (ROUNDS, IPERF_S, WRK_S))
+          % (ROUNDS, IPERF_S, WRK_THREADS, WRK_S))
 
 
 if __name__ == "__main__":

@@ -55,7 +55,7 @@ tp_status(void *state)
     if (!bad) {
         put(h, o, "kind", h->obj_new_str("proxy"), &bad);
         put(h, o, "listen", h->obj_new_str(listen), &bad);
-        put(h, o, "connections", h->obj_new_int((int64_t)tp->nconns), &bad);
+        put(h, o, "connections", h->obj_new_int((int64_t)tp_conns_active(tp)), &bad);
         put(h, o, "upstreams", ups, &bad);
         ups = NULL;
     }

@@ -242,6 +242,9 @@ void tp_workers_draining(struct tp *tp, const struct tp_up *u);
 void tp_workers_close_upstream(struct tp *tp, const struct tp_up *u);
 /* Stop every worker's data path; done(d) once all finished. */
 void tp_workers_stop(struct tp *tp, plb_done *d);
+/* Connections passing through now: the main loop's and every worker's
+ * (main loop only; the workers' counts are read as they are). */
+uint64_t tp_conns_active(const struct tp *tp);
 /* Free what the instance keeps for the workers (after the stop). */
 void tp_workers_fini(struct tp *tp);
 

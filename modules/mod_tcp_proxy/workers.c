@@ -496,17 +496,25 @@ tp_workers_close_upstream(struct tp *tp, const struct tp_up *u)
 /* ------------------------------------------------------------------------ */
 /* Metrics: the workers' counters, summed when scraped                      */
 
+uint64_t
+tp_conns_active(const struct tp *tp)
+{
+    uint64_t active = tp->nconns;
+    for (size_t i = 0; i < tp->nloops; i++)
+        active += atomic_load_explicit(&tp->loops[i].active, memory_order_relaxed);
+    return active;
+}
+
 static void
 on_collect(void *arg)
 {
     struct tp *tp = arg;
     const struct plb_host *h = tp->host;
     const char *lv[] = {tp->name};
-    uint64_t total = 0, retries = 0, active = 0;
+    uint64_t total = 0, retries = 0, active = tp_conns_active(tp);
     for (size_t i = 0; i < tp->nloops; i++) {
         total += atomic_load_explicit(&tp->loops[i].conns_total, memory_order_relaxed);
         retries += atomic_load_explicit(&tp->loops[i].retries, memory_order_relaxed);
-        active += atomic_load_explicit(&tp->loops[i].active, memory_order_relaxed);
     }
     if (total > tp->sum_total)
         (void)h->metric_add(tp->m.connections_total, lv, (double)(total - tp->sum_total));

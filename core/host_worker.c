@@ -43,12 +43,19 @@ core_h_worker_io_new(plb_worker *w, int fd, int what, plb_io_cb cb, void *arg)
     return core_io_new(core_worker_base(w), fd, what, cb, arg);
 }
 
-plb_listener *
-core_h_worker_listen_tcp(plb_worker *w, const char *addr, int port, int backlog, int reuseport,
-                         plb_accept_cb cb, void *arg, int *err)
+int
+core_h_listen_socket(plb_ctx *ctx, const char *addr, int port, int backlog, int reuseport,
+                     int *bound_port)
 {
-    return core_listen_tcp_flags(core_worker_base(w), addr, port, backlog,
-                                 reuseport ? CORE_LISTEN_REUSEPORT : 0, cb, arg, err);
+    (void)ctx;
+    return core_tcp_listen_socket_flags(addr, port, backlog, reuseport ? CORE_LISTEN_REUSEPORT : 0,
+                                        bound_port, NULL, 0);
+}
+
+plb_listener *
+core_h_worker_listen_fd(plb_worker *w, int fd, plb_accept_cb cb, void *arg, int *err)
+{
+    return core_listener_adopt(core_worker_base(w), fd, cb, arg, err);
 }
 
 plb_snapshot *

@@ -231,12 +231,29 @@ plb_listener *
 core_listen_tcp_flags(struct event_base *base, const char *addr, int port, int backlog, int flags,
                       plb_accept_cb cb, void *arg, int *err)
 {
+    int fd = core_tcp_listen_socket_flags(addr, port, backlog, flags, NULL, NULL, 0);
+    if (fd < 0) {
+        if (err)
+            *err = fd;
+        return NULL;
+    }
+    return core_listener_adopt(base, fd, cb, arg, err);
+}
+
+plb_listener *
+core_listener_adopt(struct event_base *base, int fd, plb_accept_cb cb, void *arg, int *err)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
     plb_listener *l = NULL;
-    int fd = -1;
     int rc;
 
-    if (!base || !cb) {
+    if (!base || !cb || fd < 0) {
         rc = -EINVAL;
+        goto fail;
+    }
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
+        rc = -errno;
         goto fail;
     }
     l = core_calloc(1, sizeof *l);
@@ -246,15 +263,12 @@ core_listen_tcp_flags(struct event_base *base, const char *addr, int port, int b
     }
     l->cb = cb;
     l->arg = arg;
+    l->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    core_sockaddr_format((struct sockaddr *)&ss, l->name, sizeof l->name);
     l->retry = evtimer_new(base, retry_cb, l);
     if (!l->retry) {
         rc = -ENOMEM;
-        goto fail;
-    }
-    fd =
-        core_tcp_listen_socket_flags(addr, port, backlog, flags, &l->port, l->name, sizeof l->name);
-    if (fd < 0) {
-        rc = fd;
         goto fail;
     }
     /* backlog 0: the socket is already listening. */

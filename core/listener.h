@@ -44,6 +44,14 @@ plb_listener *core_listen_tcp(struct event_base *base, const char *addr, int por
 plb_listener *core_listen_tcp_flags(struct event_base *base, const char *addr, int port,
                                     int backlog, int flags, plb_accept_cb cb, void *arg, int *err);
 
+/* A listener on fd, a socket already bound and listening (steals fd: it is
+ * closed on failure too), accepting on base as core_listen_tcp's do. New;
+ * free with core_listener_free. NULL on failure with *err (may be NULL) set
+ * to -errno: -EINVAL (no base, no callback, fd < 0), -ENOTSOCK or -EBADF
+ * (fd is no socket), -ENOMEM. */
+plb_listener *core_listener_adopt(struct event_base *base, int fd, plb_accept_cb cb, void *arg,
+                                  int *err);
+
 /* The bound port (the ephemeral one when asked for 0); -1 for NULL. */
 int core_listener_port(const plb_listener *l);
 int core_listener_fd(const plb_listener *l); /* borrowed; -1 for NULL */

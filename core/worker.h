@@ -94,8 +94,9 @@ plb_worker *core_h_worker_at(plb_ctx *ctx, size_t i);
 int core_h_post(plb_ctx *ctx, plb_worker *to, void (*fn)(void *arg), void *arg);
 plb_timer *core_h_worker_timer_new(plb_worker *w, plb_timer_cb cb, void *arg);
 plb_io *core_h_worker_io_new(plb_worker *w, int fd, int what, plb_io_cb cb, void *arg);
-plb_listener *core_h_worker_listen_tcp(plb_worker *w, const char *addr, int port, int backlog,
-                                       int reuseport, plb_accept_cb cb, void *arg, int *err);
+int core_h_listen_socket(plb_ctx *ctx, const char *addr, int port, int backlog, int reuseport,
+                         int *bound_port);
+plb_listener *core_h_worker_listen_fd(plb_worker *w, int fd, plb_accept_cb cb, void *arg, int *err);
 plb_snapshot *core_h_snapshot_new(plb_ctx *ctx);
 int core_h_metrics_on_collect(plb_ctx *ctx, void (*cb)(void *arg), void *arg, int add);
 

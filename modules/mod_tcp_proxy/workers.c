@@ -354,7 +354,7 @@ struct wmsg {
     int kind;
     uint32_t id;
     int paused;
-    char ip[64];
+    int fd; /* W_LISTEN: the worker's listening socket (the message's) */
 };
 
 static void on_stopped(void *arg);
@@ -394,21 +394,29 @@ on_wmsg(void *arg)
     const struct plb_host *h = tp->host;
     struct tp_upd *d;
 
-    if (lp->stopping && m->kind != W_STOP)
+    if (lp->stopping && m->kind != W_STOP) {
+        if (m->kind == W_LISTEN)
+            close(m->fd);
         goto out;
+    }
     switch ((enum wmsg_kind)m->kind) {
     case W_LISTEN: {
         int err = 0;
         lp->flush = h->worker_timer_new(lp->w, on_flush, lp);
-        lp->listener = h->worker_listen_tcp(lp->w, m->ip, (int)tp->cfg->bind_port, BACKLOG, 1,
-                                            tp_on_accept, lp, &err);
-        if (!lp->flush || !lp->listener) {
-            PLB_ERR(tp->host, tp->ctx, NULL, "worker %zu cannot listen on %s:%lld: %s",
-                    h->worker_index(lp->w), m->ip, (long long)tp->cfg->bind_port,
-                    strerror(lp->listener ? ENOMEM : -err));
+        if (!lp->flush) {
+            close(m->fd);
+            err = -ENOMEM;
+        } else {
+            lp->listener = h->worker_listen_fd(lp->w, m->fd, tp_on_accept, lp, &err);
+        }
+        if (!lp->listener) {
+            /* Its socket is closed: the kernel sends its share of new
+             * connections to the other workers' sockets. */
+            PLB_ERR(tp->host, tp->ctx, NULL, "worker %zu cannot accept on %s:%lld: %s",
+                    h->worker_index(lp->w), tp->cfg->bind_address, (long long)tp->cfg->bind_port,
+                    strerror(-err));
             break;
         }
-        tp_sockopts(h->listener_fd(lp->listener));
         lp->client_opts = TP_OPTS_UNVERIFIED;
         if (m->paused)
             h->listener_pause(lp->listener, 1);
@@ -530,43 +538,39 @@ on_collect(void *arg)
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                */
 
-/* Whether ip:port can be bound with SO_REUSEPORT (so each worker's
- * listener will be): 0 or -errno, at once, for the start to fail on. */
-static int
-bind_probe(const char *ip, int port)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl;
-    int one = 1, rc = 0;
-    if (tp_parse_ip(ip, port, &ss, &sl) < 0)
-        return -EINVAL;
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -errno;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
-        bind(fd, (struct sockaddr *)&ss, sl) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
 int
 tp_workers_start(struct tp *tp, const char *ip, int paused)
 {
     const struct plb_host *h = tp->host;
-    int rc = bind_probe(ip, (int)tp->cfg->bind_port);
-    if (rc < 0) {
-        PLB_ERR(tp->host, tp->ctx, NULL, "cannot listen on %s:%lld: %s", ip,
-                (long long)tp->cfg->bind_port, strerror(-rc));
-        return rc;
-    }
-    if (!tp->snap && !(tp->snap = h->snapshot_new(tp->ctx)))
+    int rc = 0;
+    /* Every worker's socket is bound and listening before the start
+     * returns: from then on connections queue in the kernel, whenever each
+     * worker gets to accepting them, and a port in use fails the start. */
+    int *fds = h->alloc(tp->nloops * sizeof(*fds));
+    if (!fds)
         return -ENOMEM;
+    for (size_t i = 0; i < tp->nloops; i++)
+        fds[i] = -1;
+    for (size_t i = 0; i < tp->nloops; i++) {
+        fds[i] = h->listen_socket(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, 1, NULL);
+        if (fds[i] < 0) {
+            rc = fds[i];
+            PLB_ERR(tp->host, tp->ctx, NULL, "cannot listen on %s:%lld: %s", ip,
+                    (long long)tp->cfg->bind_port, strerror(-rc));
+            goto out;
+        }
+        tp_sockopts(fds[i]);
+    }
+    if (!tp->snap && !(tp->snap = h->snapshot_new(tp->ctx))) {
+        rc = -ENOMEM;
+        goto out;
+    }
     if (!tp->loops) {
         tp->loops = h->alloc(tp->nloops * sizeof(*tp->loops));
-        if (!tp->loops)
-            return -ENOMEM;
+        if (!tp->loops) {
+            rc = -ENOMEM;
+            goto out;
+        }
         for (size_t i = 0; i < tp->nloops; i++) {
             struct tp_loop *lp = &tp->loops[i];
             lp->tp = tp;
@@ -580,26 +584,35 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
         }
     }
     if ((rc = h->metrics_on_collect(tp->ctx, on_collect, tp, 1)) < 0)
-        return rc;
+        goto out;
     tp_workers_publish(tp);
     for (size_t i = 0; i < tp->nloops; i++) {
         struct wmsg *m = h->alloc(sizeof(*m));
-        if (!m)
-            return -ENOMEM;
+        if (!m) {
+            rc = -ENOMEM;
+            goto out;
+        }
         m->lp = &tp->loops[i];
         m->kind = W_LISTEN;
         m->paused = paused;
-        snprintf(m->ip, sizeof(m->ip), "%s", ip);
+        m->fd = fds[i];
         if ((rc = h->post(tp->ctx, m->lp->w, on_wmsg, m)) < 0) {
             h->free(m);
-            return rc;
+            goto out;
         }
+        fds[i] = -1; /* the worker's now */
     }
     char listen[96];
     snprintf(listen, sizeof(listen), "%s:%lld", ip, (long long)tp->cfg->bind_port);
     PLB_INFO(tp->host, tp->ctx, PLB_KV("listen", listen), "listening on %zu worker loops",
              tp->nloops);
-    return 0;
+    rc = 0;
+out:
+    for (size_t i = 0; i < tp->nloops; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    h->free(fds);
+    return rc;
 }
 
 /* Main loop: one worker finished its stop. */

@@ -60,15 +60,12 @@
  * event base, for a data path that scales with the CPUs. A module uses them
  * only through the worker functions (since 2.2): it makes timers, watches
  * and listeners on a worker with worker_timer_new, worker_io_new and
- * worker_listen_tcp, posts messages between the loops (post), and publishes
- * immutable snapshots for the workers to read (snapshot_*). State crosses
- * threads only that way. Each host function below is marked:
- *   [any]     callable from any thread, the workers included;
- *   [own]     callable on the loop that made its handle (a timer, watch or
- *             listener made on a worker is armed, changed and freed on
- *             that worker only);
- *   and every function not marked is for the main loop only.
- * No hook and no message may block.
+ * worker_listen_fd (on a socket listen_socket bound on the main loop), posts messages between the
+ * loops (post), and publishes immutable snapshots for the workers to read (snapshot_*). State
+ * crosses threads only that way. Each host function below is marked: [any]     callable from any
+ * thread, the workers included; [own]     callable on the loop that made its handle (a timer, watch
+ * or listener made on a worker is armed, changed and freed on that worker only); and every function
+ * not marked is for the main loop only. No hook and no message may block.
  *
  * Callbacks. What a callback may do with the handles it holds:
  *   timer        timer_arm, timer_cancel and timer_free of the timer itself
@@ -115,7 +112,9 @@
  * Changelog (every ABI change, newest first):
  *   2026-12-01  2.2  Worker loops: worker_count, worker_at, worker_self,
  *                    worker_index, post, worker_timer_new, worker_io_new,
- *                    worker_listen_tcp (SO_REUSEPORT), snapshot_new,
+ *                    listen_socket (bound and listening at once, with
+ *                    SO_REUSEPORT on request), worker_listen_fd (accepts
+ *                    on it from a worker), snapshot_new,
  *                    snapshot_publish, snapshot_get, snapshot_free,
  *                    metrics_on_collect; every host function is marked
  *                    [any], [own] or (unmarked) main loop only.
@@ -1040,14 +1039,24 @@ struct plb_host {
      * loop run in the order posted. 0, or -ENOMEM, or -ESHUTDOWN (the loop
      * stopped): then fn does not run and arg stays the caller's. */
     int (*post)(plb_ctx *ctx, plb_worker *to, void (*fn)(void *arg), void *arg);
+    /* A TCP socket bound to addr:port (an IP literal, as listen_tcp) and
+     * listening when this returns, so connections queue in the kernel's
+     * backlog from then on; with reuseport != 0 it has SO_REUSEPORT, so that
+     * one such socket per worker shares addr:port and the kernel spreads new
+     * connections among them (bind the first with port 0 for an ephemeral
+     * port, read it with *bound_port, and bind the others to that). The
+     * bound port goes to *bound_port (may be NULL). A new fd (non-blocking,
+     * close-on-exec; the caller's until worker_listen_fd steals it), or
+     * -errno: -EINVAL (bad address or port), -EADDRINUSE, -EACCES, ... */
+    int (*listen_socket)(plb_ctx *ctx, const char *addr, int port, int backlog, int reuseport,
+                         int *bound_port);
     /* [own: call on worker w] Timers, watches and listeners on w's loop, as
-     * timer_new, io_new and listen_tcp. worker_listen_tcp sets SO_REUSEPORT
-     * (with reuseport != 0) so that a listener per worker shares addr:port
-     * and the kernel spreads connections among them. */
+     * timer_new, io_new and listen_tcp. worker_listen_fd accepts on fd, a
+     * socket from listen_socket (steals fd: closed on failure too); NULL on
+     * failure with *err (may be NULL) set to -errno. */
     plb_timer *(*worker_timer_new)(plb_worker *w, plb_timer_cb cb, void *arg);
     plb_io *(*worker_io_new)(plb_worker *w, int fd, int what, plb_io_cb cb, void *arg);
-    plb_listener *(*worker_listen_tcp)(plb_worker *w, const char *addr, int port, int backlog,
-                                       int reuseport, plb_accept_cb cb, void *arg, int *err);
+    plb_listener *(*worker_listen_fd)(plb_worker *w, int fd, plb_accept_cb cb, void *arg, int *err);
     /* An empty snapshot slot. New, free with snapshot_free; NULL when out of
      * memory. */
     plb_snapshot *(*snapshot_new)(plb_ctx *ctx);

@@ -161,32 +161,45 @@ kop_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
     kop_free(k);
 }
 
-/* Track a started op (or report why it did not start). */
-static struct kop *
-kop_new(struct hz_kside *ks)
+/* Sends one Kubernetes write with kop_done and k as its done and arg. */
+typedef plb_kube_op *(*kop_start_fn)(struct hz_kside *ks, void *arg, struct kop *k, int *err);
+
+/* Start one tracked write (what: for the log) through start(ks, arg, ...);
+ * status_key (NULL: none) makes it the status write of that Service, which
+ * status_ended hears of when it ends, also when it does not start. 0, or
+ * -ENOMEM when nothing could be tracked (status_ended not called). */
+static int
+kop_run(struct hz_kside *ks, const char *status_key, const char *what, kop_start_fn start,
+        void *arg)
 {
     struct kop *k = hz_calloc(sizeof(*k));
-    if (k)
-        k->ks = ks;
-    return k;
-}
-
-static void
-kop_started(struct hz_kside *ks, struct kop *k, plb_kube_op *op, int err, const char *what)
-{
-    if (!op) {
+    plb_kube_op *op;
+    int err = 0;
+    if (!k || (status_key && !(k->status_key = hz_strdup(status_key)))) {
+        hz_free(k);
+        return -ENOMEM;
+    }
+    k->ks = ks;
+    if (!(op = start(ks, arg, k, &err))) {
         PLB_ERR(ks->host, ks->ctx, PLB_KV("what", what, "error", strerror(-err)),
                 "kubernetes write: cannot start");
         if (k->status_key)
             status_ended(k, 0);
         kop_free(k);
-        return;
+        return 0;
     }
     k->op = op;
     k->next = ks->kops;
     if (ks->kops)
         ks->kops->prev = k;
     ks->kops = k;
+    return 0;
+}
+
+static plb_kube_op *
+start_event(struct hz_kside *ks, void *arg, struct kop *k, int *err)
+{
+    return ks->host->kube_event(ks->kube, arg, kop_done, k, err);
 }
 
 /* A warning Event about Service key (ns/name) svc, logged too. */
@@ -201,11 +214,8 @@ warn_event(struct hz_kside *ks, const char *key, const plb_obj *svc, const char 
                                 .type = "Warning",
                                 .reason = reason,
                                 .message = msg};
-    struct kop *k = kop_new(ks);
-    int err = 0;
     PLB_WARN(ks->host, ks->ctx, PLB_KV("service", key, "reason", reason), "%s", msg);
-    if (k)
-        kop_started(ks, k, ks->host->kube_event(ks->kube, &ev, kop_done, k, &err), err, "event");
+    (void)kop_run(ks, NULL, "event", start_event, &ev);
 }
 
 /* The mutate callback of the finalizer removal; arg is its struct kop
@@ -241,6 +251,12 @@ drop_finalizer(plb_obj *obj, void *arg)
     return h->obj_set(obj, keep, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
 }
 
+static plb_kube_op *
+start_finalizer_removal(struct hz_kside *ks, void *arg, struct kop *k, int *err)
+{
+    return ks->host->kube_modify(ks->kube, arg, drop_finalizer, 0, kop_done, k, err);
+}
+
 /* Drop robotlb/finalizer from Service key, ns/name. */
 static void
 remove_finalizer(struct hz_kside *ks, const char *key, const char *ns, const char *name)
@@ -250,14 +266,9 @@ remove_finalizer(struct hz_kside *ks, const char *key, const char *ns, const cha
                                .resource = "services",
                                .ns = ns,
                                .name = name};
-    struct kop *k = kop_new(ks);
-    int err = 0;
     PLB_INFO(ks->host, ks->ctx, PLB_KV("service", key, "finalizer", FINALIZER),
              "removing the finalizer of earlier releases");
-    if (k)
-        kop_started(ks, k,
-                    ks->host->kube_modify(ks->kube, &ref, drop_finalizer, 0, kop_done, k, &err),
-                    err, "finalizer removal");
+    (void)kop_run(ks, NULL, "finalizer removal", start_finalizer_removal, &ref);
 }
 
 /* ------------------------------------------------------------------ */
@@ -457,6 +468,21 @@ hz_warn_clear(struct hz_svc_state *st, const char *reason)
         json_object_del(st->warned, reason);
 }
 
+/* What start_status_write sends. */
+struct status_write {
+    const plb_obj *svc;
+    const char *ips[2];
+    size_t n;
+    const char *mode;
+};
+
+static plb_kube_op *
+start_status_write(struct hz_kside *ks, void *arg, struct kop *k, int *err)
+{
+    struct status_write *w = arg;
+    return ks->host->lb_status_write(ks->kube, w->svc, w->ips, w->n, w->mode, kop_done, k, err);
+}
+
 /* Write svc's status.loadBalancer.ingress from lb when it differs. */
 void
 hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, json_t *lb)
@@ -470,34 +496,27 @@ hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
     } else if (want && st->status_busy) {
         st->status_again = 1; /* one write at a time: look again after it */
     } else if (want && !json_equal(want, st->status_sent)) {
-        const char *ips[2];
-        size_t n = 0, i;
+        struct status_write w = {
+            .svc = svc,
+            .mode = json_string_value(json_object_get(json_array_get(want, 0), "ipMode"))};
+        size_t i;
         json_t *e;
-        struct kop *k = kop_new(ks);
-        int err = 0;
         json_array_foreach(want, i, e)
         {
-            if (n < 2)
-                ips[n++] = json_string_value(json_object_get(e, "ip"));
+            if (w.n < 2)
+                w.ips[w.n++] = json_string_value(json_object_get(e, "ip"));
         }
-        PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", ips[0],
-                 n > 1 ? ", " : "", n > 1 ? ips[1] : "");
-        if (k && !(k->status_key = hz_strdup(st->key))) {
-            hz_free(k);
-            k = NULL;
-        }
-        if (k) {
+        PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", w.ips[0],
+                 w.n > 1 ? ", " : "", w.n > 1 ? w.ips[1] : "");
+        /* in flight from here: status_ended undoes this if it fails */
+        json_decref(st->status_sent);
+        st->status_sent = json_incref(want);
+        st->status_busy = 1;
+        if (kop_run(ks, st->key, "status write", start_status_write, &w) < 0) {
+            st->status_busy = 0;
             json_decref(st->status_sent);
-            st->status_sent = json_incref(want);
-            st->status_busy = 1;
+            st->status_sent = NULL;
         }
-        if (k)
-            kop_started(ks, k,
-                        ks->host->lb_status_write(
-                            ks->kube, svc, ips, n,
-                            json_string_value(json_object_get(json_array_get(want, 0), "ipMode")),
-                            kop_done, k, &err),
-                        err, "status write");
     }
     json_decref(want);
     json_decref(have);

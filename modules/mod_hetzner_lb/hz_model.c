@@ -137,10 +137,6 @@ hz_actual_clear(struct hz_actual *a)
     memset(a, 0, sizeof(*a));
 }
 
-/* Allocate p with one element per item of the JSON array v (p stays NULL
- * for an empty one); false on ENOMEM. */
-#define ROOM_FOR(v, p) (!json_array_size(v) || ((p) = hz_calloc(json_array_size(v) * sizeof(*(p)))))
-
 /* Copy an optional string member; 0 or -ENOMEM. */
 static int
 dup_str(const json_t *v, char **out)
@@ -159,9 +155,69 @@ int_of(const json_t *o, const char *key)
     return json_is_integer(v) ? (int)json_integer_value(v) : 0;
 }
 
+/* One item of private_net into slot (a struct hz_act_net): 1, 0 when it
+ * names no network (skipped), -ENOMEM. */
+static int
+fill_net(const json_t *it, void *slot)
+{
+    struct hz_act_net *n = slot;
+    json_t *nid = json_object_get(it, "network");
+    if (!json_is_integer(nid))
+        return 0;
+    n->network = json_integer_value(nid);
+    return dup_str(json_object_get(it, "ip"), &n->ip) < 0 ? -ENOMEM : 1;
+}
+
+/* One item of services into slot (a struct hz_act_service): 1 or -ENOMEM
+ * (the slot left empty). */
+static int
+fill_service(const json_t *it, void *slot)
+{
+    struct hz_act_service *s = slot;
+    json_t *hc = json_object_get(it, "health_check");
+    s->listen = int_of(it, "listen_port");
+    s->dest = int_of(it, "destination_port");
+    s->proxy = json_is_true(json_object_get(it, "proxyprotocol"));
+    s->hc_port = int_of(hc, "port");
+    s->hc_interval = int_of(hc, "interval");
+    s->hc_timeout = int_of(hc, "timeout");
+    s->hc_retries = int_of(hc, "retries");
+    if (dup_str(json_object_get(it, "protocol"), &s->protocol) < 0 ||
+        dup_str(json_object_get(hc, "protocol"), &s->hc_protocol) < 0) {
+        hz_free_each(&s->protocol, &s->hc_protocol, NULL);
+        return -ENOMEM;
+    }
+    return 1;
+}
+
+/* The items of the JSON array v as a new C array of slots of size bytes,
+ * each filled by fill (1 taken, 0 skipped, < 0 an error); *n gets how many
+ * were taken, *rc 0 or the error (the slots taken so far are returned for
+ * the caller to free). NULL for an empty array. */
+static void *
+parse_items(const json_t *v, size_t size, int (*fill)(const json_t *it, void *slot), size_t *n,
+            int *rc)
+{
+    char *base = json_array_size(v) ? hz_calloc(json_array_size(v) * size) : NULL;
+    size_t i;
+    json_t *it;
+    *n = 0;
+    *rc = json_array_size(v) && !base ? -ENOMEM : 0;
+    json_array_foreach(v, i, it)
+    {
+        int r = *rc ? 0 : fill(it, base + *n * size);
+        if (r < 0)
+            *rc = r;
+        else
+            *n += (size_t)r;
+    }
+    return base;
+}
+
 int
 hz_actual_parse(const json_t *lb, struct hz_actual *out)
 {
+    int rc;
     struct hz_actual a;
     json_t *v, *it;
     size_t i;
@@ -194,23 +250,14 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
         dup_str(json_object_get(json_object_get(v, "ipv6"), "ip"), &a.ipv6) < 0)
         goto nomem;
 
-    v = json_object_get(lb, "private_net");
-    if (!ROOM_FOR(v, a.nets))
+    a.nets =
+        parse_items(json_object_get(lb, "private_net"), sizeof(*a.nets), fill_net, &a.nnets, &rc);
+    if (rc < 0)
         goto nomem;
-    json_array_foreach(v, i, it)
-    {
-        struct hz_act_net *n = &a.nets[a.nnets];
-        json_t *nid = json_object_get(it, "network");
-        if (!json_is_integer(nid))
-            continue;
-        n->network = json_integer_value(nid);
-        if (dup_str(json_object_get(it, "ip"), &n->ip) < 0)
-            goto nomem;
-        a.nnets++;
-    }
 
     v = json_object_get(lb, "targets");
-    if (!ROOM_FOR(v, a.ip_targets))
+    if (json_array_size(v) &&
+        !(a.ip_targets = hz_calloc(json_array_size(v) * sizeof(*a.ip_targets))))
         goto nomem;
     json_array_foreach(v, i, it)
     {
@@ -225,25 +272,10 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
         }
     }
 
-    v = json_object_get(lb, "services");
-    if (!ROOM_FOR(v, a.services))
+    a.services = parse_items(json_object_get(lb, "services"), sizeof(*a.services), fill_service,
+                             &a.nservices, &rc);
+    if (rc < 0)
         goto nomem;
-    json_array_foreach(v, i, it)
-    {
-        struct hz_act_service *s = &a.services[a.nservices];
-        json_t *hc = json_object_get(it, "health_check");
-        s->listen = int_of(it, "listen_port");
-        s->dest = int_of(it, "destination_port");
-        s->proxy = json_is_true(json_object_get(it, "proxyprotocol"));
-        s->hc_port = int_of(hc, "port");
-        s->hc_interval = int_of(hc, "interval");
-        s->hc_timeout = int_of(hc, "timeout");
-        s->hc_retries = int_of(hc, "retries");
-        a.nservices++;
-        if (dup_str(json_object_get(it, "protocol"), &s->protocol) < 0 ||
-            dup_str(json_object_get(hc, "protocol"), &s->hc_protocol) < 0)
-            goto nomem;
-    }
     *out = a;
     return 0;
 nomem:

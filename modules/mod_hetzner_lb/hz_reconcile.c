@@ -446,7 +446,8 @@ op_done(void *arg, const struct hz_result *res)
         /* The client waits out 429 itself: any answer here is a refusal. */
         log_refusal(r, what, res);
         r->refused = 1;
-        op_refused(r, o->kind, o->ip, res);
+        if (!res->err) /* Hetzner's answer, not a transport error */
+            op_refused(r, o->kind, o->ip, res);
     } else {
         log_refusal(r, what, res);
         r->failed = 1;

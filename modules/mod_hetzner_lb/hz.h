@@ -18,6 +18,7 @@
  *   hz_watch.c        informers, what their events queue, full passes
  *   hz_kube.c         the per-Service sync, status, Events, finalizers
  *   hz_reconcile.c    one Service's reconcile with Hetzner
+ *   hz_refusal.c      the warning Events of what Hetzner refuses
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event

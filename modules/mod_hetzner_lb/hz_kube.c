@@ -577,8 +577,12 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
             st->last_bad = hz_strdup(err);
         }
     }
+    /* The status follows the labelled balancer once it serves the
+     * Service: written by the reconcile when it finds nothing to change,
+     * or after its writes; here only for a Service no reconcile looks at
+     * (no good annotations yet). */
     json_t *lb = ks->by_uid ? json_object_get(ks->by_uid, uid) : NULL;
-    if (lb && hz_lb_serves(ks, st, lb))
+    if (lb && !st->have_good && hz_lb_serves(ks, st, lb))
         hz_status_update(ks, st, svc, lb);
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */

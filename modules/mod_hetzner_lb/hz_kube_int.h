@@ -66,6 +66,27 @@ HZ_HIDDEN int hz_watch_start(struct hz_kside *ks);
 /* Delete the balancer labelled with uid (from the resync list), if any. */
 HZ_HIDDEN void hz_delete_labelled(struct hz_kside *ks, const char *uid);
 
+/* Refusals (hz_refusal.c): a warning Event on st's Service svc for a
+ * refused action kind (its target ip for a target) on balancer lb_name
+ * while asking for d, with Hetzner's answer res. */
+HZ_HIDDEN void hz_refused_op(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                             const struct hz_desired *d, const char *lb_name, enum hz_op_kind kind,
+                             const char *ip, const struct hz_result *res);
+/* ... for a refused create of d. */
+HZ_HIDDEN void hz_refused_create(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                                 const struct hz_desired *d, const struct hz_result *res);
+/* A reconcile passed without a refusal: forget the ones in force. */
+HZ_HIDDEN void hz_refusals_clear(struct hz_svc_state *st);
+/* The Service asks for another location than its balancer lb's (borrowed
+ * JSON), which Hetzner cannot change: LocationUnchangeable, once while it
+ * holds. */
+HZ_HIDDEN void hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                                 const struct hz_desired *d, json_t *lb);
+/* No node to target (ntargets 0) while balancer lb exists:
+ * BalancerWithoutTargets, once while it holds. */
+HZ_HIDDEN void hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                                size_t ntargets, json_t *lb);
+
 /* Reconcile st's Service svc (borrowed) when what it asks for differs from
  * its labelled balancer (hz_reconcile.c). */
 HZ_HIDDEN void hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc);

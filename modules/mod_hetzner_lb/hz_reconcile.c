@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,12 +48,6 @@ struct rop {
 };
 
 static void rec_plan(struct rec *r, json_t *lb);
-
-/* The refusals a reconcile reports; cleared when one passes without. */
-static const char *const refusal_reasons[] = {
-    "InvalidBalancerType", "InvalidLocation",      "CreateRefused",
-    "TargetRefused",       "NetworkAttachRefused", "BalancerUpdateRefused",
-};
 
 static void
 fp_s(uint64_t *h, const char *s)
@@ -192,8 +185,7 @@ rec_finish(struct rec *r)
             st->retry_at = 0;
         }
         if (!r->cancelled && !r->refused && !r->failed && !r->waiting)
-            for (size_t i = 0; i < sizeof(refusal_reasons) / sizeof(refusal_reasons[0]); i++)
-                hz_warn_clear(st, refusal_reasons[i]);
+            hz_refusals_clear(st);
         if (r->name_conflict)
             st->by_name = 1;
         if (r->attached)
@@ -254,79 +246,6 @@ log_refusal(const struct rec *r, const char *what, const struct hz_result *res)
              "%s failed: status %d", what, res->status);
 }
 
-/* Hetzner's answer as an Event's text: its error code and message and, for
- * invalid_input, each field it names with what is wrong with it. */
-static void
-refusal_text(const struct hz_result *res, char *out, size_t len)
-{
-    json_t *fields =
-        json_object_get(json_object_get(json_object_get(res->body, "error"), "details"), "fields");
-    json_t *f, *m;
-    size_t i, j, n;
-    if (res->code)
-        n = (size_t)snprintf(out, len, "%s: %s", res->code, res->message ? res->message : "-");
-    else
-        n = (size_t)snprintf(out, len, "HTTP %d: %s", res->status,
-                             res->message ? res->message : "no error code");
-    json_array_foreach(fields, i, f)
-    {
-        const char *name = json_string_value(json_object_get(f, "name"));
-        json_array_foreach(json_object_get(f, "messages"), j, m)
-        {
-            if (n < len && name && json_string_value(m))
-                n += (size_t)snprintf(out + n, len - n, " [%s: %s]", name, json_string_value(m));
-        }
-    }
-}
-
-/* 1 when invalid_input names field (or, with alt, that one) in res. */
-static int
-refused_field(const struct hz_result *res, const char *field, const char *alt)
-{
-    json_t *fields =
-        json_object_get(json_object_get(json_object_get(res->body, "error"), "details"), "fields");
-    json_t *f;
-    size_t i;
-    json_array_foreach(fields, i, f)
-    {
-        const char *name = json_string_value(json_object_get(f, "name"));
-        if (name && (strcmp(name, field) == 0 || (alt && strcmp(name, alt) == 0)))
-            return 1;
-    }
-    return 0;
-}
-
-/* A warning Event about a refusal, every time (the core aggregates them
- * into one Event per reason and text). */
-static void rec_refused(struct rec *r, const char *reason, const char *fmt, ...) PLB_PRINTF(3, 4);
-static void
-rec_refused(struct rec *r, const char *reason, const char *fmt, ...)
-{
-    struct hz_svc_state *st;
-    const plb_obj *svc = rec_svc(r, &st);
-    char msg[1024];
-    va_list ap;
-    if (!svc)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    hz_warn_each(r->ks, st, svc, reason, msg);
-}
-
-/* Where a value of the Service comes from: its annotation, or the setting. */
-static const char *
-source_of(const struct rec *r, const char *ann, const char *setting)
-{
-    struct hz_svc_state *st = hz_state_get(r->ks, r->key, 0);
-    const char *v = NULL;
-    if (st && st->have_good)
-        v = !strcmp(ann, HZ_ANN_TYPE)       ? st->good.type
-            : !strcmp(ann, HZ_ANN_LOCATION) ? st->good.location
-                                            : st->good.network;
-    return v ? ann : setting;
-}
-
 static const char *
 lb_name(const struct rec *r)
 {
@@ -334,69 +253,21 @@ lb_name(const struct rec *r)
     return n ? n : r->d.name;
 }
 
-/* An action on the balancer was refused: say what, naming the value. */
+/* An action on the balancer was refused: a warning Event (hz_refusal.c). */
 static void
 op_refused(struct rec *r, enum hz_op_kind kind, const char *ip, const struct hz_result *res)
 {
-    char why[768];
-    refusal_text(res, why, sizeof(why));
-    switch (kind) {
-    case HZ_OP_ADD_TARGET:
-        /* after a refused attach every target is refused for that: the
-         * attach's Event says why */
-        if (r->attach_failed && res->code &&
-            strcmp(res->code, "load_balancer_not_attached_to_network") == 0)
-            return;
-        rec_refused(r, "TargetRefused",
-                    "Hetzner refused target %s (a node's InternalIP) of balancer \"%s\": %s; "
-                    "tried again every refused_recheck_interval",
-                    ip ? ip : "-", lb_name(r), why);
-        break;
-    case HZ_OP_CHANGE_TYPE:
-        rec_refused(r, "InvalidBalancerType",
-                    "Hetzner refused to change balancer \"%s\" to the balancer type \"%s\" "
-                    "(%s): %s",
-                    lb_name(r), r->d.type, source_of(r, HZ_ANN_TYPE, "default_balancer_type"), why);
-        break;
-    case HZ_OP_ATTACH_NETWORK:
+    struct hz_svc_state *st;
+    const plb_obj *svc = rec_svc(r, &st);
+    if (kind == HZ_OP_ATTACH_NETWORK)
         r->attach_failed = 1;
-        rec_refused(r, "NetworkAttachRefused",
-                    "Hetzner refused to attach balancer \"%s\" to the network \"%s\" (%s)%s%s%s: "
-                    "%s; it reaches no target, so the Service's status is not written until it "
-                    "is attached",
-                    lb_name(r), r->d.network, source_of(r, HZ_ANN_NETWORK, "default_network"),
-                    r->d.private_ip ? " with the IP \"" : "",
-                    r->d.private_ip ? r->d.private_ip : "",
-                    r->d.private_ip ? "\" (" HZ_ANN_PRIVATE_IP ")" : "", why);
-        break;
-    default:
-        rec_refused(r, "BalancerUpdateRefused", "Hetzner refused %s on balancer \"%s\": %s",
-                    hz_op_name(kind), lb_name(r), why);
-        break;
-    }
-}
-
-/* The create was refused (not for a taken name): say what, naming the
- * value Hetzner names. */
-static void
-create_refused(struct rec *r, const struct hz_result *res)
-{
-    char why[768];
-    refusal_text(res, why, sizeof(why));
-    if (refused_field(res, "load_balancer_type", NULL))
-        rec_refused(r, "InvalidBalancerType",
-                    "Hetzner refused to create balancer \"%s\" of the balancer type \"%s\" "
-                    "(%s): %s",
-                    r->d.name, r->d.type, source_of(r, HZ_ANN_TYPE, "default_balancer_type"), why);
-    else if (refused_field(res, "location", "network_zone"))
-        rec_refused(r, "InvalidLocation",
-                    "Hetzner refused to create balancer \"%s\" in the location \"%s\" (%s): %s",
-                    r->d.name, r->d.location, source_of(r, HZ_ANN_LOCATION, "default_lb_location"),
-                    why);
-    else
-        rec_refused(r, "CreateRefused",
-                    "Hetzner refused to create balancer \"%s\" (type %s, location %s): %s",
-                    r->d.name, r->d.type, r->d.location, why);
+    /* after a refused attach every target is refused for that: the
+     * attach's Event says why */
+    if (kind == HZ_OP_ADD_TARGET && r->attach_failed && res->code &&
+        strcmp(res->code, "load_balancer_not_attached_to_network") == 0)
+        return;
+    if (svc)
+        hz_refused_op(r->ks, st, svc, &r->d, lb_name(r), kind, ip, res);
 }
 
 /* The final GET of the balancer after the writes. */
@@ -559,8 +430,12 @@ create_done(void *arg, const struct hz_result *res)
         log_refusal(r, "create", res);
         r->failed = 1;
         r->name_conflict = res->code && strcmp(res->code, "uniqueness_error") == 0;
-        if (!r->name_conflict && !res->err)
-            create_refused(r, res);
+        if (!r->name_conflict && !res->err) {
+            struct hz_svc_state *st;
+            const plb_obj *svc = rec_svc(r, &st);
+            if (svc)
+                hz_refused_create(r->ks, st, svc, &r->d, res);
+        }
     }
     if (r->refs == 0)
         rec_finish(r);
@@ -960,55 +835,6 @@ read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, 
     return 0;
 }
 
-/* Hetzner cannot move a balancer: a Service asking for another location
- * than its balancer's is told so (once while it holds) and keeps it. */
-static void
-location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
-               const struct hz_desired *d, json_t *lb)
-{
-    const char *have = json_string_value(json_object_get(json_object_get(lb, "location"), "name"));
-    const char *name = json_string_value(json_object_get(lb, "name"));
-    char msg[768];
-    if (!have || strcmp(have, d->location) == 0) {
-        hz_warn_clear(st, "LocationUnchangeable");
-        return;
-    }
-    snprintf(msg, sizeof(msg),
-             "the Service asks for the location \"%s\" (%s) but its balancer \"%s\" is in "
-             "%s, and Hetzner cannot move a balancer: it stays in %s (delete the balancer to "
-             "have a new one, with a new IP, created in %s)",
-             d->location, st->good.location ? HZ_ANN_LOCATION : "default_lb_location",
-             name ? name : "-", have, have, d->location);
-    hz_warn_once(ks, st, svc, "LocationUnchangeable", msg);
-}
-
-/* A Service whose balancer has no node to target any more (under Local:
- * no node has a ready endpoint) keeps the balancer and its IP; say so. */
-static void
-targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, size_t ntargets,
-              json_t *lb)
-{
-    const char *policy = hz_ks_str(ks, svc, "spec", "externalTrafficPolicy", NULL);
-    const char *ip = json_string_value(
-        json_object_get(json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip"));
-    char msg[768];
-    if (ntargets || !lb) {
-        hz_warn_clear(st, "BalancerWithoutTargets");
-        return;
-    }
-    snprintf(msg, sizeof(msg),
-             "no node serves the Service now (%s): its balancer \"%s\" loses its targets but "
-             "stays, with its IP %s, until a node does",
-             ks->cfg->dynamic_node_selector && policy && strcmp(policy, "Local") == 0
-                 ? "externalTrafficPolicy Local and no node has a ready endpoint"
-                 : "no node is eligible",
-             json_string_value(json_object_get(lb, "name"))
-                 ? json_string_value(json_object_get(lb, "name"))
-                 : "-",
-             ip ? ip : "-");
-    hz_warn_once(ks, st, svc, "BalancerWithoutTargets", msg);
-}
-
 /* Select the Service's target nodes, build what it asks for, and reconcile
  * when that differs from its labelled balancer (or it has none). The steady
  * state costs no request: the resync list is compared. */
@@ -1090,18 +916,15 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
         hz_desired_clear(&d);
         return;
     }
-    if (st->fail_fp == fp && h->now_ms(ks->ctx) < st->retry_at) {
-        hz_desired_clear(&d);
-        return;
-    }
     json_t *lb = json_object_get(ks->by_uid, st->uid);
     json_t *netid = d.network ? json_object_get(ks->nets, d.network) : NULL;
     if (lb) {
-        location_check(ks, st, svc, &d, lb);
-        targets_check(ks, st, svc, d.ntargets, lb);
+        hz_location_check(ks, st, svc, &d, lb);
+        hz_targets_check(ks, st, svc, d.ntargets, lb);
     }
     if (lb && (!d.network || netid)) {
-        /* Compare with the list: nothing to send when nothing differs. */
+        /* Compare with the list: nothing to send when nothing differs, and
+         * then the balancer serves the Service: its status follows it. */
         struct hz_actual a;
         struct hz_plan p = {0};
         if (hz_actual_parse(lb, &a) == 0) {
@@ -1111,10 +934,17 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
                 st->fail_fp = 0;
                 st->retry_at = 0;
                 hz_desired_clear(&d);
+                if (hz_lb_serves(ks, st, lb))
+                    hz_status_update(ks, st, svc, lb);
                 return;
             }
             hz_plan_clear(&p);
         }
+    }
+    /* What failed is not sent again before its recheck. */
+    if (st->fail_fp == fp && h->now_ms(ks->ctx) < st->retry_at) {
+        hz_desired_clear(&d);
+        return;
     }
     rec_start(ks, st, &d, fp, lb);
 }

@@ -375,3 +375,22 @@ env_targets_are(struct env *e, const char *uid, const char *want)
     char buf[2048];
     return env_targets_of(e, uid, buf, sizeof(buf)) && strcmp(buf, want) == 0;
 }
+
+void
+env_faults(struct env *e, const char *body)
+{
+    struct hzt_resp f;
+    ck_assert_int_eq(hzt_req(&e->hz, "POST", "/_admin/faults", NULL, NULL, body, &f), 0);
+    ck_assert_msg(f.status == 200, "faults %s: %ld %s", body, f.status, f.raw ? f.raw : "");
+    hzt_resp_free(&f);
+}
+
+long
+env_held_actions(struct env *e)
+{
+    struct hzt_resp f;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/faults", NULL, NULL, NULL, &f), 0);
+    long n = (long)json_integer_value(json_object_get(f.body, "held_actions"));
+    hzt_resp_free(&f);
+    return n;
+}

@@ -120,6 +120,11 @@ int env_targets_of(struct env *e, const char *uid, char *buf, size_t len);
 /* 1 when env_targets_of gives want. */
 int env_targets_are(struct env *e, const char *uid, const char *want);
 
+/* Set the fake Hetzner API's faults (JSON body of POST /_admin/faults). */
+void env_faults(struct env *e, const char *body);
+/* Actions the fake holds running ({"hold_actions":true}). */
+long env_held_actions(struct env *e);
+
 /* Run kubectl (.tools/bin/kubectl, the fake API server's kubeconfig, a
  * --cache-dir in the test's directory) with the NULL-ended arguments; its
  * exit code, combined output in *out (new). */

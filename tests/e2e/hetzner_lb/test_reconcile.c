@@ -215,6 +215,54 @@ START_TEST(an_unlabelled_balancer_under_the_old_name_is_adopted)
 }
 END_TEST
 
+/* "hand the balancer over with hcloud load-balancer add-label --overwrite
+ * '<balancer>' robotlb/service-uid=<new UID>": the handed-over balancer
+ * (here without targets, services or network) is managed, and the
+ * Service's status shows its IP only once it serves the Service — not
+ * while the writes that make it do (held running by the fake) are still
+ * under way. */
+START_TEST(a_handed_over_balancer_gets_the_status_once_it_serves_the_service)
+{
+    struct env e;
+    char labels[256], ip[64], t[256];
+    env_start(&e, NULL, NULL, NULL, 1);
+    env_node(&e, "n1", "10.0.1.71");
+    /* no port to expose yet (allocateLoadBalancerNodePorts false, no
+     * nodePort): it gets no balancer of its own */
+    char *uid = env_service(&e, "hand", "LoadBalancer", 0, NULL,
+                            ",\"allocateLoadBalancerNodePorts\":false");
+    WAIT_FOR(&e, env_has_event(&e, "NoExposablePort", "nodePort"), 20000, "NoExposablePort");
+    snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", uid);
+    env_create_lb(&e, "handed", labels);
+    /* two resync lists after it: the module knows it is labelled */
+    long lists = env_count_route(&e, "GET /v1/load_balancers");
+    WAIT_FOR(&e, env_count_route(&e, "GET /v1/load_balancers") >= lists + 2, 20000,
+             "two resync lists");
+    env_faults(&e, "{\"hold_actions\":true}");
+    kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/hand",
+             "application/merge-patch+json",
+             "{\"spec\":{\"ports\":[{\"port\":80,\"protocol\":\"TCP\",\"nodePort\":30171}]}}", 200,
+             NULL);
+    WAIT_FOR(&e, env_held_actions(&e) >= 1, 20000, "the first write of the plan, held running");
+    ck_assert_msg(!env_ingress(&e, "hand", ip, sizeof(ip), NULL, 0, NULL),
+                  "the status shows %s while the balancer does not serve the Service yet", ip);
+    env_faults(&e, "{\"hold_actions\":false}");
+    WAIT_FOR(&e, env_ingress(&e, "hand", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    /* by then the balancer serves it */
+    ck_assert(env_targets_of(&e, uid, t, sizeof(t)));
+    ck_assert_str_eq(t, "10.0.1.71");
+    json_t *l = env_lbs_of(&e, uid);
+    json_t *svcs = json_object_get(json_array_get(l, 0), "services");
+    ck_assert_uint_eq(json_array_size(svcs), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(svcs, 0), "listen_port")),
+                     80);
+    ck_assert_str_eq(json_string_value(json_object_get(json_array_get(l, 0), "name")), "handed");
+    json_decref(l);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* "When the name is taken by a balancer labelled for another service ...
  * robotlb leaves that balancer alone and reports it in a warning event on
  * the service ... the warning names the old UID." */
@@ -667,6 +715,7 @@ suite(void)
     tcase_add_test(tc, local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from);
     tcase_add_test(tc, a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cycle);
     tcase_add_test(tc, an_unlabelled_balancer_under_the_old_name_is_adopted);
+    tcase_add_test(tc, a_handed_over_balancer_gets_the_status_once_it_serves_the_service);
     tcase_add_test(tc, a_taken_name_gives_a_warning_event_naming_the_old_uid);
     tcase_add_test(
         tc, lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_naming_the_limit);

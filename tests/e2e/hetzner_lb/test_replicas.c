@@ -237,27 +237,6 @@ converged_balancers(struct hzt_fake *hz, size_t targets)
     return n;
 }
 
-/* POST /_admin/faults with body; it must answer 200. */
-static void
-faults(struct hzt_fake *hz, const char *body)
-{
-    struct hzt_resp f;
-    ck_assert_int_eq(hzt_req(hz, "POST", "/_admin/faults", NULL, NULL, body, &f), 0);
-    ck_assert_msg(f.status == 200, "faults %s: %ld %s", body, f.status, f.raw ? f.raw : "");
-    hzt_resp_free(&f);
-}
-
-/* Actions the fake holds running (hold_actions). */
-static long
-held_actions(struct hzt_fake *hz)
-{
-    struct hzt_resp f;
-    ck_assert_int_eq(hzt_req(hz, "GET", "/_admin/faults", NULL, NULL, NULL, &f), 0);
-    long n = (long)json_integer_value(json_object_get(f.body, "held_actions"));
-    hzt_resp_free(&f);
-    return n;
-}
-
 /* Services of the default namespace whose status shows an ingress IP. */
 static int
 services_with_ingress(struct env *e)
@@ -311,7 +290,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
     /* Every action the leader starts stays running (its balancer locked)
      * until the test releases it: the leader cannot finish a single
      * Service before it is killed, whatever the machine's speed. */
-    faults(&e.hz, "{\"hold_actions\":true}");
+    env_faults(&e, "{\"hold_actions\":true}");
 
     /* two replicas */
     for (int r = 0; r < 2; r++) {
@@ -335,7 +314,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
     long long deadline = tu_now_ms() + 30000;
     int n;
     long nheld = 0;
-    while (((n = converged_balancers(&e.hz, 3)) < 1 || (nheld = held_actions(&e.hz)) < 1) &&
+    while (((n = converged_balancers(&e.hz, 3)) < 1 || (nheld = env_held_actions(&e)) < 1) &&
            tu_now_ms() < deadline)
         tu_sleep_ms(20);
     ck_assert_msg(n >= 1, "no balancer appeared");
@@ -356,7 +335,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
             leader, n, nheld);
     tu_stop(&d[leader], SIGKILL, 5000);
     /* the held actions end now; the old leader is gone */
-    faults(&e.hz, "{\"hold_actions\":false}");
+    env_faults(&e, "{\"hold_actions\":false}");
 
     /* Every Service converges under the other replica, including one
      * created after the kill, which only the new leader can provision. */

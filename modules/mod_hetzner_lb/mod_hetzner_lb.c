@@ -300,15 +300,11 @@ hz_status(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .size = sizeof(struct plb_module),
+    PLB_MODULE_ABI,
     .name = "hetzner_lb",
     .version = "0.1",
     .description = "Hetzner Cloud load balancers for Services of type LoadBalancer (robotlb)",
-    .settings = hz_settings_table,
-    .setting_size = sizeof(struct plb_setting),
-    .config_size = sizeof(struct hz_config),
+    PLB_MODULE_SETTINGS(hz_settings_table, struct hz_config),
     .check = hz_check,
     .create = hz_create,
     .start = hz_start,

@@ -26,6 +26,10 @@
 #include "tp.h"
 
 #define BACKLOG 4096
+/* Reports wait up to this long to be posted together: a busy worker wakes
+ * the main loop at most 1000 / REPORT_MS times a second, not once per pass
+ * through its loop (a drain or a health streak learns of them that late). */
+#define REPORT_MS 20
 
 /* ------------------------------------------------------------------------ */
 /* The snapshot                                                             */
@@ -341,8 +345,8 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
     }
     lp->ev[lp->nev].id = d->up->id;
     lp->ev[lp->nev].kind = (uint8_t)kind;
-    /* Once per pass through the loop: the first report arms the flush. */
-    if (lp->nev++ == 0 && h->timer_arm(lp->flush, 0, 0, 0) < 0)
+    /* The first report of a batch arms the flush. */
+    if (lp->nev++ == 0 && h->timer_arm(lp->flush, REPORT_MS, 0, 0) < 0)
         PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
 }
 

@@ -44,6 +44,19 @@ static void on_uio(plb_io *io, int fd, int what, void *arg);
 /* ------------------------------------------------------------------------ */
 /* Upstream lists                                                           */
 
+/* Tell the pool that c opened or closed on d's upstream: at once on the main
+ * loop, by a report from a worker. */
+static void
+conn_told(struct tp_conn *c, struct tp_upd *d, enum tp_event_kind kind)
+{
+    if (c->lp->w)
+        tp_loop_report(c->lp, d, kind);
+    else if (kind == TP_EV_OPENED)
+        tp_pool_conn_opened(c->tp->pool, d->up);
+    else
+        tp_pool_conn_closed(c->tp->pool, d->up);
+}
+
 static void
 attach(struct tp_conn *c, struct tp_upd *d)
 {
@@ -53,10 +66,7 @@ attach(struct tp_conn *c, struct tp_upd *d)
     if (d->conns)
         d->conns->prev = c;
     d->conns = c;
-    if (c->lp->w)
-        tp_loop_report(c->lp, d, TP_EV_OPENED);
-    else
-        tp_pool_conn_opened(c->tp->pool, d->up);
+    conn_told(c, d, TP_EV_OPENED);
 }
 
 static void
@@ -73,10 +83,7 @@ detach(struct tp_conn *c)
         c->next->prev = c->prev;
     c->prev = c->next = NULL;
     c->d = NULL;
-    if (c->lp->w)
-        tp_loop_report(c->lp, d, TP_EV_CLOSED);
-    else
-        tp_pool_conn_closed(c->tp->pool, d->up);
+    conn_told(c, d, TP_EV_CLOSED);
 }
 
 /* ------------------------------------------------------------------------ */

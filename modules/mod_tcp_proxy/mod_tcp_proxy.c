@@ -43,10 +43,7 @@ static double
 env_random(void *arg)
 {
     struct tp *tp = arg;
-    tp->rng ^= tp->rng >> 12;
-    tp->rng ^= tp->rng << 25;
-    tp->rng ^= tp->rng >> 27;
-    return (double)((tp->rng * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+    return plb_random_unit(&tp->rng);
 }
 
 static void
@@ -472,16 +469,12 @@ tp_destroy(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .size = sizeof(struct plb_module),
+    PLB_MODULE_ABI,
     .name = "tcp_proxy",
     .version = "1.0",
     .description = "Per-node TCP load balancer for API servers: health-checked, "
                    "latency- and readiness-aware, with graceful draining",
-    .settings = tp_settings,
-    .setting_size = sizeof(struct plb_setting),
-    .config_size = sizeof(struct tp_config),
+    PLB_MODULE_SETTINGS(tp_settings, struct tp_config),
     .check = tp_config_check,
     .create = tp_create,
     .start = tp_start,

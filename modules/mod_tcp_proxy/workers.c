@@ -200,10 +200,7 @@ static double
 loop_random(void *arg)
 {
     struct tp_loop *lp = arg;
-    lp->rng ^= lp->rng >> 12;
-    lp->rng ^= lp->rng << 25;
-    lp->rng ^= lp->rng >> 27;
-    return (double)((lp->rng * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+    return plb_random_unit(&lp->rng);
 }
 
 struct tp_upd *

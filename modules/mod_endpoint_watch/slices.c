@@ -62,7 +62,10 @@ slice_port(const struct plb_host *h, const plb_obj *slice, const char *want)
             continue;
         if (proto && strcmp(proto, "TCP") != 0)
             continue;
-        int64_t port = h->obj_int(h->obj_get(p, "port", NULL), -1);
+        /* an integer, as the API's int32 (a real such as 6443.0 or 1e40 is
+         * not a port; Kubernetes' own decoding refuses it) */
+        const plb_obj *pv = h->obj_get(p, "port", NULL);
+        int64_t port = h->obj_type(pv) == PLB_OBJ_INT ? h->obj_int(pv, -1) : -1;
         if (port >= 1 && port <= 65535)
             return port;
     }

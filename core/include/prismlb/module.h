@@ -118,19 +118,19 @@
  *                    snapshot_publish, snapshot_get, snapshot_free,
  *                    metrics_on_collect; every host function is marked
  *                    [any], [own] or (unmarked) main loop only.
- *   2026-12-01  2.1  status: plb_module.status (an instance's state as a
- *                    JSON object, for /status and `prismlb status`) and
- *                    plb_host.status_render (every instance's, for the
- *                    probe server); plb_host.instance_setting_str (another
- *                    instance's string setting, for defaults that follow
- *                    it).
- *                    Header-only helpers beside 2.1 (nothing a built
+ *                    Header-only helpers beside 2.2 (nothing a built
  *                    module or the daemon sees changes): plb_check_report,
  *                    the type of the check hook's report function (with
  *                    PLB_PRINTF, so a module's own declarations check
  *                    formats); PLB_MODULE_ABI and PLB_MODULE_SETTINGS for
  *                    the descriptor fields every module sets alike;
  *                    plb_random_unit (xorshift64*, for jitter).
+ *   2026-12-01  2.1  status: plb_module.status (an instance's state as a
+ *                    JSON object, for /status and `prismlb status`) and
+ *                    plb_host.status_render (every instance's, for the
+ *                    probe server); plb_host.instance_setting_str (another
+ *                    instance's string setting, for defaults that follow
+ *                    it).
  *   2026-12-01  2.0  A major version; a module built for 1.x is refused with
  *                    both versions in the message. Every change:
  *                    - 1.1 changed what io_add does on a watch already added

@@ -124,10 +124,11 @@ h_listen_tcp(plb_ctx *ctx, const char *addr, int port, int backlog, plb_accept_c
     plb_listener *l = core_listen_tcp(ctx->core->base, addr, port, backlog, cb, arg, err);
     plb_metric *m =
         l && ctx->core->metrics
-            ? core_metric_new(ctx->core->metrics, PLB_METRIC_COUNTER, "prismlb_accept_errors_total",
-                              "Times accept() failed on a listening socket (out of "
-                              "descriptors: each failure pauses accepting for 100 ms).",
-                              labels, NULL, 0, NULL)
+            ? core_metric_new_view(ctx->core->metrics, CORE_METRIC_INSTANCE_LABEL, ctx->name,
+                                   PLB_METRIC_COUNTER, "prismlb_accept_errors_total",
+                                   "Times accept() failed on a listening socket (out of "
+                                   "descriptors: each failure pauses accepting for 100 ms).",
+                                   labels, NULL, 0, NULL)
             : NULL;
     if (m)
         core_listener_count_errors(l, m);
@@ -146,9 +147,24 @@ h_http_request(plb_ctx *ctx, const struct plb_http_opts *o, int *err)
     return core_http_request(ctx->core->httpc, o, err);
 }
 
+/* The family of an instance: every series with module_instance first. */
 static plb_metric *
 h_metric_new(plb_ctx *ctx, enum plb_metric_type type, const char *name, const char *help,
              const char *const *label_names, const double *buckets, size_t nbuckets)
+{
+    int err = 0;
+    plb_metric *m = core_metric_new_view(ctx->core->metrics, CORE_METRIC_INSTANCE_LABEL, ctx->name,
+                                         type, name, help, label_names, buckets, nbuckets, &err);
+    if (!m)
+        core_log(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name,
+                 "cannot register metric %s: error %d", name, err);
+    return m;
+}
+
+/* A family of the whole daemon, shared by every instance. */
+static plb_metric *
+h_metric_new_shared(plb_ctx *ctx, enum plb_metric_type type, const char *name, const char *help,
+                    const char *const *label_names, const double *buckets, size_t nbuckets)
 {
     int err = 0;
     plb_metric *m =
@@ -371,4 +387,6 @@ const struct plb_host core_host = {
     .snapshot_get = core_snapshot_get,
     .snapshot_free = core_snapshot_free,
     .metrics_on_collect = core_h_metrics_on_collect,
+
+    .metric_new_shared = h_metric_new_shared,
 };

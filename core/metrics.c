@@ -7,6 +7,12 @@
  * an array sorted by that key, for rendering in a stable order without
  * sorting. A series is one allocation: the struct, the histogram's
  * per-bucket counts, the key and its pre-escaped label text (a="x",b="y").
+ *
+ * Views. core_metric_new_view hands out a plb_metric that is not a family
+ * but a view of one: the family's first label fixed at one value (the
+ * host's module_instance), the caller giving the others. Since series sort
+ * by key, a view's series are one contiguous run of the family's sorted
+ * array. A family owns its views.
  */
 #include "metrics.h"
 
@@ -20,6 +26,8 @@
 #include "alloc.h"
 
 #define LE_LEN 32
+/* Labels of a family a view writes to, its fixed one included. */
+#define VIEW_MAX_LABELS 16
 
 struct series {
     struct series *next; /* hash chain */
@@ -46,6 +54,10 @@ struct plb_metric {
     size_t n, cap;
     struct series **tab; /* hash table, tmask + 1 slots */
     size_t tmask;
+    /* A view: fam is the family, fixed the value of its first label, next
+     * the family's next view. A family: fam NULL, views its views. */
+    plb_metric *fam, *views, *next;
+    char *fixed;
 };
 
 struct collect_hook {
@@ -387,6 +399,12 @@ family_free(plb_metric *m)
 {
     if (!m)
         return;
+    while (m->views) {
+        plb_metric *v = m->views;
+        m->views = v->next;
+        core_free(v->fixed);
+        core_free(v);
+    }
     series_clear(m);
     if (m->label_names) {
         for (size_t i = 0; i < m->nlabels; i++)
@@ -604,15 +622,115 @@ fail:
     return NULL;
 }
 
+/* Unlink family r->fam[pos] and free it. */
+static void
+family_drop(struct core_metrics *r, size_t pos)
+{
+    plb_metric *m = r->fam[pos];
+    memmove(r->fam + pos, r->fam + pos + 1, (r->n - pos - 1) * sizeof(*r->fam));
+    r->n--;
+    family_free(m);
+}
+
+plb_metric *
+core_metric_new_view(struct core_metrics *r, const char *fixed_label, const char *fixed_value,
+                     enum plb_metric_type type, const char *name, const char *help,
+                     const char *const *label_names, const double *buckets, size_t nbuckets,
+                     int *err)
+{
+    const char *names[VIEW_MAX_LABELS + 1];
+    plb_metric *f, *v;
+    size_t nl = 0, before = r ? r->n : 0;
+    int rc = -EINVAL;
+
+    if (!fixed_label || !fixed_value || !utf8_valid(fixed_value))
+        goto fail;
+    names[0] = fixed_label;
+    for (; label_names && label_names[nl]; nl++) {
+        if (nl + 1 >= VIEW_MAX_LABELS)
+            goto fail;
+        names[nl + 1] = label_names[nl];
+    }
+    names[nl + 1] = NULL;
+    f = core_metric_new(r, type, name, help, names, buckets, nbuckets, &rc);
+    if (!f)
+        goto fail;
+    for (v = f->views; v; v = v->next)
+        if (strcmp(v->fixed, fixed_value) == 0)
+            return v;
+    rc = -ENOMEM;
+    v = core_calloc(1, sizeof(*v));
+    if (v)
+        v->fixed = core_strdup(fixed_value);
+    if (!v || !v->fixed) {
+        core_free(v);
+        if (r->n > before) /* registered just now: as it was before */
+            family_drop(r, family_lower(r, name));
+        goto fail;
+    }
+    v->type = type;
+    v->fam = f;
+    v->next = f->views;
+    f->views = v;
+    return v;
+
+fail:
+    if (err)
+        *err = rc;
+    return NULL;
+}
+
+/* The family m writes to, with *lv rewritten for it: a view's fixed value
+ * and then its caller's values, in full (VIEW_MAX_LABELS slots); NULL
+ * values when the caller gave none but the family wants more. A family is
+ * its own, *lv unchanged. */
+static plb_metric *
+family_of(plb_metric *m, const char *const **lv, const char **full)
+{
+    plb_metric *f = m->fam;
+    if (!f)
+        return m;
+    full[0] = m->fixed;
+    for (size_t i = 1; i < f->nlabels; i++)
+        full[i] = *lv ? (*lv)[i - 1] : NULL;
+    *lv = full;
+    return f;
+}
+
+/* The run [*lo, *hi) of family f's sorted series whose first label value
+ * is fixed (a view's series). */
+static void
+view_run(const plb_metric *f, const char *fixed, size_t *lo, size_t *hi)
+{
+    size_t l = strlen(fixed) + 1; /* the value and its NUL: a key prefix */
+    size_t i = sorted_lower(f, fixed, l);
+    *lo = i;
+    while (i < f->n && f->sorted[i]->keylen >= l && memcmp(f->sorted[i]->key, fixed, l) == 0)
+        i++;
+    *hi = i;
+}
+
+/* Take series s out of m's hash chain (not out of the sorted array). */
+static void
+series_unlink(plb_metric *m, const struct series *s)
+{
+    struct series **pp = &m->tab[s->hash & m->tmask];
+    while (*pp != s)
+        pp = &(*pp)->next;
+    *pp = s->next;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Updates. */
 
 int
 core_metric_add(plb_metric *m, const char *const *label_values, double v)
 {
+    const char *full[VIEW_MAX_LABELS];
     struct series *s;
     if (!m || m->type == PLB_METRIC_HISTOGRAM || (m->type == PLB_METRIC_COUNTER && !(v >= 0)))
         return -EINVAL;
+    m = family_of(m, &label_values, full);
     int rc = series_get(m, label_values, &s);
     if (rc < 0)
         return rc;
@@ -623,9 +741,11 @@ core_metric_add(plb_metric *m, const char *const *label_values, double v)
 int
 core_metric_set(plb_metric *m, const char *const *label_values, double v)
 {
+    const char *full[VIEW_MAX_LABELS];
     struct series *s;
     if (!m || m->type != PLB_METRIC_GAUGE)
         return -EINVAL;
+    m = family_of(m, &label_values, full);
     int rc = series_get(m, label_values, &s);
     if (rc < 0)
         return rc;
@@ -636,9 +756,11 @@ core_metric_set(plb_metric *m, const char *const *label_values, double v)
 int
 core_metric_observe(plb_metric *m, const char *const *label_values, double v)
 {
+    const char *full[VIEW_MAX_LABELS];
     struct series *s;
     if (!m || m->type != PLB_METRIC_HISTOGRAM || isnan(v))
         return -EINVAL;
+    m = family_of(m, &label_values, full);
     int rc = series_get(m, label_values, &s);
     if (rc < 0)
         return rc;
@@ -661,22 +783,33 @@ core_metric_observe(plb_metric *m, const char *const *label_values, double v)
 void
 core_metric_remove(plb_metric *m, const char *const *label_values)
 {
+    const char *full[VIEW_MAX_LABELS];
     uint64_t h;
     if (!m)
         return;
+    if (!label_values && m->fam) { /* every series of the view */
+        plb_metric *f = m->fam;
+        size_t lo, hi;
+        view_run(f, m->fixed, &lo, &hi);
+        for (size_t i = lo; i < hi; i++) {
+            series_unlink(f, f->sorted[i]);
+            core_free(f->sorted[i]);
+        }
+        memmove(f->sorted + lo, f->sorted + hi, (f->n - hi) * sizeof(*f->sorted));
+        f->n -= hi - lo;
+        return;
+    }
     if (!label_values) {
         series_clear(m);
         return;
     }
+    m = family_of(m, &label_values, full);
     if (values_hash(m, label_values, &h) < 0)
         return;
     struct series *s = series_find(m, label_values, h);
     if (!s)
         return;
-    struct series **pp = &m->tab[h & m->tmask];
-    while (*pp != s)
-        pp = &(*pp)->next;
-    *pp = s->next;
+    series_unlink(m, s);
     size_t pos = sorted_lower(m, s->key, s->keylen);
     memmove(m->sorted + pos, m->sorted + pos + 1, (m->n - pos - 1) * sizeof(*m->sorted));
     m->n--;
@@ -686,8 +819,12 @@ core_metric_remove(plb_metric *m, const char *const *label_values)
 int
 core_metric_get(plb_metric *m, const char *const *label_values, double *out)
 {
+    const char *full[VIEW_MAX_LABELS];
     uint64_t h;
-    if (!m || !out || values_hash(m, label_values, &h) < 0)
+    if (!m || !out)
+        return -EINVAL;
+    m = family_of(m, &label_values, full);
+    if (values_hash(m, label_values, &h) < 0)
         return -EINVAL;
     struct series *s = series_find(m, label_values, h);
     if (!s)
@@ -699,7 +836,13 @@ core_metric_get(plb_metric *m, const char *const *label_values, double *out)
 size_t
 core_metric_series_count(const plb_metric *m)
 {
-    return m ? m->n : 0;
+    size_t lo, hi;
+    if (!m)
+        return 0;
+    if (!m->fam)
+        return m->n;
+    view_run(m->fam, m->fixed, &lo, &hi);
+    return hi - lo;
 }
 
 /* ------------------------------------------------------------------------ */

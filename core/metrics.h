@@ -23,6 +23,11 @@
 
 struct core_metrics;
 
+/* The label the host adds to every family an instance registers, valued
+ * with the instance's name (not "instance": Prometheus sets that one on
+ * every scraped target). */
+#define CORE_METRIC_INSTANCE_LABEL "module_instance"
+
 /* New, empty registry; free with core_metrics_free. NULL on allocation
  * failure. */
 struct core_metrics *core_metrics_new(void);
@@ -60,6 +65,25 @@ plb_metric *core_metric_new(struct core_metrics *r, enum plb_metric_type type, c
                             size_t nbuckets, int *err);
 
 /*
+ * A view of a family for one owner: registers (or finds) the family of
+ * core_metric_new with label names fixed_label and then label_names, and
+ * returns a handle whose series all have fixed_value as that first label.
+ * Through the handle, label_values are the other labels' only, and
+ * core_metric_remove(view, NULL) removes only the view's series. The same
+ * family and fixed_value return the same handle; views are borrowed, owned
+ * by the family (freed with the registry). The host registers every
+ * instance's families so, with fixed_label "module_instance".
+ *
+ * label_names: at most 15, none equal to fixed_label (else -EINVAL, like
+ * a fixed_value that is not UTF-8). Errors as core_metric_new's; on
+ * failure nothing changed.
+ */
+plb_metric *core_metric_new_view(struct core_metrics *r, const char *fixed_label,
+                                 const char *fixed_value, enum plb_metric_type type,
+                                 const char *name, const char *help, const char *const *label_names,
+                                 const double *buckets, size_t nbuckets, int *err);
+
+/*
  * Update a series, creating it (at 0) on first use. label_values: as many
  * borrowed strings as the family has label names (NULL when it has none);
  * values must be valid UTF-8 and may be empty. 0, or -EINVAL (wrong metric
@@ -76,8 +100,8 @@ int core_metric_set(plb_metric *m, const char *const *label_values, double v);
 int core_metric_observe(plb_metric *m, const char *const *label_values, double v);
 
 /* Remove the series of label_values (borrowed), or every series of the
- * family with NULL. The family itself stays registered. Removing a series
- * that does not exist does nothing. */
+ * family (of the view, for a view) with NULL. The family itself stays
+ * registered. Removing a series that does not exist does nothing. */
 void core_metric_remove(plb_metric *m, const char *const *label_values);
 
 /* Current value of one series into *out: counters and gauges their value,
@@ -85,7 +109,8 @@ void core_metric_remove(plb_metric *m, const char *const *label_values);
  * on bad arguments. */
 int core_metric_get(plb_metric *m, const char *const *label_values, double *out);
 
-/* Number of series of the family (for tests and modules). */
+/* Number of series of the family, or of the view (for tests and
+ * modules). */
 size_t core_metric_series_count(const plb_metric *m);
 
 /*

@@ -181,18 +181,23 @@ int
 mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
 {
     static const char *const build_labels[] = {"version", "revision", "abi", NULL};
+    /* The process's families are the daemon's, not this instance's. */
+    plb_metric *(*reg)(plb_ctx *, enum plb_metric_type, const char *, const char *,
+                       const char *const *, const double *, size_t) =
+        PLB_HOST_HAS(host, metric_new_shared) && host->metric_new_shared ? host->metric_new_shared
+                                                                         : host->metric_new;
     for (size_t i = 0; i < sizeof(proc_families) / sizeof(proc_families[0]); i++) {
         const struct proc_family *f = &proc_families[i];
         plb_metric **slot = (plb_metric **)((char *)p + f->off);
-        *slot = host->metric_new(ctx, f->type, f->name, f->help, NULL, NULL, 0);
+        *slot = reg(ctx, f->type, f->name, f->help, NULL, NULL, 0);
         if (!*slot)
             return -ENOMEM; /* the host logged which one and why */
     }
-    p->build_info = host->metric_new(
-        ctx, PLB_METRIC_GAUGE, "prismlb_build_info",
-        "A metric with a constant '1' value labeled by the version, git revision and module "
-        "ABI of prismlb.",
-        build_labels, NULL, 0);
+    p->build_info =
+        reg(ctx, PLB_METRIC_GAUGE, "prismlb_build_info",
+            "A metric with a constant '1' value labeled by the version, git revision and module "
+            "ABI of prismlb.",
+            build_labels, NULL, 0);
     if (!p->build_info)
         return -ENOMEM;
 

@@ -110,6 +110,20 @@
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.3  metric_new_shared: a family of the whole daemon, with
+ *                    no module_instance label (mod_metrics' process_* and
+ *                    prismlb_build_info). Beside it, metric_new's series
+ *                    now carry module_instance="<instance name>", always,
+ *                    so two instances of one module no longer share one
+ *                    counter; a change of meaning, counted with 2.0's (no
+ *                    2.x was released before it). Always, not only when a
+ *                    second instance appears: a series' labels must not
+ *                    depend on what else is configured (adding an
+ *                    instance would rename the first one's series, break
+ *                    rate() across the change and the alerts and
+ *                    recording rules that name its labels), and the first
+ *                    instance registers before the second exists. Not
+ *                    `instance`, which Prometheus sets on every target.
  *   2026-12-01  2.2  Worker loops: worker_count, worker_at, worker_self,
  *                    worker_index, post, worker_timer_new, worker_io_new,
  *                    listen_socket (bound and listening at once, with
@@ -164,7 +178,9 @@
  *                      ones (--check-config names both with FILE:LINE);
  *                    - callback rules and lifetimes stated for every handle
  *                      (see "Callbacks" and "Lifetimes and orders");
- *                    - PLB_HOST_HAS is for members added after 2.0 only.
+ *                    - PLB_HOST_HAS is for members added after 2.0 only;
+ *                    - metric_new: series carry module_instance (made
+ *                      with 2.3, see there).
  *   2026-11-29  1.1  listener_fd: the listening socket, for options that
  *                    accepted sockets inherit; edge-triggered watches
  *                    (PLB_IO_EDGE), the peer's FIN as PLB_IO_CLOSED, and
@@ -189,7 +205,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 2
+#define PLB_ABI_MINOR 3
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -746,9 +762,14 @@ struct plb_host {
     /* --- metrics --- */
 
     /* Register (or find, when the same name, type and labels exist) a metric
-     * family. label_names: NULL-terminated, borrowed. buckets: histogram
-     * upper bounds ascending (nbuckets > 0), else NULL. The family lives as
-     * long as the daemon; its series are the caller's to remove. */
+     * family for this instance. Every series written through the handle
+     * carries the label module_instance="<instance name>" before the
+     * module's own: two instances of one module registering one family get
+     * a handle each and distinct series, and metric_remove(m, NULL) removes
+     * only this instance's. label_names: NULL-terminated, borrowed, at most
+     * 15, not "module_instance". buckets: histogram upper bounds ascending
+     * (nbuckets > 0), else NULL. The handle and family live as long as the
+     * daemon; series are the caller's to remove. NULL on failure (logged). */
     plb_metric *(*metric_new)(plb_ctx *ctx, enum plb_metric_type type, const char *name,
                               const char *help, const char *const *label_names,
                               const double *buckets, size_t nbuckets);
@@ -1076,6 +1097,15 @@ struct plb_host {
      * series, so that no shared line is written on the hot path. 0 or
      * -errno. */
     int (*metrics_on_collect)(plb_ctx *ctx, void (*cb)(void *arg), void *arg, int add);
+
+    /* --- since 2.3: metrics of the process --- */
+    /* metric_new without the module_instance label, for a family that
+     * describes the whole daemon (process_*, prismlb_build_info), not an
+     * instance: every instance registering it gets the same handle and
+     * writes the same series. Check PLB_HOST_HAS. */
+    plb_metric *(*metric_new_shared)(plb_ctx *ctx, enum plb_metric_type type, const char *name,
+                                     const char *help, const char *const *label_names,
+                                     const double *buckets, size_t nbuckets);
 };
 
 /* True when the daemon's host table has the named member: only needed for

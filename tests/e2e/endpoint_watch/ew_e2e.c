@@ -489,7 +489,8 @@ ewt_metric(struct ewt *t, const char *family, const char *provider)
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (curl_easy_perform(c) == CURLE_OK && b.p) {
-        snprintf(want, sizeof(want), "%s{source=\"ew\",provider=\"%s\"} ", family, provider);
+        snprintf(want, sizeof(want), "%s{module_instance=\"ew\",source=\"ew\",provider=\"%s\"} ",
+                 family, provider);
         char *p = strstr(b.p, want);
         if (p)
             v = strtod(p + strlen(want), NULL);

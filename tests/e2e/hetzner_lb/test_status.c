@@ -155,14 +155,18 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", mport);
     char *curl[] = {"/usr/bin/curl", "-sSf", url, NULL};
     ck_assert_int_eq(tu_run(curl, NULL, &m, 10000), 0);
-    ck_assert_msg(strstr(m, "prismlb_hetzner_requests_total{reconciler=\"hz\","
-                            "route=\"GET /load_balancers\",code=\"200\"}"),
+    ck_assert_msg(strstr(m,
+                         "prismlb_hetzner_requests_total{module_instance=\"hz\",reconciler=\"hz\","
+                         "route=\"GET /load_balancers\",code=\"200\"}"),
                   "no count of the resync list:\n%s", m);
-    ck_assert_msg(strstr(m, "prismlb_hetzner_requests_total{reconciler=\"hz\","
-                            "route=\"POST /load_balancers\",code=\"201\"} 1"),
+    ck_assert_msg(strstr(m,
+                         "prismlb_hetzner_requests_total{module_instance=\"hz\",reconciler=\"hz\","
+                         "route=\"POST /load_balancers\",code=\"201\"} 1"),
                   "no count of the create:\n%s", m);
-    ck_assert_msg(strstr(m, "prismlb_hetzner_rate_limit_remaining{reconciler=\"hz\"} "),
-                  "no RateLimit-Remaining gauge:\n%s", m);
+    ck_assert_msg(
+        strstr(m,
+               "prismlb_hetzner_rate_limit_remaining{module_instance=\"hz\",reconciler=\"hz\"} "),
+        "no RateLimit-Remaining gauge:\n%s", m);
     for (const char *p = m; (p = strstr(p, "prismlb_hetzner")); p++)
         ck_assert_msg(strncmp(p + strcspn(p, "{ \n"), "{instance=", 10) != 0, "%.80s", p);
     snprintf(path, sizeof(path), "%s/metrics.txt", dir);

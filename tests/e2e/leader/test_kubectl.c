@@ -175,7 +175,8 @@ START_TEST(go_fields)
     long long end = tu_now_ms() + 15000;
     for (;;) {
         m2 = scrape(port2);
-        if (strstr(m2, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1"))
+        if (strstr(m2, "prismlb_leader_transitions_total{module_instance=\"leader\",lease="
+                       "\"default/prismlb-test\"} 1"))
             break;
         ck_assert_msg(tu_now_ms() < end, "the second replica never read the Lease:\n%s", m2);
         free(m2);
@@ -183,14 +184,20 @@ START_TEST(go_fields)
     }
     double before = le_wall();
     char *m1 = scrape(port);
-    assert_metric(m1, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 1");
-    assert_metric(m2, "prismlb_leader_is_leader{lease=\"default/prismlb-test\"} 0");
-    assert_metric(m1, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
-    assert_metric(m2, "prismlb_leader_transitions_total{lease=\"default/prismlb-test\"} 1");
-    assert_metric(m2,
-                  "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} 0");
-    char *p =
-        strstr(m1, "prismlb_leader_last_renew_timestamp_seconds{lease=\"default/prismlb-test\"} ");
+    assert_metric(
+        m1,
+        "prismlb_leader_is_leader{module_instance=\"leader\",lease=\"default/prismlb-test\"} 1");
+    assert_metric(
+        m2,
+        "prismlb_leader_is_leader{module_instance=\"leader\",lease=\"default/prismlb-test\"} 0");
+    assert_metric(m1, "prismlb_leader_transitions_total{module_instance=\"leader\",lease=\"default/"
+                      "prismlb-test\"} 1");
+    assert_metric(m2, "prismlb_leader_transitions_total{module_instance=\"leader\",lease=\"default/"
+                      "prismlb-test\"} 1");
+    assert_metric(m2, "prismlb_leader_last_renew_timestamp_seconds{module_instance=\"leader\","
+                      "lease=\"default/prismlb-test\"} 0");
+    char *p = strstr(m1, "prismlb_leader_last_renew_timestamp_seconds{module_instance=\"leader\","
+                         "lease=\"default/prismlb-test\"} ");
     ck_assert_ptr_nonnull(p);
     double renewed = strtod(strchr(p, '}') + 2, NULL);
     /* Leading when scraped: its last successful renew was sent within

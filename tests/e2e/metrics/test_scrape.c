@@ -5,8 +5,12 @@
  *               balancing two upstreams published by a source instance);
  *   prometheus  a real Prometheus on loopback scrapes the daemon every second
  *               and its HTTP API reports up == 1 and prismlb metrics' values;
+ *   two-instances  two instances of one module registering one family give
+ *               two series (module_instance), scraped with curl and accepted
+ *               by promtool; the process families stay one series;
  *   rss         10,000 keep-alive scrapes leave the daemon's RSS flat (5 %).
- * Usage: test_scrape [promtool|promtool-proxy|prometheus|rss] (default: all).
+ * Usage: test_scrape [promtool|promtool-proxy|two-instances|prometheus|rss]
+ * (default: all).
  */
 #include <check.h>
 #include <curl/curl.h>
@@ -20,6 +24,7 @@
 #include "common.h"
 
 #define PROMTOOL "/usr/bin/promtool"
+#define CURL_PROGRAM "/usr/bin/curl"
 #define PROMETHEUS "/usr/bin/prometheus"
 
 /* A daemon with the demo-like wiring: a test instance and mod_metrics. */
@@ -124,6 +129,77 @@ START_TEST(promtool_accepts_proxy_role_metrics)
 
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
     ck_assert_int_ge(promtool_check(url, d.dir, "proxy-role.txt"), 10);
+    me_daemon_stop(&d);
+}
+END_TEST
+
+/* Lines of text that begin with prefix. */
+static int
+count_lines(const char *text, const char *prefix)
+{
+    int n = 0;
+    size_t l = strlen(prefix);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, prefix, l) == 0)
+            n++;
+    return n;
+}
+
+/* Two instances of the test module set the same family (lifecycle_port, no
+ * labels of their own) to their own port; two mod_metrics instances serve
+ * the registry. The curl program scrapes each, promtool accepts the text,
+ * and it holds one family with a series per instance, told apart by the
+ * module_instance label the daemon adds, while process_* and
+ * prismlb_build_info (the daemon's) stay one series without it. */
+START_TEST(two_instances_of_one_module_give_two_series)
+{
+    int port = me_free_port(), port2 = me_free_port();
+    char conf[1024];
+    snprintf(conf, sizeof(conf),
+             "instances = (\n"
+             "  { module = \"lifecycle\"; name = \"alpha\"; trace_file = \"trace.log\";\n"
+             "    port = 8081; port_metric = true; },\n"
+             "  { module = \"lifecycle\"; name = \"beta\"; trace_file = \"trace.log\";\n"
+             "    port = 8082; port_metric = true; },\n"
+             "  { module = \"metrics\"; name = \"probes\"; port = %d; },\n"
+             "  { module = \"metrics\"; name = \"probes2\"; port = %d; }\n"
+             ");\n",
+             port, port2);
+    struct me_daemon d;
+    me_daemon_start(&d, conf, port);
+    int ports[] = {port, port2};
+    for (int i = 0; i < 2; i++) {
+        char url[256], path[4096], cmd[8192];
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", ports[i]);
+        snprintf(path, sizeof(path), "%s/two-instances-%d.txt", d.dir, i);
+        char *curl_argv[] = {CURL_PROGRAM, "-fsS", "--max-time", "10", "-o", path, url, NULL};
+        char *out = NULL;
+        int rc = tu_run(curl_argv, NULL, &out, 30000);
+        ck_assert_msg(rc == 0, "curl %s: exit %d: %s", url, rc, out ? out : "");
+        free(out);
+        out = NULL;
+        snprintf(cmd, sizeof(cmd), "%s check metrics < '%s'", PROMTOOL, path);
+        char *sh_argv[] = {"/bin/sh", "-c", cmd, NULL};
+        rc = tu_run(sh_argv, NULL, &out, 30000);
+        char *body = tu_read_file(path, NULL);
+        ck_assert_ptr_nonnull(body);
+        ck_assert_msg(rc == 0 && out && out[0] == '\0',
+                      "promtool check metrics: exit %d, output:\n%s\non:\n%s", rc, out ? out : "",
+                      body);
+        free(out);
+        ck_assert_int_eq(count_lines(body, "# TYPE lifecycle_port gauge\n"), 1);
+        ck_assert_int_eq(count_lines(body, "lifecycle_port{"), 2);
+        ck_assert_msg(count_lines(body, "lifecycle_port{module_instance=\"alpha\"} 8081\n") == 1 &&
+                          count_lines(body, "lifecycle_port{module_instance=\"beta\"} 8082\n") == 1,
+                      "no series per instance in:\n%s", body);
+        ck_assert_int_eq(count_lines(body, "process_resident_memory_bytes "), 1);
+        ck_assert_int_eq(count_lines(body, "process_cpu_seconds_total "), 1);
+        ck_assert_int_eq(count_lines(body, "prismlb_build_info{version=\""), 1);
+        printf("curl + promtool check metrics: OK (port %d): lifecycle_port has a series for "
+               "alpha and for beta, process families one each\n",
+               ports[i]);
+        free(body);
+    }
     me_daemon_stop(&d);
 }
 END_TEST
@@ -380,6 +456,10 @@ suite(void)
     tc = tcase_create("promtool-proxy");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, promtool_accepts_proxy_role_metrics);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("two-instances");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, two_instances_of_one_module_give_two_series);
     suite_add_tcase(s, tc);
     tc = tcase_create("prometheus");
     tcase_set_timeout(tc, 90);

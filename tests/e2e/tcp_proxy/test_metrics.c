@@ -66,9 +66,10 @@ series(const char *name, const char *upstream)
     static int next;
     char *b = slots[next++ % 4];
     if (upstream)
-        snprintf(b, 256, "%s{proxy=\"kubeprism\",upstream=\"%s\"}", name, upstream);
+        snprintf(b, 256, "%s{module_instance=\"kubeprism\",proxy=\"kubeprism\",upstream=\"%s\"}",
+                 name, upstream);
     else
-        snprintf(b, 256, "%s{proxy=\"kubeprism\"}", name);
+        snprintf(b, 256, "%s{module_instance=\"kubeprism\",proxy=\"kubeprism\"}", name);
     return b;
 }
 

@@ -5,7 +5,7 @@
  * NAME", "gate_open NAME", ...) in trace_file, so tests can assert the
  * order of the lifecycle. Its settings exercise every setting type, and its
  * options let tests make it slow to stop, stop heartbeating, stay not ready
- * for a while, or fail to start.
+ * for a while, fail to start, or export its port as a metric.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +32,7 @@ struct lc_config {
     int64_t gate_open_after_ms;
     int64_t gate_close_after_ms;
     int64_t ready_after_ms;
+    int port_metric;
 };
 
 struct lc {
@@ -98,6 +99,9 @@ static const struct plb_setting lc_settings[] = {
      .offset = offsetof(struct lc_config, ready_after_ms), .def = "0", .min = 0,
      .doc = "Register a readiness check \"ready\", not ready until this long after start "
             "(0: no readiness check)"},
+    {.name = "port_metric", .type = PLB_SET_BOOL,
+     .offset = offsetof(struct lc_config, port_metric), .def = "false",
+     .doc = "At start, set the gauge lifecycle_port (no labels of its own) to port"},
     {.name = "fail_start", .type = PLB_SET_BOOL, .offset = offsetof(struct lc_config, fail_start),
      .def = "false", .doc = "Make start fail"},
     {.name = "sources", .type = PLB_SET_INSTANCES, .offset = offsetof(struct lc_config, sources),
@@ -274,6 +278,15 @@ lc_start(void *state, char *err, size_t errlen)
     }
     if (lc->cfg->gate_open_after_ms > 0) {
         rc = lc->host->timer_arm(lc->gate, lc->cfg->gate_open_after_ms, 0, 0);
+        if (rc < 0)
+            return rc;
+    }
+    if (lc->cfg->port_metric) {
+        plb_metric *m = lc->host->metric_new(lc->ctx, PLB_METRIC_GAUGE, "lifecycle_port",
+                                             "The port setting of the instance.", NULL, NULL, 0);
+        if (!m)
+            return -ENOMEM;
+        rc = lc->host->metric_set(m, NULL, (double)lc->cfg->port);
         if (rc < 0)
             return rc;
     }

@@ -1,7 +1,7 @@
 /*
  * Check suite of the metrics registry (core/metrics.c): updates of each
- * metric type, registration rules, name validation, escaping, removal and
- * number formatting.
+ * metric type, registration rules, name validation, escaping, removal,
+ * number formatting and views (a family per instance of a module).
  */
 #include "test_metrics.h"
 
@@ -413,6 +413,113 @@ START_TEST(test_numbers)
 }
 END_TEST
 
+/* Two instances of one module register one family: a view each, distinct
+ * series told apart by the fixed first label, each removing only its own. */
+START_TEST(test_views)
+{
+    struct core_metrics *r = core_metrics_new();
+    int err = 0;
+    double v;
+    plb_metric *a =
+        core_metric_new_view(r, "module_instance", "a", PLB_METRIC_COUNTER, "conns_total",
+                             "Connections.", L("upstream"), NULL, 0, &err);
+    plb_metric *b =
+        core_metric_new_view(r, "module_instance", "b", PLB_METRIC_COUNTER, "conns_total",
+                             "Connections.", L("upstream"), NULL, 0, &err);
+    ck_assert(a && b && a != b);
+    /* The same instance again: the same handle. */
+    ck_assert_ptr_eq(core_metric_new_view(r, "module_instance", "a", PLB_METRIC_COUNTER,
+                                          "conns_total", "Connections.", L("upstream"), NULL, 0,
+                                          &err),
+                     a);
+    ck_assert_int_eq(core_metric_add(a, V("x:1"), 2), 0);
+    ck_assert_int_eq(core_metric_add(a, V("y:1"), 1), 0);
+    ck_assert_int_eq(core_metric_add(b, V("x:1"), 5), 0);
+    ck_assert_int_eq(core_metric_get(a, V("x:1"), &v), 0);
+    ck_assert(v == 2);
+    ck_assert_int_eq(core_metric_get(b, V("x:1"), &v), 0);
+    ck_assert(v == 5);
+    ck_assert_int_eq(core_metric_get(b, V("y:1"), &v), -ENOENT);
+    ck_assert_uint_eq(core_metric_series_count(a), 2);
+    ck_assert_uint_eq(core_metric_series_count(b), 1);
+    /* Wrong type and missing values are refused through a view too. */
+    ck_assert_int_eq(core_metric_set(a, V("x:1"), 1), -EINVAL);
+    ck_assert_int_eq(core_metric_add(a, NULL, 1), -EINVAL);
+    char *s = render(r, 0);
+    ck_assert_int_eq((int)(strstr(s, "# TYPE conns_total counter") != NULL), 1);
+    ck_assert_ptr_null(strstr(strstr(s, "# TYPE conns_total") + 1, "# TYPE conns_total"));
+    assert_line(s, "conns_total{module_instance=\"a\",upstream=\"x:1\"} 2");
+    assert_line(s, "conns_total{module_instance=\"a\",upstream=\"y:1\"} 1");
+    assert_line(s, "conns_total{module_instance=\"b\",upstream=\"x:1\"} 5");
+    core_free(s);
+    /* One instance's "remove every series" leaves the other's. */
+    core_metric_remove(a, NULL);
+    ck_assert_uint_eq(core_metric_series_count(a), 0);
+    ck_assert_uint_eq(core_metric_series_count(b), 1);
+    ck_assert_int_eq(core_metric_get(b, V("x:1"), &v), 0);
+    ck_assert(v == 5);
+    ck_assert_int_eq(core_metric_add(a, V("x:1"), 1), 0); /* the hash table still works */
+    core_metric_remove(b, V("x:1"));
+    ck_assert_uint_eq(core_metric_series_count(b), 0);
+    ck_assert_uint_eq(core_metric_series_count(a), 1);
+    /* A family without labels of its own, and a prefix of another value. */
+    plb_metric *g1 = core_metric_new_view(r, "module_instance", "ab", PLB_METRIC_GAUGE, "port",
+                                          "Port.", NULL, NULL, 0, &err);
+    plb_metric *g2 = core_metric_new_view(r, "module_instance", "a", PLB_METRIC_GAUGE, "port",
+                                          "Port.", NULL, NULL, 0, &err);
+    ck_assert(g1 && g2);
+    ck_assert_int_eq(core_metric_set(g1, NULL, 8081), 0);
+    ck_assert_int_eq(core_metric_set(g2, NULL, 8082), 0);
+    ck_assert_uint_eq(core_metric_series_count(g2), 1);
+    core_metric_remove(g2, NULL);
+    ck_assert_int_eq(core_metric_get(g1, NULL, &v), 0);
+    ck_assert(v == 8081);
+    /* The fixed label among the module's own, too many labels, bad UTF-8. */
+    ck_assert_ptr_null(core_metric_new_view(r, "module_instance", "a", PLB_METRIC_GAUGE, "g2", "",
+                                            L("module_instance"), NULL, 0, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    ck_assert_ptr_null(core_metric_new_view(r, "module_instance", "a", PLB_METRIC_GAUGE, "g3", "",
+                                            L("l1", "l2", "l3", "l4", "l5", "l6", "l7", "l8", "l9",
+                                              "l10", "l11", "l12", "l13", "l14", "l15", "l16"),
+                                            NULL, 0, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    ck_assert_ptr_null(core_metric_new_view(r, "module_instance", "\xff", PLB_METRIC_GAUGE, "g4",
+                                            "", NULL, NULL, 0, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    core_metrics_free(r);
+}
+END_TEST
+
+/* A view that cannot be allocated leaves the registry as it was: no new
+ * family, no view. */
+START_TEST(test_view_alloc_failure)
+{
+    for (unsigned long n = 1; n < 64; n++) {
+        struct core_metrics *r = core_metrics_new();
+        int err = 0;
+        ck_assert_ptr_nonnull(r);
+        char *before = render(r, 0);
+        core_alloc_fail_at(n, 0);
+        plb_metric *m = core_metric_new_view(r, "module_instance", "a", PLB_METRIC_COUNTER,
+                                             "x_total", "X.", L("k"), NULL, 0, &err);
+        core_alloc_fail_at(0, 0);
+        char *after = render(r, 0);
+        if (m) {
+            ck_assert_ptr_nonnull(strstr(after, "# TYPE x_total counter"));
+        } else {
+            ck_assert_int_eq(err, -ENOMEM);
+            ck_assert_str_eq(after, before);
+        }
+        core_free(before);
+        core_free(after);
+        core_metrics_free(r);
+        if (m)
+            return; /* every allocation of it has failed once */
+    }
+    ck_abort_msg("a view still fails after 64 allocations");
+}
+END_TEST
+
 static Suite *
 metrics_suite(void)
 {
@@ -427,6 +534,8 @@ metrics_suite(void)
     tcase_add_test(tc, test_escaping);
     tcase_add_test(tc, test_remove);
     tcase_add_test(tc, test_numbers);
+    tcase_add_test(tc, test_views);
+    tcase_add_test(tc, test_view_alloc_failure);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -18,27 +18,68 @@ core_instance_log_failure(plb_ctx *ctx, const char *what, int rc, char why[512])
 {
     const char *err = rc < 0 ? strerror(-rc) : "failed";
     why[511] = '\0'; /* whatever the module wrote */
-    if (why[0])
-        core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "reason", why, "error", err,
-                    NULL);
-    else
-        core_log_kv(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, what, "error", err, NULL);
+    const char *with_reason[] = {"reason", why, "error", err, NULL};
+    const char *without[] = {"error", err, NULL};
+    core_log_record(PLB_LOG_ERROR, ctx->name, ctx->cm->mod->name, why[0] ? with_reason : without,
+                    what);
+}
+
+void
+core_instance_destroy(plb_ctx *ctx)
+{
+    if (ctx->created) {
+        ctx->cm->mod->destroy(ctx->state);
+        ctx->state = NULL;
+        ctx->created = 0;
+    }
+    /* A stop that never completed leaves its completion with us. */
+    core_free(ctx->stop_done);
+    ctx->stop_done = NULL;
+    core_links_forget(ctx);
+}
+
+int
+core_instance_create(plb_ctx *ctx, const char *failed)
+{
+    char why[512] = "";
+    int rc = ctx->cm->mod->create(ctx->core->host, ctx, ctx->config, &ctx->state, why, sizeof(why));
+    if (rc < 0) {
+        core_instance_log_failure(ctx, failed, rc, why);
+        ctx->st = CORE_INST_STOPPED;
+        return rc;
+    }
+    ctx->created = 1;
+    ctx->st = CORE_INST_CREATED;
+    return 0;
+}
+
+int
+core_instance_start(plb_ctx *ctx, const char *failed, const char *started)
+{
+    char why[512] = "";
+    int rc = ctx->cm->mod->start ? ctx->cm->mod->start(ctx->state, why, sizeof(why)) : 0;
+    if (rc < 0) {
+        core_instance_log_failure(ctx, failed, rc, why);
+        ctx->st = CORE_INST_STOPPED;
+        return rc;
+    }
+    ctx->st = CORE_INST_STARTED;
+    INST_INFO(ctx, "%s", started);
+    if (ctx->gate && ctx->gate->gate_open && !ctx->gated_active) {
+        ctx->gated_active = 1;
+        ctx->cm->mod->gate_open(ctx->state);
+    }
+    return 0;
 }
 
 int
 core_instances_create(struct core *c)
 {
     for (size_t i = 0; i < c->ninst; i++) {
-        plb_ctx *ctx = c->inst[i];
-        char why[512] = "";
-        int rc = ctx->cm->mod->create(c->host, ctx, ctx->config, &ctx->state, why, sizeof(why));
-        if (rc < 0) {
-            core_instance_log_failure(ctx, "create failed", rc, why);
+        if (core_instance_create(c->inst[i], "create failed") < 0) {
             core_instances_destroy(c);
             return -1;
         }
-        ctx->created = 1;
-        ctx->st = CORE_INST_CREATED;
     }
     return 0;
 }
@@ -138,41 +179,17 @@ core_instances_stop(struct core *c, void (*on_done)(struct core *c))
 int
 core_instances_start(struct core *c)
 {
-    for (size_t i = 0; i < c->ninst; i++) {
-        plb_ctx *ctx = c->inst[i];
-        char why[512] = "";
-        int rc = ctx->cm->mod->start ? ctx->cm->mod->start(ctx->state, why, sizeof(why)) : 0;
-        if (rc < 0) {
-            core_instance_log_failure(ctx, "start failed", rc, why);
-            ctx->st = CORE_INST_STOPPED;
-            /* Stop what started, synchronously bounded by the grace. */
-            return -1;
-        }
-        ctx->st = CORE_INST_STARTED;
-        INST_INFO(ctx, "started");
-        if (ctx->gate && ctx->gate->gate_open && !ctx->gated_active) {
-            ctx->gated_active = 1;
-            ctx->cm->mod->gate_open(ctx->state);
-        }
-    }
+    for (size_t i = 0; i < c->ninst; i++)
+        if (core_instance_start(c->inst[i], "start failed", "started") < 0)
+            return -1; /* the caller stops what started */
     return 0;
 }
 
 void
 core_instances_destroy(struct core *c)
 {
-    for (size_t i = c->ninst; i > 0; i--) {
-        plb_ctx *ctx = c->inst[i - 1];
-        if (!ctx->created)
-            continue;
-        ctx->cm->mod->destroy(ctx->state);
-        ctx->state = NULL;
-        ctx->created = 0;
-        /* A stop that never completed leaves its completion with us. */
-        core_free(ctx->stop_done);
-        ctx->stop_done = NULL;
-        core_links_forget(ctx);
-    }
+    for (size_t i = c->ninst; i > 0; i--)
+        core_instance_destroy(c->inst[i - 1]);
     if (c->stop_timer) {
         event_free(c->stop_timer);
         c->stop_timer = NULL;

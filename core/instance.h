@@ -19,6 +19,17 @@ int core_instances_start(struct core *c);
 void core_instances_stop(struct core *c, void (*on_done)(struct core *c));
 /* Destroy every created instance (after stop) and drop its links. */
 void core_instances_destroy(struct core *c);
+/* Destroy one instance's module state if it was created (after stop or a
+ * failed create), free a stop completion that never fired and drop its
+ * links; ctx itself and its parsed config stay. Safe to call twice. */
+void core_instance_destroy(plb_ctx *ctx);
+/* Run ctx's create hook: CORE_INST_CREATED, or (the module's reason logged
+ * as `failed`, a literal message) CORE_INST_STOPPED and its rc. */
+int core_instance_create(plb_ctx *ctx, const char *failed);
+/* Run ctx's start hook (none is a success): CORE_INST_STARTED, `started`
+ * logged, and gate_open when its gate is already open; or `failed` logged,
+ * CORE_INST_STOPPED and its rc (the caller stops or destroys it). */
+int core_instance_start(plb_ctx *ctx, const char *failed, const char *started);
 /* Log that create or start of ctx failed with rc: what (literal), the
  * module's reason why (NUL-terminated here; "" when it gave none) and the
  * errno text as fields. */

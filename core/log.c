@@ -218,11 +218,7 @@ void
 core_logv(enum plb_log_level lvl, const char *instance, const char *module, const char *fmt,
           va_list ap)
 {
-    if (!core_log_enabled(lvl))
-        return;
-    char buf[2048];
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    emit(lvl, instance, module, buf, NULL);
+    core_log_fieldsv(lvl, instance, module, NULL, fmt, ap); /* no fields */
 }
 
 void
@@ -248,6 +244,16 @@ core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module, c
 }
 
 void
+core_log_record(enum plb_log_level lvl, const char *instance, const char *module,
+                const char *const *kv, const char *msg)
+{
+    if (!core_log_enabled(lvl))
+        return;
+    struct fields fl = {.arr = kv};
+    emit(lvl, instance, module, msg, &fl);
+}
+
+void
 core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *module,
                  const char *const *kv, const char *fmt, va_list ap)
 {
@@ -255,15 +261,5 @@ core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *modul
         return;
     char buf[2048];
     vsnprintf(buf, sizeof(buf), fmt, ap);
-    struct fields fl = {.arr = kv};
-    emit(lvl, instance, module, buf, &fl);
-}
-
-void
-core_log_kv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg, ...)
-{
-    va_list ap;
-    va_start(ap, msg);
-    core_log_kvv(lvl, instance, module, msg, ap);
-    va_end(ap);
+    core_log_record(lvl, instance, module, kv, buf);
 }

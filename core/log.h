@@ -39,8 +39,10 @@ void core_log(enum plb_log_level lvl, const char *instance, const char *module, 
  * value pairs (a NULL value is written as empty). */
 void core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
                   va_list kv);
-void core_log_kv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
-                 ...) PLB_SENTINEL;
+/* A record with a literal msg (not a format) and fields: kv is a
+ * NULL-terminated array of key, value pairs (borrowed), or NULL. */
+void core_log_record(enum plb_log_level lvl, const char *instance, const char *module,
+                     const char *const *kv, const char *msg);
 /* A record with a printf-style message and fields: kv is a NULL-terminated
  * array of key, value pairs (borrowed), or NULL. */
 void core_log_fieldsv(enum plb_log_level lvl, const char *instance, const char *module,

@@ -161,32 +161,11 @@ apply_finish(struct core_reload *r)
             added++;
         else
             restarted++;
-        char why[512] = "";
-        int rc = x->cm->mod->create(c->host, x, x->config, &x->state, why, sizeof(why));
-        if (rc < 0) {
-            core_instance_log_failure(x, "reload: create failed; the instance is not running", rc,
-                                      why);
-            x->st = CORE_INST_STOPPED;
+        if (core_instance_create(x, "reload: create failed; the instance is not running") < 0)
             continue;
-        }
-        x->created = 1;
-        x->st = CORE_INST_CREATED;
-        why[0] = '\0';
-        rc = x->cm->mod->start ? x->cm->mod->start(x->state, why, sizeof(why)) : 0;
-        if (rc < 0) {
-            core_instance_log_failure(x, "reload: start failed; the instance is not running", rc,
-                                      why);
-            x->st = CORE_INST_STOPPED;
-            continue;
-        }
-        x->st = CORE_INST_STARTED;
-        core_log(PLB_LOG_INFO, x->name, x->cm->mod->name, "%s",
-                 r->fresh[i] == 2 ? "started (added by the reload)"
-                                  : "restarted with its new settings");
-        if (x->gate && x->gate->gate_open && !x->gated_active) {
-            x->gated_active = 1;
-            x->cm->mod->gate_open(x->state);
-        }
+        core_instance_start(x, "reload: start failed; the instance is not running",
+                            r->fresh[i] == 2 ? "started (added by the reload)"
+                                             : "restarted with its new settings");
     }
     size_t removed = 0;
     for (size_t i = 0; i < r->nstop; i++)
@@ -207,14 +186,7 @@ apply_stopped(struct core_reload *r)
 {
     for (size_t i = 0; i < r->nstop; i++) {
         plb_ctx *x = r->stop[i];
-        if (x->created) {
-            x->cm->mod->destroy(x->state);
-            x->state = NULL;
-            x->created = 0;
-        }
-        core_free(x->stop_done);
-        x->stop_done = NULL;
-        core_links_forget(x);
+        core_instance_destroy(x);
         x->gated_active = 0;
         x->gate_open = 0;
         if (r->gone[i]) {

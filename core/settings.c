@@ -95,6 +95,15 @@ core_settings_enum_list(const struct plb_setting *s, char *buf, size_t len)
         n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", s->enum_values[i]);
 }
 
+void
+core_settings_number_text(const struct plb_setting *s, double x, char *buf, size_t len)
+{
+    if (s->type == PLB_SET_DURATION)
+        core_duration_format((int64_t)x, buf, len);
+    else
+        snprintf(buf, len, "%.15g", x);
+}
+
 /* Parse text (a default or an environment value). 0, or -EINVAL with msg
  * filled, or -ENOMEM. */
 static int
@@ -267,20 +276,12 @@ check_value(const struct plb_setting *s, const union value *v, char *msg, size_t
             x = v->d;
         else
             goto rest;
-        if (s->type == PLB_SET_DURATION) {
-            core_duration_format((int64_t)s->min, lo, sizeof(lo));
-            core_duration_format((int64_t)s->max, hi, sizeof(hi));
-        } else {
-            snprintf(lo, sizeof(lo), "%.15g", s->min);
-            snprintf(hi, sizeof(hi), "%.15g", s->max);
-        }
+        core_settings_number_text(s, s->min, lo, sizeof(lo));
+        core_settings_number_text(s, s->max, hi, sizeof(hi));
         int has_max = s->max > s->min;
         if (x < s->min || (has_max && x > s->max)) {
             char got[64];
-            if (s->type == PLB_SET_DURATION)
-                core_duration_format(v->i, got, sizeof(got));
-            else
-                snprintf(got, sizeof(got), "%.15g", x);
+            core_settings_number_text(s, x, got, sizeof(got));
             if (has_max)
                 snprintf(msg, mlen, "%s is out of range [%s, %s]", got, lo, hi);
             else

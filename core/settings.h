@@ -49,4 +49,9 @@ size_t core_settings_count(const struct plb_setting *table);
  * short; "" for a setting with none). */
 void core_settings_enum_list(const struct plb_setting *s, char *buf, size_t len);
 
+/* x, a value or bound of setting s, as the text messages and the reference
+ * show it: a duration ("1m30s") for a DURATION setting (x in ms), else the
+ * number ("%.15g"), into buf (len bytes). */
+void core_settings_number_text(const struct plb_setting *s, double x, char *buf, size_t len);
+
 #endif

@@ -67,13 +67,8 @@ doc_line(const struct plb_setting *s, char *line, size_t len)
     range[0] = values[0] = '\0';
     if ((s->min != 0 || s->max != 0) && s->type != PLB_SET_ENUM) {
         char lo[64], hi[64];
-        if (s->type == PLB_SET_DURATION) {
-            core_duration_format((int64_t)s->min, lo, sizeof(lo));
-            core_duration_format((int64_t)s->max, hi, sizeof(hi));
-        } else {
-            snprintf(lo, sizeof(lo), "%.15g", s->min);
-            snprintf(hi, sizeof(hi), "%.15g", s->max);
-        }
+        core_settings_number_text(s, s->min, lo, sizeof(lo));
+        core_settings_number_text(s, s->max, hi, sizeof(hi));
         if (s->max > s->min)
             snprintf(range, sizeof(range), " Range %s to %s.", lo, hi);
         else

@@ -33,12 +33,12 @@ trim(const char **s, const char **e)
         (*e)--;
 }
 
-/* A label key: an optional DNS prefix and '/', then a name of
- * alphanumerics, '-', '_', '.'. Checked loosely: no spaces, '=' or '!'. */
+/* n bytes at s, from min to max of them, none a blank, '=', '!' or ','
+ * (what separates the terms of a selector). */
 static int
-valid_key(const char *s, size_t n)
+valid_token(const char *s, size_t n, size_t min, size_t max)
 {
-    if (n == 0 || n > 316)
+    if (n < min || n > max)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -48,17 +48,19 @@ valid_key(const char *s, size_t n)
     return 1;
 }
 
+/* A label key: an optional DNS prefix and '/', then a name of
+ * alphanumerics, '-', '_', '.'. Checked loosely: no spaces, '=' or '!'. */
+static int
+valid_key(const char *s, size_t n)
+{
+    return valid_token(s, n, 1, 316);
+}
+
+/* A label value: at most 63 characters, possibly none; checked as loosely. */
 static int
 valid_value(const char *s, size_t n)
 {
-    if (n > 63)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (c == ' ' || c == '=' || c == '!' || c == ',' || c == '\t')
-            return 0;
-    }
-    return 1;
+    return valid_token(s, n, 0, 63);
 }
 
 static int

@@ -136,6 +136,7 @@ struct tp_loop {
     const void *last_snap; /* the snapshot the records were swept against */
     struct tp_event *ev;   /* reports not yet posted to the main loop */
     size_t nev, cev;
+    int flush_now;    /* an open is among them: post at the end of this pass */
     plb_timer *flush; /* posts them once per pass through the loop */
     _Atomic uint64_t conns_total, retries, active;
 };

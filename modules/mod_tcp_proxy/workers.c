@@ -26,9 +26,12 @@
 #include "tp.h"
 
 #define BACKLOG 4096
-/* Reports wait up to this long to be posted together: a busy worker wakes
- * the main loop at most 1000 / REPORT_MS times a second, not once per pass
- * through its loop (a drain or a health streak learns of them that late). */
+/* A connection opened is reported at the end of the pass through the
+ * worker's loop (the pool must never count fewer connections than there
+ * are: a removed upstream it thinks idle is closed at once, not drained).
+ * Other reports (closes, dial outcomes) wait up to REPORT_MS to go out
+ * together, or with the next open: a busy worker wakes the main loop less
+ * often than once per pass, and a close is learned of at most that late. */
 #define REPORT_MS 20
 
 /* ------------------------------------------------------------------------ */
@@ -313,6 +316,7 @@ on_flush(plb_timer *t, void *arg)
         r->ev = lp->ev;
         r->n = lp->nev;
         if (h->post(lp->tp->ctx, NULL, on_report, r) == 0) {
+            lp->flush_now = 0;
             lp->ev = NULL;
             lp->nev = lp->cev = 0;
             return;
@@ -342,8 +346,12 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
     }
     lp->ev[lp->nev].id = d->up->id;
     lp->ev[lp->nev].kind = (uint8_t)kind;
-    /* The first report of a batch arms the flush. */
-    if (lp->nev++ == 0 && h->timer_arm(lp->flush, REPORT_MS, 0, 0) < 0)
+    /* The first report of a batch arms the flush; an open brings it to the
+     * end of this pass. */
+    int arm = lp->nev++ == 0 || (kind == TP_EV_OPENED && !lp->flush_now);
+    if (kind == TP_EV_OPENED)
+        lp->flush_now = 1;
+    if (arm && h->timer_arm(lp->flush, lp->flush_now ? 0 : REPORT_MS, 0, 0) < 0)
         PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
 }
 

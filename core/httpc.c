@@ -221,31 +221,47 @@ scrub_slist(struct curl_slist *l)
         explicit_bzero(l->data, strlen(l->data));
 }
 
-static void
-queue_unlink(struct core_httpc *c, plb_http_req *req)
+/* A queue of requests linked by qnext, from *head to *tail (the start
+ * queue and each host's wait list). Take req out: 1 if it was in it. */
+static int
+reqq_unlink(plb_http_req **head, plb_http_req **tail, plb_http_req *req)
 {
-    plb_http_req **pp = &c->qhead, *prev = NULL;
+    plb_http_req **pp = head, *prev = NULL;
     for (; *pp; prev = *pp, pp = &(*pp)->qnext) {
         if (*pp != req)
             continue;
         *pp = req->qnext;
-        if (c->qtail == req)
-            c->qtail = prev;
-        c->nqueued--;
+        if (*tail == req)
+            *tail = prev;
         req->qnext = NULL;
-        return;
+        return 1;
     }
+    return 0;
+}
+
+/* Append req at the tail. */
+static void
+reqq_push(plb_http_req **head, plb_http_req **tail, plb_http_req *req)
+{
+    req->qnext = NULL;
+    if (*tail)
+        (*tail)->qnext = req;
+    else
+        *head = req;
+    *tail = req;
+}
+
+static void
+queue_unlink(struct core_httpc *c, plb_http_req *req)
+{
+    if (reqq_unlink(&c->qhead, &c->qtail, req))
+        c->nqueued--;
 }
 
 static void
 queue_push(struct core_httpc *c, plb_http_req *req)
 {
-    req->qnext = NULL;
-    if (c->qtail)
-        c->qtail->qnext = req;
-    else
-        c->qhead = req;
-    c->qtail = req;
+    reqq_push(&c->qhead, &c->qtail, req);
     c->nqueued++;
 }
 
@@ -292,18 +308,10 @@ static void
 host_unwait(struct core_httpc *c, plb_http_req *req)
 {
     struct hostq *h = req->hq;
-    plb_http_req **pp = &h->whead, *prev = NULL;
-    for (; *pp; prev = *pp, pp = &(*pp)->qnext) {
-        if (*pp != req)
-            continue;
-        *pp = req->qnext;
-        if (h->wtail == req)
-            h->wtail = prev;
+    if (reqq_unlink(&h->whead, &h->wtail, req)) {
         h->nwait--;
         c->nwaiting--;
-        req->qnext = NULL;
         req->waiting = 0;
-        return;
     }
 }
 
@@ -769,11 +777,7 @@ on_kick(evutil_socket_t fd, short what, void *arg)
             if (h->slots >= HTTPC_MAX_PER_HOST || h->whead) {
                 /* every slot taken: wait for one, in arrival order */
                 req->waiting = 1;
-                if (h->wtail)
-                    h->wtail->qnext = req;
-                else
-                    h->whead = req;
-                h->wtail = req;
+                reqq_push(&h->whead, &h->wtail, req);
                 h->nwait++;
                 c->nwaiting++;
                 continue;

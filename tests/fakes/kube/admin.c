@@ -37,13 +37,14 @@ reply_error(struct evhttp_request *req, int code, const char *msg)
 static json_t *
 faults_json(const struct fk_faults *f)
 {
-    return json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:i}", "fail_count",
-                     f->fail_count, "fail_status", f->fail_status, "fail_match", f->fail_match,
-                     "fail_method", f->fail_method, "fail_body", f->fail_body, "fail_content_type",
-                     f->fail_content_type, "latency_ms", f->latency_ms, "latency_match",
-                     f->latency_match, "watch_close_events", f->watch_close_events,
+    return json_pack("{s:i, s:i, s:s, s:s, s:s, s:s, s:i, s:s, s:i, s:i, s:s, s:i, s:s, s:s}",
+                     "fail_count", f->fail_count, "fail_status", f->fail_status, "fail_match",
+                     f->fail_match, "fail_method", f->fail_method, "fail_body", f->fail_body,
+                     "fail_content_type", f->fail_content_type, "latency_ms", f->latency_ms,
+                     "latency_match", f->latency_match, "watch_close_events", f->watch_close_events,
                      "watch_close_ms", f->watch_close_ms, "watch_close_mode",
-                     f->watch_close_drop ? "drop" : "clean", "watch_gone_next", f->watch_gone_next);
+                     f->watch_close_drop ? "drop" : "clean", "watch_gone_next", f->watch_gone_next,
+                     "hold_match", f->hold_match, "hold_method", f->hold_method);
 }
 
 static json_t *
@@ -68,10 +69,10 @@ state_json(struct fk_app *app)
         }
     }
     snprintf(rv, sizeof(rv), "%" PRIu64, app->store.rv);
-    st = json_pack("{s:o, s:s, s:I, s:I, s:I}", "servers", servers, "resourceVersion", rv,
+    st = json_pack("{s:o, s:s, s:I, s:I, s:I, s:I}", "servers", servers, "resourceVersion", rv,
                    "oldestWatchableResourceVersion", (json_int_t)fk_store_oldest_rv(&app->store),
                    "watches", (json_int_t)fk_watch_count(), "requests",
-                   (json_int_t)json_array_size(app->reqlog));
+                   (json_int_t)json_array_size(app->reqlog), "held", (json_int_t)app->nholding);
     return st;
 }
 
@@ -120,6 +121,10 @@ apply_faults(struct fk_faults *f, json_t *body, char *err, size_t errlen)
                 f->watch_close_drop = !strcmp(m, "drop");
         } else if (!strcmp(key, "watch_gone_next"))
             bad = !json_is_integer(v) || (f->watch_gone_next = (int)json_integer_value(v)) < 0;
+        else if (!strcmp(key, "hold_match"))
+            bad = set_str(f->hold_match, sizeof(f->hold_match), v) < 0;
+        else if (!strcmp(key, "hold_method"))
+            bad = set_str(f->hold_method, sizeof(f->hold_method), v) < 0;
         else {
             snprintf(err, errlen, "unknown fault: %s", key);
             return -1;
@@ -289,6 +294,8 @@ fk_admin_handle(struct evhttp_request *req, void *arg)
         size_t n = fk_watch_count();
         fk_watch_close_all(app, mode && !strcmp(mode, "drop"));
         reply(req, 200, json_pack("{s:I}", "closing", (json_int_t)n));
+    } else if (!strcmp(path, "/release") && m == EVHTTP_REQ_POST) {
+        reply(req, 200, json_pack("{s:I}", "released", (json_int_t)fk_release_held(app)));
     } else if (!strcmp(path, "/compact") && m == EVHTTP_REQ_POST) {
         fk_store_compact(&app->store);
         reply(req, 200, state_json(app));

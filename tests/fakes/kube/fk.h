@@ -270,9 +270,12 @@ struct fk_faults {
     int watch_close_ms;     /* close each watch after T ms (0 = off) */
     int watch_close_drop;   /* 1 = drop the TCP connection, 0 = end cleanly */
     int watch_gone_next;    /* answer the next N watches with a 410 ERROR */
+    char hold_match[256];   /* hold matching API requests until POST /release ("" = off) */
+    char hold_method[16];   /* "" = any */
 };
 
 struct fk_held; /* a request whose reply is pending (watch, delay) */
+struct delayed; /* a request held back by a fault (server.c) */
 struct fk_watch;
 
 struct fk_app {
@@ -288,14 +291,19 @@ struct fk_app {
     struct fk_faults faults;
     json_t *reqlog; /* array */
     size_t reqlog_max;
-    int reqlog_fd;        /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
-    struct fk_held *held; /* list */
+    int reqlog_fd;           /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
+    struct fk_held *held;    /* list */
+    struct delayed *holding; /* requests held by hold_match, oldest first */
+    size_t nholding;
     int bookmark_ms;
     int verbose;
 };
 
 /* Start server i on 127.0.0.1:port (0 = ephemeral). 0 or negative errno. */
 int fk_server_start(struct fk_app *app, int i, int port);
+/* Answer every request held by the hold_match fault, in arrival order.
+ * Returns how many. */
+size_t fk_release_held(struct fk_app *app);
 /* Close server i: its listener and every connection (watches end). */
 void fk_server_stop(struct fk_app *app, int i);
 /* Enable or disable accept() on server i. */

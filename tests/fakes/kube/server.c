@@ -287,9 +287,23 @@ is_health(const char *path)
 
 struct delayed {
     struct fk_rq *rq;
-    struct event *ev;
+    struct event *ev; /* latency: the timer; NULL for a hold */
     struct fk_held *held;
+    struct delayed *next; /* app->holding */
 };
+
+/* Take d off app->holding, if it is there. */
+static void
+holding_unlink(struct fk_app *app, struct delayed *d)
+{
+    for (struct delayed **pp = &app->holding; *pp; pp = &(*pp)->next) {
+        if (*pp == d) {
+            *pp = d->next;
+            app->nholding--;
+            return;
+        }
+    }
+}
 
 static void serve(struct fk_rq *rq);
 
@@ -310,11 +324,52 @@ static void
 delayed_closed(void *arg, int dropped)
 {
     struct delayed *d = arg;
+    holding_unlink(d->rq->app, d);
     if (!dropped)
         evhttp_request_free(d->rq->req); /* detached by libevent, ours to free */
-    event_free(d->ev);
+    if (d->ev)
+        event_free(d->ev);
     fk_rq_free(d->rq);
     free(d);
+}
+
+/* See fk.h. */
+size_t
+fk_release_held(struct fk_app *app)
+{
+    size_t n = 0;
+    while (app->holding) {
+        struct delayed *d = app->holding;
+        struct fk_rq *rq = d->rq;
+        app->holding = d->next;
+        app->nholding--;
+        fk_unhold(app, d->held);
+        free(d);
+        serve(rq);
+        n++;
+    }
+    return n;
+}
+
+/* Hold rq (already logged) until fk_release_held. 0 or -1 (ENOMEM). */
+static int
+hold_request(struct fk_rq *rq)
+{
+    struct fk_app *app = rq->app;
+    struct delayed *d = calloc(1, sizeof(*d)), **tail = &app->holding;
+    if (!d)
+        return -1;
+    d->rq = rq;
+    d->held = fk_hold(rq, delayed_closed, d);
+    if (!d->held) {
+        free(d);
+        return -1;
+    }
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = d;
+    app->nholding++;
+    return 0;
 }
 
 /* ---- request entry ------------------------------------------------------------------ */
@@ -505,6 +560,12 @@ api_cb(struct evhttp_request *req, void *arg)
             fk_rq_free(rq);
             return;
         }
+    }
+    if (app->faults.hold_match[0] && !is_health(rq->path) &&
+        fault_matches(app->faults.hold_match, app->faults.hold_method, rq)) {
+        if (hold_request(rq) < 0)
+            goto oom;
+        return;
     }
     if (app->faults.latency_ms > 0 && !is_health(rq->path) &&
         fault_matches(app->faults.latency_match, NULL, rq)) {

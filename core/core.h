@@ -10,6 +10,7 @@
 
 #include <stdint.h>
 
+#include "httpc.h"
 #include "prismlb/module.h"
 #include "settings.h"
 
@@ -49,12 +50,13 @@ struct plb_ctx {
     void *state;  /* the module's */
     enum core_inst_state st;
     int created;
-    char *gate_name;      /* the gate instance it follows, or NULL */
-    struct plb_ctx *gate; /* resolved */
-    int gate_open;        /* for gate instances: current state */
-    int gated_active;     /* for gated instances: write loop running */
-    plb_done *stop_done;  /* handed to stop(), until it fires */
-    int log_max;          /* its own log threshold (log_set_level) */
+    char *gate_name;              /* the gate instance it follows, or NULL */
+    struct plb_ctx *gate;         /* resolved */
+    int gate_open;                /* for gate instances: current state */
+    int gated_active;             /* for gated instances: write loop running */
+    struct core_http_fence fence; /* gated instances: their writes (gates.c) */
+    plb_done *stop_done;          /* handed to stop(), until it fires */
+    int log_max;                  /* its own log threshold (log_set_level) */
 };
 
 /* The daemon-wide configuration (top-level settings). */

@@ -144,7 +144,7 @@ h_http_server_new(plb_ctx *ctx, const char *addr, int port, int *err)
 static plb_http_req *
 h_http_request(plb_ctx *ctx, const struct plb_http_opts *o, int *err)
 {
-    return core_http_request(ctx->core->httpc, o, err);
+    return core_http_request_fenced(ctx->core->httpc, o, ctx->gate ? &ctx->fence : NULL, err);
 }
 
 /* The family of an instance: every series with module_instance first. */
@@ -208,7 +208,10 @@ h_revision(void)
 static plb_kube *
 h_kube_new(plb_ctx *ctx, const struct plb_kube_opts *o, char *err, size_t errlen)
 {
-    return core_kube_new(ctx->core->httpc, ctx->core->base, ctx, o, PRISMLB_VERSION, err, errlen);
+    plb_kube *k =
+        core_kube_new(ctx->core->httpc, ctx->core->base, ctx, o, PRISMLB_VERSION, err, errlen);
+    core_kube_set_fence(k, ctx->gate ? &ctx->fence : NULL);
+    return k;
 }
 
 static char *
@@ -389,4 +392,5 @@ const struct plb_host core_host = {
     .metrics_on_collect = core_h_metrics_on_collect,
 
     .metric_new_shared = h_metric_new_shared,
+    .http_resp_in_flight_at_close = core_http_resp_in_flight_at_close,
 };

@@ -67,6 +67,7 @@ struct plb_http_resp {
     struct buf body;    /* BUFFER mode */
     struct buf headers; /* "name\0value\0" pairs of the last response */
     double connect_time, total_time;
+    int in_flight_at_close; /* a write sent before its fence closed */
 };
 
 struct hostq; /* see below */
@@ -80,7 +81,11 @@ struct plb_http_req {
     int waiting;                      /* QUEUED on hq's wait list, not c's queue */
     enum req_state state;
     int cancelled;
-    int failed; /* the socket callback could not watch its socket */
+    int failed;                    /* the socket callback could not watch its socket */
+    struct core_http_fence *fence; /* a write of a fenced instance, or NULL */
+    plb_http_req *fprev, *fnext;   /* fence->writes */
+    int sent;                      /* a connection began the request */
+    int fenced;                    /* stopped by its fence before it was sent */
     int https;
     enum plb_http_error abort_err; /* why a callback stopped the transfer */
     const char *abort_text;
@@ -333,11 +338,29 @@ host_release(struct core_httpc *c, plb_http_req *req)
     event_active(c->kick, 0, 0);
 }
 
+/* Take req off its fence's list. */
+static void
+fence_unlink(plb_http_req *req)
+{
+    struct core_http_fence *f = req->fence;
+    if (!f)
+        return;
+    if (req->fprev)
+        req->fprev->fnext = req->fnext;
+    else
+        f->writes = req->fnext;
+    if (req->fnext)
+        req->fnext->fprev = req->fprev;
+    req->fence = NULL;
+    req->fprev = req->fnext = NULL;
+}
+
 /* Unlink req from everything, remove it from curl and free it. */
 static void
 req_free(plb_http_req *req)
 {
     struct core_httpc *c = req->c;
+    fence_unlink(req);
     if (req->state == REQ_QUEUED && req->waiting)
         host_unwait(c, req);
     else if (req->state == REQ_QUEUED)
@@ -471,7 +494,10 @@ req_complete(plb_http_req *req, CURLcode res)
         if (stop)
             (void)req_abort(req, PLB_HTTP_E_ABORTED, "aborted by on_data");
     }
-    if (req->abort_err && (res == CURLE_WRITE_ERROR || res == CURLE_OK)) {
+    if (req->fenced) {
+        r->error = PLB_HTTP_E_FENCED;
+        set_text(req, "not sent: the instance's gate closed");
+    } else if (req->abort_err && (res == CURLE_WRITE_ERROR || res == CURLE_OK)) {
         r->error = req->abort_err;
         set_text(req, "%s", req->abort_text);
     } else if (res != CURLE_OK) {
@@ -589,6 +615,24 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
     if (rc < 0)
         return req_abort(req, PLB_HTTP_E_LOCAL, "out of memory");
     return n;
+}
+
+/* CURLOPT_PREREQFUNCTION: a connection is ready and curl is about to send
+ * the request. One cancelled or stopped by its fence in the meantime (from
+ * a callback inside this socket_action: the sweep removes it afterwards)
+ * is not sent. */
+static int
+on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
+{
+    plb_http_req *req = ud;
+    (void)primary_ip;
+    (void)local_ip;
+    (void)primary_port;
+    (void)local_port;
+    if (req->fenced || req->cancelled)
+        return CURL_PREREQFUNC_ABORT;
+    req->sent = 1;
+    return CURL_PREREQFUNC_OK;
 }
 
 /* Remove the running requests that were cancelled, or failed, where curl
@@ -1132,6 +1176,8 @@ setup_easy(plb_http_req *req, const struct plb_http_opts *o)
         curl_easy_setopt(e, CURLOPT_WRITEDATA, req) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_HEADERDATA, req) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq) != CURLE_OK ||
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, req) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, cto) != CURLE_OK ||
         /* Long watches: notice a peer that vanished without a FIN. */
         curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
@@ -1294,6 +1340,103 @@ core_http_cancel(plb_http_req *req)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Fences.                                                                  */
+
+static int
+is_write(const char *method)
+{
+    return method && strcasecmp(method, "GET") != 0 && strcasecmp(method, "HEAD") != 0;
+}
+
+plb_http_req *
+core_http_request_fenced(struct core_httpc *c, const struct plb_http_opts *o,
+                         struct core_http_fence *fence, int *err)
+{
+    int dummy;
+    if (!err)
+        err = &dummy;
+    if (!fence || !o || o->size < sizeof(*o) || !is_write(o->method))
+        return core_http_request(c, o, err);
+    if (!fence->open) {
+        *err = -EPERM;
+        return NULL;
+    }
+    plb_http_req *req = core_http_request(c, o, err);
+    if (!req)
+        return NULL;
+    req->fence = fence;
+    req->fnext = fence->writes;
+    if (fence->writes)
+        fence->writes->fprev = req;
+    fence->writes = req;
+    return req;
+}
+
+/* Stop req, not yet sent, for good: done reports PLB_HTTP_E_FENCED from
+ * the loop. */
+static void
+fence_stop(plb_http_req *req)
+{
+    struct core_httpc *c = req->c;
+    req->fenced = 1;
+    switch (req->state) {
+    case REQ_QUEUED:
+        if (req->waiting) {
+            host_unwait(c, req);
+            queue_push(c, req);
+        }
+        req->resp.error = PLB_HTTP_E_FENCED; /* on_kick finishes it */
+        set_text(req, "not sent: the instance's gate closed");
+        break;
+    case REQ_RUNNING:
+        req->failed = 1; /* the sweep removes it from curl */
+        c->sweep = 1;
+        break;
+    case REQ_IN_DONE:
+        return;
+    }
+    event_active(c->kick, 0, 0);
+}
+
+size_t
+core_http_fence_close(struct core_http_fence *f, const char *inst, const char *mod)
+{
+    size_t sent = 0;
+    f->open = 0;
+    for (plb_http_req *req = f->writes; req; req = req->fnext) {
+        if (req->cancelled || req->fenced || req->state == REQ_IN_DONE)
+            continue;
+        if (req->sent) {
+            char *url = NULL, *method = NULL;
+            (void)curl_easy_getinfo(req->easy, CURLINFO_EFFECTIVE_URL, &url);
+            (void)curl_easy_getinfo(req->easy, CURLINFO_EFFECTIVE_METHOD, &method);
+            core_log(PLB_LOG_WARN, inst, mod,
+                     "write in flight at gate close: %s %s (sent before the gate closed; its "
+                     "completion says in_flight_at_close)",
+                     method ? method : "?", url ? url : "?");
+            req->resp.in_flight_at_close = 1;
+            sent++;
+        } else {
+            fence_stop(req);
+        }
+    }
+    return sent;
+}
+
+void
+core_http_fence_open(struct core_http_fence *f)
+{
+    f->open = 1;
+}
+
+void
+core_http_fence_detach(struct core_http_fence *f)
+{
+    while (f->writes)
+        fence_unlink(f->writes);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Response accessors.                                                      */
 
 int
@@ -1348,4 +1491,10 @@ double
 core_http_resp_total_time(const plb_http_resp *r)
 {
     return r ? r->total_time : 0;
+}
+
+int
+core_http_resp_in_flight_at_close(const plb_http_resp *r)
+{
+    return r ? r->in_flight_at_close : 0;
 }

@@ -16,7 +16,10 @@
  *    fails before it starts (an unreadable token file) reports through done
  *    from the event loop;
  *  - core_http_cancel may be called from any callback (on_data, done, or a
- *    callback of another request); done is never called after it;
+ *    callback of another request); done is never called after it, and a
+ *    request not yet sent is never sent afterwards (also when the cancel
+ *    comes from inside curl, where removal waits for the sweep: curl's
+ *    pre-request callback refuses it);
  *  - redirects are not followed, proxies from the environment are ignored,
  *    and only http:// and https:// are allowed;
  *  - in LINES mode the lines handed to on_data are not NUL-terminated; a last
@@ -60,6 +63,39 @@ plb_http_req *core_http_request(struct core_httpc *c, const struct plb_http_opts
  * callbacks, as soon as they return). done is not called afterwards. */
 void core_http_cancel(plb_http_req *req);
 
+/* Fences. The writes (requests with a method other than GET and HEAD) of
+ * one gated instance go through its fence (plb_ctx.fence, see gates.c).
+ * While the fence is closed a new write is refused; closing it stops every
+ * write of it that was not yet sent, and marks those already sent. "Sent"
+ * means curl had a connection for it and began the request on it (the
+ * CURLOPT_PREREQFUNCTION point): from then on the server may act on it.
+ * A zeroed fence is closed. */
+struct core_http_fence {
+    int open;             /* writes pass */
+    plb_http_req *writes; /* running or queued, linked through the request */
+};
+
+/* core_http_request for a request of a fenced instance (fence borrowed,
+ * may be NULL: no fence). A write while fence is closed: NULL with
+ * *err = -EPERM, nothing sent. Otherwise as core_http_request; a write is
+ * linked to the fence until it is freed. */
+plb_http_req *core_http_request_fenced(struct core_httpc *c, const struct plb_http_opts *o,
+                                       struct core_http_fence *fence, int *err);
+
+/* Close fence: later writes are refused; each write not yet sent is
+ * stopped, never to be sent, and its done reports PLB_HTTP_E_FENCED from
+ * the loop; each write already sent goes on and its response says
+ * in_flight_at_close (core_http_resp_in_flight_at_close). Returns how many
+ * were already sent, each logged ("write in flight at gate close", with
+ * the method and URL) as instance inst of module mod. Safe from any
+ * callback. */
+size_t core_http_fence_close(struct core_http_fence *f, const char *inst, const char *mod);
+/* Open fence: writes pass again. */
+void core_http_fence_open(struct core_http_fence *f);
+/* Unlink every request from f (f is about to be freed); they go on,
+ * unfenced. */
+void core_http_fence_detach(struct core_http_fence *f);
+
 /* Response accessors; r is borrowed for the done call and so are the
  * results. */
 int core_http_resp_status(const plb_http_resp *r); /* 0 if none */
@@ -69,6 +105,9 @@ const char *core_http_resp_body(const plb_http_resp *r, size_t *len); /* BUFFER 
 const char *core_http_resp_header(const plb_http_resp *r, const char *name);
 double core_http_resp_connect_time(const plb_http_resp *r);
 double core_http_resp_total_time(const plb_http_resp *r);
+/* 1 when the request is a write that had been sent when its fence closed:
+ * it may have taken effect although its instance is fenced now. */
+int core_http_resp_in_flight_at_close(const plb_http_resp *r);
 
 /* Requests queued or running (for tests and shutdown checks). */
 size_t core_httpc_active(const struct core_httpc *c);

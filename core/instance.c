@@ -65,10 +65,8 @@ core_instance_start(plb_ctx *ctx, const char *failed, const char *started)
     }
     ctx->st = CORE_INST_STARTED;
     INST_INFO(ctx, "%s", started);
-    if (ctx->gate && ctx->gate->gate_open && !ctx->gated_active) {
-        ctx->gated_active = 1;
-        ctx->cm->mod->gate_open(ctx->state);
-    }
+    if (ctx->gate && ctx->gate->gate_open)
+        core_gate_activate(ctx);
     return 0;
 }
 

@@ -17,6 +17,14 @@
 
 #define KUBE_EVENT_CACHE 4096
 
+int
+core_kube_events_init(plb_kube *k)
+{
+    k->ev_cur = json_object();
+    k->ev_old = json_object();
+    return k->ev_cur && k->ev_old ? 0 : -ENOMEM;
+}
+
 void
 core_kube_events_fini(plb_kube *k)
 {
@@ -66,7 +74,6 @@ event_send(plb_kube_op *op)
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     char *path, *body;
     const char *ctype;
-    int err = 0;
 
     if (e) {
         char ts[32];
@@ -89,29 +96,55 @@ event_send(plb_kube_op *op)
     core_free(op->body);
     op->path = path;
     op->body = body;
+    op->method = e ? "PATCH" : "POST";
+    op->ctype = ctype;
     if (!path || !body)
         return -ENOMEM;
-    op->req = core_kube_http(k, e ? "PATCH" : "POST", path, ctype, body, PLB_HTTP_BUFFER, 0, NULL,
-                             core_kube_op_http_done, op, &err);
-    return op->req ? 0 : (err ? err : -ENOMEM);
+    return core_kube_op_send(op);
 }
 
-void
-core_kube_events_run(plb_kube *k)
+/* Start the Event at the head of k->evq, if it is not running. */
+static void
+events_run(plb_kube *k)
 {
-    while (k->evq && !k->evq->req) {
+    if (k->evq && !k->evq->req) {
         plb_kube_op *op = k->evq;
         int rc = event_send(op);
-        if (rc == 0)
-            return;
-        core_kube_op_finish(op, 0, PLB_HTTP_E_LOCAL, "", strerror(-rc), NULL);
-        return; /* finish ran the queue again */
+        if (rc)
+            core_kube_op_fail(op, rc); /* its resume runs the queue again */
     }
 }
 
-void
-core_kube_event_response(plb_kube_op *op, int status, json_t *obj, const char *reason,
-                         const char *message)
+/* Take op off k->evq, wherever it waits. */
+static void
+event_leave(plb_kube_op *op)
+{
+    plb_kube *k = op->k;
+    plb_kube_op **pp = &k->evq, *prev = NULL;
+    while (*pp && *pp != op) {
+        prev = *pp;
+        pp = &(*pp)->qnext;
+    }
+    if (!*pp)
+        return;
+    *pp = op->qnext;
+    if (k->evq_tail == op)
+        k->evq_tail = prev;
+    op->qnext = NULL;
+}
+
+static void
+event_release(plb_kube_op *op)
+{
+    core_free(op->ev_key);
+    json_decref(op->ev_body);
+    op->ev_key = NULL;
+    op->ev_body = NULL;
+}
+
+/* A response to the patch (phase 0) or create (phase 1) of op. */
+static void
+event_response(plb_kube_op *op, int status, json_t *obj, const char *reason, const char *message)
 {
     plb_kube *k = op->k;
     if (op->phase == 0 && status == 404) {
@@ -120,7 +153,7 @@ core_kube_event_response(plb_kube_op *op, int status, json_t *obj, const char *r
         op->phase = 1;
         int rc = event_send(op);
         if (rc)
-            core_kube_op_finish(op, 0, PLB_HTTP_E_LOCAL, "", strerror(-rc), NULL);
+            core_kube_op_fail(op, rc);
         return;
     }
     if (status >= 200 && status < 300 && json_is_object(obj)) {
@@ -133,6 +166,18 @@ core_kube_event_response(plb_kube_op *op, int status, json_t *obj, const char *r
     }
     core_kube_op_finish(op, status, PLB_HTTP_OK, reason, message, obj);
 }
+
+/* Events are writes: fenced like every other (a gated instance records
+ * none while its gate is closed, as only the leader's controllers record
+ * them in a client-go deployment). */
+static const struct core_kube_kind event_kind = {
+    .name = "event",
+    .write = 1,
+    .response = event_response,
+    .leave = event_leave,
+    .resume = events_run,
+    .release = event_release,
+};
 
 plb_kube_op *
 core_kube_event(plb_kube *k, const struct plb_kube_event *ev, plb_kube_done_cb done, void *arg,
@@ -155,15 +200,9 @@ core_kube_event(plb_kube *k, const struct plb_kube_event *ev, plb_kube_done_cb d
         now = last_ns + 1;
     last_ns = now;
 
-    op = (plb_kube_op *)core_calloc(1, sizeof(*op));
-    if (!op) {
-        *err = -ENOMEM;
+    op = core_kube_op_new(k, &event_kind, done, arg, err);
+    if (!op)
         return NULL;
-    }
-    op->k = k;
-    op->kind = KOP_EVENT;
-    op->done = done;
-    op->arg = arg;
     op->ev_ns = now;
     op->ev_key = core_kube_event_key(&src, KJSON(ev->involved), ev->kind, ev->api_version,
                                      ev->type ? ev->type : "Normal", ev->reason, ev->message);
@@ -171,15 +210,9 @@ core_kube_event(plb_kube *k, const struct plb_kube_event *ev, plb_kube_done_cb d
                                        ev->type, ev->reason, ev->message, now);
     if (!op->ev_key || !op->ev_body) {
         *err = op->ev_key ? -EINVAL : -ENOMEM; /* no body: the object has no name */
-        core_free(op->ev_key);
-        json_decref(op->ev_body);
-        core_free(op);
+        core_kube_op_free(op);
         return NULL;
     }
-    op->next = k->ops;
-    if (k->ops)
-        k->ops->prev = op;
-    k->ops = op;
     if (k->evq_tail)
         k->evq_tail->qnext = op;
     else
@@ -188,7 +221,7 @@ core_kube_event(plb_kube *k, const struct plb_kube_event *ev, plb_kube_done_cb d
     if (k->evq == op) {
         int rc = event_send(op);
         if (rc) {
-            k->evq = k->evq_tail = NULL;
+            event_leave(op);
             core_kube_op_free(op); /* never reported: the caller gets the error */
             *err = rc;
             return NULL;

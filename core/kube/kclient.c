@@ -97,6 +97,7 @@ core_kube_new(struct core_httpc *httpc, struct event_base *base, plb_ctx *ctx,
     k->httpc = httpc;
     k->base = base;
     k->ctx = ctx;
+    k->destroy = core_kube_free;
     k->timeout_ms = o->timeout_ms ? o->timeout_ms : KUBE_DEFAULT_TIMEOUT_MS;
     rc = resolve_config(k, o, err, errlen);
     if (rc)
@@ -125,9 +126,7 @@ core_kube_new(struct core_httpc *httpc, struct event_base *base, plb_ctx *ctx,
         k->ua_header = core_asprintf("User-Agent: prismlb/%s", version ? version : "0");
     }
     k->ns = core_strdup(k->cfg.ns ? k->cfg.ns : "default");
-    k->ev_cur = json_object();
-    k->ev_old = json_object();
-    if (!k->ua_header || !k->ns || !k->ev_cur || !k->ev_old)
+    if (!k->ua_header || !k->ns || core_kube_events_init(k) < 0)
         goto oom;
     if (k->insecure)
         core_log(PLB_LOG_WARN, NULL, NULL,
@@ -139,23 +138,6 @@ oom:
 fail:
     core_kube_free(k);
     return NULL;
-}
-
-void
-core_kube_op_free(plb_kube_op *op)
-{
-    plb_kube *k = op->k;
-    if (op->prev)
-        op->prev->next = op->next;
-    else if (k->ops == op)
-        k->ops = op->next;
-    if (op->next)
-        op->next->prev = op->prev;
-    core_free(op->path);
-    core_free(op->body);
-    core_free(op->ev_key);
-    json_decref(op->ev_body);
-    core_free(op);
 }
 
 void
@@ -213,180 +195,41 @@ core_kube_active(const plb_kube *k)
     return n;
 }
 
-plb_http_req *
-core_kube_http(plb_kube *k, const char *method, const char *path, const char *ctype,
-               const char *body, enum plb_http_body_mode mode, uint32_t timeout_ms,
-               plb_http_data_cb on_data, plb_http_done_cb done, void *arg, int *err)
-{
-    char *url = core_kube_url_join(k->cfg.server, path);
-    char *ct = ctype ? core_asprintf("Content-Type: %s", ctype) : NULL;
-    const char *headers[4] = {"Accept: application/json", k->ua_header, ct, NULL};
-    plb_http_req *req = NULL;
-
-    if (!url || (ctype && !ct)) {
-        *err = -ENOMEM;
-        goto out;
-    }
-    /* plb_kube_opts.timeout_ms: every request but a watch. */
-    if (timeout_ms == 0 && mode != PLB_HTTP_LINES)
-        timeout_ms = k->timeout_ms;
-    struct plb_http_opts ho = {
-        .size = sizeof(ho),
-        .method = method,
-        .url = url,
-        .headers = headers,
-        .body = body,
-        .body_len = body ? strlen(body) : 0,
-        .ca_file = k->cfg.ca_file,
-        .ca_pem = k->cfg.ca_pem,
-        .cert_file = k->cfg.cert_file,
-        .key_file = k->cfg.key_file,
-        .cert_pem = k->cfg.cert_pem,
-        .key_pem = k->cfg.key_pem,
-        .bearer_token_file = k->cfg.token ? NULL : k->cfg.token_file,
-        .bearer_token = k->cfg.token,
-        .tls_server_name = k->cfg.tls_server_name,
-        .connect_to = k->cfg.connect_to,
-        .insecure_skip_verify = k->insecure,
-        .timeout_ms = timeout_ms,
-        .body_mode = mode,
-        .max_body = 64u << 20,
-        .on_data = on_data,
-        .done = done,
-        .arg = arg,
-    };
-    if (mode == PLB_HTTP_LINES)
-        ho.max_body = 16u << 20; /* one watch event */
-    req = core_http_request(k->httpc, &ho, err);
-out:
-    core_free(url);
-    core_free(ct);
-    return req;
-}
-
-json_t *
-core_kube_parse_body(const char *body, size_t len, const char **reason, const char **message)
-{
-    json_t *j = body && len ? core_kube_json_parse(body, len) : NULL;
-    *reason = "";
-    *message = "";
-    const char *kind = json_string_value(json_object_get(j, "kind"));
-    if (kind && strcmp(kind, "Status") == 0) {
-        const char *r = json_string_value(json_object_get(j, "reason"));
-        const char *m = json_string_value(json_object_get(j, "message"));
-        *reason = r ? r : "";
-        *message = m ? m : "";
-    }
-    return j;
-}
-
 void
-core_kube_op_finish(plb_kube_op *op, int status, enum plb_http_error error, const char *reason,
-                    const char *message, json_t *obj)
+core_kube_set_fence(plb_kube *k, struct core_http_fence *fence)
 {
-    plb_kube *k = op->k;
-    int was_event = op->kind == KOP_EVENT;
-    struct plb_kube_result r = {
-        .size = sizeof(r),
-        .status = status,
-        .error = error,
-        .reason = reason ? reason : "",
-        .message = message ? message : "",
-        .obj = KOBJ(obj),
-    };
-    if (was_event && k->evq == op) {
-        k->evq = op->qnext;
-        if (!k->evq)
-            k->evq_tail = NULL;
-    }
-    op->in_done = 1;
-    k->depth++;
-    if (op->done)
-        op->done(op, &r, op->arg);
-    k->depth--;
-    core_kube_op_free(op);
-    if (k->dying) {
-        if (k->depth == 0) {
-            k->dying = 0;
-            core_kube_free(k);
-        }
-        return;
-    }
-    if (was_event)
-        core_kube_events_run(k);
-}
-
-void
-core_kube_cancel(plb_kube_op *op)
-{
-    if (!op || op->in_done)
-        return;
-    plb_kube *k = op->k;
-    if (op->req)
-        core_http_cancel(op->req);
-    op->req = NULL;
-    int running_event = 0;
-    if (op->kind == KOP_EVENT) {
-        plb_kube_op **pp = &k->evq, *prev = NULL;
-        while (*pp && *pp != op) {
-            prev = *pp;
-            pp = &(*pp)->qnext;
-        }
-        if (*pp) {
-            running_event = pp == &k->evq;
-            *pp = op->qnext;
-            if (k->evq_tail == op)
-                k->evq_tail = prev;
-        }
-    }
-    core_kube_op_free(op);
-    if (running_event)
-        core_kube_events_run(k);
+    if (k)
+        k->fence = fence;
 }
 
 /* ------------------------------------------------------------------------ */
 /* Operations.                                                               */
 
+/* A new operation of kind on ref (the object's path when with_name). NULL
+ * with *err (-EINVAL: a bad ref, no done; -EPERM: fenced; -ENOMEM). */
 static plb_kube_op *
-op_new(plb_kube *k, enum kop_kind kind, const struct plb_kube_ref *ref, int with_name,
-       plb_kube_done_cb done, void *arg, int *err)
+op_new(plb_kube *k, const struct core_kube_kind *kind, const struct plb_kube_ref *ref,
+       int with_name, plb_kube_done_cb done, void *arg, int *err)
 {
     int dummy;
     if (!err)
         err = &dummy;
     if (!k || !ref || ref->size < sizeof(*ref) || !ref->api_version || !ref->resource ||
-        (with_name && (!ref->name || !*ref->name)) || (kind != KOP_EVENT && !done)) {
+        (with_name && (!ref->name || !*ref->name)) || !done) {
         *err = -EINVAL;
         return NULL;
     }
-    plb_kube_op *op = core_calloc(1, sizeof(*op));
-    if (!op || !(op->path = core_kube_path(ref->api_version, ref->resource, ref->ns,
-                                           with_name ? ref->name : NULL,
-                                           with_name ? ref->subresource : NULL))) {
-        if (op)
-            core_free(op);
+    plb_kube_op *op = core_kube_op_new(k, kind, done, arg, err);
+    if (!op)
+        return NULL;
+    op->path = core_kube_path(ref->api_version, ref->resource, ref->ns,
+                              with_name ? ref->name : NULL, with_name ? ref->subresource : NULL);
+    if (!op->path) {
+        core_kube_op_free(op);
         *err = -ENOMEM;
         return NULL;
     }
-    op->k = k;
-    op->kind = kind;
-    op->done = done;
-    op->arg = arg;
-    op->next = k->ops;
-    if (k->ops)
-        k->ops->prev = op;
-    k->ops = op;
     return op;
-}
-
-/* Send op's current request. 0 or -errno (op left to the caller). */
-static int
-op_send(plb_kube_op *op)
-{
-    int err = 0;
-    op->req = core_kube_http(op->k, op->method, op->path, op->body ? op->ctype : NULL, op->body,
-                             PLB_HTTP_BUFFER, 0, NULL, core_kube_op_http_done, op, &err);
-    return op->req ? 0 : (err ? err : -ENOMEM);
 }
 
 static plb_kube_op *
@@ -401,7 +244,7 @@ op_start(plb_kube_op *op, const char *method, const char *ctype, const char *bod
         *err = -ENOMEM;
         goto fail;
     }
-    *err = op_send(op);
+    *err = core_kube_op_send(op);
     if (*err)
         goto fail;
     return op;
@@ -437,51 +280,45 @@ modify_read(plb_kube_op *op, int status, json_t *obj, const char *reason, const 
     op->attempts--;
     op->method = "PUT";
     op->ctype = "application/json";
-    int err = op_send(op);
+    int err = core_kube_op_send(op);
     if (err)
-        core_kube_op_finish(op, 0, PLB_HTTP_E_LOCAL, "", strerror(-err), NULL);
+        core_kube_op_fail(op, err);
 }
 
-void
-core_kube_op_http_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
+/* MODIFY: a response to the read (phase 0) or the write (phase 1). */
+static void
+modify_response(plb_kube_op *op, int status, json_t *obj, const char *reason, const char *message)
 {
-    plb_kube_op *op = arg;
-    size_t len = 0;
-    const char *body = core_http_resp_body(resp, &len);
-    int status = core_http_resp_status(resp);
-    enum plb_http_error e = core_http_resp_error(resp);
-    const char *reason, *message;
-    (void)req;
-
-    op->req = NULL;
-    if (e != PLB_HTTP_OK) {
-        core_kube_op_finish(op, status, e, "", core_http_resp_error_text(resp), NULL);
-        return;
-    }
-    json_t *obj = core_kube_parse_body(body, len, &reason, &message);
-    if (op->kind == KOP_MODIFY && op->phase == 0) {
+    if (op->phase == 0) {
         modify_read(op, status, obj, reason, message);
-    } else if (op->kind == KOP_MODIFY && status == 409 && op->attempts > 0) {
+    } else if (status == 409 && op->attempts > 0) {
         op->phase = 0; /* somebody else wrote: read again */
         op->method = "GET";
         core_free(op->body);
         op->body = NULL;
-        int err = op_send(op);
+        int err = core_kube_op_send(op);
         if (err)
-            core_kube_op_finish(op, 0, PLB_HTTP_E_LOCAL, "", strerror(-err), NULL);
-    } else if (op->kind == KOP_EVENT) {
-        core_kube_event_response(op, status, obj, reason, message);
+            core_kube_op_fail(op, err);
     } else {
         core_kube_op_finish(op, status, PLB_HTTP_OK, reason, message, obj);
     }
-    json_decref(obj);
 }
+
+/* The kinds of this file: every verb finishes with its one response but
+ * read-modify-write. */
+static const struct core_kube_kind get_kind = {.name = "get"};
+static const struct core_kube_kind write_kind = {.name = "write", .write = 1};
+static const struct core_kube_kind modify_kind = {
+    .name = "modify",
+    .write = 1,
+    .response = modify_response,
+};
 
 plb_kube_op *
 core_kube_get(plb_kube *k, const struct plb_kube_ref *ref, plb_kube_done_cb done, void *arg,
               int *err)
 {
-    plb_kube_op *op = op_new(k, KOP_GET, ref, ref && ref->name, done, arg, err);
+    plb_kube_op *op = op_new(k, &get_kind, ref, ref && ref->name, done, arg, err);
     return op ? op_start(op, "GET", NULL, NULL, err) : NULL;
 }
 
@@ -503,7 +340,7 @@ core_kube_create(plb_kube *k, const struct plb_kube_ref *ref, const char *body,
 {
     if (!check_json(body, err))
         return NULL;
-    plb_kube_op *op = op_new(k, KOP_CREATE, ref, 0, done, arg, err);
+    plb_kube_op *op = op_new(k, &write_kind, ref, 0, done, arg, err);
     return op ? op_start(op, "POST", "application/json", body, err) : NULL;
 }
 
@@ -513,7 +350,7 @@ core_kube_update(plb_kube *k, const struct plb_kube_ref *ref, const char *body,
 {
     if (!check_json(body, err))
         return NULL;
-    plb_kube_op *op = op_new(k, KOP_UPDATE, ref, 1, done, arg, err);
+    plb_kube_op *op = op_new(k, &write_kind, ref, 1, done, arg, err);
     return op ? op_start(op, "PUT", "application/json", body, err) : NULL;
 }
 
@@ -533,7 +370,7 @@ core_kube_patch(plb_kube *k, const struct plb_kube_ref *ref, enum plb_kube_patch
     }
     if (!check_json(patch, err))
         return NULL;
-    plb_kube_op *op = op_new(k, KOP_PATCH, ref, 1, done, arg, err);
+    plb_kube_op *op = op_new(k, &write_kind, ref, 1, done, arg, err);
     return op ? op_start(op, "PATCH", ctypes[type], patch, err) : NULL;
 }
 
@@ -541,7 +378,7 @@ plb_kube_op *
 core_kube_delete(plb_kube *k, const struct plb_kube_ref *ref, const char *uid,
                  const char *resource_version, plb_kube_done_cb done, void *arg, int *err)
 {
-    plb_kube_op *op = op_new(k, KOP_DELETE, ref, 1, done, arg, err);
+    plb_kube_op *op = op_new(k, &write_kind, ref, 1, done, arg, err);
     if (!op)
         return NULL;
     json_t *pre = json_object();
@@ -574,7 +411,7 @@ core_kube_modify(plb_kube *k, const struct plb_kube_ref *ref, plb_kube_mutate_cb
             *err = -EINVAL;
         return NULL;
     }
-    plb_kube_op *op = op_new(k, KOP_MODIFY, ref, 1, done, arg, err);
+    plb_kube_op *op = op_new(k, &modify_kind, ref, 1, done, arg, err);
     if (!op)
         return NULL;
     op->mutate = mutate;

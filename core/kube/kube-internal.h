@@ -7,10 +7,14 @@
  *   backoff.c    the reconnect state machine of the spec, clock injected;
  *   cache.c      the informer cache and the diff after a re-list;
  *   evkey.c      Event aggregation keys and bodies (client-go's recorder).
- * Loop parts:
- *   kclient.c    the client: requests, writes, read-modify-write;
+ * Loop parts, callers above what they call (no file calls back up):
+ *   kclient.c    the client (configuration, free) and the verbs: get,
+ *                writes, read-modify-write;
  *   informer.c   list + watch informers;
  *   events.c     the Event recorder;
+ *   kreq.c       operations and their HTTP requests, driven through a
+ *                per-kind table (struct core_kube_kind); the leaf that
+ *                kclient.c, events.c and informer.c call;
  *   obj.c        plb_obj accessors (plb_obj is a jansson value).
  *
  * Prefix: core_kube_ for functions shared between these files. Ownership
@@ -224,59 +228,77 @@ json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved
 const char *core_kube_rfc3339(int64_t wall_ns, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
-/* kclient.c: the client and its operations.                                 */
+/* kreq.c: operations and their requests (the leaf the loop files share).   */
 
-enum kop_kind {
-    KOP_GET = 1,
-    KOP_CREATE,
-    KOP_UPDATE,
-    KOP_PATCH,
-    KOP_DELETE,
-    KOP_MODIFY,
-    KOP_EVENT,
+struct core_http_fence;
+
+/* What one kind of operation does at each step. kclient.c defines the
+ * plain verbs and read-modify-write, events.c the Event recorder; kreq.c
+ * calls these and knows nothing else about the kinds. */
+struct core_kube_kind {
+    const char *name; /* "get", "write", "modify", "event" */
+    int write;        /* refused (-EPERM) while the client's fence is closed */
+    /* A response arrived for op (no transport error): send again
+     * (core_kube_op_send) or finish (core_kube_op_finish). obj is the
+     * parsed body (borrowed) or NULL. NULL: finish with the response. */
+    void (*response)(plb_kube_op *op, int status, json_t *obj, const char *reason,
+                     const char *message);
+    /* op leaves (finishes or is cancelled), before its done runs: take it
+     * off the kind's queues. May be NULL. */
+    void (*leave)(plb_kube_op *op);
+    /* After op left and was freed: start what waited for it. May be NULL. */
+    void (*resume)(plb_kube *k);
+    /* Free what the kind keeps in op (events.c: ev_key, ev_body). May be
+     * NULL. */
+    void (*release)(plb_kube_op *op);
 };
 
 struct plb_kube_op {
     plb_kube *k;
-    enum kop_kind kind;
-    int phase;  /* MODIFY: 0 read, 1 write; EVENT: 0 patch, 1 create */
-    char *path; /* the object's (or collection's) API path */
+    const struct core_kube_kind *kind;
+    int phase;  /* the kind's step (modify: 0 read, 1 write; event: 0 patch, 1 create) */
+    char *path; /* the object's (or collection's) API path (owned) */
     char *body; /* request body (owned) or NULL */
     const char *method, *ctype;
     plb_kube_mutate_cb mutate;
-    int attempts;      /* MODIFY: writes left */
+    int attempts;      /* modify: writes left */
     plb_http_req *req; /* in flight, or NULL */
     plb_kube_done_cb done;
     void *arg;
     int in_done;
-    /* EVENT */
+    int in_flight_at_close; /* its last request was sent when the fence closed */
+    /* events.c's (released by its kind) */
     char *ev_key;                    /* aggregation key (owned) */
     json_t *ev_body;                 /* the Event to create (owned) */
     int64_t ev_ns;                   /* wall clock of the record, ns */
-    struct plb_kube_op *prev, *next; /* k->ops */
     struct plb_kube_op *qnext;       /* k->evq */
+    struct plb_kube_op *prev, *next; /* k->ops */
 };
 
 struct plb_kube {
     struct core_httpc *httpc;
     struct event_base *base;
     plb_ctx *ctx;
+    struct core_http_fence *fence; /* the instance's, or NULL (borrowed) */
     struct core_kube_config cfg;
     char *ua_header; /* "User-Agent: ..." */
     char *ns;        /* default namespace */
     uint32_t timeout_ms;
     int insecure;
     struct plb_kube_op *ops;            /* started or queued */
-    struct plb_kube_op *evq, *evq_tail; /* Event writes, head running */
-    json_t *ev_cur, *ev_old;            /* aggregation cache, two generations */
+    struct plb_kube_op *evq, *evq_tail; /* events.c: Event writes, head running */
+    json_t *ev_cur, *ev_old;            /* events.c: aggregation cache, two generations */
     struct plb_informer *informers;
-    int depth; /* done callbacks on the stack */
-    int dying; /* kube_free ran inside one: free when it returns */
+    int depth;                    /* done callbacks on the stack */
+    int dying;                    /* kube_free ran inside one: free when it returns */
+    void (*destroy)(plb_kube *k); /* kclient.c's core_kube_free, for that */
 };
 
 /* Start an HTTP request to path (joined to the server) with the client's
- * TLS and credentials. ctype: request body type or NULL. timeout_ms 0: the
- * client's. New request (see core_http_request) or NULL with *err. */
+ * TLS and credentials; a method other than GET goes through the client's
+ * fence (-EPERM while it is closed). ctype: request body type or NULL.
+ * timeout_ms 0: the client's. New request (see core_http_request) or NULL
+ * with *err. */
 plb_http_req *core_kube_http(plb_kube *k, const char *method, const char *path, const char *ctype,
                              const char *body, enum plb_http_body_mode mode, uint32_t timeout_ms,
                              plb_http_data_cb on_data, plb_http_done_cb done, void *arg, int *err);
@@ -286,21 +308,26 @@ plb_http_req *core_kube_http(plb_kube *k, const char *method, const char *path, 
 json_t *core_kube_parse_body(const char *body, size_t len, const char **reason,
                              const char **message);
 
+/* A new operation of kind on k, linked into k->ops, nothing sent yet.
+ * NULL with *err = -EPERM (a write kind while k's fence is closed) or
+ * -ENOMEM. */
+plb_kube_op *core_kube_op_new(plb_kube *k, const struct core_kube_kind *kind, plb_kube_done_cb done,
+                              void *arg, int *err);
+/* Send op->method to op->path with op->body (op->ctype). 0 or -errno
+ * (-EPERM: fenced); op is left to the caller. */
+int core_kube_op_send(plb_kube_op *op);
 /* Finish op with a result (calls done unless cancelled, unlinks, frees). */
 void core_kube_op_finish(plb_kube_op *op, int status, enum plb_http_error error, const char *reason,
                          const char *message, json_t *obj);
-
+/* Finish op after a local failure rc of core_kube_op_send: -EPERM reports
+ * PLB_HTTP_E_FENCED, anything else PLB_HTTP_E_LOCAL. */
+void core_kube_op_fail(plb_kube_op *op, int rc);
 /* Unlink and free op without calling done. */
 void core_kube_op_free(plb_kube_op *op);
-/* The done callback of every operation's HTTP request (arg: the op). */
-void core_kube_op_http_done(plb_http_req *req, const plb_http_resp *resp, void *arg);
 
-/* events.c: a response to an Event write (patch or create) of op. */
-void core_kube_event_response(plb_kube_op *op, int status, json_t *obj, const char *reason,
-                              const char *message);
-/* events.c: start the Event at the head of k->evq, if any. */
-void core_kube_events_run(plb_kube *k);
-/* Free the aggregation cache. */
+/* events.c: the aggregation cache (core_kube_new, core_kube_free). 0 or
+ * -ENOMEM. */
+int core_kube_events_init(plb_kube *k);
 void core_kube_events_fini(plb_kube *k);
 
 /* informer.c: free every informer of k (kube_free). */

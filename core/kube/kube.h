@@ -21,6 +21,11 @@ plb_kube *core_kube_new(struct core_httpc *httpc, struct event_base *base, plb_c
                         const struct plb_kube_opts *o, const char *version, char *err,
                         size_t errlen);
 void core_kube_free(plb_kube *k);
+/* The fence of k's instance (borrowed, must outlive k; NULL: none): the
+ * client's writes pass it (see core_http_request_fenced). For host.c, right
+ * after core_kube_new. */
+struct core_http_fence;
+void core_kube_set_fence(plb_kube *k, struct core_http_fence *fence);
 const char *core_kube_server(const plb_kube *k);
 const char *core_kube_namespace(const plb_kube *k);
 

@@ -100,16 +100,45 @@
  *     (so destroy must free whatever a partial start made); the instances
  *     started before it get stop, then every created instance destroy.
  *   - gate_open runs for a gated instance (one with `gate = "..."`) right
- *     after its start when its gate is open already, and on every later
- *     opening; gate_close on every closing while the instance's write loop
- *     runs. An instance without a gate never gets gate_open or gate_close
- *     (gate_is_open says 1): it writes from start. No gate callback comes
- *     after stop was called.
+ *     after its start returned 0 when its gate is open already, else at
+ *     the first opening after that, and then on every later opening;
+ *     gate_close on every closing while the instance's write loop runs
+ *     (after a gate_open). Each gate_open is followed by at most one
+ *     gate_close before the next gate_open. An instance without a gate
+ *     never gets gate_open or gate_close (gate_is_open says 1): it writes
+ *     from start. No gate callback comes once stop was called (nor during
+ *     or after destroy, nor for an instance whose start failed).
+ *   - Fencing. A gated instance's writes pass only while its gate is open
+ *     (from just before gate_open until the gate closes; also while it
+ *     stops, if the gate stays open): every Kubernetes write of its
+ *     clients (kube_create, kube_update, kube_patch, kube_delete,
+ *     kube_modify, lb_status_write, kube_event: Events too, since only the
+ *     leader's controllers record them in a client-go deployment) and
+ *     every http_request with a method other than GET and HEAD. While its
+ *     gate is closed (before the first opening, too) such a call returns
+ *     NULL with *err = PLB_EFENCED and sends nothing. When the gate closes
+ *     (before gate_close is called) the daemon stops each write of the
+ *     instance not yet sent: it is never sent, and its done reports
+ *     PLB_HTTP_E_FENCED (the queued writes of a kube_modify or of the
+ *     Event queue, too). A write already sent (curl had begun it on a
+ *     connection) goes on; its completion says so (plb_kube_result
+ *     .in_flight_at_close, http_resp_in_flight_at_close) and the daemon
+ *     logs "write in flight at gate close" with the instance, method and
+ *     URL. Cancelling such a write in gate_close does not unsend it: treat
+ *     its effect as unknown. Reads (GET, informers) are never fenced.
  *   - Informers: on_add for every object of the first list, then on_synced
  *     once; later on_add, on_update, on_delete as changes arrive (after a
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.4  fencing of gated writes (see "Fencing"): the daemon
+ *                    refuses a gated instance's Kubernetes and HTTP writes
+ *                    while its gate is closed (PLB_EFENCED), stops those
+ *                    not yet sent when it closes (PLB_HTTP_E_FENCED) and
+ *                    marks those already sent (plb_kube_result
+ *                    .in_flight_at_close, http_resp_in_flight_at_close);
+ *                    when gate_open and gate_close run, stated in
+ *                    "Lifetimes and orders".
  *   2026-12-01  2.3  metric_new_shared: a family of the whole daemon, with
  *                    no module_instance label (mod_metrics' process_* and
  *                    prismlb_build_info). Beside it, metric_new's series
@@ -196,6 +225,7 @@
 #ifndef PRISMLB_MODULE_H
 #define PRISMLB_MODULE_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -205,7 +235,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 3
+#define PLB_ABI_MINOR 4
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -397,7 +427,13 @@ enum plb_http_error {
     PLB_HTTP_E_LOCAL,     /* bad request options, out of memory, a file that
                              could not be read (token, certificate) */
     PLB_HTTP_E_ABORTED,   /* on_data asked to stop */
+    PLB_HTTP_E_FENCED,    /* 2.4: a write of a gated instance stopped, not
+                             sent, because its gate closed (see "Fencing") */
 };
+
+/* 2.4: what a write of a gated instance gets while its gate is closed
+ * (*err of http_request and of the kube_* writes; see "Fencing"). */
+#define PLB_EFENCED (-EPERM)
 
 /* Called with each chunk or line; borrowed data. Return 0 to go on, non-zero
  * to abort the request (done then reports PLB_HTTP_E_ABORTED). */
@@ -553,6 +589,9 @@ struct plb_kube_result {
     const plb_obj *obj;        /* 2xx: the object returned; else the Status;
                                   NULL when the body was not JSON.
                                   obj_ref it to keep it */
+    int in_flight_at_close;    /* 2.4: the call's last request was a write
+                                  already sent when the instance's gate
+                                  closed (see "Fencing"); check size */
 };
 /* op is freed by the daemon right after the call. */
 typedef void (*plb_kube_done_cb)(plb_kube_op *op, const struct plb_kube_result *r, void *arg);
@@ -1106,6 +1145,12 @@ struct plb_host {
     plb_metric *(*metric_new_shared)(plb_ctx *ctx, enum plb_metric_type type, const char *name,
                                      const char *help, const char *const *label_names,
                                      const double *buckets, size_t nbuckets);
+
+    /* --- since 2.4: fencing --- */
+    /* 1 when r answers a write of a gated instance that had been sent when
+     * its gate closed (see "Fencing"): it may have taken effect. Check
+     * PLB_HOST_HAS. */
+    int (*http_resp_in_flight_at_close)(const plb_http_resp *r);
 };
 
 /* True when the daemon's host table has the named member: only needed for

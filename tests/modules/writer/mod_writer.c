@@ -10,10 +10,21 @@
  * write in flight before completing, so no write of a closed term is sent
  * afterwards. trace_file gets "gate_open IDENTITY TERM MS" and
  * "gate_close IDENTITY TERM MS" lines (MS: wall-clock milliseconds).
+ *
+ * For the fencing tests: `via = "kube"` writes through a Kubernetes client
+ * (kubeconfig, kube_patch of the Lease default/shared-writes) instead of
+ * http_request; `parallel` keeps that many writes in flight; `careless`
+ * leaves its writes running at gate_close and keeps trying to write while
+ * the gate is closed, so the daemon's fence is what stops them. Outcomes go
+ * to the trace as "refused" (the start failed with PLB_EFENCED), "fenced"
+ * (done said PLB_HTTP_E_FENCED), "in_flight" (done said in_flight_at_close)
+ * and "written" lines.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#define WR_MAX_PARALLEL 16
 
 #include <prismlb/module.h>
 
@@ -25,6 +36,10 @@ struct wr_config {
     char *key_file;
     char *trace_file;
     int64_t interval_ms;
+    char *kubeconfig;
+    int via; /* 0 http, 1 kube */
+    int64_t parallel;
+    int careless;
 };
 
 struct wr {
@@ -32,10 +47,14 @@ struct wr {
     plb_ctx *ctx;
     const struct wr_config *cfg;
     plb_timer *timer;
-    plb_http_req *req; /* the write in flight */
+    plb_kube *kube;                     /* via kube */
+    plb_http_req *req[WR_MAX_PARALLEL]; /* the writes in flight (http) */
+    plb_kube_op *op[WR_MAX_PARALLEL];   /* (kube) */
     int open;
     unsigned long term, seq;
 };
+
+static const char *const vias[] = {"http", "kube", NULL};
 
 /* clang-format off */
 static const struct plb_setting wr_settings[] = {
@@ -54,6 +73,14 @@ static const struct plb_setting wr_settings[] = {
     {.name = "interval", .type = PLB_SET_DURATION,
      .offset = offsetof(struct wr_config, interval_ms), .def = "100ms", .min = 1,
      .doc = "Pause between writes"},
+    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = offsetof(struct wr_config, kubeconfig),
+     .doc = "Kubeconfig of the client (via kube)"},
+    {.name = "via", .type = PLB_SET_ENUM, .offset = offsetof(struct wr_config, via),
+     .def = "http", .enum_values = vias, .doc = "http_request, or kube_patch of a Lease"},
+    {.name = "parallel", .type = PLB_SET_INT, .offset = offsetof(struct wr_config, parallel),
+     .def = "1", .min = 1, .max = WR_MAX_PARALLEL, .doc = "Writes kept in flight"},
+    {.name = "careless", .type = PLB_SET_BOOL, .offset = offsetof(struct wr_config, careless),
+     .def = "false", .doc = "Leave writes to the daemon's fence at gate_close"},
     PLB_SETTINGS_END,
 };
 /* clang-format on */
@@ -74,33 +101,73 @@ trace(struct wr *w, const char *what)
     fclose(f);
 }
 
-static void write_one(struct wr *w);
+static void write_all(struct wr *w);
+
+/* One write ended: trace how, and write again after interval. */
+static void
+ended(struct wr *w, int status, int fenced, int in_flight, const char *error)
+{
+    if (in_flight)
+        trace(w, "in_flight");
+    if (fenced)
+        trace(w, "fenced");
+    else if (status == 200)
+        trace(w, "written");
+    else
+        w->host->log_kv(w->ctx, PLB_LOG_WARN, "write failed", "error", error, NULL);
+    if ((w->open || w->cfg->careless) &&
+        w->host->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
+        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot arm the write timer", NULL);
+}
 
 static void
 on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
 {
     struct wr *w = arg;
-    (void)req;
-    w->req = NULL;
-    int status = w->host->http_resp_status(resp);
-    if (status != 200)
-        w->host->log_kv(w->ctx, PLB_LOG_WARN, "write failed", "error",
-                        w->host->http_resp_error_text(resp), NULL);
-    if (w->open && w->host->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot arm the write timer", NULL);
+    for (int i = 0; i < WR_MAX_PARALLEL; i++) {
+        if (w->req[i] == req)
+            w->req[i] = NULL;
+    }
+    ended(w, w->host->http_resp_status(resp), w->host->http_resp_error(resp) == PLB_HTTP_E_FENCED,
+          PLB_HOST_HAS(w->host, http_resp_in_flight_at_close) &&
+              w->host->http_resp_in_flight_at_close(resp),
+          w->host->http_resp_error_text(resp));
 }
 
 static void
-write_one(struct wr *w)
+on_kube_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
+{
+    struct wr *w = arg;
+    for (int i = 0; i < WR_MAX_PARALLEL; i++) {
+        if (w->op[i] == op)
+            w->op[i] = NULL;
+    }
+    int in_flight = r->size >= offsetof(struct plb_kube_result, in_flight_at_close) +
+                                   sizeof(r->in_flight_at_close) &&
+                    r->in_flight_at_close;
+    ended(w, r->status, r->error == PLB_HTTP_E_FENCED, in_flight, r->message);
+}
+
+/* Start write slot i. 0, or the -errno of the start. */
+static int
+write_one(struct wr *w, int i)
 {
     char body[512], ua[300];
     int err = 0;
-    if (!w->open || w->req)
-        return;
     w->seq++;
     snprintf(body, sizeof(body),
              "{\"metadata\":{\"annotations\":{\"prismlb.test/writer\":\"%s/%lu/%lu\"}}}",
              w->cfg->identity, w->term, w->seq);
+    if (w->kube) {
+        struct plb_kube_ref ref = {.size = sizeof(ref),
+                                   .api_version = "coordination.k8s.io/v1",
+                                   .resource = "leases",
+                                   .ns = "default",
+                                   .name = "shared-writes"};
+        w->op[i] =
+            w->host->kube_patch(w->kube, &ref, PLB_KUBE_MERGE_PATCH, body, on_kube_done, w, &err);
+        return w->op[i] ? 0 : (err ? err : -EIO);
+    }
     snprintf(ua, sizeof(ua), "User-Agent: prismlb-writer/%s/%lu", w->cfg->identity, w->term);
     const char *headers[] = {"Content-Type: application/merge-patch+json",
                              "Accept: application/json", ua, NULL};
@@ -114,23 +181,43 @@ write_one(struct wr *w)
         .ca_file = w->cfg->ca_file,
         .cert_file = w->cfg->cert_file,
         .key_file = w->cfg->key_file,
-        .timeout_ms = 2000,
+        .timeout_ms = w->cfg->careless ? 0 : 2000,
         .done = on_done,
         .arg = w,
     };
-    w->req = w->host->http_request(w->ctx, &o, &err);
-    if (!w->req) {
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot start a write", NULL);
-        if (w->host->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
-            w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot arm the write timer", NULL);
+    w->req[i] = w->host->http_request(w->ctx, &o, &err);
+    return w->req[i] ? 0 : (err ? err : -EIO);
+}
+
+/* Fill every free write slot (while open, or always when careless). */
+static void
+write_all(struct wr *w)
+{
+    int refused = 0, failed = 0;
+    if (!w->open && !w->cfg->careless)
+        return;
+    for (int i = 0; i < (int)w->cfg->parallel; i++) {
+        if (w->req[i] || w->op[i])
+            continue;
+        int rc = write_one(w, i);
+        if (rc == PLB_EFENCED)
+            refused = 1;
+        else if (rc)
+            failed = 1;
     }
+    if (refused)
+        trace(w, "refused");
+    if (failed)
+        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot start a write", NULL);
+    if ((refused || failed) && w->host->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
+        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot arm the write timer", NULL);
 }
 
 static void
 on_timer(plb_timer *t, void *arg)
 {
     (void)t;
-    write_one(arg);
+    write_all(arg);
 }
 
 /* Stop writing now: no timer, nothing in flight. */
@@ -140,9 +227,13 @@ halt(struct wr *w)
     w->open = 0;
     if (w->timer)
         w->host->timer_cancel(w->timer);
-    if (w->req) {
-        w->host->http_cancel(w->req);
-        w->req = NULL;
+    for (int i = 0; i < WR_MAX_PARALLEL; i++) {
+        if (w->req[i])
+            w->host->http_cancel(w->req[i]);
+        if (w->op[i])
+            w->host->kube_cancel(w->op[i]);
+        w->req[i] = NULL;
+        w->op[i] = NULL;
     }
 }
 
@@ -169,7 +260,18 @@ wr_start(void *state, char *err, size_t errlen)
     (void)errlen;
     struct wr *w = state;
     w->timer = w->host->timer_new(w->ctx, on_timer, w);
-    return w->timer ? 0 : -ENOMEM;
+    if (!w->timer)
+        return -ENOMEM;
+    if (w->cfg->via == 1) {
+        char ua[300];
+        snprintf(ua, sizeof(ua), "prismlb-writer/%s/0", w->cfg->identity);
+        struct plb_kube_opts o = {
+            .size = sizeof(o), .kubeconfig = w->cfg->kubeconfig, .user_agent = ua};
+        w->kube = w->host->kube_new(w->ctx, &o, err, errlen);
+        if (!w->kube)
+            return -EINVAL;
+    }
+    return 0;
 }
 
 static void
@@ -190,6 +292,7 @@ wr_destroy(void *state)
     if (!w)
         return;
     halt(w);
+    w->host->kube_free(w->kube);
     w->host->timer_free(w->timer);
     w->host->free(w);
 }
@@ -202,7 +305,7 @@ wr_gate_open(void *state)
     w->term++;
     w->seq = 0;
     trace(w, "gate_open");
-    write_one(w);
+    write_all(w);
 }
 
 static void
@@ -211,7 +314,10 @@ wr_gate_close(void *state, plb_done *d)
     struct wr *w = state;
     if (w->open)
         trace(w, "gate_close");
-    halt(w);
+    if (w->cfg->careless)
+        w->open = 0; /* the fence stops what is in flight */
+    else
+        halt(w);
     w->host->done(d);
 }
 

@@ -646,6 +646,71 @@ START_TEST(test_per_host_cap)
 }
 END_TEST
 
+/* Fencing: while a fence is closed its writes are refused (reads pass);
+ * closing it stops every write not yet sent, for good (done says
+ * PLB_HTTP_E_FENCED and the server never sees them, also after the slots
+ * they waited for free up), and marks those already sent
+ * (in_flight_at_close). */
+struct fenced {
+    int done, fenced, in_flight;
+};
+
+static void
+fence_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
+{
+    struct fenced *f = arg;
+    (void)req;
+    f->done++;
+    f->fenced += core_http_resp_error(resp) == PLB_HTTP_E_FENCED;
+    f->in_flight += core_http_resp_in_flight_at_close(resp);
+}
+
+START_TEST(test_fence_stops_unsent_writes)
+{
+    struct core_http_fence fence = {0};
+    struct fenced sent = {0}, unsent = {0};
+    struct result r = {0};
+    int err = 0;
+    /* closed: a write is refused, a read passes */
+    struct plb_http_opts w = {
+        .size = sizeof(w), .method = "PATCH", .url = u("/hang"), .body = "{}", .body_len = 2};
+    w.done = fence_done;
+    w.arg = &sent;
+    ck_assert_ptr_null(core_http_request_fenced(hc, &w, &fence, &err));
+    ck_assert_int_eq(err, -EPERM);
+    struct plb_http_opts get = opts_for(u("/hello"), &r);
+    ck_assert_ptr_nonnull(core_http_request_fenced(hc, &get, &fence, &err));
+    ck_assert(run_until(base, &r.done, 1, 10000));
+    ck_assert_int_eq(r.status, 200);
+    result_clear(&r);
+    int hits = srv->hits;
+
+    /* open: 8 writes reach the server and hang there, the 9th waits for a
+     * slot, the 10th is not even started when the fence closes */
+    core_http_fence_open(&fence);
+    w.timeout_ms = 300; /* the hung ones end by timeout */
+    for (int i = 0; i < 8; i++)
+        ck_assert_ptr_nonnull(core_http_request_fenced(hc, &w, &fence, &err));
+    w.arg = &unsent;
+    ck_assert_ptr_nonnull(core_http_request_fenced(hc, &w, &fence, &err));
+    ck_assert(run_until(base, &srv->hits, hits + 8, 10000));
+    ck_assert_uint_eq(core_httpc_waiting(hc), 1);
+    ck_assert_ptr_nonnull(core_http_request_fenced(hc, &w, &fence, &err));
+    ck_assert_uint_eq(core_http_fence_close(&fence, "test", "test"), 8);
+    ck_assert_ptr_null(core_http_request_fenced(hc, &w, &fence, &err));
+    ck_assert_int_eq(err, -EPERM);
+
+    ck_assert(run_until(base, &sent.done, 8, 10000));
+    ck_assert(run_until(base, &unsent.done, 2, 10000));
+    ck_assert_int_eq(unsent.fenced, 2);
+    ck_assert_int_eq(unsent.in_flight, 0);
+    ck_assert_int_eq(sent.fenced, 0);
+    ck_assert_int_eq(sent.in_flight, 8);
+    ck_assert_int_eq(srv->hits, hits + 8);
+    ck_assert_uint_eq(core_httpc_active(hc), 0);
+}
+END_TEST
+
 /* 50 requests started at once share at most 8 connections, and all get
  * their answer. */
 START_TEST(test_burst_shares_connections)
@@ -748,6 +813,7 @@ httpc_suite(void)
     tcase_add_test(tc, test_chunks_cancel);
     tcase_add_test(tc, test_free_in_flight);
     tcase_add_test(tc, test_per_host_cap);
+    tcase_add_test(tc, test_fence_stops_unsent_writes);
     tcase_add_test(tc, test_burst_shares_connections);
     tcase_add_test(tc, test_alloc_failures);
     suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "links.h"
 #include "log.h"
+#include "strv.h"
 
 struct provider {
     plb_ctx *owner;
@@ -29,29 +30,24 @@ struct sub {
     size_t nsrc;
     plb_endpoints_cb cb;
     void *arg;
-    char **last; /* last delivered set (owned copies) */
-    size_t nlast;
+    struct plb_strv last; /* last delivered set (owned copies) */
     int delivered;
     struct event *ev; /* deferred delivery */
     struct sub *next;
 };
 
-static void
-strv_clear(struct plb_strv *v)
+/* out (empty) becomes a copy of the n strings of v. 0 or -ENOMEM (out
+ * empty again). */
+static int
+strv_copy(struct plb_strv *out, const char *const *v, size_t n)
 {
-    for (size_t i = 0; i < v->n; i++)
-        core_free(v->v[i]);
-    core_free(v->v);
-    v->v = NULL;
-    v->n = 0;
-}
-
-static void
-strs_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        core_free(v[i]);
-    core_free(v);
+    for (size_t i = 0; i < n; i++) {
+        if (core_strv_push(out, v[i], strlen(v[i])) < 0) {
+            core_strv_free(out);
+            return -ENOMEM;
+        }
+    }
+    return 0;
 }
 
 static void
@@ -59,7 +55,7 @@ sub_free(struct sub *s)
 {
     if (s->ev)
         event_free(s->ev);
-    strs_free(s->last, s->nlast);
+    core_strv_free(&s->last);
     core_free(s->sources);
     core_free(s);
 }
@@ -67,7 +63,7 @@ sub_free(struct sub *s)
 static void
 provider_free(struct provider *p)
 {
-    strv_clear(&p->set);
+    core_strv_free(&p->set);
     core_free(p->name);
     core_free(p);
 }
@@ -171,7 +167,7 @@ sub_deliver(struct sub *s)
     const struct plb_strv **sets = core_malloc((nsets ? nsets : 1) * sizeof(*sets));
     const char **merged = NULL;
     size_t n = 0;
-    char **copy = NULL;
+    struct plb_strv copy = {0, NULL};
     if (!sets)
         goto oom;
     nsets = 0;
@@ -181,35 +177,28 @@ sub_deliver(struct sub *s)
     }
     if (core_endpoints_merge(sets, nsets, &merged, &n) < 0)
         goto oom;
-    if (n == 0 && s->nlast > 0) {
+    if (n == 0 && s->last.n > 0) {
         core_log(PLB_LOG_WARN, s->ctx->name, s->ctx->cm->mod->name,
-                 "skipped an endpoint update that would leave no endpoints; keeping %zu", s->nlast);
+                 "skipped an endpoint update that would leave no endpoints; keeping %zu",
+                 s->last.n);
         goto out;
     }
-    if (n == s->nlast && s->delivered) {
+    if (n == s->last.n && s->delivered) {
         size_t i = 0;
-        while (i < n && strcmp(merged[i], s->last[i]) == 0)
+        while (i < n && strcmp(merged[i], s->last.v[i]) == 0)
             i++;
         if (i == n)
             goto out; /* unchanged */
     }
     if (n == 0 && !s->delivered)
         goto out; /* nothing yet */
-    copy = core_calloc(n ? n : 1, sizeof(*copy));
-    if (!copy)
+    if (strv_copy(&copy, merged, n) < 0)
         goto oom;
-    for (size_t i = 0; i < n; i++) {
-        copy[i] = core_strdup(merged[i]);
-        if (!copy[i]) {
-            strs_free(copy, i);
-            goto oom;
-        }
-    }
-    strs_free(s->last, s->nlast);
+    core_strv_free(&s->last);
     s->last = copy;
-    s->nlast = n;
     s->delivered = 1;
-    struct plb_endpoint_set set = {.size = sizeof(set), .n = n, .v = (const char *const *)copy};
+    struct plb_endpoint_set set = {
+        .size = sizeof(set), .n = n, .v = (const char *const *)s->last.v};
     s->cb(&set, s->arg);
     goto out;
 oom:
@@ -245,22 +234,13 @@ core_endpoints_publish(plb_ctx *ctx, const char *provider, const char *const *ep
 
     if (!provider || (n && !eps))
         return -EINVAL;
-    nv.v = core_calloc(n ? n : 1, sizeof(*nv.v));
-    if (!nv.v)
+    if (strv_copy(&nv, eps, n) < 0)
         return -ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        nv.v[i] = core_strdup(eps[i]);
-        if (!nv.v[i]) {
-            strv_clear(&nv);
-            return -ENOMEM;
-        }
-        nv.n++;
-    }
     if (!(p = provider_get(ctx, provider))) {
-        strv_clear(&nv);
+        core_strv_free(&nv);
         return -ENOMEM;
     }
-    strv_clear(&p->set);
+    core_strv_free(&p->set);
     p->set = nv;
     p->failed = 0;
     for (struct sub *s = l->subs; s; s = s->next) {

@@ -164,6 +164,25 @@ decide(plb_informer *inf, enum kb_input in)
     return kb_next(&inf->bm, in, core_now_ms(), core_random_unit());
 }
 
+/* Feed in to the machine, report ev (0: nothing to report) with the retry
+ * delay, then take the next step unless the informer was freed meanwhile:
+ * a step due at once runs now when now_ok (from a done callback), else
+ * from the loop (from inside a step, which must not recurse). */
+static void
+advance(plb_informer *inf, enum kb_input in, enum plb_informer_event ev, int is_error, int code,
+        const char *msg, int now_ok)
+{
+    struct kb_step s = decide(inf, in);
+    if (ev)
+        status(inf, ev, is_error, code, msg, s.delay_ms);
+    if (reap(inf))
+        return;
+    if (now_ok && s.delay_ms == 0)
+        inf_do(inf, s.action);
+    else
+        schedule(inf, s);
+}
+
 /* ------------------------------------------------------------------------ */
 /* List.                                                                     */
 
@@ -195,16 +214,10 @@ list_page(plb_informer *inf)
     inf->st = INF_LIST;
     inf->req = core_kube_http(inf->k, "GET", url, NULL, NULL, PLB_HTTP_BUFFER, 0, NULL, list_done,
                               inf, &err);
-    if (!inf->req)
-        goto fail;
-    core_free(url);
-    return;
 fail:
     core_free(url);
-    struct kb_step s = decide(inf, KB_LIST_FAILED);
-    status(inf, PLB_INFORMER_LIST_FAILED, 1, 0, strerror(-err), s.delay_ms);
-    if (!reap(inf))
-        schedule(inf, s);
+    if (!inf->req)
+        advance(inf, KB_LIST_FAILED, PLB_INFORMER_LIST_FAILED, 1, 0, strerror(-err), 0);
 }
 
 static void
@@ -218,19 +231,14 @@ static void
 list_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
 {
     plb_informer *inf = arg;
-    size_t len = 0;
-    const char *body = core_http_resp_body(resp, &len);
-    int code = core_http_resp_status(resp);
+    int code;
     const char *reason, *message;
-    json_t *j = NULL;
+    json_t *j;
     (void)req;
 
     inf->req = NULL;
-    if (core_http_resp_error(resp) != PLB_HTTP_OK) {
-        message = core_http_resp_error_text(resp);
+    if (core_kube_answer(resp, &code, &j, &reason, &message) != PLB_HTTP_OK)
         goto failed;
-    }
-    j = core_kube_parse_body(body, len, &reason, &message);
     if (code == 410 && inf->cont) {
         /* The continue token expired: list again, whole, at once. */
         status(inf, PLB_INFORMER_EXPIRED, 0, code, message, 0);
@@ -293,11 +301,7 @@ list_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
                 return;
         }
     }
-    struct kb_step s = decide(inf, KB_LIST_OK);
-    if (s.delay_ms == 0)
-        inf_do(inf, s.action);
-    else
-        schedule(inf, s);
+    advance(inf, KB_LIST_OK, 0, 0, 0, NULL, 1);
     return;
 failed:;
     char msg[300];
@@ -307,11 +311,7 @@ failed:;
     json_object_clear(inf->fresh);
     set_str(&inf->cont, NULL);
     inf->unpaged = 0;
-    struct kb_step st = decide(inf, KB_LIST_FAILED);
-    status(inf, PLB_INFORMER_LIST_FAILED, 1, code, msg, st.delay_ms);
-    if (reap(inf))
-        return;
-    schedule(inf, st);
+    advance(inf, KB_LIST_FAILED, PLB_INFORMER_LIST_FAILED, 1, code, msg, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -430,14 +430,7 @@ watch_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         snprintf(msg, sizeof(msg), "watch ended%s%s", e == PLB_HTTP_OK ? "" : ": ",
                  e == PLB_HTTP_OK ? "" : core_http_resp_error_text(resp));
     }
-    struct kb_step s = decide(inf, in);
-    status(inf, ev, is_error, code, msg, s.delay_ms);
-    if (reap(inf))
-        return;
-    if (s.delay_ms == 0)
-        inf_do(inf, s.action);
-    else
-        schedule(inf, s);
+    advance(inf, in, ev, is_error, code, msg, 1);
 }
 
 static void
@@ -466,16 +459,10 @@ watch_start(plb_informer *inf)
      * minute past that is dead. */
     inf->req = core_kube_http(inf->k, "GET", url, NULL, NULL, PLB_HTTP_LINES, (t + 60) * 1000u,
                               watch_line, watch_done, inf, &err);
-    if (!inf->req)
-        goto fail;
-    core_free(url);
-    return;
 fail:
     core_free(url);
-    struct kb_step s = decide(inf, KB_WATCH_ERROR);
-    status(inf, PLB_INFORMER_WATCH_FAILED, 1, 0, strerror(-err), s.delay_ms);
-    if (!reap(inf))
-        schedule(inf, s);
+    if (!inf->req)
+        advance(inf, KB_WATCH_ERROR, PLB_INFORMER_WATCH_FAILED, 1, 0, strerror(-err), 0);
 }
 
 static void

@@ -334,24 +334,30 @@ check_json(const char *body, int *err)
     return ok;
 }
 
+/* A write of JSON text body (checked) by method with content type ctype to
+ * ref's object (with_name) or collection. */
+static plb_kube_op *
+write_json(plb_kube *k, const struct plb_kube_ref *ref, int with_name, const char *method,
+           const char *ctype, const char *body, plb_kube_done_cb done, void *arg, int *err)
+{
+    if (!check_json(body, err))
+        return NULL;
+    plb_kube_op *op = op_new(k, &write_kind, ref, with_name, done, arg, err);
+    return op ? op_start(op, method, ctype, body, err) : NULL;
+}
+
 plb_kube_op *
 core_kube_create(plb_kube *k, const struct plb_kube_ref *ref, const char *body,
                  plb_kube_done_cb done, void *arg, int *err)
 {
-    if (!check_json(body, err))
-        return NULL;
-    plb_kube_op *op = op_new(k, &write_kind, ref, 0, done, arg, err);
-    return op ? op_start(op, "POST", "application/json", body, err) : NULL;
+    return write_json(k, ref, 0, "POST", "application/json", body, done, arg, err);
 }
 
 plb_kube_op *
 core_kube_update(plb_kube *k, const struct plb_kube_ref *ref, const char *body,
                  plb_kube_done_cb done, void *arg, int *err)
 {
-    if (!check_json(body, err))
-        return NULL;
-    plb_kube_op *op = op_new(k, &write_kind, ref, 1, done, arg, err);
-    return op ? op_start(op, "PUT", "application/json", body, err) : NULL;
+    return write_json(k, ref, 1, "PUT", "application/json", body, done, arg, err);
 }
 
 plb_kube_op *
@@ -368,10 +374,7 @@ core_kube_patch(plb_kube *k, const struct plb_kube_ref *ref, enum plb_kube_patch
             *err = -EINVAL;
         return NULL;
     }
-    if (!check_json(patch, err))
-        return NULL;
-    plb_kube_op *op = op_new(k, &write_kind, ref, 1, done, arg, err);
-    return op ? op_start(op, "PATCH", ctypes[type], patch, err) : NULL;
+    return write_json(k, ref, 1, "PATCH", ctypes[type], patch, done, arg, err);
 }
 
 plb_kube_op *

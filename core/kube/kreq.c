@@ -86,6 +86,24 @@ core_kube_parse_body(const char *body, size_t len, const char **reason, const ch
     return j;
 }
 
+enum plb_http_error
+core_kube_answer(const plb_http_resp *resp, int *status, json_t **obj, const char **reason,
+                 const char **message)
+{
+    size_t len = 0;
+    const char *body = core_http_resp_body(resp, &len);
+    enum plb_http_error e = core_http_resp_error(resp);
+    *status = core_http_resp_status(resp);
+    *obj = NULL;
+    if (e != PLB_HTTP_OK) {
+        *reason = "";
+        *message = core_http_resp_error_text(resp);
+        return e;
+    }
+    *obj = core_kube_parse_body(body, len, reason, message);
+    return PLB_HTTP_OK;
+}
+
 plb_kube_op *
 core_kube_op_new(plb_kube *k, const struct core_kube_kind *kind, plb_kube_done_cb done, void *arg,
                  int *err)
@@ -176,20 +194,18 @@ static void
 op_http_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
 {
     plb_kube_op *op = arg;
-    size_t len = 0;
-    const char *body = core_http_resp_body(resp, &len);
-    int status = core_http_resp_status(resp);
-    enum plb_http_error e = core_http_resp_error(resp);
+    int status;
+    json_t *obj;
     const char *reason, *message;
     (void)req;
 
     op->req = NULL;
     op->in_flight_at_close = core_http_resp_in_flight_at_close(resp);
+    enum plb_http_error e = core_kube_answer(resp, &status, &obj, &reason, &message);
     if (e != PLB_HTTP_OK) {
-        core_kube_op_finish(op, status, e, "", core_http_resp_error_text(resp), NULL);
+        core_kube_op_finish(op, status, e, reason, message, NULL);
         return;
     }
-    json_t *obj = core_kube_parse_body(body, len, &reason, &message);
     if (op->kind->response)
         op->kind->response(op, status, obj, reason, message);
     else

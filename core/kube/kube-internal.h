@@ -308,6 +308,13 @@ plb_http_req *core_kube_http(plb_kube *k, const char *method, const char *path, 
 json_t *core_kube_parse_body(const char *body, size_t len, const char **reason,
                              const char **message);
 
+/* What an answer says: its HTTP status and, after a transport error (the
+ * return value), that error's text in *message and *obj NULL; else the
+ * parsed body in *obj (new, or NULL when not JSON) with a Status's reason
+ * and message (borrowed from it, "" when none). */
+enum plb_http_error core_kube_answer(const plb_http_resp *resp, int *status, json_t **obj,
+                                     const char **reason, const char **message);
+
 /* A new operation of kind on k, linked into k->ops, nothing sent yet.
  * NULL with *err = -EPERM (a write kind while k's fence is closed) or
  * -ENOMEM. */

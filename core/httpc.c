@@ -86,6 +86,8 @@ struct plb_http_req {
     plb_http_req *fprev, *fnext;   /* fence->writes */
     int sent;                      /* a connection began the request */
     int fenced;                    /* stopped by its fence before it was sent */
+    int head;                      /* header lines: 0 or 2 (after a 1xx) a status line next, 1 the
+                                    * fields, 3 a 1xx's fields */
     int https;
     enum plb_http_error abort_err; /* why a callback stopped the transfer */
     const char *abort_text;
@@ -581,6 +583,31 @@ on_write(char *p, size_t size, size_t nmemb, void *ud)
     return 0;
 }
 
+/* The status code of an HTTP status line ("HTTP/1.1 200 OK", "HTTP/2 404"),
+ * or -1 when the len bytes at p are none. Pure. */
+static int
+status_line_code(const char *p, size_t len)
+{
+    size_t i;
+    if (len >= 9 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '0' || p[7] == '1'))
+        i = 8;
+    else if (len >= 7 && memcmp(p, "HTTP/", 5) == 0 && (p[5] == '2' || p[5] == '3'))
+        i = 6;
+    else
+        return -1;
+    if (len < i + 4 || p[i] != ' ')
+        return -1;
+    int code = 0;
+    for (size_t k = i + 1; k < i + 4; k++) {
+        if (p[k] < '0' || p[k] > '9')
+            return -1;
+        code = code * 10 + (p[k] - '0');
+    }
+    if (code < 100 || (len > i + 4 && p[i + 4] != ' '))
+        return -1;
+    return code;
+}
+
 static size_t
 on_header(char *p, size_t size, size_t nmemb, void *ud)
 {
@@ -588,12 +615,24 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
     struct buf *h = &req->resp.headers;
     size_t n = size * nmemb, len = n;
 
-    if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
-        h->len = 0; /* a new response (after 1xx): forget the old headers */
-        return n;
-    }
     while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
         len--;
+    if (req->head == 0 || req->head == 2 ||
+        (len >= 5 && memcmp(p, "HTTP/", 5) == 0 && status_line_code(p, len) >= 0)) {
+        /* A status line as RFC 9112 writes it (or 9113/9114 through curl),
+         * also the next response's after a proxy's CONNECT answer or a
+         * redirect: libcurl reads some lines that are none as HTTP/1.0 200. */
+        int code = status_line_code(p, len);
+        if (code < 0)
+            return req_abort(req, PLB_HTTP_E_PROTOCOL, "malformed status line");
+        h->len = 0; /* a new response (after 1xx): forget the old headers */
+        req->head = code < 200 ? 3 : 1;
+        return n;
+    }
+    if (len == 0 && req->head == 3) {
+        req->head = 2; /* the 1xx ended: a status line comes next */
+        return n;
+    }
     const char *colon = memchr(p, ':', len);
     if (!colon || colon == p)
         return n; /* the blank end line, folded or odd lines */

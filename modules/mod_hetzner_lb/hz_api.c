@@ -560,8 +560,12 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         in.status = 0;
         in.transport_error = h->http_resp_error_text(resp);
     } else if ((raw = h->http_resp_body(resp, &len)) && len) {
+        /* Every answer with a body is one JSON object. */
         in.body = json_loadb(raw, len, 0, NULL);
-        in.body_invalid = in.body == NULL;
+        in.body_invalid = !json_is_object(in.body);
+    } else {
+        /* Only 204 No Content (a delete) may come without one. */
+        in.body_invalid = in.status != 204 && strcmp(c->method, "DELETE") != 0;
     }
     hz_answer_classify(&in, &v);
     if (v.locked)

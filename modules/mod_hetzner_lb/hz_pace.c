@@ -22,6 +22,9 @@
 #include "hz_api.h"
 
 #define SAFETY 0.95
+/* A RateLimit-Reset later than 9999-12-31 (Unix seconds) is no reset time:
+ * ignored, as a missing one (and its milliseconds fit an int64_t). */
+#define HZ_RESET_MAX 253402300799LL
 
 void
 hz_pace_init(struct hz_pace *p)
@@ -40,7 +43,7 @@ void
 hz_pace_update(struct hz_pace *p, uint64_t seq, int64_t now_ms, int64_t wall_ms, long limit,
                long remaining, long long reset_unix)
 {
-    if (limit <= 0 || remaining < 0 || reset_unix <= 0)
+    if (limit <= 0 || remaining < 0 || reset_unix <= 0 || reset_unix > HZ_RESET_MAX)
         return;
     if (p->known && seq < p->seq)
         return; /* an older answer than the one the estimate rests on */
@@ -63,7 +66,7 @@ hz_pace_update(struct hz_pace *p, uint64_t seq, int64_t now_ms, int64_t wall_ms,
 void
 hz_pace_on_429(struct hz_pace *p, int64_t now_ms, int64_t wall_ms, long long reset_unix)
 {
-    int64_t until = reset_unix > 0 ? reset_unix * 1000 - wall_ms : 0;
+    int64_t until = reset_unix > 0 && reset_unix <= HZ_RESET_MAX ? reset_unix * 1000 - wall_ms : 0;
     if (until < 1000)
         until = 1000;
     p->pause_until_ms = now_ms + until;

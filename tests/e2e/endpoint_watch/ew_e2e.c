@@ -296,6 +296,36 @@ ewt_free_port(void)
 }
 
 int
+ewt_free_fixed_port(void)
+{
+    int lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    if (lo <= 10000)
+        return -1;
+    /* Below the ephemeral range: no connect() elsewhere takes it meanwhile. */
+    unsigned seed = (unsigned)getpid() ^ (unsigned)tu_now_ms();
+    for (int i = 0; i < 200; i++) {
+        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(lo - 10000));
+        int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (fd < 0)
+            return -1;
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    return -1;
+}
+
+int
 ewt_daemon_start(struct ewt *t, const char *ew_settings, const char *extra, char *const *env_extra)
 {
     char text[16384], mp[16800], m1[4096], m2[4096], m3[4096], m4[4096];

@@ -101,5 +101,9 @@ int ewt_requests(struct ewt *t, const char *method, const char *frag, const char
 
 /* A free TCP port on 127.0.0.1 (bound and released). */
 int ewt_free_port(void);
+/* A free port below the system's ephemeral range (so no outgoing
+ * connection takes it while a server is down and comes back on it), or
+ * -1. */
+int ewt_free_fixed_port(void);
 
 #endif

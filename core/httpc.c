@@ -617,11 +617,12 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
 
     while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
         len--;
-    if (req->head == 0 || req->head == 2 ||
-        (len >= 5 && memcmp(p, "HTTP/", 5) == 0 && status_line_code(p, len) >= 0)) {
+    if (req->head == 0 || req->head == 2 || (len >= 5 && memcmp(p, "HTTP/", 5) == 0)) {
         /* A status line as RFC 9112 writes it (or 9113/9114 through curl),
-         * also the next response's after a proxy's CONNECT answer or a
-         * redirect: libcurl reads some lines that are none as HTTP/1.0 200. */
+         * also the next response's after a 1xx, a proxy's CONNECT answer or
+         * a redirect. libcurl reads some lines that are none as HTTP/1.0
+         * 200; a line that starts "HTTP/" cannot be a field ('/' is no
+         * token character), so one that is no status line is refused too. */
         int code = status_line_code(p, len);
         if (code < 0)
             return req_abort(req, PLB_HTTP_E_PROTOCOL, "malformed status line");
@@ -629,8 +630,10 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
         req->head = code < 200 ? 3 : 1;
         return n;
     }
-    if (len == 0 && req->head == 3) {
-        req->head = 2; /* the 1xx ended: a status line comes next */
+    if (req->head == 3 && n > 0 && (p[0] == '\r' || p[0] == '\n')) {
+        /* The 1xx ended: a status line comes next. libcurl ends a header
+         * block at any line that starts with CR or LF, blank or not. */
+        req->head = 2;
         return n;
     }
     const char *colon = memchr(p, ':', len);

@@ -61,8 +61,13 @@ core_obj_int(const plb_obj *o, int64_t def)
     json_t *j = KJSON(o);
     if (json_is_integer(j))
         return (int64_t)json_integer_value(j);
-    if (json_is_real(j))
-        return (int64_t)json_real_value(j);
+    if (json_is_real(j)) {
+        /* Truncated toward zero; one outside int64_t's range is no integer
+         * (its cast would be undefined). 2^63 is exact as a double. */
+        double v = json_real_value(j);
+        if (v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+            return (int64_t)v;
+    }
     return def;
 }
 

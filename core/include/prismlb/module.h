@@ -967,6 +967,8 @@ struct plb_host {
     const plb_obj *(*obj_get)(const plb_obj *o, ...)PLB_SENTINEL;
     enum plb_obj_type (*obj_type)(const plb_obj *o);
     const char *(*obj_str)(const plb_obj *o); /* borrowed, or NULL */
+    /* An integer, or a real truncated toward zero (3.5 is 3); def for a
+     * real outside int64_t's range (1e300) and for anything else. */
     int64_t (*obj_int)(const plb_obj *o, int64_t def);
     int (*obj_bool)(const plb_obj *o, int def);
     size_t (*obj_len)(const plb_obj *o);                  /* array items or members */

@@ -119,6 +119,21 @@ START_TEST(host_table_end_to_end)
     ck_assert_int_eq(H->obj_bool(H->obj_at(arr, 2), 0), 1);
     ck_assert_ptr_null(H->obj_at(arr, 3));
     ck_assert_ptr_null(H->obj_parse("{bad", 4));
+    /* obj_int truncates a real, and takes none outside int64_t's range. */
+    static const char nums[] =
+        "[3.0,1e3,3.5,1e300,-1e300,9.3e18,-9.2e18,\"7\",9223372036854775807]";
+    plb_obj *n = H->obj_parse(nums, strlen(nums));
+    ck_assert_ptr_nonnull(n);
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 0), -1), 3);
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 1), -1), 1000);
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 2), -1), 3);
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 3), -1), -1);
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 4), -1), -1);
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 5), -1), -1);
+    ck_assert(H->obj_int(H->obj_at(n, 6), -1) == INT64_C(-9200000000000000000));
+    ck_assert_int_eq(H->obj_int(H->obj_at(n, 7), -1), -1);
+    ck_assert(H->obj_int(H->obj_at(n, 8), -1) == INT64_MAX);
+    H->obj_unref(n);
     plb_obj *ref2 = H->obj_ref(arr);
     H->obj_unref(arr);
     ck_assert_int_eq(H->obj_len(ref2), 3); /* still alive through the second reference */

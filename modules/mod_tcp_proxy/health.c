@@ -88,6 +88,8 @@ probe_start(struct tp_upd *d)
     int64_t budget =
         tp_probe_budget_ms(c->health_timeout_ms, d->check_started_ms, tp->host->now_ms(tp->ctx));
     if (budget <= 0) {
+        PLB_DEBUG(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", "health_timeout"),
+                  "readyz probe failed: the TCP check took the whole health_timeout");
         tp_pool_probe_result(tp->pool, d->up, 0);
         return;
     }

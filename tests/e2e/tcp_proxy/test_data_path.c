@@ -234,14 +234,14 @@ START_TEST(a_removed_endpoint_drains_and_then_closes)
     for (int i = 0; i < 6; i++)
         ck_assert_int_eq(srv_index(hello(NULL)), stay);
     /* The existing one keeps working during the drain... */
-    tu_sleep_ms(500);
     assert_echoes(fd);
-    /* ...and is force-closed when drain_timeout expires. */
-    long long eof = wait_eof(fd, 6000);
+    /* ...and is force-closed when drain_timeout expires: not before (the
+     * daemon read the new list after `removed`), and by the deadline. */
+    long long eof = wait_eof(fd, 15000);
     ck_assert_int_ge(eof, 0);
     long long closed_after = tu_now_ms() - removed;
-    ck_assert_msg(closed_after >= 1700 && closed_after <= 3500, "closed %lld ms after removal",
-                  closed_after);
+    ck_assert_msg(closed_after >= 1950, "closed %lld ms after removal", closed_after);
+    ck_assert_int_eq(proxy_wait_log(&px, "why=\"drain deadline\"", 3000), 0);
     ck_assert_int_eq(proxy_wait_log(&px, "drained and removed", 3000), 0);
     close(fd);
     stop_proxy();
@@ -256,18 +256,18 @@ START_TEST(re_adding_an_endpoint_aborts_its_drain)
     ck_assert_int_eq(srv_start(&s[0], SRV_HELLO, 'A'), 0);
     ck_assert_int_eq(srv_start(&s[1], SRV_HELLO, 'B'), 0);
     const char *eps[] = {srv_ep(&s[0]), srv_ep(&s[1])};
-    start_proxy(FAST "drain_timeout = \"2s\";", eps, 2);
+    start_proxy(FAST "drain_timeout = \"4s\";", eps, 2);
 
     int fd;
     int gone = srv_index(hello(&fd));
     const char *keep[] = {srv_ep(&s[!gone])};
     proxy_set_endpoints(&px, keep, 1);
     ck_assert_int_eq(proxy_wait_log(&px, "removed: draining", 3000), 0);
-    tu_sleep_ms(500);
     proxy_set_endpoints(&px, eps, 2);
     ck_assert_int_eq(proxy_wait_log(&px, "drain called off", 3000), 0);
-    /* Well past the drain deadline, the connection is still open. */
-    ck_assert_int_eq(wait_eof(fd, 3000), -1);
+    /* Past the drain deadline (4 s after the removal), the connection is
+     * still open. */
+    ck_assert_int_eq(wait_eof(fd, 4500), -1);
     assert_echoes(fd);
     char *log = proxy_log(&px);
     ck_assert_msg(!strstr(log, "drained and removed"), "%s", log);
@@ -290,18 +290,37 @@ START_TEST(a_drain_timeout_of_0_closes_at_once)
     int fd;
     int gone = srv_index(hello(&fd));
     const char *keep[] = {srv_ep(&s[!gone])};
-    long long t0 = tu_now_ms();
     proxy_set_endpoints(&px, keep, 1);
-    /* The file is polled every 50 ms: EOF well within half a second. */
-    long long eof = wait_eof(fd, 3000);
-    ck_assert_int_ge(eof, 0);
-    ck_assert_int_le(tu_now_ms() - t0, 500);
+    /* Closed by a deadline of 0 ms, that is at the removal. */
+    ck_assert_int_ge(wait_eof(fd, 15000), 0);
+    ck_assert_int_eq(proxy_wait_log(&px, "for up to 0 ms", 3000), 0);
+    ck_assert_int_eq(proxy_wait_log(&px, "why=\"drain deadline\"", 3000), 0);
     close(fd);
     stop_proxy();
     srv_stop(&s[0]);
     srv_stop(&s[1]);
 }
 END_TEST
+
+/* Wait up to timeout_ms until a socket on this host sends a SYN to port
+ * that nothing answered (state SYN-SENT): 0, or -1. */
+static int
+wait_syn_sent(int port, int timeout_ms)
+{
+    char filt[64];
+    snprintf(filt, sizeof(filt), "( dport = :%d )", port);
+    char *argv[] = {"ss", "-tnH", "state", "syn-sent", filt, NULL};
+    long long end = tu_now_ms() + timeout_ms;
+    do {
+        char *out = NULL;
+        int found = tu_run(argv, NULL, &out, 10000) == 0 && out && out[0];
+        free(out);
+        if (found)
+            return 0;
+        tu_sleep_ms(20);
+    } while (tu_now_ms() < end);
+    return -1;
+}
 
 START_TEST(a_dial_whose_upstream_starts_draining_is_retried_on_another)
 {
@@ -311,20 +330,24 @@ START_TEST(a_dial_whose_upstream_starts_draining_is_retried_on_another)
     const char *only_hole[] = {srv_ep(&hole)};
     /* A long dial timeout (= health_timeout): the dial to the blackhole
      * hangs; the retry must not wait for it. */
-    start_proxy("health_interval = \"10s\"; health_timeout = \"8s\"; drain_timeout = \"30s\";",
+    start_proxy("health_interval = \"60s\"; health_timeout = \"50s\"; drain_timeout = \"90s\";",
                 only_hole, 1);
 
-    long long t0 = tu_now_ms();
     int fd = tcp_connect(px.port, 3000);
     ck_assert_int_ge(fd, 0);
-    tu_sleep_ms(300); /* the dial to the blackhole is in progress */
+    /* The dial to the blackhole is in progress: the kernel shows the
+     * proxy's SYN to it unanswered. */
+    ck_assert_int_eq(wait_syn_sent(hole.port, 10000), 0);
     const char *only_a[] = {srv_ep(&a)};
     proxy_set_endpoints(&px, only_a, 1);
     char b[2] = {0};
-    ck_assert_int_eq(read_full(fd, b, 2, 5000), 2);
+    ck_assert_int_eq(read_full(fd, b, 2, 30000), 2);
     ck_assert_int_eq(b[0], 'A');
-    ck_assert_int_lt(tu_now_ms() - t0, 3000);
-    ck_assert_int_eq(proxy_wait_log(&px, "retrying on", 1000), 0);
+    /* Retried because the upstream drains, not after a dial timeout. */
+    ck_assert_int_eq(proxy_wait_log(&px, "why=\"drains during a dial\"", 1000), 0);
+    char *log = proxy_log(&px);
+    ck_assert_msg(!strstr(log, "dial failed"), "%s", log);
+    free(log);
     close(fd);
     stop_proxy();
     srv_stop(&a);
@@ -498,8 +521,8 @@ END_TEST
 START_TEST(a_blackholed_upstream_does_not_delay_the_probes_of_others)
 {
     /* One live upstream between two blackholed ones in the sorted endpoint
-     * list: checks done one after the other would put a 1 s timeout before
-     * the live one in every round, whatever the order. */
+     * list: checks done one after the other would put a timeout before the
+     * live one in every round, whatever the order. */
     /* Three consecutive ports below the ephemeral range: same length, so
      * their strings sort as their numbers. Retried elsewhere if taken. */
     struct srv live, lo, hi;
@@ -531,22 +554,18 @@ START_TEST(a_blackholed_upstream_does_not_delay_the_probes_of_others)
     ck_assert(strcmp(lo_ep, live_ep) < 0 && strcmp(live_ep, hi_ep) < 0);
     const char *list[] = {lo_ep, live_ep, hi_ep};
 
-    start_proxy(FAST, list, 3);
+    /* A check of a blackhole ends only by its 9 s timeout: checks made one
+     * after the other could not reach the live upstream (sorted second)
+     * before one of them. The live upstream's server stamps each accept
+     * when it takes it, never earlier than the kernel's handshake. */
+    start_proxy("health_interval = \"10s\"; health_timeout = \"9s\";", list, 3);
     long long t0 = px.started_ms;
-    /* Watch the live upstream's checks for 4 s: the first comes at once,
-     * then one per interval, never a timeout late. */
-    tu_sleep_ms(4000);
-    int checks = srv_accepts(&live);
-    ck_assert_msg(checks >= 3, "only %d checks reached the live upstream", checks);
+    long long end = tu_now_ms() + 20000;
+    while (srv_accepts(&live) < 1 && tu_now_ms() < end)
+        tu_sleep_ms(20);
+    ck_assert_int_ge(srv_accepts(&live), 1);
     long long first = srv_accept_at(&live, 0) - t0;
-    ck_assert_msg(first < 600, "first check of the live upstream %lld ms after start", first);
-    for (int i = 1; i < checks && i < SRV_MAX_ACCEPTS; i++) {
-        long long gap = srv_accept_at(&live, i) - srv_accept_at(&live, i - 1);
-        ck_assert_msg(gap < 1100 + 500, "checks %d and %d of the live upstream %lld ms apart",
-                      i - 1, i, gap);
-    }
-    /* And the blackholes were found unhealthy meanwhile (two timeouts). */
-    ck_assert_int_eq(proxy_wait_log(&px, "is unhealthy", 2000), 0);
+    ck_assert_msg(first < 9000, "first check of the live upstream %lld ms after start", first);
     stop_proxy();
     srv_stop(&live);
     srv_stop(&lo);
@@ -562,12 +581,16 @@ START_TEST(shutdown_force_closes_connections_promptly)
     start_proxy(FAST, eps, 1);
     int fd;
     ck_assert_int_eq(hello(&fd), 'A');
-    long long t0 = tu_now_ms();
     kill(px.proc.pid, SIGTERM);
-    ck_assert_int_ge(wait_eof(fd, 5000), 0);
-    ck_assert(tu_wait_exit(&px.proc, 5000));
-    ck_assert_int_le(tu_now_ms() - t0, 2000);
+    ck_assert_int_ge(wait_eof(fd, 15000), 0);
+    ck_assert(tu_wait_exit(&px.proc, 15000));
     ck_assert_int_eq(px.proc.status, 0);
+    /* Closed by the module's stop, not left to the daemon's shutdown_grace
+     * (10 s) to run out. */
+    char *log = proxy_log(&px);
+    ck_assert_msg(strstr(log, "msg=\"stopped: "), "%s", log);
+    ck_assert_msg(!strstr(log, "did not stop within"), "%s", log);
+    free(log);
     /* The listener is closed. */
     ck_assert_int_lt(tcp_connect(px.port, 1000), 0);
     close(fd);

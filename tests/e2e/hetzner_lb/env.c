@@ -88,11 +88,16 @@ env_start_opts(struct env *e, const struct env_opts *o)
                  "  { module = \"lifecycle\"; name = \"lead\"; gate_open_after = \"%s\";"
                  " gate_close_after = \"%s\"; trace_file = \"%s/trace\"; },\n",
                  o->gate_open_after, o->gate_close_after ? o->gate_close_after : "0", dir);
+    else if (o->gate_file)
+        snprintf(gate, sizeof(gate),
+                 "  { module = \"lifecycle\"; name = \"lead\"; gate_file = \"%s\";"
+                 " trace_file = \"%s/trace\"; },\n",
+                 o->gate_file, dir);
     snprintf(conf, sizeof(conf),
              "instances = (\n%s  { module = \"hetzner_lb\"; name = \"hz\";%s\n"
              "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
              "  %s\n  %s } );\n",
-             gate, o->gate_open_after ? " gate = \"lead\";" : "", e->hz.url, e->kc,
+             gate, gate[0] ? " gate = \"lead\";" : "", e->hz.url, e->kc,
              o->no_network ? "" : "default_network = \"k8s\";", o->extra ? o->extra : "");
     env_spawn(&e->d, "prismlb", conf, o->resync_s, e->log);
 }
@@ -246,6 +251,29 @@ env_count_requests(struct env *e)
     struct hzt_resp r;
     ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
     long n = (long)json_array_size(json_object_get(r.body, "requests"));
+    hzt_resp_free(&r);
+    return n;
+}
+
+json_t *
+env_requests_since(struct env *e, long since)
+{
+    char path[64];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/_admin/requests?since=%ld", since);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, NULL, NULL, NULL, &r), 0);
+    json_t *list = json_incref(json_object_get(r.body, "requests"));
+    hzt_resp_free(&r);
+    ck_assert(json_is_array(list));
+    return list;
+}
+
+long
+env_last_request(struct env *e)
+{
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
+    long n = (long)json_integer_value(json_object_get(r.body, "total"));
     hzt_resp_free(&r);
     return n;
 }

@@ -41,6 +41,8 @@ struct env_opts {
      * after gate_open_after (a duration) and closes it gate_close_after
      * later ("0": never). NULL: no gate. */
     const char *gate_open_after, *gate_close_after;
+    /* Gate it instead by a file: open while gate_file exists (a path). */
+    const char *gate_file;
 };
 
 /* Print the daemon's log to stderr. */
@@ -109,6 +111,12 @@ int env_lb_exists(struct env *e, long id);
 long env_count_route(struct env *e, const char *route);
 /* The requests the fake Hetzner API logged since its last reset. */
 long env_count_requests(struct env *e);
+/* The fake Hetzner API's log entries after sequence number since (0: all
+ * it holds), oldest first: {seq, t_ms, method, path, route, status,
+ * identity} (new array). */
+json_t *env_requests_since(struct env *e, long since);
+/* The sequence number of the fake Hetzner API's newest log entry. */
+long env_last_request(struct env *e);
 
 /* A ready Node with InternalIP ip. */
 void env_node(struct env *e, const char *name, const char *ip);

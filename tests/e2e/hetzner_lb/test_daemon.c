@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include "env.h"
@@ -302,7 +303,9 @@ START_TEST(service_status_events_deletion_and_finalizers)
     kube_req(&e, "DELETE", "/api/v1/namespaces/default/services/gone", NULL, NULL, 200, NULL);
     WAIT_FOR(&e, !env_lb_exists(&e, lb_web), 20000, "web's balancer to go after the type change");
     WAIT_FOR(&e, !env_lb_exists(&e, lb_gone), 20000, "gone's balancer to go after the deletion");
-    tu_sleep_ms(1500); /* another resync or two */
+    /* Two more resyncs have seen the foreign and legacy balancers. */
+    long lists = count_lists(&e);
+    WAIT_FOR(&e, count_lists(&e) >= lists + 2, 20000, "two more resyncs");
     ck_assert(env_lb_exists(&e, lb_foreign));
     ck_assert(env_lb_exists(&e, lb_legacy));
     /* the other finalizer stays */
@@ -329,10 +332,13 @@ END_TEST
 START_TEST(writes_happen_only_while_the_gate_is_open)
 {
     struct env e;
-    char labels[256];
+    char labels[256], gate[4200];
     struct hzt_resp r;
-    start(&e, 0, "4s", "4s");
-    long long t0 = tu_now_ms();
+    /* The gate is open while the file exists: shut until the test opens it. */
+    snprintf(gate, sizeof(gate), "%s/gate-open", dir);
+    struct env_opts o = {
+        .no_network = 1, .extra = "dry_run = false;", .resync_s = 1, .gate_file = gate};
+    env_start_opts(&e, &o);
     char *was = env_service(&e, "was", "ClusterIP", 0, NULL, NULL);
     char *bad = env_service(&e, "bad", "LoadBalancer", 0,
                             ",\"annotations\":{\"robotlb/ip-mode\":\"vip\"}", NULL);
@@ -340,9 +346,8 @@ START_TEST(writes_happen_only_while_the_gate_is_open)
     long lb = env_create_lb(&e, "was.default", labels);
     ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/reset", NULL, NULL, NULL, &r), 0);
     hzt_resp_free(&r);
-    while (tu_now_ms() - t0 < 3000) {
-        if (tu_exited(&e.d))
-            dump_log(&e);
+    /* Three resync intervals with the gate shut: not one request. */
+    for (int i = 0; i < 15; i++) {
         ck_assert_msg(!tu_exited(&e.d), "the daemon exited");
         tu_sleep_ms(200);
     }
@@ -355,16 +360,20 @@ START_TEST(writes_happen_only_while_the_gate_is_open)
     ck_assert_int_eq(env_count_requests(&e), 0);
     ck_assert(!env_has_event(&e, "InvalidAnnotation", "robotlb/ip-mode"));
     ck_assert(env_lb_exists(&e, lb));
+    ck_assert_int_eq(tu_write_file(gate, "open\n"), 0);
     WAIT_FOR(&e, !env_lb_exists(&e, lb), 15000, "the delete once the gate opened");
     WAIT_FOR(&e, env_has_event(&e, "InvalidAnnotation", "robotlb/ip-mode"), 15000, "the Event");
+    ck_assert_int_eq(unlink(gate), 0);
     WAIT_FOR(&e, tu_file_has(e.log, "gate closed"), 15000, "the gate to close");
-    tu_sleep_ms(500);
     char *late = env_service(&e, "late", "ClusterIP", 0, NULL, NULL);
     snprintf(labels, sizeof(labels), "{\"robotlb/service-uid\":\"%s\"}", late);
     long lb2 = env_create_lb(&e, "late.default", labels);
     ck_assert_int_eq(hzt_req(&e.hz, "POST", "/_admin/reset", NULL, NULL, NULL, &r), 0);
     hzt_resp_free(&r);
-    tu_sleep_ms(3000);
+    for (int i = 0; i < 15; i++) {
+        ck_assert_msg(!tu_exited(&e.d), "the daemon exited");
+        tu_sleep_ms(200);
+    }
     ck_assert(env_lb_exists(&e, lb2));
     ck_assert_int_eq(env_count_requests(&e), 1); /* lb_exists' own GET */
     free(was);

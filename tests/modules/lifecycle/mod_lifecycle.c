@@ -5,11 +5,14 @@
  * NAME", "gate_open NAME", ...) in trace_file, so tests can assert the
  * order of the lifecycle. Its settings exercise every setting type, and its
  * options let tests make it slow to stop, stop heartbeating, stay not ready
- * for a while, fail to start, or export its port as a metric.
+ * for a while, fail to start, or export its port as a metric. As a gate
+ * it opens and closes on timers, or while a file exists (gate_file), so a
+ * test holds it shut for as long as it needs.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <prismlb/module.h>
 
@@ -31,6 +34,7 @@ struct lc_config {
     struct plb_strv publish;
     int64_t gate_open_after_ms;
     int64_t gate_close_after_ms;
+    char *gate_file;
     int64_t ready_after_ms;
     int port_metric;
 };
@@ -89,6 +93,8 @@ static const struct plb_setting lc_settings[] = {
     {.name = "gate_close_after", .type = PLB_SET_DURATION,
      .offset = offsetof(struct lc_config, gate_close_after_ms), .def = "0", .min = 0,
      .doc = "As a gate: close this long after opening (0: never)"},
+    {.name = "gate_file", .type = PLB_SET_PATH, .offset = offsetof(struct lc_config, gate_file),
+     .doc = "As a gate: open while this file exists (checked every 100 ms)"},
     {.name = "stop_delay", .type = PLB_SET_DURATION,
      .offset = offsetof(struct lc_config, stop_delay_ms), .def = "0", .min = 0,
      .doc = "Complete stop this long after it was asked"},
@@ -151,6 +157,12 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
 }
 
 static void
+gate_closed(void *arg)
+{
+    trace(arg, "gate_closed_all");
+}
+
+static void
 on_beat(plb_timer *t, void *arg)
 {
     struct lc *lc = arg;
@@ -159,6 +171,14 @@ on_beat(plb_timer *t, void *arg)
     if (lc->cfg->wedge_after_ms > 0 && up >= lc->cfg->wedge_after_ms)
         return; /* wedged: no more heartbeats */
     lc->host->health_beat(lc->ctx, "loop");
+    if (lc->cfg->gate_file && lc->cfg->gate_file[0]) {
+        /* a stat of a test's own file: no open, nothing to block on */
+        int want = access(lc->cfg->gate_file, F_OK) == 0;
+        if (want != lc->gate_is_open) {
+            lc->gate_is_open = want;
+            lc->host->gate_set(lc->ctx, want, want ? NULL : gate_closed, lc);
+        }
+    }
 }
 
 static void
@@ -168,12 +188,6 @@ on_ready(plb_timer *t, void *arg)
     (void)t;
     lc->host->health_set(lc->ctx, "ready", 1, NULL);
     trace(lc, "ready");
-}
-
-static void
-gate_closed(void *arg)
-{
-    trace(arg, "gate_closed_all");
 }
 
 static void

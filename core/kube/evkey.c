@@ -3,7 +3,11 @@
  * tools/record/events_cache.go aggregates Events by a key made of the
  * source, the involved object and the event's type, reason and message;
  * the same key seen again bumps count and lastTimestamp of the Event
- * created first instead of creating another.
+ * created first instead of creating another. After a restart the key is
+ * found again on the server: a field selector narrows the namespace's
+ * Events to the object, reason, type and source, and the key of each
+ * Event listed (core_kube_event_item_key) is compared with the one
+ * recorded.
  */
 #include <stdio.h>
 #include <string.h>
@@ -104,4 +108,85 @@ core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved, const 
 fail:
     json_decref(ref);
     return NULL;
+}
+
+/* Append s to the selector text at *out (of n bytes, *len used), its '\',
+ * ',' and '=' escaped as the apiserver's field selector grammar reads
+ * them. 0, or -1 when it does not fit. */
+static int
+sel_put(char *out, size_t n, size_t *len, const char *s)
+{
+    for (; *s; s++) {
+        if ((*s == '\\' || *s == ',' || *s == '=') && *len + 1 < n)
+            out[(*len)++] = '\\';
+        if (*len + 1 >= n)
+            return -1;
+        out[(*len)++] = *s;
+    }
+    out[*len] = '\0';
+    return 0;
+}
+
+char *
+core_kube_event_selector(const struct core_kube_evsrc *src, json_t *involved, const char *kind,
+                         const char *api_version, const char *type, const char *reason)
+{
+    static const size_t cap = 2048;
+    char *out = core_malloc(cap);
+    size_t len = 0;
+    const char *name = md(involved, "name");
+    if (!out)
+        return NULL;
+    out[0] = '\0';
+    if (!name || !*name)
+        goto fail;
+    kind_of(involved, &kind, &api_version);
+    const char *fields[][2] = {
+        {"involvedObject.name", name},
+        {"involvedObject.uid", md(involved, "uid")},
+        {"involvedObject.kind", kind},
+        {"reason", reason},
+        {"type", type && *type ? type : "Normal"},
+        {"source", src->component},
+    };
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const char *v = fields[i][1];
+        if (!v || !*v)
+            continue;
+        size_t need = strlen(fields[i][0]) + 2;
+        if (len + need >= cap)
+            goto fail;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s=", len ? "," : "", fields[i][0]);
+        if (sel_put(out, cap, &len, v) < 0)
+            goto fail;
+    }
+    return out;
+fail:
+    core_free(out);
+    return NULL;
+}
+
+char *
+core_kube_event_item_key(json_t *ev)
+{
+    json_t *io = json_object_get(ev, "involvedObject");
+    json_t *source = json_object_get(ev, "source");
+    struct core_kube_evsrc src = {json_string_value(json_object_get(source, "component")),
+                                  json_string_value(json_object_get(source, "host"))};
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    if (!json_is_object(io))
+        return NULL;
+    json_t *inv = json_pack("{s:{s:s?, s:s?, s:s?}}", "metadata", "name",
+                            json_string_value(json_object_get(io, "name")), "namespace",
+                            json_string_value(json_object_get(io, "namespace")), "uid",
+                            json_string_value(json_object_get(io, "uid")));
+    if (!inv)
+        return NULL;
+    char *key = core_kube_event_key(&src, inv, json_string_value(json_object_get(io, "kind")),
+                                    json_string_value(json_object_get(io, "apiVersion")),
+                                    type && *type ? type : "Normal",
+                                    json_string_value(json_object_get(ev, "reason")),
+                                    json_string_value(json_object_get(ev, "message")));
+    json_decref(inv);
+    return key;
 }

@@ -203,6 +203,8 @@ op_http_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     op->in_flight_at_close = core_http_resp_in_flight_at_close(resp);
     enum plb_http_error e = core_kube_answer(resp, &status, &obj, &reason, &message);
     if (e != PLB_HTTP_OK) {
+        if (op->kind->unanswered && op->kind->unanswered(op, e))
+            return;
         core_kube_op_finish(op, status, e, reason, message, NULL);
         return;
     }

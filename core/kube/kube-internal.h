@@ -223,6 +223,22 @@ json_t *core_kube_event_body(const struct core_kube_evsrc *src, json_t *involved
                              const char *api_version, const char *type, const char *reason,
                              const char *message, int64_t wall_ns);
 
+/* The field selector that narrows a namespace's Events to those about
+ * involved (kind and api_version as for core_kube_event_key) of this
+ * type (NULL: Normal), reason and source component, as the apiserver
+ * reads them: "involvedObject.name=N,involvedObject.uid=U,
+ * involvedObject.kind=K,reason=R,type=T,source=C" (terms with an empty
+ * value left out; '\', ',' and '=' in a value escaped with '\'). New, or
+ * NULL (ENOMEM, involved has no name, or longer than 2 KiB). */
+char *core_kube_event_selector(const struct core_kube_evsrc *src, json_t *involved,
+                               const char *kind, const char *api_version, const char *type,
+                               const char *reason);
+
+/* The aggregation key (see core_kube_event_key) of a core/v1 Event as the
+ * API returns it (borrowed): its source, involvedObject, type, reason and
+ * message. New, or NULL (ENOMEM, no involvedObject). */
+char *core_kube_event_item_key(json_t *ev);
+
 /* RFC 3339 UTC seconds ("2026-11-29T14:00:00Z") for wall_ns into buf
  * (len >= 32). Returns buf. */
 const char *core_kube_rfc3339(int64_t wall_ns, char *buf, size_t len);
@@ -243,6 +259,10 @@ struct core_kube_kind {
      * parsed body (borrowed) or NULL. NULL: finish with the response. */
     void (*response)(plb_kube_op *op, int status, json_t *obj, const char *reason,
                      const char *message);
+    /* op's request ended without an answer (error, not PLB_HTTP_OK): take
+     * it over (send another request, or finish op) and return 1, or return
+     * 0 to finish op with the error. May be NULL (finish). */
+    int (*unanswered)(plb_kube_op *op, enum plb_http_error error);
     /* op leaves (finishes or is cancelled), before its done runs: take it
      * off the kind's queues. May be NULL. */
     void (*leave)(plb_kube_op *op);
@@ -256,7 +276,7 @@ struct core_kube_kind {
 struct plb_kube_op {
     plb_kube *k;
     const struct core_kube_kind *kind;
-    int phase;  /* the kind's step (modify: 0 read, 1 write; event: 0 patch, 1 create) */
+    int phase;  /* the kind's step (modify: 0 read, 1 write; event: see events.c) */
     char *path; /* the object's (or collection's) API path (owned) */
     char *body; /* request body (owned) or NULL */
     const char *method, *ctype;
@@ -271,6 +291,10 @@ struct plb_kube_op {
     char *ev_key;                    /* aggregation key (owned) */
     json_t *ev_body;                 /* the Event to create (owned) */
     int64_t ev_ns;                   /* wall clock of the record, ns */
+    char *ev_cont;                   /* the lookup's continue token (owned) */
+    int ev_pages;                    /* lookup pages read */
+    json_t *ev_found;                /* the lookup's best match {name,
+                                        namespace, count, last} (owned) */
     struct plb_kube_op *qnext;       /* k->evq */
     struct plb_kube_op *prev, *next; /* k->ops */
 };

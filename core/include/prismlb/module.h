@@ -611,7 +611,12 @@ enum plb_kube_patch_type {
 
 /* A core/v1 Event about an object. The same component, host, object, type,
  * reason and message seen again bump count and lastTimestamp of the Event
- * created first (a PATCH), as client-go's recorder does. */
+ * created first (a PATCH), as client-go's recorder does. Unlike client-go,
+ * whose cache of Events lives in memory, the first Event of its kind since
+ * the daemon started is looked up on the server (a bounded list of the
+ * object's Events of that reason, type and source), so the same warning
+ * after a restart counts on in the Event a previous run created; a lookup
+ * that fails creates the Event. */
 struct plb_kube_event {
     size_t size;
     const plb_obj *involved; /* borrowed for the call: its metadata name,

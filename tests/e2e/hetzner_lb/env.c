@@ -302,13 +302,17 @@ env_kubectl(struct env *e, char **out, ...)
     return tu_run(argv, envp, out, 60000);
 }
 
-long
-env_kubectl_event(struct env *e, const char *name, const char *reason, ...)
+/* The Warning Events of reason about Service default/name whose message
+ * holds every needle of ap, as `kubectl get events -o json` shows them:
+ * how many, and the count of the last into *count. */
+static long
+kubectl_events(struct env *e, const char *name, const char *reason, long *count, va_list ap)
 {
     char *out = NULL;
-    long count = 0;
+    long n = 0;
     size_t i;
     json_t *ev;
+    *count = 0;
     ck_assert_int_eq(env_kubectl(e, &out, "get", "events", "-n", "default", "-o", "json", NULL), 0);
     json_t *list = json_loads(out, 0, NULL);
     ck_assert_msg(list != NULL, "kubectl get events: %s", out);
@@ -322,18 +326,42 @@ env_kubectl_event(struct env *e, const char *name, const char *reason, ...)
         const char *on = json_string_value(json_object_get(inv, "name"));
         int all = r && m && t && k && on && !strcmp(r, reason) && !strcmp(t, "Warning") &&
                   !strcmp(k, "Service") && !strcmp(on, name);
-        va_list ap;
+        va_list aq;
         const char *needle;
-        va_start(ap, reason);
-        while (all && (needle = va_arg(ap, const char *)))
+        va_copy(aq, ap);
+        while (all && (needle = va_arg(aq, const char *)))
             all = strstr(m, needle) != NULL;
-        va_end(ap);
-        if (all)
-            count = (long)json_integer_value(json_object_get(ev, "count"));
+        va_end(aq);
+        if (all) {
+            n++;
+            *count = (long)json_integer_value(json_object_get(ev, "count"));
+        }
     }
     json_decref(list);
     free(out);
+    return n;
+}
+
+long
+env_kubectl_event(struct env *e, const char *name, const char *reason, ...)
+{
+    long count;
+    va_list ap;
+    va_start(ap, reason);
+    kubectl_events(e, name, reason, &count, ap);
+    va_end(ap);
     return count;
+}
+
+long
+env_kubectl_events(struct env *e, const char *name, const char *reason, long *count, ...)
+{
+    long n;
+    va_list ap;
+    va_start(ap, count);
+    n = kubectl_events(e, name, reason, count, ap);
+    va_end(ap);
+    return n;
 }
 
 /* A ready Node with InternalIP ip. */

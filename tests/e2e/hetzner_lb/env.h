@@ -142,5 +142,9 @@ int env_kubectl(struct env *e, char **out, ...) __attribute__((sentinel));
  * json` shows it: its count (0: none such). */
 long env_kubectl_event(struct env *e, const char *name, const char *reason, ...)
     __attribute__((sentinel));
+/* The same: how many such Events there are, the count of the last into
+ * *count. */
+long env_kubectl_events(struct env *e, const char *name, const char *reason, long *count, ...)
+    __attribute__((sentinel));
 
 #endif

@@ -7,9 +7,11 @@
  * whose count grows (the core's Event aggregation), not one per attempt.
  */
 #include <check.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "env.h"
 
@@ -256,6 +258,54 @@ START_TEST(a_changed_network_detaches_the_old_one)
 }
 END_TEST
 
+/* A warning repeated after a daemon restart is the same Event with a
+ * higher count, not a new one per run: the daemon restarted three times
+ * with the same refusal leaves one InvalidBalancerType Event on the
+ * Service, counted at least once per run, and one line in `kubectl
+ * describe`. The recheck is an hour, so each run refuses only at its
+ * start. */
+START_TEST(a_warning_repeated_after_a_restart_is_the_same_event_counted_again)
+{
+    struct env e;
+    char conf_path[600], log[600];
+    long count = 0, prev = 0;
+    env_start(&e, NULL, NULL, "refused_recheck_interval = \"1h\";", 300);
+    env_node(&e, "n1", "10.0.1.61");
+    char *uid =
+        env_service(&e, "rs", "LoadBalancer", 30169, ANN("robotlb/balancer-type", "lb99"), NULL);
+    snprintf(conf_path, sizeof(conf_path), "%s/prismlb.conf", dir);
+    char *conf = tu_read_file(conf_path, NULL);
+    ck_assert_ptr_nonnull(conf);
+    for (int run = 0; run < 4; run++) {
+        if (run > 0) {
+            int st = tu_stop(&e.d, SIGTERM, 10000);
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
+            ck_assert_int_eq(
+                env_kubectl_events(&e, "rs", "InvalidBalancerType", &prev, "\"lb99\"", NULL), 1);
+            snprintf(log, sizeof(log), "prismlb-%d", run);
+            env_spawn(&e.d, log, conf, 300, e.log);
+        }
+        WAIT_FOR(&e,
+                 env_kubectl_events(&e, "rs", "InvalidBalancerType", &count, "\"lb99\"", NULL) ==
+                         1 &&
+                     count > prev,
+                 30000, "the one InvalidBalancerType Event, counted again");
+    }
+    ck_assert_int_ge(count, 4);
+    char *out = NULL;
+    ck_assert_int_eq(env_kubectl(&e, &out, "describe", "service", "-n", "default", "rs", NULL), 0);
+    const char *p = strstr(out, "InvalidBalancerType");
+    ck_assert_msg(p && !strstr(p + 1, "InvalidBalancerType"), "kubectl describe:\n%s", out);
+    free(out);
+    json_t *l = env_lbs_of(&e, uid);
+    ck_assert_uint_eq(json_array_size(l), 0);
+    json_decref(l);
+    free(conf);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -271,6 +321,7 @@ suite(void)
     tcase_add_test(tc, a_private_ip_outside_the_network_is_a_warning_event_and_no_status);
     tcase_add_test(tc, a_local_service_losing_its_last_endpoint_is_a_warning_event);
     tcase_add_test(tc, a_changed_network_detaches_the_old_one);
+    tcase_add_test(tc, a_warning_repeated_after_a_restart_is_the_same_event_counted_again);
     suite_add_tcase(s, tc);
     return s;
 }

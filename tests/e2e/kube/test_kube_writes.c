@@ -425,6 +425,132 @@ START_TEST(events_aggregate_like_client_go)
 }
 END_TEST
 
+/* Record ev with a fresh client (a restarted daemon: nothing cached) and
+ * wait for its answer; the status. */
+static int
+record_fresh(struct kt *t, const struct plb_kube_event *ev, uint32_t timeout_ms)
+{
+    struct plb_kube_opts o = {
+        .size = sizeof(o), .kubeconfig = t->kubeconfig, .timeout_ms = timeout_ms};
+    plb_kube *k = kt_client(t, &o);
+    struct kres r = {0};
+    kt_wait(t, &r, core_kube_event(k, ev, kres_cb, &r, NULL));
+    int st = r.status;
+    kres_clear(&r);
+    core_kube_free(k);
+    return st;
+}
+
+/* The count of the one stored Event whose message is msg (0: none; the
+ * test fails when there are several). */
+static long
+stored_count(struct kt *t, const char *msg)
+{
+    json_t *evs = events_in_store(t), *e;
+    size_t i;
+    long count = 0;
+    int n = 0;
+    json_array_foreach(evs, i, e)
+    {
+        const char *m = json_string_value(json_object_get(e, "message"));
+        if (m && strcmp(m, msg) == 0) {
+            n++;
+            count = (long)json_integer_value(json_object_get(e, "count"));
+        }
+    }
+    json_decref(evs);
+    ck_assert_int_le(n, 1);
+    return count;
+}
+
+/* After a restart the recorder's cache is empty: the Event the previous
+ * run created is found on the server (a list with a field selector) and
+ * bumped instead of another identical one created; another message is
+ * another Event. The lookup follows continue for at most four pages of 100,
+ * and a lookup that fails (an error status, no answer at all) still
+ * records the Event. */
+START_TEST(events_found_again_after_a_restart)
+{
+    struct kt t;
+    struct kres r = {0};
+    kt_start(&t, NULL, NULL);
+    create_lease(&t, &r);
+    json_t *lease = json_incref(r.obj);
+    kres_clear(&r);
+    struct plb_kube_event ev = {
+        .size = sizeof(ev),
+        .involved = (const plb_obj *)lease,
+        .kind = "Lease",
+        .api_version = "coordination.k8s.io/v1",
+        .type = "Warning",
+        .reason = "Refused",
+        .message = "type lb99 is unknown",
+        .component = "prismlb-test",
+    };
+    for (int run = 1; run <= 3; run++) {
+        ck_assert_int_eq(record_fresh(&t, &ev, 0), 200 + (run == 1));
+        ck_assert_int_eq(stored_count(&t, ev.message), run);
+    }
+    ck_assert_int_eq(kt_requests(&t, "POST", "/events", NULL), 1);
+    ck_assert_int_eq(kt_requests(&t, "GET", "/events?", "fieldSelector=involvedObject.name"), 3);
+    /* Same object, reason, type and source, another message: not it. */
+    struct plb_kube_event ev2 = ev;
+    ev2.message = "type lb98 is unknown";
+    ck_assert_int_eq(record_fresh(&t, &ev2, 0), 201);
+    ck_assert_int_eq(stored_count(&t, ev2.message), 1);
+    ck_assert_int_eq(stored_count(&t, ev.message), 3);
+
+    /* 150 Events that pass the selector but not the key, listed before
+     * the one sought (names sort first): it is on the second page. */
+    char tmpl[1024];
+    snprintf(tmpl, sizeof(tmpl),
+             "{\"op\":\"create\",\"resource\":\"events\",\"namePrefix\":\"lead.0-\",\"count\":%d,"
+             "\"template\":{\"involvedObject\":{\"kind\":\"Lease\",\"apiVersion\":"
+             "\"coordination.k8s.io/v1\",\"name\":\"lead\",\"namespace\":\"default\","
+             "\"uid\":\"%s\"},\"reason\":\"Refused\",\"type\":\"Warning\",\"message\":\"filler\","
+             "\"source\":{\"component\":\"prismlb-test\"},\"count\":1}}",
+             150, kt_md(lease, "uid"));
+    json_decref(kt_admin(&t, "POST", "/bulk", tmpl));
+    json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
+    ck_assert_int_eq(record_fresh(&t, &ev, 0), 200);
+    ck_assert_int_eq(stored_count(&t, ev.message), 4);
+    ck_assert_int_eq(kt_requests(&t, "GET", "/events?", "fieldSelector="), 2);
+    ck_assert_int_eq(kt_requests(&t, "POST", "/events", NULL), 0);
+
+    /* Beyond four pages the lookup stops: a new Event (bounded work). */
+    snprintf(tmpl, sizeof(tmpl),
+             "{\"op\":\"create\",\"resource\":\"events\",\"namePrefix\":\"lead.0-\",\"start\":150,"
+             "\"count\":300,\"template\":{\"involvedObject\":{\"kind\":\"Lease\",\"apiVersion\":"
+             "\"coordination.k8s.io/v1\",\"name\":\"lead\",\"namespace\":\"default\","
+             "\"uid\":\"%s\"},\"reason\":\"Refused\",\"type\":\"Warning\",\"message\":\"filler\","
+             "\"source\":{\"component\":\"prismlb-test\"},\"count\":1}}",
+             kt_md(lease, "uid"));
+    json_decref(kt_admin(&t, "POST", "/bulk", tmpl));
+    json_decref(kt_admin(&t, "DELETE", "/requests", NULL));
+    ev2.message = "type lb97 is unknown";
+    ck_assert_int_eq(record_fresh(&t, &ev2, 0), 201);
+    ck_assert_int_eq(kt_requests(&t, "GET", "/events?", "fieldSelector="), 4);
+    ck_assert_int_eq(kt_requests(&t, "POST", "/events", NULL), 1);
+
+    /* A lookup answered with an error: the Event is recorded (created). */
+    kt_faults(&t, "{\"fail_count\":1,\"fail_status\":500,\"fail_method\":\"GET\","
+                  "\"fail_match\":\"/events?fieldSelector\"}");
+    ev2.message = "type lb96 is unknown";
+    ck_assert_int_eq(record_fresh(&t, &ev2, 0), 201);
+    ck_assert_int_eq(stored_count(&t, ev2.message), 1);
+    /* A lookup never answered (held until the client's 1 s timeout). */
+    kt_faults(&t, "{\"fail_count\":0,\"hold_method\":\"GET\","
+                  "\"hold_match\":\"/events?fieldSelector\"}");
+    ev2.message = "type lb95 is unknown";
+    ck_assert_int_eq(record_fresh(&t, &ev2, 1000), 201);
+    ck_assert_int_eq(stored_count(&t, ev2.message), 1);
+    kt_faults(&t, "{\"hold_match\":\"\"}");
+    json_decref(kt_admin(&t, "POST", "/release", NULL));
+    json_decref(lease);
+    kt_stop(&t);
+}
+END_TEST
+
 static void
 never(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
 {
@@ -510,6 +636,7 @@ writes_suite(void)
     tcase_add_test(tc, patches_and_status);
     tcase_add_test(tc, delete_with_preconditions);
     tcase_add_test(tc, events_aggregate_like_client_go);
+    tcase_add_test(tc, events_found_again_after_a_restart);
     tcase_add_test(tc, cancel_and_free_with_calls_in_flight);
     tcase_add_test(tc, free_client_from_done_callback);
     suite_add_tcase(s, tc);

@@ -96,6 +96,87 @@ START_TEST(event_body)
 }
 END_TEST
 
+/* An Event the API returns has the key of the record that created it, so
+ * a restarted recorder finds it; any other Event has another key. */
+START_TEST(an_event_read_back_has_the_key_it_was_recorded_with)
+{
+    struct core_kube_evsrc src = {"prismlb", NULL};
+    json_t *o = svc("web", "u1");
+    int64_t ns = 1764424800LL * 1000000000LL;
+    char *key = core_kube_event_key(&src, o, "Service", "v1", "Warning", "Refused", "no lb99");
+    json_t *ev =
+        core_kube_event_body(&src, o, "Service", "v1", "Warning", "Refused", "no lb99", ns);
+    /* as the server lists it: no kind or apiVersion, a uid, a count */
+    json_object_del(ev, "kind");
+    json_object_del(ev, "apiVersion");
+    json_object_set_new(json_object_get(ev, "metadata"), "uid", json_string("e-1"));
+    char *back = core_kube_event_item_key(ev);
+    ck_assert_str_eq(back, key);
+    core_free(back);
+    const char *fields[][2] = {{"message", "no lb98"}, {"reason", "Other"}, {"type", "Normal"}};
+    for (size_t i = 0; i < 3; i++) {
+        json_t *other = json_deep_copy(ev);
+        json_object_set_new(other, fields[i][0], json_string(fields[i][1]));
+        back = core_kube_event_item_key(other);
+        ck_assert_str_ne(back, key);
+        core_free(back);
+        json_decref(other);
+    }
+    json_t *other = json_deep_copy(ev);
+    json_object_set_new(json_object_get(other, "involvedObject"), "uid", json_string("u2"));
+    back = core_kube_event_item_key(other);
+    ck_assert_str_ne(back, key);
+    core_free(back);
+    json_object_set_new(json_object_get(other, "source"), "host", json_string("node-2"));
+    json_object_set_new(json_object_get(other, "involvedObject"), "uid", json_string("u1"));
+    back = core_kube_event_item_key(other);
+    ck_assert_str_ne(back, key);
+    core_free(back);
+    json_decref(other);
+    /* No involvedObject: no key. */
+    json_object_del(ev, "involvedObject");
+    ck_assert_ptr_null(core_kube_event_item_key(ev));
+    core_free(key);
+    json_decref(ev);
+    json_decref(o);
+}
+END_TEST
+
+/* The lookup's field selector names the object, reason, type and source
+ * in the apiserver's grammar, escaping what the grammar reserves. */
+START_TEST(the_lookup_selector_names_object_reason_type_and_source)
+{
+    struct core_kube_evsrc src = {"prismlb", "ignored-host"};
+    json_t *o = svc("web", "u1");
+    char *sel = core_kube_event_selector(&src, o, "Service", "v1", "Warning", "Refused");
+    ck_assert_str_eq(sel, "involvedObject.name=web,involvedObject.uid=u1,"
+                          "involvedObject.kind=Service,reason=Refused,type=Warning,source=prismlb");
+    core_free(sel);
+    sel = core_kube_event_selector(&src, o, "Service", "v1", NULL, "a,b=c\\d");
+    ck_assert_str_eq(sel, "involvedObject.name=web,involvedObject.uid=u1,"
+                          "involvedObject.kind=Service,reason=a\\,b\\=c\\\\d,type=Normal,"
+                          "source=prismlb");
+    core_free(sel);
+    /* No uid: that term is left out. */
+    json_t *n = json_pack("{s:{s:s}}", "metadata", "name", "n1");
+    sel = core_kube_event_selector(&(struct core_kube_evsrc){"c", NULL}, n, "Node", "v1", "Warning",
+                                   "R");
+    ck_assert_str_eq(sel, "involvedObject.name=n1,involvedObject.kind=Node,reason=R,"
+                          "type=Warning,source=c");
+    core_free(sel);
+    /* No name, or a selector over 2 KiB: none. */
+    json_t *noname = json_pack("{s:{}}", "metadata");
+    ck_assert_ptr_null(core_kube_event_selector(&src, noname, "X", "v1", "Normal", "R"));
+    char big[3000];
+    memset(big, 'r', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    ck_assert_ptr_null(core_kube_event_selector(&src, o, "Service", "v1", "Normal", big));
+    json_decref(noname);
+    json_decref(n);
+    json_decref(o);
+}
+END_TEST
+
 static Suite *
 events_suite(void)
 {
@@ -103,6 +184,8 @@ events_suite(void)
     TCase *tc = tcase_create("events");
     tcase_add_test(tc, same_reason_message_object_same_key);
     tcase_add_test(tc, event_body);
+    tcase_add_test(tc, an_event_read_back_has_the_key_it_was_recorded_with);
+    tcase_add_test(tc, the_lookup_selector_names_object_reason_type_and_source);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,14 +5,18 @@
 #include <jansson.h>
 #include <malloc.h>
 #include <openssl/crypto.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static unsigned long alloc_count;
 static unsigned long fail_at;
 static int fail_sticky;
+static unsigned long fail_on_signal; /* PRISMLB_FAIL_ALLOC=N,on-signal */
+static int fail_announce;            /* say so on stderr when it fails */
 /* Live and peak bytes; libcurl's resolver threads allocate too, hence atomics. */
 static long live_bytes;
 static long peak_bytes;
@@ -50,15 +54,25 @@ core_alloc_peak_reset(void)
 static int
 should_fail(void)
 {
-    /* Worker threads allocate too: counted atomically. Failure injection
-     * itself is for single-threaded tests. */
+    /* Worker threads and libcurl's resolver threads allocate too: counted
+     * atomically, and exactly one allocation takes an injected failure. */
     __atomic_add_fetch(&alloc_count, 1, __ATOMIC_RELAXED);
-    if (__atomic_load_n(&fail_at, __ATOMIC_RELAXED) == 0)
-        return 0;
-    if (--fail_at == 0) {
-        if (fail_sticky)
-            fail_at = 1;
-        return 1;
+    unsigned long n = __atomic_load_n(&fail_at, __ATOMIC_RELAXED);
+    while (n != 0) {
+        int sticky = __atomic_load_n(&fail_sticky, __ATOMIC_RELAXED);
+        unsigned long next = n == 1 && sticky ? 1 : n - 1;
+        if (__atomic_compare_exchange_n(&fail_at, &n, next, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+            if (n != 1)
+                return 0;
+            if (fail_announce) { /* set before any thread, read-only since */
+                /* write(2): no allocation, no lock; a test counts these */
+                static const char msg[] = "prismlb: injected allocation failure\n";
+                ssize_t w = write(2, msg, sizeof(msg) - 1);
+                (void)w;
+            }
+            return 1;
+        }
     }
     return 0;
 }
@@ -66,8 +80,20 @@ should_fail(void)
 void
 core_alloc_fail_at(unsigned long nth, int sticky)
 {
-    fail_sticky = sticky;
+    __atomic_store_n(&fail_sticky, sticky, __ATOMIC_RELAXED);
     __atomic_store_n(&fail_at, nth, __ATOMIC_RELAXED);
+}
+
+/* SIGUSR2 under PRISMLB_FAIL_ALLOC=N,on-signal: the Nth allocation from
+ * now fails. Async-signal-safe: an atomic store and a write(2). */
+static void
+on_arm_signal(int sig)
+{
+    static const char msg[] = "prismlb: allocation failure armed\n";
+    (void)sig;
+    __atomic_store_n(&fail_at, fail_on_signal, __ATOMIC_RELAXED); /* never sticky */
+    ssize_t w = write(2, msg, sizeof(msg) - 1);
+    (void)w;
 }
 
 unsigned long
@@ -193,7 +219,19 @@ core_alloc_install_library_hooks(void)
     if (env && *env) {
         char *end;
         unsigned long n = strtoul(env, &end, 10);
-        core_alloc_fail_at(n, end && strcmp(end, ",sticky") == 0);
+        if (end && strcmp(end, ",on-signal") == 0) {
+            fail_on_signal = n;
+            fail_announce = 1;
+            struct sigaction sa;
+            memset(&sa, 0, sizeof(sa));
+            sa.sa_handler = on_arm_signal;
+            sa.sa_flags = SA_RESTART;
+            sigemptyset(&sa.sa_mask);
+            if (sigaction(SIGUSR2, &sa, NULL) < 0)
+                return -1;
+        } else {
+            core_alloc_fail_at(n, end && strcmp(end, ",sticky") == 0);
+        }
     }
     /* OpenSSL refuses once it has allocated; tolerate that (its own
      * allocations then bypass the hook, which only loses injection). */

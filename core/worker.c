@@ -75,6 +75,9 @@ struct plb_snapshot {
     struct core_workers *ws;
     _Atomic(void *) cur;
     void (*release)(void *data);
+    /* The record that will retire cur: allocated before cur is published,
+     * so a retirement never needs memory it might not get. */
+    struct retired *spare;
 };
 
 struct core_workers {
@@ -431,7 +434,8 @@ reclaim(struct core_workers *ws)
     }
 }
 
-/* Retire data published in s: released once every worker moved on. */
+/* Retire data published in s with s's spare record: released once every
+ * worker moved on. */
 static void
 retire(plb_snapshot *s, void *data, void (*release)(void *data))
 {
@@ -443,16 +447,11 @@ retire(plb_snapshot *s, void *data, void (*release)(void *data))
             release(data);
         return;
     }
-    uint64_t e = atomic_fetch_add(&ws->epoch, 1) + 1;
-    struct retired *r = core_malloc(sizeof(*r));
-    if (!r) {
-        /* Cannot track it: keeping it forever is safe, releasing is not. */
-        CORE_ERR("snapshots: out of memory: one snapshot is never released");
-        return;
-    }
+    struct retired *r = s->spare;
+    s->spare = NULL;
     r->data = data;
     r->release = release;
-    r->epoch = e;
+    r->epoch = atomic_fetch_add(&ws->epoch, 1) + 1;
     r->next = ws->retired;
     ws->retired = r;
     ws->nretired++;
@@ -481,10 +480,16 @@ core_snapshot_publish(plb_snapshot *s, void *data, void (*release)(void *data))
 {
     if (!s)
         return -EINVAL;
+    /* The record that will retire data, before anything changes: without
+     * it, nothing is published and data stays the caller's. */
+    struct retired *next = NULL;
+    if (s->ws && data && !(next = core_malloc(sizeof(*next))))
+        return -ENOMEM;
     void *old = atomic_exchange(&s->cur, data);
     void (*old_release)(void *) = s->release;
     s->release = release;
-    retire(s, old, old_release);
+    retire(s, old, old_release); /* takes the spare that old came with */
+    s->spare = next;
     return 0;
 }
 
@@ -501,6 +506,7 @@ core_snapshot_free(plb_snapshot *s)
         return;
     void *old = atomic_exchange(&s->cur, NULL);
     retire(s, old, s->release);
+    core_free(s->spare); /* NULL unless cur was */
     core_free(s);
 }
 

@@ -131,6 +131,11 @@
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.5  snapshot_publish can fail with -ENOMEM (the record
+ *                    that will retire the data is allocated before it is
+ *                    published; 2.2 to 2.4 published anyway and, out of
+ *                    memory, never released the data it replaced); on any
+ *                    error the data stays the caller's, as with -EINVAL.
  *   2026-12-01  2.4  fencing of gated writes (see "Fencing"): the daemon
  *                    refuses a gated instance's Kubernetes and HTTP writes
  *                    while its gate is closed (PLB_EFENCED), stops those
@@ -235,7 +240,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 4
+#define PLB_ABI_MINOR 5
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -1127,10 +1132,12 @@ struct plb_host {
     /* An empty snapshot slot. New, free with snapshot_free; NULL when out of
      * memory. */
     plb_snapshot *(*snapshot_new)(plb_ctx *ctx);
-    /* Publish data (steals: read-only from now on). The data published
-     * before is released by its release(data) on the main loop once no
-     * worker can still read it (every worker passed through its loop since);
-     * release may be NULL. 0 or -EINVAL. */
+    /* Publish data (steals on success: read-only from now on). The data
+     * published before is released by its release(data) on the main loop
+     * once no worker can still read it (every worker passed through its
+     * loop since); release may be NULL. 0; or -EINVAL, or -ENOMEM (2.5),
+     * and then nothing changed: data stays the caller's, the workers keep
+     * reading what was published before. */
     int (*snapshot_publish)(plb_snapshot *s, void *data, void (*release)(void *data));
     /* [any] The latest data, borrowed: valid until the calling worker
      * returns to its loop (on the main loop: until the next publish). */

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "reactor.h"
 #include "worker.h"
 
@@ -40,17 +41,24 @@ teardown(void)
     event_base_free(base);
 }
 
+/* Run the main loop until *counter reaches n (set by messages), at most 5 s. */
+static void
+run_until_count(atomic_int *counter, int n)
+{
+    long long end = core_now_ms() + 5000;
+    while (atomic_load(counter) < n) {
+        ck_assert_msg(core_now_ms() < end, "timed out");
+        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        if (atomic_load(counter) < n)
+            sched_yield();
+    }
+}
+
 /* Run the main loop until *flag is set (by a message), at most 5 s. */
 static void
 run_until(atomic_int *flag)
 {
-    long long end = core_now_ms() + 5000;
-    while (!atomic_load(flag)) {
-        ck_assert_msg(core_now_ms() < end, "timed out");
-        event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-        if (!atomic_load(flag))
-            sched_yield();
-    }
+    run_until_count(flag, 1);
 }
 
 START_TEST(start_rejects_fewer_than_two_or_more_than_the_maximum)
@@ -408,6 +416,34 @@ START_TEST(without_workers_a_retired_snapshot_is_released_at_once)
 }
 END_TEST
 
+/* Out of memory, publishing changes nothing: the data stays the caller's,
+ * the workers keep the old, and nothing is lost (the sanitizers' leak
+ * check runs at exit). */
+START_TEST(a_publish_without_memory_leaves_the_old_snapshot_and_the_data_to_the_caller)
+{
+    static atomic_int released;
+    atomic_store(&released, 0);
+    plb_snapshot *slot = core_snapshot_new(ws);
+    ck_assert_ptr_nonnull(slot);
+    ck_assert_int_eq(core_snapshot_publish(slot, snap_new(1, &released), snap_release), 0);
+    struct snap *two = snap_new(2, &released);
+    core_alloc_fail_at(1, 0);
+    ck_assert_int_eq(core_snapshot_publish(slot, two, snap_release), -ENOMEM);
+    core_alloc_fail_at(0, 0);
+    ck_assert_int_eq(((const struct snap *)core_snapshot_get(slot))->value, 1);
+    ck_assert_uint_eq(core_snapshots_retired(ws), 0);
+    snap_release(two); /* still ours */
+    ck_assert_int_eq(atomic_load(&released), 1);
+    /* The next publish goes through and retires 1 as usual. */
+    ck_assert_int_eq(core_snapshot_publish(slot, snap_new(3, &released), snap_release), 0);
+    run_until_count(&released, 2);
+    core_snapshot_free(slot);
+    core_workers_stop(ws);
+    ws = NULL;
+    ck_assert_int_eq(atomic_load(&released), 3);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -422,6 +458,7 @@ suite(void)
     tcase_add_test(tc, stopping_runs_what_was_posted_before);
     tcase_add_test(tc, a_timer_made_on_a_worker_fires_on_that_worker);
     tcase_add_test(tc, a_snapshot_is_released_only_after_every_worker_moved_on);
+    tcase_add_test(tc, a_publish_without_memory_leaves_the_old_snapshot_and_the_data_to_the_caller);
     tcase_add_test(tc, workers_reading_while_the_main_loop_publishes_see_intact_data);
     tcase_add_test(tc, without_workers_a_retired_snapshot_is_released_at_once);
     suite_add_tcase(s, tc);

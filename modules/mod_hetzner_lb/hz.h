@@ -69,7 +69,8 @@ struct hz_config {
     int default_ip_mode; /* enum hz_ip_mode */
     int ipv6_ingress;
     int64_t resync_interval_ms;
-    int64_t refused_recheck_ms; /* recheck after a refused target (30 s) */
+    int64_t resync_budget_percent; /* share of RateLimit-Limit per hour (10) */
+    int64_t refused_recheck_ms;    /* recheck after a refused target (30 s) */
     int dry_run;
     char *log_level;  /* robotlb's ROBOTLB_LOG_LEVEL, or NULL */
     char *kubeconfig; /* PATH or NULL (in-cluster, $KUBECONFIG) */

@@ -25,7 +25,7 @@
 #include "hz_api.h"
 #include "hz_dlist.h"
 
-#define PER_PAGE 50
+#define PER_PAGE HZ_PER_PAGE
 #define POLL_FIRST_MS 500
 #define POLL_MAX_MS 5000
 #define ACTION_TIMEOUT_MS (15 * 60 * 1000)

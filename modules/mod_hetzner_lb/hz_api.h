@@ -57,6 +57,28 @@ HZ_HIDDEN int64_t hz_pace_delay(const struct hz_pace *p, int64_t now_ms, int in_
 /* The estimated tokens left now (for metrics and tests). */
 HZ_HIDDEN double hz_pace_tokens(const struct hz_pace *p, int64_t now_ms, int in_flight);
 
+/* The most items one page of a Hetzner list holds (per_page's maximum):
+ * every list goes at this size. */
+#define HZ_PER_PAGE 50
+
+/* The resync's share of the budget (hz_pace.c, pure). A resync lists
+ * every labelled balancer, ceil(items / HZ_PER_PAGE) pages (at least one);
+ * at one resync per interval_ms that is pages × 3600 s / interval list
+ * requests an hour, which may take at most percent % of limit (Hetzner's
+ * bucket refills limit tokens an hour). */
+struct hz_budget {
+    int64_t interval_ms; /* the interval to use: configured_ms, or longer */
+    long pages;          /* list requests per resync */
+    int stretched;       /* interval_ms > configured_ms */
+};
+#define HZ_RESYNC_MAX_MS 86400000LL /* a stretched interval is at most a day */
+/* The resync interval for items balancers under RateLimit-Limit limit
+ * (<= 0: unknown, no stretching) and a share of percent (1 to 100),
+ * rounded up to the millisecond, at most HZ_RESYNC_MAX_MS (never shorter
+ * than configured_ms). */
+HZ_HIDDEN struct hz_budget hz_resync_budget(int64_t configured_ms, size_t items, long limit,
+                                            int64_t percent);
+
 /* ------------------------------------------------------------------ */
 /* Answers (hz_answer.c, pure)                                          */
 

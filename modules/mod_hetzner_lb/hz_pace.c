@@ -16,7 +16,14 @@
  * is spent at once down to the reserve, and then the requests are spread
  * at the refill rate up to the reset instead of hitting 429. After a 429
  * (someone else spent the budget) nothing goes out until the reset.
+ *
+ * The resync's budget (hz_resync_budget) is the steady-state side of the
+ * same bucket: the resync lists every labelled balancer in pages of 50,
+ * and its interval stretches so that those pages take at most the
+ * configured share of the limit per hour, however many balancers there
+ * are; the rest of the budget stays for the writes that follow changes.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "hz_api.h"
@@ -110,4 +117,28 @@ hz_pace_delay(const struct hz_pace *p, int64_t now_ms, int in_flight)
     if (ms > 3600000)
         ms = 3600000;
     return (int64_t)ms + 1;
+}
+
+struct hz_budget
+hz_resync_budget(int64_t configured_ms, size_t items, long limit, int64_t percent)
+{
+    struct hz_budget b = {configured_ms, 1, 0};
+    if (items > 0)
+        b.pages = (long)(items / HZ_PER_PAGE + (items % HZ_PER_PAGE != 0));
+    if (limit <= 0 || percent <= 0 || percent > 100 || limit > INT64_MAX / 100)
+        return b;
+    /* pages × 3600 s × 100 / (limit × percent), rounded up, at most a day */
+    int64_t den = (int64_t)limit * percent;
+    int64_t need = HZ_RESYNC_MAX_MS;
+    if (b.pages <= INT64_MAX / 360000000) {
+        int64_t num = (int64_t)b.pages * 360000000;
+        need = num / den + (num % den != 0);
+    }
+    if (need > HZ_RESYNC_MAX_MS)
+        need = HZ_RESYNC_MAX_MS;
+    if (need > configured_ms) {
+        b.interval_ms = need;
+        b.stretched = 1;
+    }
+    return b;
 }

@@ -216,6 +216,12 @@ const struct plb_setting hz_settings_table[] = {
      .def = "300s", .min = 1000, .env = "ROBOTLB_RESYNC_INTERVAL",
      .doc = "Time between checks of balancers nothing changed (an integer is seconds); one "
             "paginated list request serves every Service"},
+    {.name = "resync_budget_percent", .type = PLB_SET_INT, .offset = OFF(resync_budget_percent),
+     .def = "10", .min = 1, .max = 100,
+     .doc = "The share of the hourly API budget (the RateLimit-Limit Hetzner reports) the "
+            "resync's list requests may take: when the balancers need more pages of 50 than "
+            "that at resync_interval, the interval stretches (logged, and the gauge "
+            "prismlb_hetzner_resync_interval_seconds shows it)"},
     {.name = "refused_recheck_interval", .type = PLB_SET_DURATION,
      .offset = OFF(refused_recheck_ms), .def = "30s", .min = 100,
      .doc = "When Hetzner refuses a target (or another write) for a reason other than the "

@@ -6,7 +6,9 @@
  * resync   every resync_interval, while the gate is open: ONE paginated
  *          GET /load_balancers?label_selector=robotlb/service-uid, the
  *          steady-state check that serves every Service; the result is kept
- *          as an index by robotlb/service-uid
+ *          as an index by robotlb/service-uid. The interval stretches when
+ *          the pages would take more than resync_budget_percent of the
+ *          API's hourly RateLimit-Limit (hz_resync_budget)
  * gate     gate_open starts the write loop at once (an immediate resync);
  *          gate_close cancels every queued, running and waiting request
  * stop     cancels timers and requests
@@ -17,8 +19,10 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "hz_api.h"
 #include "hz_kube.h"
 
 struct hz_mod {
@@ -34,10 +38,11 @@ struct hz_mod {
                                 robotlb/service-uid -> balancer of the last
                                 resync */
     uint64_t resyncs;
-    int64_t next_resync_ms; /* monotonic time of the next resync (approx.:
-                               the timer has 10% jitter) */
+    int64_t next_resync_ms;  /* monotonic time of the next resync (approx.:
+                                the timer has 10% jitter) */
+    struct hz_budget budget; /* the interval in use and why */
     /* metrics */
-    plb_metric *m_balancers, *m_requests, *m_dry, *m_remaining, *m_resyncs;
+    plb_metric *m_balancers, *m_requests, *m_dry, *m_remaining, *m_resyncs, *m_interval;
     struct hz_api_stats last; /* counters already added */
 };
 
@@ -57,6 +62,10 @@ static const struct {
      "Balancers labelled robotlb/service-uid seen at the last resync", l_inst},
     {offsetof(struct hz_mod, m_resyncs), PLB_METRIC_COUNTER, "prismlb_hetzner_lb_resyncs_total",
      "Completed resync lists", l_inst},
+    {offsetof(struct hz_mod, m_interval), PLB_METRIC_GAUGE,
+     "prismlb_hetzner_resync_interval_seconds",
+     "Seconds between resync lists: resync_interval, or longer when its pages would take more "
+     "than resync_budget_percent of the hourly RateLimit-Limit", l_inst},
     {offsetof(struct hz_mod, m_requests), PLB_METRIC_COUNTER, "prismlb_hetzner_requests_total",
      "Answers of the Hetzner Cloud API by route and HTTP status (code \"error\": none came)",
      l_route},
@@ -81,6 +90,48 @@ metrics_sync(struct hz_mod *m)
     if (m->m_dry && s.dry_run > m->last.dry_run)
         m->host->metric_add(m->m_dry, iv, (double)(s.dry_run - m->last.dry_run));
     m->last = s;
+}
+
+/* After a resync of items balancers: the interval that keeps its pages
+ * within the budget. A change re-arms the timer (the next resync counts
+ * from the start of this one's list) and is logged once; the gauge shows
+ * the interval in use. */
+static void
+budget_apply(struct hz_mod *m, size_t items)
+{
+    const struct hz_config *cfg = m->cfg;
+    const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+    struct hz_api_stats s;
+    hz_api_get_stats(m->api, &s);
+    struct hz_budget b =
+        hz_resync_budget(cfg->resync_interval_ms, items, s.limit, cfg->resync_budget_percent);
+    if (b.interval_ms != m->budget.interval_ms) {
+        char ri[32], need[32], lim[32], pct[32], conf[32];
+        snprintf(ri, sizeof(ri), "%llds", (long long)((b.interval_ms + 999) / 1000));
+        snprintf(need, sizeof(need), "%ld", b.pages);
+        snprintf(lim, sizeof(lim), "%ld", s.limit);
+        snprintf(pct, sizeof(pct), "%lld", (long long)cfg->resync_budget_percent);
+        snprintf(conf, sizeof(conf), "%llds", (long long)(cfg->resync_interval_ms / 1000));
+        if (b.stretched)
+            PLB_WARN(m->host, m->ctx,
+                     PLB_KV("resync_interval", ri, "needed", need, "rate_limit", lim,
+                            "budget_percent", pct, "configured", conf),
+                     "resync: interval stretched: the list pages would take more than the "
+                     "budget at resync_interval");
+        else
+            PLB_INFO(m->host, m->ctx, PLB_KV("resync_interval", ri, "needed", need),
+                     "resync: interval back to resync_interval");
+        int64_t now = m->host->now_ms(m->ctx);
+        int64_t delay = m->list_started_ms + b.interval_ms - now;
+        if (delay < 0)
+            delay = 0;
+        if (m->host->timer_arm(m->resync, delay, b.interval_ms, 0.1) < 0)
+            PLB_ERR(m->host, m->ctx, NULL, "resync: cannot re-arm the timer");
+        m->next_resync_ms = now + delay;
+    }
+    m->budget = b;
+    if (m->m_interval)
+        m->host->metric_set(m->m_interval, iv, (double)b.interval_ms / 1000.0);
 }
 
 /* The resync list answered: index the labelled balancers by their UID. */
@@ -156,6 +207,7 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
         m->host->metric_set(m->m_balancers, iv, (double)json_object_size(idx));
     if (m->m_resyncs)
         m->host->metric_add(m->m_resyncs, iv, 1);
+    budget_apply(m, json_array_size(items));
     metrics_sync(m);
     hz_kube_sync_soon(&m->ks);
 }
@@ -166,7 +218,7 @@ resync_fire(plb_timer *t, void *arg)
     struct hz_mod *m = arg;
     int rc;
     (void)t;
-    m->next_resync_ms = m->host->now_ms(m->ctx) + m->cfg->resync_interval_ms;
+    m->next_resync_ms = m->host->now_ms(m->ctx) + m->budget.interval_ms;
     metrics_sync(m);
     if (!m->host->gate_is_open(m->ctx) || m->listing)
         return;
@@ -226,6 +278,11 @@ hz_start(void *state, char *err, size_t errlen)
         return rc;
     if (!(m->resync = m->host->timer_new(m->ctx, resync_fire, m)))
         return -ENOMEM;
+    m->budget = hz_resync_budget(cfg->resync_interval_ms, 0, 0, 0);
+    if (m->m_interval) {
+        const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+        m->host->metric_set(m->m_interval, iv, (double)cfg->resync_interval_ms / 1000.0);
+    }
     m->ks.host = m->host;
     m->ks.ctx = m->ctx;
     m->ks.cfg = cfg;
@@ -277,7 +334,7 @@ hz_gate_open(void *state)
         return;
     PLB_INFO(m->host, m->ctx, NULL, "gate open: writing to Hetzner");
     /* Act at once: the caches are warm on every replica. */
-    m->host->timer_arm(m->resync, 0, m->cfg->resync_interval_ms, 0.1);
+    m->host->timer_arm(m->resync, 0, m->budget.interval_ms, 0.1);
     hz_kube_sync_soon(&m->ks);
 }
 

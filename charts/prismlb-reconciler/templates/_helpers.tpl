@@ -80,6 +80,7 @@ instances = (
     {{- end }}
     hcloud_endpoint = {{ .Values.hetzner.endpoint | toJson }};
     refused_recheck_interval = {{ .Values.hetzner.refusedRecheckInterval | toJson }};
+    resync_budget_percent = {{ int .Values.hetzner.resyncBudgetPercent }};
     dry_run = {{ .Values.hetzner.dryRun }}; },
 
   { module = "metrics"; name = "metrics"; bind_address = "0.0.0.0"; port = {{ int .Values.healthPort }}; }

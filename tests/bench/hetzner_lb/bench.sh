@@ -22,6 +22,10 @@ lbs = [{"name": "svc-%d.bench" % i, "load_balancer_type": "lb11", "location": "h
 print(json.dumps({"tokens": ["tok"], "max_load_balancers": n + 10, "load_balancers": lbs}))
 PY
 
+# A resync every 5 s of up to 1,000 balancers (20 pages) needs 14,400 list
+# requests an hour: a bucket of 360,000 leaves them within the default 10 %
+# share, so the interval does not stretch (resync_budget_percent).
+hz_args="--rate-bucket 360000 --rate-refill-per-s 100"
 start_fakes
 cat >"$work/prismlb.conf" <<CONF
 instances = ( { module = "hetzner_lb"; name = "hz"; hcloud_endpoint = "$hz";

@@ -2,7 +2,8 @@
 # what they started (by PID) on exit, and start_fakes runs
 # prismlb-fake-hcloud seeded with $work/seed.json and prismlb-fake-kube,
 # sets hz (the Hetzner API URL), base (its root) and kube (the API server
-# URL), and writes $work/kubeconfig for the daemon.
+# URL), and writes $work/kubeconfig for the daemon; $hz_args, if set, are
+# more arguments of the Hetzner fake.
 hz_pid= kube_pid= d_pid=
 cleanup() {
   for p in $d_pid $hz_pid $kube_pid; do kill -TERM "$p" 2>/dev/null || true; done
@@ -15,7 +16,7 @@ trap cleanup EXIT INT TERM
 
 start_fakes() {
   "$build/tests/fakes/hetzner/prismlb-fake-hcloud" --listen 127.0.0.1:0 \
-    --port-file "$work/hz.url" --seed "$work/seed.json" >"$work/hz.log" 2>&1 &
+    --port-file "$work/hz.url" --seed "$work/seed.json" ${hz_args:-} >"$work/hz.log" 2>&1 &
   hz_pid=$!
   mkdir "$work/tls"
   "$build/tests/fakes/kube/prismlb-fake-kube" --tls-dir "$work/tls" \

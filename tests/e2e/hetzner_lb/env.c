@@ -13,6 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "env.h"
 
@@ -43,14 +47,20 @@ dump_log(struct env *e)
 void
 env_fakes_start(struct env *e, int no_network, const char *seed_extra, const char *const *hz_args)
 {
-    char kubeconfig[8192], seed[8192];
+    char kubeconfig[8192], *seed;
+    const char *x = seed_extra ? seed_extra : "";
     memset(e, 0, sizeof(*e));
     ck_assert_int_eq(fake_start(&e->kube, NULL), 0);
+    int n = no_network ? snprintf(NULL, 0, SEED_NO_NETWORK, x) : snprintf(NULL, 0, SEED, x);
+    ck_assert_int_gt(n, 0);
+    seed = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(seed);
     if (no_network)
-        snprintf(seed, sizeof(seed), SEED_NO_NETWORK, seed_extra ? seed_extra : "");
+        snprintf(seed, (size_t)n + 1, SEED_NO_NETWORK, x);
     else
-        snprintf(seed, sizeof(seed), SEED, seed_extra ? seed_extra : "");
+        snprintf(seed, (size_t)n + 1, SEED, x);
     ck_assert_int_eq(hzt_start(&e->hz, seed, hz_args), 0);
+    free(seed);
     snprintf(e->kc, sizeof(e->kc), "%s/kubeconfig", e->kube.dir);
     snprintf(kubeconfig, sizeof(kubeconfig),
              "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
@@ -60,6 +70,44 @@ env_fakes_start(struct env *e, int no_network, const char *seed_extra, const cha
              "    client-certificate: client.crt\n    client-key: client.key\n",
              e->kube.server[0]);
     ck_assert_int_eq(tu_write_file(e->kc, kubeconfig), 0);
+}
+
+int
+env_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    ck_assert_int_gt(port, 0);
+    return port;
+}
+
+char *
+env_scrape(int port)
+{
+    char url[64], *m = NULL;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+    char *curl[] = {"/usr/bin/curl", "-sSf", url, NULL};
+    if (tu_run(curl, NULL, &m, 10000) != 0) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+double
+env_metric(const char *text, const char *series)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (strncmp(p, series, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
 }
 
 void

@@ -159,12 +159,15 @@ END_TEST
 /* The daemon with both fakes                                          */
 
 /* The daemon with both fakes, the seed without a network and no
- * default_network; resync every second; dry_run as asked. */
+ * default_network; resync every second (one page a second is the whole
+ * budget of the fake's RateLimit-Limit 3600: resync_budget_percent 100);
+ * dry_run as asked. */
 static void
 start(struct env *e, int dry_run, const char *gate_open_after, const char *gate_close_after)
 {
     struct env_opts o = {.no_network = 1,
-                         .extra = dry_run ? "dry_run = true;" : "dry_run = false;",
+                         .extra = dry_run ? "dry_run = true; resync_budget_percent = 100;"
+                                          : "dry_run = false; resync_budget_percent = 100;",
                          .resync_s = 1,
                          .gate_open_after = gate_open_after,
                          .gate_close_after = gate_close_after};
@@ -336,8 +339,10 @@ START_TEST(writes_happen_only_while_the_gate_is_open)
     struct hzt_resp r;
     /* The gate is open while the file exists: shut until the test opens it. */
     snprintf(gate, sizeof(gate), "%s/gate-open", dir);
-    struct env_opts o = {
-        .no_network = 1, .extra = "dry_run = false;", .resync_s = 1, .gate_file = gate};
+    struct env_opts o = {.no_network = 1,
+                         .extra = "dry_run = false; resync_budget_percent = 100;", /* see start() */
+                         .resync_s = 1,
+                         .gate_file = gate};
     env_start_opts(&e, &o);
     char *was = env_service(&e, "was", "ClusterIP", 0, NULL, NULL);
     char *bad = env_service(&e, "bad", "LoadBalancer", 0,

@@ -16,6 +16,10 @@
 
 #include "env.h"
 
+/* A resync every second lists one page a second: the whole of the fake's
+ * RateLimit-Limit 3600 an hour, so the share is set to 100 %. */
+#define BUDGET_1S "resync_budget_percent = 100;"
+
 static long
 total_lbs(struct env *e)
 {
@@ -244,7 +248,7 @@ START_TEST(a_handed_over_balancer_gets_the_status_once_it_serves_the_service)
 {
     struct env e;
     char labels[256], ip[64], t[256];
-    env_start(&e, NULL, NULL, NULL, 1);
+    env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.71");
     /* no port to expose yet (allocateLoadBalancerNodePorts false, no
      * nodePort): it gets no balancer of its own */
@@ -516,7 +520,7 @@ START_TEST(every_resync_interval_undoes_a_change_made_to_the_balancer_in_hetzner
     struct env e;
     struct hzt_resp r;
     char path[128];
-    env_start(&e, NULL, NULL, NULL, 1);
+    env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.201");
     env_node(&e, "n2", "10.0.1.202");
     char *uid = env_service(&e, "keep", "LoadBalancer", 30093, NULL, NULL);

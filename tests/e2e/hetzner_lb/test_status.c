@@ -54,22 +54,6 @@ line_of(const char *out, const char *a, const char *b)
     return NULL;
 }
 
-/* A free TCP port on 127.0.0.1 (bound and released). */
-static int
-free_port_here(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    ck_assert_int_gt(port, 0);
-    return port;
-}
-
 START_TEST(status_shows_each_service_its_balancer_and_the_leader)
 {
     struct env e;
@@ -90,7 +74,7 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
              "\"ports\":[{\"port\":53,\"protocol\":\"UDP\",\"nodePort\":30153}]}}",
              201, NULL);
 
-    mport = free_port_here();
+    mport = env_free_port();
     snprintf(
         conf, sizeof(conf),
         "instances = (\n"

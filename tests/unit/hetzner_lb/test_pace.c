@@ -168,6 +168,68 @@ START_TEST(an_older_answer_does_not_raise_the_estimate)
 }
 END_TEST
 
+/* The budget: 2,000 balancers are 40 pages; under RateLimit-Limit 3600 a
+ * 10 % share is 360 list requests an hour, so resyncs come at most every
+ * 400 s (9 an hour), not every 300 s (12 an hour, 480 requests). */
+START_TEST(two_thousand_balancers_under_3600_stretch_the_resync_to_400_s)
+{
+    struct hz_budget b = hz_resync_budget(300000, 2000, 3600, 10);
+    ck_assert_int_eq(b.pages, 40);
+    ck_assert_int_eq(b.interval_ms, 400000);
+    ck_assert(b.stretched);
+    ck_assert_int_le(b.pages * 3600000 / b.interval_ms, 360);
+    /* One more balancer is one more page: 41 × 10 s. */
+    b = hz_resync_budget(300000, 2001, 3600, 10);
+    ck_assert_int_eq(b.pages, 41);
+    ck_assert_int_eq(b.interval_ms, 410000);
+    /* The share is a setting: 20 % halves it, below resync_interval. */
+    b = hz_resync_budget(300000, 2000, 3600, 20);
+    ck_assert_int_eq(b.interval_ms, 300000);
+    ck_assert(!b.stretched);
+}
+END_TEST
+
+/* Within the budget the configured interval stays, whatever the limit. */
+START_TEST(a_resync_within_the_budget_keeps_resync_interval)
+{
+    /* 1,500 balancers: 30 pages × 12 an hour = 360, just the share. */
+    struct hz_budget b = hz_resync_budget(300000, 1500, 3600, 10);
+    ck_assert_int_eq(b.pages, 30);
+    ck_assert_int_eq(b.interval_ms, 300000);
+    ck_assert(!b.stretched);
+    /* No balancer is still one request. */
+    b = hz_resync_budget(300000, 0, 3600, 10);
+    ck_assert_int_eq(b.pages, 1);
+    ck_assert_int_eq(b.interval_ms, 300000);
+    /* Before any answer (no RateLimit-Limit) nothing stretches. */
+    b = hz_resync_budget(300000, 1000000, 0, 10);
+    ck_assert_int_eq(b.interval_ms, 300000);
+    ck_assert(!b.stretched);
+    b = hz_resync_budget(300000, 1000000, -1, 10);
+    ck_assert_int_eq(b.interval_ms, 300000);
+}
+END_TEST
+
+/* Rounded up to the millisecond, at most a day, and no overflow from a
+ * RateLimit-Limit of any size. */
+START_TEST(the_stretched_interval_is_rounded_up_and_bounded)
+{
+    /* 1 page under a limit of 7: 3600 s × 100 / 70 = 5142857.14... ms. */
+    struct hz_budget b = hz_resync_budget(1000, 1, 7, 10);
+    ck_assert_int_eq(b.interval_ms, 5142858);
+    ck_assert_int_le(b.pages * 3600000.0 / (double)b.interval_ms, 0.7);
+    /* A limit of 1 and a million balancers: a day, not weeks. */
+    b = hz_resync_budget(1000, 1000000, 1, 1);
+    ck_assert_int_eq(b.interval_ms, HZ_RESYNC_MAX_MS);
+    ck_assert(b.stretched);
+    /* A huge limit (a hostile header) neither overflows nor stretches. */
+    b = hz_resync_budget(300000, 2000, 2147483647L, 100);
+    ck_assert_int_eq(b.interval_ms, 300000);
+    b = hz_resync_budget(300000, (size_t)-1, 3600, 10);
+    ck_assert_int_eq(b.interval_ms, HZ_RESYNC_MAX_MS);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -179,6 +241,9 @@ suite(void)
     tcase_add_test(tc, after_a_429_nothing_goes_out_until_the_reset);
     tcase_add_test(tc, before_the_first_answer_one_request_at_a_time);
     tcase_add_test(tc, an_older_answer_does_not_raise_the_estimate);
+    tcase_add_test(tc, two_thousand_balancers_under_3600_stretch_the_resync_to_400_s);
+    tcase_add_test(tc, a_resync_within_the_budget_keeps_resync_interval);
+    tcase_add_test(tc, the_stretched_interval_is_rounded_up_and_bounded);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,6 +15,9 @@
 #include "log.h"
 #include "strv.h"
 
+/* Seconds before a delivery that ran out of memory is tried again. */
+#define SUB_RETRY_S 1
+
 struct provider {
     plb_ctx *owner;
     char *name;
@@ -202,8 +205,14 @@ sub_deliver(struct sub *s)
     s->cb(&set, s->arg);
     goto out;
 oom:
-    core_log(PLB_LOG_ERROR, s->ctx->name, s->ctx->cm->mod->name,
-             "out of memory merging endpoint sets; will retry on the next update");
+    /* Not left until the next update, which may never come: again soon. */
+    struct timeval retry = {SUB_RETRY_S, 0};
+    if (evtimer_add(s->ev, &retry) == 0)
+        core_log(PLB_LOG_ERROR, s->ctx->name, s->ctx->cm->mod->name,
+                 "out of memory merging endpoint sets; retrying in %d s", SUB_RETRY_S);
+    else
+        core_log(PLB_LOG_ERROR, s->ctx->name, s->ctx->cm->mod->name,
+                 "out of memory merging endpoint sets; retrying on the next update");
 out:
     core_free(merged);
     core_free(sets);
@@ -217,12 +226,14 @@ sub_event(evutil_socket_t fd, short what, void *arg)
     sub_deliver(arg);
 }
 
+/* Deliver from the loop, now (also when a retry was waiting). */
 static void
 sub_schedule(struct sub *s)
 {
     struct timeval zero = {0, 0};
-    if (!evtimer_pending(s->ev, NULL))
-        evtimer_add(s->ev, &zero);
+    if (evtimer_add(s->ev, &zero) < 0)
+        core_log(PLB_LOG_ERROR, s->ctx->name, s->ctx->cm->mod->name,
+                 "cannot schedule an endpoint update");
 }
 
 int

@@ -35,8 +35,10 @@
 
 enum inf_state { INF_LIST = 1, INF_WATCH, INF_WAIT };
 
-/* What ended the watch, as seen in its stream. */
-enum watch_end { WE_NONE = 0, WE_GONE, WE_ERROR };
+/* What ended the watch, as seen in its stream. WE_LOST: an event that
+ * could not be taken (not decodable, or no memory to decode or cache it);
+ * the watch ends there and resumes from the last event taken. */
+enum watch_end { WE_NONE = 0, WE_GONE, WE_ERROR, WE_LOST };
 
 struct plb_informer {
     plb_kube *k;
@@ -328,7 +330,16 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
     (void)req;
 
     if (!type || !json_is_object(obj)) {
-        /* Not an event: the body of an error answer. Keep it (bounded). */
+        /* Not an event: the body of an error answer. Keep it (bounded).
+         * A line that is no JSON at all ends the stream: in a watch's 200
+         * answer it is an event lost (to a malformed line or to memory),
+         * and resuming from the last event taken replays it; an error
+         * answer keeps its first line for the message. */
+        int lost = !ev;
+        if (lost) {
+            inf->wend = WE_LOST;
+            snprintf(inf->wmsg, sizeof(inf->wmsg), "an event that could not be decoded");
+        }
         if (inf->errlen + len + 1 < INF_ERRBODY_MAX) {
             char *p = core_realloc(inf->errbody, inf->errlen + len + 2);
             if (p) {
@@ -340,7 +351,7 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
             }
         }
         json_decref(ev);
-        return 0;
+        return lost;
     }
     const char *rv = core_kube_obj_rv(obj);
     if (strcmp(type, "ERROR") == 0) {
@@ -375,8 +386,15 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
         }
     } else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
         if (!old || strcmp(core_kube_obj_rv(old), rv) != 0) {
-            if (json_object_set(inf->cache, key, obj) == 0)
-                notify(inf, old, obj);
+            if (json_object_set(inf->cache, key, obj) < 0) {
+                /* Out of memory: the event is not taken, nor its rv. */
+                inf->wend = WE_LOST;
+                snprintf(inf->wmsg, sizeof(inf->wmsg), "no memory to cache an event");
+                json_decref(old);
+                json_decref(ev);
+                return 1;
+            }
+            notify(inf, old, obj);
         }
     }
     if (*rv)
@@ -423,6 +441,11 @@ watch_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         else
             snprintf(msg, sizeof(msg), "watch: %s", core_http_resp_error_text(resp));
         json_decref(st);
+    } else if (inf->wend == WE_LOST) {
+        in = KB_WATCH_ERROR;
+        ev = PLB_INFORMER_WATCH_FAILED;
+        is_error = 1;
+        snprintf(msg, sizeof(msg), "watch: %s; resuming from the last event taken", inf->wmsg);
     } else {
         in = e == PLB_HTTP_OK ? KB_WATCH_CLOSED : KB_WATCH_ERROR;
         ev = PLB_INFORMER_WATCH_ENDED;

@@ -10,6 +10,7 @@
  *   hz_names.c        balancer names: default, cluster prefix, legacy, cut
  *   hz_annot.c        robotlb/ annotations: parse, validate, resolve
  *   hz_model.c        the desired balancer; the actual one parsed from JSON
+ *   hz_lbs.c          the balancers kept (parsed, shared) and their index
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
  *   hz_api.c          the Hetzner API client: pacing, lanes, action waits
  *   hz_answer.c       what one API answer means (retry, failed, done...; pure)
@@ -289,6 +290,45 @@ HZ_HIDDEN int hz_actual_parse(const json_t *lb, struct hz_actual *out);
 HZ_HIDDEN void hz_actual_clear(struct hz_actual *a);
 /* 1 when the balancer is attached to network id. */
 HZ_HIDDEN int hz_actual_on_network(const struct hz_actual *a, int64_t network);
+
+/* ------------------------------------------------------------------ */
+/* Balancers kept (hz_lbs.c)                                            */
+
+/* A balancer as the module keeps it between answers: what
+ * hz_actual_parse reads of Hetzner's JSON (a few KiB where the JSON held
+ * ~90 KiB for 50 targets), shared by reference, never changed once made. */
+struct hz_lb {
+    struct hz_actual a;
+    unsigned refs;
+};
+
+/* Parse lb (borrowed JSON) into *out (new, one reference). 0, -EINVAL
+ * when it lacks id or name, -ENOMEM. */
+HZ_HIDDEN int hz_lb_parse(const json_t *lb, struct hz_lb **out);
+/* One more reference to lb (returned); NULL is fine. */
+HZ_HIDDEN struct hz_lb *hz_lb_ref(struct hz_lb *lb);
+/* Drop one reference, freeing lb with the last; NULL is fine. */
+HZ_HIDDEN void hz_lb_unref(struct hz_lb *lb);
+
+/* The index of balancers by their robotlb/service-uid label. */
+struct hz_lbs;
+
+/* A new, empty index; NULL when out of memory. */
+HZ_HIDDEN struct hz_lbs *hz_lbs_new(void);
+/* Drop every reference it holds, then free it; NULL is fine. */
+HZ_HIDDEN void hz_lbs_free(struct hz_lbs *m);
+/* The balancer labelled uid (borrowed), or NULL (also for m or uid NULL). */
+HZ_HIDDEN struct hz_lb *hz_lbs_get(const struct hz_lbs *m, const char *uid);
+/* Index lb under its label a.uid (a new reference; the one it replaces is
+ * dropped). 0, -EINVAL for a balancer without the label, -ENOMEM. */
+HZ_HIDDEN int hz_lbs_put(struct hz_lbs *m, struct hz_lb *lb);
+/* Drop the balancer labelled uid, if any (m NULL is fine). */
+HZ_HIDDEN void hz_lbs_del(struct hz_lbs *m, const char *uid);
+/* How many balancers m holds (0 for NULL). */
+HZ_HIDDEN size_t hz_lbs_count(const struct hz_lbs *m);
+/* Walk m: start with *pos 0; the next balancer (borrowed), NULL at the
+ * end. m must not change during the walk. */
+HZ_HIDDEN struct hz_lb *hz_lbs_next(const struct hz_lbs *m, size_t *pos);
 
 /* The body of POST /load_balancers for d (new): name, type, location,
  * algorithm, the ownership label, services with their health checks, and,

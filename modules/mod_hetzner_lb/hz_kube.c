@@ -286,8 +286,8 @@ del_done(void *arg, const struct hz_result *r)
         snprintf(id, sizeof(id), "%" PRId64, d->id);
         PLB_INFO(ks->host, ks->ctx, PLB_KV("balancer", id, "service_uid", d->uid),
                  "deleted the balancer%s", r->dry_run ? " (dry run)" : "");
-        if (!r->dry_run && ks->by_uid)
-            json_object_del(ks->by_uid, d->uid);
+        if (!r->dry_run)
+            hz_lbs_del(ks->by_uid, d->uid);
     } else {
         char id[24];
         snprintf(id, sizeof(id), "%" PRId64, d->id);
@@ -306,14 +306,13 @@ del_done(void *arg, const struct hz_result *r)
 void
 hz_delete_labelled(struct hz_kside *ks, const char *uid)
 {
-    json_t *lb = ks->by_uid ? json_object_get(ks->by_uid, uid) : NULL;
-    const char *label =
-        json_string_value(json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
+    const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
     struct del *d;
     char path[64];
     int rc;
-    /* Only a balancer that carries this Service's label, once. */
-    if (!lb || !label || strcmp(label, uid) != 0)
+    /* Only a balancer that carries this Service's label (the index holds
+     * no other), once. */
+    if (!lb)
         return;
     if (!ks->deleting && !(ks->deleting = json_object()))
         return;
@@ -325,13 +324,11 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
         return;
     }
     d->ks = ks;
-    d->id = json_integer_value(json_object_get(lb, "id"));
+    d->id = lb->a.id;
     snprintf(path, sizeof(path), "/load_balancers/%" PRId64, d->id);
     char id[24];
     snprintf(id, sizeof(id), "%" PRId64, d->id);
-    PLB_INFO(ks->host, ks->ctx,
-             PLB_KV("service_uid", uid, "balancer", id, "name",
-                    json_string_value(json_object_get(lb, "name"))),
+    PLB_INFO(ks->host, ks->ctx, PLB_KV("service_uid", uid, "balancer", id, "name", lb->a.name),
              "the Service is no longer a LoadBalancer of ours: deleting its balancer");
     rc = hz_api_call(ks->api, uid, "DELETE", path, NULL, del_done, d);
     if (rc < 0) {
@@ -378,14 +375,11 @@ hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc)
  * (and IPv6 with ipv6_ingress); for a balancer whose public interface is
  * disabled, its first private network IP. */
 static json_t *
-ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb)
+ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb)
 {
-    json_t *pn = json_object_get(lb, "public_net");
-    const char *v4 = json_string_value(json_object_get(json_object_get(pn, "ipv4"), "ip"));
-    const char *v6 = json_string_value(json_object_get(json_object_get(pn, "ipv6"), "ip"));
-    if (json_is_false(json_object_get(pn, "enabled"))) {
-        v4 = json_string_value(
-            json_object_get(json_array_get(json_object_get(lb, "private_net"), 0), "ip"));
+    const char *v4 = lb->ipv4, *v6 = lb->ipv6;
+    if (!lb->public_enabled) {
+        v4 = lb->nnets ? lb->nets[0].ip : NULL;
         v6 = NULL;
     }
     int mode = st->have_good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
@@ -445,20 +439,14 @@ hz_warn_each(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, c
 }
 
 int
-hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb)
+hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb)
 {
     const char *net =
         st->have_good && st->good.network ? st->good.network : ks->cfg->default_network;
-    json_t *id = net ? json_object_get(ks->nets, net) : NULL, *pn;
-    size_t i;
+    json_t *id = net ? json_object_get(ks->nets, net) : NULL;
     if (!net)
         return 1;
-    json_array_foreach(json_object_get(lb, "private_net"), i, pn)
-    {
-        if (id && json_equal(json_object_get(pn, "network"), id))
-            return 1;
-    }
-    return 0;
+    return json_is_integer(id) && hz_actual_on_network(lb, json_integer_value(id));
 }
 
 void
@@ -485,7 +473,8 @@ start_status_write(struct hz_kside *ks, void *arg, struct kop *k, int *err)
 
 /* Write svc's status.loadBalancer.ingress from lb when it differs. */
 void
-hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, json_t *lb)
+hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                 const struct hz_actual *lb)
 {
     json_t *want = ingress_of(ks, st, lb);
     json_t *have = current_ingress(ks, svc);
@@ -581,9 +570,9 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
      * Service: written by the reconcile when it finds nothing to change,
      * or after its writes; here only for a Service no reconcile looks at
      * (no good annotations yet). */
-    json_t *lb = ks->by_uid ? json_object_get(ks->by_uid, uid) : NULL;
-    if (lb && !st->have_good && hz_lb_serves(ks, st, lb))
-        hz_status_update(ks, st, svc, lb);
+    const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
+    if (lb && !st->have_good && hz_lb_serves(ks, st, &lb->a))
+        hz_status_update(ks, st, svc, &lb->a);
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */
     if (st->have_good && ks->by_uid)
@@ -724,7 +713,7 @@ hz_kube_free(struct hz_kside *ks)
     ks->ndeleted = 0;
     json_decref(ks->deleting);
     ks->deleting = NULL;
-    json_decref(ks->by_uid);
+    hz_lbs_free(ks->by_uid);
     ks->by_uid = NULL;
     hz_queue_free(ks->queue);
     ks->queue = NULL;

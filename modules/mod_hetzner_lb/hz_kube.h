@@ -18,7 +18,9 @@ struct hz_kside {
     plb_ctx *ctx;
     const struct hz_config *cfg; /* borrowed */
     struct hz_api *api;          /* borrowed: the module's client */
-    json_t *by_uid;              /* the last resync's index (owned) */
+    struct hz_lbs *by_uid;       /* the labelled balancers: the last resync's
+                                    list and those read back since (owned);
+                                    NULL until the first resync */
     json_t *deleting;            /* UIDs whose balancer delete is in flight */
     plb_kube *kube;
     plb_informer *svc_inf, *node_inf, *slice_inf;

@@ -39,7 +39,7 @@ HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_kside *ks, const char *key
  * Service, and none while the last one written is what it should show
  * (the cache has not caught up yet). */
 HZ_HIDDEN void hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
-                                json_t *lb);
+                                const struct hz_actual *lb);
 /* A warning Event for svc, once while the same reason and message hold. */
 HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                             const char *reason, const char *msg);
@@ -48,11 +48,12 @@ HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const 
  * the text is kept as the Service's warning in force (prismlb status). */
 HZ_HIDDEN void hz_warn_each(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                             const char *reason, const char *msg);
-/* 1 when balancer lb (borrowed JSON) serves st's Service: it asks for no
+/* 1 when balancer lb (borrowed) serves st's Service: it asks for no
  * network, or lb is attached to the one it asks for (whose id is known).
  * Until then the Service's status is not written: a balancer outside the
  * network reaches none of its private targets. */
-HZ_HIDDEN int hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, json_t *lb);
+HZ_HIDDEN int hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st,
+                           const struct hz_actual *lb);
 /* The condition behind reason is over: warn again when it returns. */
 HZ_HIDDEN void hz_warn_clear(struct hz_svc_state *st, const char *reason);
 /* Forget the state of Service key. */
@@ -77,15 +78,15 @@ HZ_HIDDEN void hz_refused_create(struct hz_kside *ks, struct hz_svc_state *st, c
                                  const struct hz_desired *d, const struct hz_result *res);
 /* A reconcile passed without a refusal: forget the ones in force. */
 HZ_HIDDEN void hz_refusals_clear(struct hz_svc_state *st);
-/* The Service asks for another location than its balancer lb's (borrowed
- * JSON), which Hetzner cannot change: LocationUnchangeable, once while it
+/* The Service asks for another location than its balancer lb's (borrowed),
+ * which Hetzner cannot change: LocationUnchangeable, once while it
  * holds. */
 HZ_HIDDEN void hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
-                                 const struct hz_desired *d, json_t *lb);
+                                 const struct hz_desired *d, const struct hz_actual *lb);
 /* No node to target (ntargets 0) while balancer lb exists:
  * BalancerWithoutTargets, once while it holds. */
 HZ_HIDDEN void hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
-                                size_t ntargets, json_t *lb);
+                                size_t ntargets, const struct hz_actual *lb);
 
 /* Reconcile st's Service svc (borrowed) when what it asks for differs from
  * its labelled balancer (hz_reconcile.c). */

@@ -24,8 +24,8 @@ struct rec {
     uint64_t fp;
     int annotated;
     char legacy[HZ_NAME_MAX + 1];
-    json_t *by_name, *by_legacy; /* GET ?name= answers' first item (owned) */
-    json_t *lb;                  /* the freshest JSON of its balancer (owned) */
+    struct hz_lb *by_name, *by_legacy; /* the balancers under its names (owned) */
+    struct hz_lb *lb;                  /* the freshest state of its balancer (owned) */
     int64_t net_id;
     int with_targets;
     int refs;          /* calls in flight */
@@ -47,7 +47,7 @@ struct rop {
     char *ip;
 };
 
-static void rec_plan(struct rec *r, json_t *lb);
+static void rec_plan(struct rec *r, struct hz_lb *lb);
 
 static void
 fp_s(uint64_t *h, const char *s)
@@ -154,9 +154,9 @@ rec_free(struct rec *r)
 {
     hz_free_each(&r->key, &r->uid, NULL);
     hz_desired_clear(&r->d);
-    json_decref(r->by_name);
-    json_decref(r->by_legacy);
-    json_decref(r->lb);
+    hz_lb_unref(r->by_name);
+    hz_lb_unref(r->by_legacy);
+    hz_lb_unref(r->lb);
     hz_free(r);
 }
 
@@ -192,16 +192,15 @@ rec_finish(struct rec *r)
             st->dirty = 1; /* the next pass leaves the network it asked for before */
     }
     if (!r->cancelled && r->lb && r->labelled) {
-        if (!(ks->by_uid || (ks->by_uid = json_object())) ||
-            json_object_set(ks->by_uid, r->uid, r->lb) < 0 ||
+        if (!(ks->by_uid || (ks->by_uid = hz_lbs_new())) || hz_lbs_put(ks->by_uid, r->lb) < 0 ||
             !(ks->fresh || (ks->fresh = json_object())) ||
             json_object_set_new(ks->fresh, r->uid, json_integer(ks->host->now_ms(ks->ctx))) < 0)
             PLB_ERR(ks->host, ks->ctx, PLB_KV("service", r->key), "out of memory");
         if ((svc = rec_svc(r, &sst))) {
             /* a balancer outside its network reaches nothing: the status
              * stays as it is */
-            if (hz_lb_serves(ks, sst, r->lb))
-                hz_status_update(ks, sst, svc, r->lb);
+            if (hz_lb_serves(ks, sst, &r->lb->a))
+                hz_status_update(ks, sst, svc, &r->lb->a);
         } else if (ks->svc_inf)
             /* deleted or no longer ours while its balancer was created:
              * the deletion found nothing to delete then */
@@ -249,8 +248,21 @@ log_refusal(const struct rec *r, const char *what, const struct hz_result *res)
 static const char *
 lb_name(const struct rec *r)
 {
-    const char *n = json_string_value(json_object_get(r->lb, "name"));
-    return n ? n : r->d.name;
+    return r->lb ? r->lb->a.name : r->d.name;
+}
+
+/* The balancer of an answer (borrowed JSON) parsed into *out (new): 0, or
+ * logged and r failed. */
+static int
+rec_parse(struct rec *r, const json_t *lb, struct hz_lb **out)
+{
+    int rc = hz_lb_parse(lb, out);
+    if (rc < 0) {
+        PLB_WARN(r->ks->host, r->ks->ctx, PLB_KV("service", r->key, "error", strerror(-rc)),
+                 "cannot read the balancer");
+        r->failed = 1;
+    }
+    return rc;
 }
 
 /* An action on the balancer was refused: a warning Event (hz_refusal.c). */
@@ -279,12 +291,12 @@ refresh_done(void *arg, const struct hz_result *res)
     if (res->err == -ECANCELED)
         r->cancelled = 1;
     else if (res->status == 200 && json_object_get(res->body, "load_balancer")) {
-        json_t *lb = json_object_get(res->body, "load_balancer");
-        const char *uid =
-            json_string_value(json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
-        json_decref(r->lb);
-        r->lb = json_incref(lb);
-        r->labelled = uid && strcmp(uid, r->uid) == 0;
+        struct hz_lb *lb;
+        if (rec_parse(r, json_object_get(res->body, "load_balancer"), &lb) == 0) {
+            hz_lb_unref(r->lb);
+            r->lb = lb;
+            r->labelled = lb->a.uid && strcmp(lb->a.uid, r->uid) == 0;
+        }
     } else if (!res->dry_run) {
         log_refusal(r, "reading the balancer back", res);
         r->failed = 1;
@@ -333,34 +345,26 @@ op_done(void *arg, const struct hz_result *res)
         rec_finish(r);
 }
 
-/* Send the writes that turn lb (new reference, stolen) into what the
+/* Send the writes that turn lb (a reference, stolen) into what the
  * Service asks for, then read it back. */
 static void
-rec_plan(struct rec *r, json_t *lb)
+rec_plan(struct rec *r, struct hz_lb *lb)
 {
-    struct hz_actual a;
+    const struct hz_actual *a = &lb->a;
     struct hz_plan p;
     char path[64];
     int rc;
 
-    json_decref(r->lb);
+    hz_lb_unref(r->lb);
     r->lb = lb;
-    if ((rc = hz_actual_parse(lb, &a)) < 0) {
-        PLB_WARN(r->ks->host, r->ks->ctx, PLB_KV("service", r->key, "error", strerror(-rc)),
-                 "cannot read the balancer");
-        r->failed = 1;
-        rec_finish(r);
-        return;
-    }
-    rc = hz_plan_build(&r->d, &a, r->net_id, &p);
-    r->labelled = a.uid && strcmp(a.uid, r->uid) == 0;
+    rc = hz_plan_build(&r->d, a, r->net_id, &p);
+    r->labelled = a->uid && strcmp(a->uid, r->uid) == 0;
     if (rc < 0) {
         char id[24];
-        snprintf(id, sizeof(id), "%lld", (long long)a.id);
+        snprintf(id, sizeof(id), "%lld", (long long)a->id);
         PLB_WARN(r->ks->host, r->ks->ctx,
                  PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
                  "no plan for the balancer");
-        hz_actual_clear(&a);
         r->failed = 1;
         rec_finish(r);
         return;
@@ -375,9 +379,9 @@ rec_plan(struct rec *r, json_t *lb)
         o->r = r;
         o->kind = p.ops[i].kind;
         char id[24];
-        snprintf(id, sizeof(id), "%lld", (long long)a.id);
+        snprintf(id, sizeof(id), "%lld", (long long)a->id);
         PLB_INFO(r->ks->host, r->ks->ctx,
-                 PLB_KV("service", r->key, "balancer", id, "name", a.name, "ip", o->ip), "%s",
+                 PLB_KV("service", r->key, "balancer", id, "name", a->name, "ip", o->ip), "%s",
                  hz_op_name(o->kind));
         if (rec_call(r, p.ops[i].method, p.ops[i].path, json_incref(p.ops[i].body), op_done, o) <
             0) {
@@ -387,11 +391,10 @@ rec_plan(struct rec *r, json_t *lb)
         }
     }
     if (p.n && !r->failed) {
-        snprintf(path, sizeof(path), "/load_balancers/%lld", (long long)a.id);
+        snprintf(path, sizeof(path), "/load_balancers/%lld", (long long)a->id);
         rec_call(r, "GET", path, NULL, refresh_done, r);
     }
     hz_plan_clear(&p);
-    hz_actual_clear(&a);
     if (r->refs == 0)
         rec_finish(r);
 }
@@ -413,11 +416,14 @@ create_done(void *arg, const struct hz_result *res)
     } else if (res->status == 201 && lb) {
         char id[24];
         snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(lb, "id")));
+        struct hz_lb *made;
         PLB_INFO(r->ks->host, r->ks->ctx,
                  PLB_KV("service", r->key, "balancer", id, "name", r->d.name),
                  "created the balancer");
-        rec_plan(r, json_incref(lb));
-        return;
+        if (rec_parse(r, lb, &made) == 0) {
+            rec_plan(r, made);
+            return;
+        }
     } else if (res->status == 422 && r->with_targets) {
         /* A target Hetzner refuses fails the whole create: create without
          * targets and add them one by one, so that the others stay. */
@@ -456,9 +462,10 @@ rec_create(struct rec *r)
     rec_call(r, "POST", "/load_balancers", body, create_done, r);
 }
 
-/* The network is known (or none is asked for): create or change. */
+/* The network is known (or none is asked for): create, or change lb (a
+ * reference, stolen). */
 static void
-rec_go(struct rec *r, json_t *lb)
+rec_go(struct rec *r, struct hz_lb *lb)
 {
     if (lb) {
         rec_plan(r, lb);
@@ -472,7 +479,7 @@ rec_go(struct rec *r, json_t *lb)
 
 struct netq {
     struct rec *r;
-    json_t *lb;        /* the balancer to change, or NULL to create */
+    struct hz_lb *lb;  /* the balancer to change (owned), or NULL to create */
     struct netq *next; /* in ks->netq */
 };
 
@@ -513,7 +520,7 @@ static void
 net_one(struct netq *q, const struct hz_result *res)
 {
     struct rec *r = q->r;
-    json_t *lb = q->lb;
+    struct hz_lb *lb = q->lb;
     json_t *net = json_array_get(json_object_get(res->body, "networks"), 0);
     hz_free(q);
     r->refs--;
@@ -538,7 +545,7 @@ net_one(struct netq *q, const struct hz_result *res)
         log_refusal(r, "network lookup", res);
         r->failed = 1;
     }
-    json_decref(lb);
+    hz_lb_unref(lb);
     if (r->refs == 0)
         rec_finish(r);
 }
@@ -546,7 +553,7 @@ net_one(struct netq *q, const struct hz_result *res)
 /* Find d.network's id (once per daemon), then go on with lb (stolen). A
  * lookup of the name already in flight is waited for, not repeated. */
 static void
-rec_network(struct rec *r, json_t *lb)
+rec_network(struct rec *r, struct hz_lb *lb)
 {
     json_t *id = r->d.network ? json_object_get(r->ks->nets, r->d.network) : NULL;
     struct netq *q, *w = NULL;
@@ -576,7 +583,7 @@ rec_network(struct rec *r, json_t *lb)
 fail:
     hz_free(w);
     hz_free_each(&enc, &path, NULL);
-    json_decref(lb);
+    hz_lb_unref(lb);
     r->failed = 1;
     rec_finish(r);
 }
@@ -585,28 +592,17 @@ fail:
 static void
 rec_decide(struct rec *r)
 {
-    struct hz_actual an, al;
     struct hz_own_in in = {0};
     struct hz_own_out out;
     struct hz_svc_state *st;
     const plb_obj *svc;
-    int okn = 0, okl = 0;
 
-    memset(&an, 0, sizeof(an));
-    memset(&al, 0, sizeof(al));
-    if ((r->by_name && !(okn = hz_actual_parse(r->by_name, &an) == 0)) ||
-        (r->by_legacy && !(okl = hz_actual_parse(r->by_legacy, &al) == 0))) {
-        hz_actual_clear(&an);
-        r->failed = 1;
-        rec_finish(r);
-        return;
-    }
     in.uid = r->uid;
     in.name = r->d.name;
     in.annotated = r->annotated;
     in.legacy_name = r->legacy;
-    in.by_name = okn ? &an : NULL;
-    in.by_legacy = okl ? &al : NULL;
+    in.by_name = r->by_name ? &r->by_name->a : NULL;
+    in.by_legacy = r->by_legacy ? &r->by_legacy->a : NULL;
     in.node_ips = (const char *const *)r->d.targets;
     in.nnode_ips = r->d.ntargets;
     hz_own_decide(&in, &out);
@@ -637,11 +633,9 @@ rec_decide(struct rec *r)
                      PLB_KV("service", r->key, "balancer", id, "name", out.lb->name),
                      "adopting the unlabelled balancer (it targets the service's nodes)");
         }
-        rec_network(r, json_incref(out.lb == &an ? r->by_name : r->by_legacy));
+        rec_network(r, hz_lb_ref(out.lb == in.by_name ? r->by_name : r->by_legacy));
         break;
     }
-    hz_actual_clear(&an);
-    hz_actual_clear(&al);
 }
 
 struct lookup {
@@ -662,9 +656,11 @@ lookup_done(void *arg, const struct hz_result *res)
         log_refusal(r, l->legacy ? "looking up the earlier release's name" : "name lookup", res);
         r->failed = 1;
     } else if (item) {
-        json_t **slot = l->legacy ? &r->by_legacy : &r->by_name;
-        json_decref(*slot);
-        *slot = json_incref(item);
+        struct hz_lb **slot = l->legacy ? &r->by_legacy : &r->by_name, *lb;
+        if (rec_parse(r, item, &lb) == 0) {
+            hz_lb_unref(*slot);
+            *slot = lb;
+        }
     }
     hz_free(l);
     if (r->refs)
@@ -695,26 +691,27 @@ rec_lookup(struct rec *r, const char *name, int legacy)
 }
 
 /* The balancer named name among the unlabelled list's items and the
- * labelled ones of the resync index (new reference), or NULL. */
-static json_t *
-find_named(const struct hz_kside *ks, json_t *items, const char *name)
+ * labelled ones of the resync index into *out (a new reference; NULL when
+ * none is). 0, or < 0 when the item of that name is no balancer (r failed). */
+static int
+find_named(struct rec *r, json_t *items, const char *name, struct hz_lb **out)
 {
     size_t i;
-    const char *k;
-    json_t *lb;
-    json_array_foreach(items, i, lb)
+    json_t *it;
+    struct hz_lb *lb;
+    *out = NULL;
+    json_array_foreach(items, i, it)
     {
-        const char *n = json_string_value(json_object_get(lb, "name"));
+        const char *n = json_string_value(json_object_get(it, "name"));
         if (n && strcmp(n, name) == 0)
-            return json_incref(lb);
+            return rec_parse(r, it, out);
     }
-    json_object_foreach(ks->by_uid, k, lb)
-    {
-        const char *n = json_string_value(json_object_get(lb, "name"));
-        if (n && strcmp(n, name) == 0)
-            return json_incref(lb);
-    }
-    return NULL;
+    for (i = 0; (lb = hz_lbs_next(r->ks->by_uid, &i));)
+        if (strcmp(lb->a.name, name) == 0) {
+            *out = hz_lb_ref(lb);
+            return 0;
+        }
+    return 0;
 }
 
 /* The unlabelled list answered: every waiting reconcile finds its names in
@@ -740,9 +737,9 @@ unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
         } else if (!items) {
             r->failed = 1;
         } else {
-            r->by_name = find_named(ks, items, r->d.name);
-            if (!r->annotated && strcmp(r->legacy, r->d.name) != 0)
-                r->by_legacy = find_named(ks, items, r->legacy);
+            if (find_named(r, items, r->d.name, &r->by_name) == 0 && !r->annotated &&
+                strcmp(r->legacy, r->d.name) != 0)
+                find_named(r, items, r->legacy, &r->by_legacy);
         }
         if (r->cancelled || r->failed)
             rec_finish(r);
@@ -779,7 +776,7 @@ rec_names(struct rec *r)
 /* Start a reconcile of st's Service toward d (stolen). */
 static void
 rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, uint64_t fp,
-          json_t *labelled)
+          struct hz_lb *labelled)
 {
     struct rec *r = hz_calloc(sizeof(*r));
     if (!r || !(r->key = hz_strdup(st->key)) || !(r->uid = hz_strdup(st->uid))) {
@@ -797,7 +794,7 @@ rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, ui
     r->annotated = st->good.balancer != NULL;
     st->busy = 1;
     if (labelled) {
-        rec_network(r, json_incref(labelled));
+        rec_network(r, hz_lb_ref(labelled));
         return;
     }
     /* Not labelled yet: the balancer under the name it asks for, and under
@@ -916,30 +913,26 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
         hz_desired_clear(&d);
         return;
     }
-    json_t *lb = json_object_get(ks->by_uid, st->uid);
+    struct hz_lb *lb = hz_lbs_get(ks->by_uid, st->uid);
     json_t *netid = d.network ? json_object_get(ks->nets, d.network) : NULL;
     if (lb) {
-        hz_location_check(ks, st, svc, &d, lb);
-        hz_targets_check(ks, st, svc, d.ntargets, lb);
+        hz_location_check(ks, st, svc, &d, &lb->a);
+        hz_targets_check(ks, st, svc, d.ntargets, &lb->a);
     }
     if (lb && (!d.network || netid)) {
         /* Compare with the list: nothing to send when nothing differs, and
          * then the balancer serves the Service: its status follows it. */
-        struct hz_actual a;
         struct hz_plan p = {0};
-        if (hz_actual_parse(lb, &a) == 0) {
-            rc = hz_plan_build(&d, &a, netid ? json_integer_value(netid) : 0, &p);
-            hz_actual_clear(&a);
-            if (rc == 0 && p.n == 0) {
-                st->fail_fp = 0;
-                st->retry_at = 0;
-                hz_desired_clear(&d);
-                if (hz_lb_serves(ks, st, lb))
-                    hz_status_update(ks, st, svc, lb);
-                return;
-            }
-            hz_plan_clear(&p);
+        rc = hz_plan_build(&d, &lb->a, netid ? json_integer_value(netid) : 0, &p);
+        if (rc == 0 && p.n == 0) {
+            st->fail_fp = 0;
+            st->retry_at = 0;
+            hz_desired_clear(&d);
+            if (hz_lb_serves(ks, st, &lb->a))
+                hz_status_update(ks, st, svc, &lb->a);
+            return;
         }
+        hz_plan_clear(&p);
     }
     /* What failed is not sent again before its recheck. */
     if (st->fail_fp == fp && h->now_ms(ks->ctx) < st->retry_at) {

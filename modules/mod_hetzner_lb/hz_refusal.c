@@ -157,10 +157,9 @@ hz_refused_create(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
  * than its balancer's is told so (once while it holds) and keeps it. */
 void
 hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
-                  const struct hz_desired *d, json_t *lb)
+                  const struct hz_desired *d, const struct hz_actual *lb)
 {
-    const char *have = json_string_value(json_object_get(json_object_get(lb, "location"), "name"));
-    const char *name = json_string_value(json_object_get(lb, "name"));
+    const char *have = lb->location, *name = lb->name;
     char msg[768];
     if (!have || strcmp(have, d->location) == 0) {
         hz_warn_clear(st, "LocationUnchangeable");
@@ -179,11 +178,10 @@ hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
  * no node has a ready endpoint) keeps the balancer and its IP; say so. */
 void
 hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, size_t ntargets,
-                 json_t *lb)
+                 const struct hz_actual *lb)
 {
     const char *policy = hz_ks_str(ks, svc, "spec", "externalTrafficPolicy", NULL);
-    const char *ip = json_string_value(
-        json_object_get(json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip"));
+    const char *ip = lb ? lb->ipv4 : NULL;
     char msg[768];
     if (ntargets || !lb) {
         hz_warn_clear(st, "BalancerWithoutTargets");
@@ -195,9 +193,6 @@ hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
              ks->cfg->dynamic_node_selector && policy && strcmp(policy, "Local") == 0
                  ? "externalTrafficPolicy Local and no node has a ready endpoint"
                  : "no node is eligible",
-             json_string_value(json_object_get(lb, "name"))
-                 ? json_string_value(json_object_get(lb, "name"))
-                 : "-",
-             ip ? ip : "-");
+             lb->name ? lb->name : "-", ip ? ip : "-");
     hz_warn_once(ks, st, svc, "BalancerWithoutTargets", msg);
 }

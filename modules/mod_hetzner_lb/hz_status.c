@@ -25,19 +25,15 @@ svc_status(const struct hz_kside *ks, const struct hz_svc_state *st, int64_t now
 {
     const struct plb_host *h = ks->host;
     plb_obj *o = h->obj_new_object(), *tg = h->obj_new_array();
-    json_t *lb = st->uid ? json_object_get(ks->by_uid, st->uid) : NULL, *t;
+    const struct hz_lb *lb = hz_lbs_get(ks->by_uid, st->uid);
     char err[600] = "";
     const char *reason;
     json_t *msg;
-    size_t i;
     int bad = !o || !tg;
 
-    json_array_foreach(json_object_get(lb, "targets"), i, t)
-    {
-        const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
-        if (!bad && ip && h->obj_append(tg, h->obj_new_str(ip)) < 0)
+    for (size_t i = 0; lb && i < lb->a.nip_targets; i++)
+        if (!bad && h->obj_append(tg, h->obj_new_str(lb->a.ip_targets[i])) < 0)
             bad = 1;
-    }
     json_object_foreach(st->warned, reason, msg)
     {
         snprintf(err, sizeof(err), "%s: %s", reason, json_string_value(msg) ?: "");
@@ -50,16 +46,8 @@ svc_status(const struct hz_kside *ks, const struct hz_svc_state *st, int64_t now
     if (!bad) {
         put(h, o, "service", h->obj_new_str(st->key), &bad);
         put(h, o, "uid", h->obj_new_str(st->uid ? st->uid : ""), &bad);
-        put(h, o, "balancer_id",
-            json_is_integer(json_object_get(lb, "id"))
-                ? h->obj_new_int((int64_t)json_integer_value(json_object_get(lb, "id")))
-                : h->obj_new_null(),
-            &bad);
-        put(h, o, "balancer",
-            json_is_string(json_object_get(lb, "name"))
-                ? h->obj_new_str(json_string_value(json_object_get(lb, "name")))
-                : h->obj_new_null(),
-            &bad);
+        put(h, o, "balancer_id", lb ? h->obj_new_int(lb->a.id) : h->obj_new_null(), &bad);
+        put(h, o, "balancer", lb ? h->obj_new_str(lb->a.name) : h->obj_new_null(), &bad);
         put(h, o, "targets", tg, &bad);
         tg = NULL;
         put(h, o, "last_error", h->obj_new_str(err), &bad);

@@ -134,14 +134,50 @@ budget_apply(struct hz_mod *m, size_t items)
         m->host->metric_set(m->m_interval, iv, (double)b.interval_ms / 1000.0);
 }
 
+/* The labelled balancers of items (borrowed) parsed into *out (new); *dup
+ * counts those that carry a UID another one has (the lowest id is the
+ * Service's). 0, -EINVAL for an item that is no balancer (lacks id or
+ * name), -ENOMEM. */
+static int
+index_items(json_t *items, struct hz_lbs **out, size_t *dup)
+{
+    struct hz_lbs *idx = hz_lbs_new();
+    size_t i;
+    json_t *it;
+    int rc = idx ? 0 : -ENOMEM;
+    *dup = 0;
+    json_array_foreach(items, i, it)
+    {
+        struct hz_lb *lb, *prev;
+        if (rc < 0)
+            break;
+        if (!json_is_string(json_object_get(json_object_get(it, "labels"), HZ_LABEL_UID)))
+            continue;
+        if ((rc = hz_lb_parse(it, &lb)) < 0)
+            break;
+        if ((prev = hz_lbs_get(idx, lb->a.uid)))
+            ++*dup;
+        if (!prev || lb->a.id < prev->a.id)
+            rc = hz_lbs_put(idx, lb);
+        hz_lb_unref(lb);
+    }
+    if (rc < 0) {
+        hz_lbs_free(idx);
+        idx = NULL;
+    }
+    *out = idx;
+    return rc;
+}
+
 /* The resync list answered: index the labelled balancers by their UID. */
 static void
 on_list(void *arg, const struct hz_result *r, json_t *items)
 {
     struct hz_mod *m = arg;
     const char *iv[] = {m->host->instance_name(m->ctx), NULL};
-    size_t i, dup = 0;
-    json_t *lb, *idx;
+    size_t dup = 0;
+    struct hz_lbs *idx;
+    int rc;
 
     m->listing = 0;
     if (r->err == -ECANCELED)
@@ -153,58 +189,44 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
         metrics_sync(m);
         return;
     }
-    if (!(idx = json_object())) {
-        PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
-        return;
-    }
-    json_array_foreach(items, i, lb)
-    {
-        const char *uid =
-            json_string_value(json_object_get(json_object_get(lb, "labels"), HZ_LABEL_UID));
-        json_t *prev;
-        if (!uid)
-            continue;
-        /* Several balancers labelled for one Service: the lowest id is the
-         * Service's, the others are reported. */
-        if ((prev = json_object_get(idx, uid))) {
-            dup++;
-            if (json_integer_value(json_object_get(prev, "id")) <
-                json_integer_value(json_object_get(lb, "id")))
-                continue;
-        }
-        if (json_object_set(idx, uid, lb) < 0) {
+    if ((rc = index_items(items, &idx, &dup)) < 0) {
+        /* the last index stays: a balancer left out of it would look
+         * absent, and its Service would get another one */
+        if (rc == -EINVAL)
+            PLB_WARN(m->host, m->ctx, NULL,
+                     "resync: the list holds a labelled balancer without id or name");
+        else
             PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
-            json_decref(idx);
-            return;
-        }
+        metrics_sync(m);
+        return;
     }
     /* Balancers read back after our own writes since the list was sent
      * are newer than the list: keep them. */
     if (m->ks.fresh) {
         const char *uid;
-        json_t *t, *old;
+        json_t *t;
+        struct hz_lb *old;
         void *tmp;
         json_object_foreach_safe(m->ks.fresh, tmp, uid, t)
         {
             if (json_integer_value(t) < m->list_started_ms) {
                 json_object_del(m->ks.fresh, uid);
-            } else if ((old = json_object_get(m->ks.by_uid, uid)) &&
-                       json_object_set(idx, uid, old) < 0) {
+            } else if ((old = hz_lbs_get(m->ks.by_uid, uid)) && hz_lbs_put(idx, old) < 0) {
                 PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
-                json_decref(idx);
+                hz_lbs_free(idx);
                 return;
             }
         }
     }
-    json_decref(m->ks.by_uid);
+    hz_lbs_free(m->ks.by_uid);
     m->ks.by_uid = idx;
     m->resyncs++;
     if (dup)
         PLB_WARN(m->host, m->ctx, NULL, "resync: %zu balancer(s) carry a UID another one has", dup);
     PLB_DEBUG(m->host, m->ctx, NULL, "resync: %zu labelled balancer(s) in %zu item(s)",
-              json_object_size(idx), json_array_size(items));
+              hz_lbs_count(idx), json_array_size(items));
     if (m->m_balancers)
-        m->host->metric_set(m->m_balancers, iv, (double)json_object_size(idx));
+        m->host->metric_set(m->m_balancers, iv, (double)hz_lbs_count(idx));
     if (m->m_resyncs)
         m->host->metric_add(m->m_resyncs, iv, 1);
     budget_apply(m, json_array_size(items));

@@ -6,7 +6,8 @@
 # every balancer labelled with all its targets, the Hetzner requests that
 # took (by route) and 429s, the requests of a quiet minute's worth of syncs
 # afterwards (resync_interval 300 s, so none are due), the requests one
-# Service change costs, and the daemon's RSS.
+# Service change costs, and the daemon's RSS (anonymous and file-backed
+# apart).
 # Usage: tests/bench/hetzner_lb/converge.sh BUILD_DIR [N] [M]
 set -eu
 build=$(cd "${1:?usage: $0 BUILD_DIR [N] [M]}" && pwd)
@@ -54,8 +55,10 @@ def admin(method, path):
     hc.request(method, path); r = hc.getresponse(); return json.loads(r.read() or b"{}")
 
 def rss():
-    for l in open("/proc/%s/status" % pid):
-        if l.startswith("VmRSS"): return int(l.split()[1])
+    """VmRSS, RssAnon (the heap, stacks) and RssFile (the binary's and shared
+    libraries' pages), KiB."""
+    f = dict(l.split(":", 1) for l in open("/proc/%s/status" % pid) if ":" in l)
+    return tuple(int(f[k].split()[0]) for k in ("VmRSS", "RssAnon", "RssFile"))
 
 for i in range(m):
     ip = "10.0.8.%d" % (10 + i)
@@ -116,5 +119,5 @@ time.sleep(10)
 req = admin("GET", "/_admin/requests")
 print("requests for one Service change (a port added)        %d: %s" % (sum(req["counts"].values()), ", ".join(
     "%s %d" % (r, c) for r, c in req["counts"].items())))
-print("daemon RSS                      %d KiB" % rss())
+print("daemon RSS                      %d KiB (anonymous %d KiB, file-backed %d KiB)" % rss())
 PY

@@ -70,7 +70,10 @@ struct hz_call {
     plb_timer *retry_timer;
 
     int64_t action_id, action_since_ms;
-    json_t *answer; /* the answer that started the action */
+    char *answer; /* the answer that started the action, as it came: parsed
+                     again when the action ends (a created balancer's JSON
+                     holds ~12 times its text) */
+    size_t answer_len;
     int answer_status;
 };
 
@@ -160,9 +163,8 @@ call_free(struct hz_call *c)
         return;
     if (c->retry_timer)
         c->api->host->timer_free(c->retry_timer);
-    hz_free_each(&c->path, &c->body, &c->list_base, &c->list_key, NULL);
+    hz_free_each(&c->path, &c->body, &c->list_base, &c->list_key, &c->answer, NULL);
     json_decref(c->items);
-    json_decref(c->answer);
     hz_free(c);
 }
 
@@ -402,21 +404,27 @@ poll_done(struct hz_api *api, int status, json_t *body)
             if (!c || !s || strcmp(s, "running") == 0)
                 continue;
             json_t *e = json_object_get(a, "error");
+            json_t *answer = json_loadb(c->answer, c->answer_len, 0, NULL);
             struct hz_result r = {
                 .status = c->answer_status,
-                .body = c->answer,
+                .body = answer,
                 .action_id = c->action_id,
                 .action_failed = strcmp(s, "success") != 0,
                 .code = json_string_value(json_object_get(e, "code")),
                 .message = json_string_value(json_object_get(e, "message")),
             };
+            ended++;
+            if (!answer) { /* it parsed when it came: out of memory */
+                finish_err(c, -ENOMEM, c->answer_status, NULL, "out of memory");
+                continue;
+            }
             if (r.action_failed)
                 PLB_WARN(api->host, api->ctx,
                          PLB_KV("method", c->method, "path", c->path, "error",
                                 r.message ? r.message : s),
                          "hetzner: action %" PRId64 " failed", c->action_id);
-            ended++;
             finish(c, &r);
+            json_decref(answer);
         }
     }
     for (struct hz_call *c = api->all_head, *nx; c; c = nx) {
@@ -539,7 +547,7 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     };
     struct hz_verdict v;
     size_t len = 0;
-    const char *raw;
+    const char *raw = NULL;
     (void)req;
 
     c->req = NULL;
@@ -612,10 +620,15 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         list_page(c, in.status, in.body);
         break;
     case HZ_V_ACTION:
+        /* an action comes only in a JSON body: raw is its text */
+        if (!raw || !(c->answer = hz_strndup(raw, len))) {
+            finish_err(c, -ENOMEM, in.status, NULL, "out of memory");
+            break;
+        }
+        c->answer_len = strlen(c->answer);
         c->st = CS_ACTION;
         c->action_id = v.action_id;
         c->action_since_ms = now;
-        c->answer = json_incref(in.body);
         c->answer_status = in.status;
         api->poll_ms = POLL_FIRST_MS;
         poll_arm(api, POLL_FIRST_MS);

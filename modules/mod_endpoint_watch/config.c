@@ -39,26 +39,26 @@ const struct plb_setting ew_settings[] = {
             "(the Kubernetes provider)"},
     {.name = "kubeconfig",
      .type = PLB_SET_PATH,
-     .offset = OFF(kubeconfig),
+     .offset = OFF(kube.kubeconfig),
      .doc = "kubeconfig file of the discovery client; unset: the service account when "
             "KUBERNETES_SERVICE_HOST is set, else the first file of $KUBECONFIG, else none "
             "(static endpoints only)"},
     {.name = "server",
      .type = PLB_SET_STRING,
-     .offset = OFF(server),
+     .offset = OFF(kube.server),
      .format = PLB_FMT_HTTP_URL,
      .doc = "API server URL overriding the kubeconfig's or the in-cluster one, normally the "
             "local proxy (\"https://127.0.0.1:7445\") so that discovery needs no CNI and "
             "fails over with the proxy"},
     {.name = "tls_server_name",
      .type = PLB_SET_STRING,
-     .offset = OFF(tls_server_name),
+     .offset = OFF(kube.tls_server_name),
      .format = PLB_FMT_TLS_NAME,
      .doc = "Name the API server certificate is verified against; unset: "
             "kubernetes.default.svc when server is an https:// URL, else the kubeconfig's"},
     {.name = "service_account_dir",
      .type = PLB_SET_PATH,
-     .offset = OFF(service_account_dir),
+     .offset = OFF(kube.sa_dir),
      .def = "/var/run/secrets/kubernetes.io/serviceaccount",
      .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"},
     {.name = "namespace",
@@ -95,7 +95,7 @@ ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
     (void)host;
     /* Each setting is checked on its own by its validator; the only rule
      * between settings: a TLS server name needs TLS somewhere to apply. */
-    if (c->tls_server_name && c->server && strncmp(c->server, "http://", 7) == 0) {
+    if (plb_kube_settings_tls_name_unused(&c->kube)) {
         report(chk, "tls_server_name", "has no effect with a plain http:// server");
         return 1;
     }

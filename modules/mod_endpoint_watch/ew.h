@@ -31,10 +31,8 @@
 struct ew_config {
     struct plb_strv endpoints;
     int enable_discovery;
-    char *kubeconfig;
-    char *server;
-    char *tls_server_name;
-    char *service_account_dir;
+    struct plb_kube_settings kube; /* kubeconfig, server, tls_server_name,
+                                      service_account_dir */
     char *ns;
     char *service_name;
     char *port_name;

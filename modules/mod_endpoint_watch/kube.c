@@ -207,19 +207,19 @@ ew_kube_start(struct ew *ew)
     char path[4096], err[512] = "";
     const char *source;
 
-    if (c->kubeconfig && *c->kubeconfig) {
-        o.kubeconfig = c->kubeconfig;
+    plb_kube_settings_apply(&c->kube, &o);
+    if (c->kube.kubeconfig && *c->kube.kubeconfig) {
         source = "kubeconfig";
     } else if (getenv("KUBERNETES_SERVICE_HOST") && *getenv("KUBERNETES_SERVICE_HOST")) {
-        snprintf(path, sizeof(path), "%s/token", c->service_account_dir);
+        snprintf(path, sizeof(path), "%s/token", c->kube.sa_dir);
         if (access(path, R_OK) != 0) {
             PLB_WARN(ew->host, ew->ctx, PLB_KV("path", path),
                      "no service account token: EndpointSlice discovery off, static endpoints "
                      "only");
             return 0;
         }
+        o.kubeconfig = NULL;
         o.in_cluster = 1;
-        o.sa_dir = c->service_account_dir;
         source = "service account";
     } else if (getenv("KUBECONFIG") && *getenv("KUBECONFIG")) {
         const char *env = getenv("KUBECONFIG");
@@ -233,9 +233,7 @@ ew_kube_start(struct ew *ew)
                  "off, static endpoints only");
         return 0;
     }
-    o.server = c->server;
-    o.tls_server_name = c->tls_server_name;
-    if (!o.tls_server_name && c->server && strncmp(c->server, "https://", 8) == 0)
+    if (!o.tls_server_name && o.server && strncmp(o.server, "https://", 8) == 0)
         o.tls_server_name = DEFAULT_TLS_NAME;
 
     ew->kube_enabled = 1;

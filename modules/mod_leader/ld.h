@@ -29,12 +29,8 @@ struct ld_config {
     int64_t renew_deadline_ms;
     int64_t retry_period_ms;
     int release_on_cancel;
-    char *kubeconfig;
-    int in_cluster;
-    char *kube_context;
-    char *server;
-    char *tls_server_name;
-    char *service_account_dir;
+    struct plb_kube_settings kube; /* kubeconfig, in_cluster, kube_context, server,
+                                      tls_server_name, service_account_dir */
 };
 
 extern const struct plb_setting ld_settings[];

@@ -89,23 +89,23 @@ const struct plb_setting ld_settings[] = {
      .def = "true",
      .doc = "On shutdown, after the gated instances stopped, write holder \"\" and "
             "leaseDurationSeconds 1 so another replica takes over at its next attempt"},
-    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = OFF(kubeconfig),
+    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = OFF(kube.kubeconfig),
      .doc = "kubeconfig file; unset: the service account when KUBERNETES_SERVICE_HOST is set, "
             "else the first file of $KUBECONFIG, else ~/.kube/config"},
-    {.name = "in_cluster", .type = PLB_SET_BOOL, .offset = OFF(in_cluster), .def = "false",
+    {.name = "in_cluster", .type = PLB_SET_BOOL, .offset = OFF(kube.in_cluster), .def = "false",
      .doc = "Use the service account in service_account_dir (and KUBERNETES_SERVICE_HOST/_PORT) "
             "even when $KUBECONFIG is set; excludes kubeconfig"},
-    {.name = "kube_context", .type = PLB_SET_STRING, .offset = OFF(kube_context),
+    {.name = "kube_context", .type = PLB_SET_STRING, .offset = OFF(kube.context),
      .validate = valid_identity, .doc = "kubeconfig context; unset: its current-context"},
-    {.name = "server", .type = PLB_SET_STRING, .offset = OFF(server),
+    {.name = "server", .type = PLB_SET_STRING, .offset = OFF(kube.server),
      .format = PLB_FMT_HTTP_URL,
      .doc = "API server URL overriding the kubeconfig's or the in-cluster one; a path such as "
             "/clusters/root:org:ws selects a kcp workspace"},
-    {.name = "tls_server_name", .type = PLB_SET_STRING, .offset = OFF(tls_server_name),
+    {.name = "tls_server_name", .type = PLB_SET_STRING, .offset = OFF(kube.tls_server_name),
      .flags = PLB_SET_NONEMPTY, .format = PLB_FMT_TLS_NAME,
      .doc = "Name the API server certificate is verified against; unset: the server URL's "
             "host (or the kubeconfig's tls-server-name)"},
-    {.name = "service_account_dir", .type = PLB_SET_PATH, .offset = OFF(service_account_dir),
+    {.name = "service_account_dir", .type = PLB_SET_PATH, .offset = OFF(kube.sa_dir),
      .def = "/var/run/secrets/kubernetes.io/serviceaccount",
      .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"},
     PLB_SETTINGS_END,
@@ -166,11 +166,11 @@ ld_check(const struct plb_host *host, plb_check *chk, const void *config, plb_ch
                fmt_ms(c->renew_deadline_ms, b, sizeof(b)));
         problems++;
     }
-    if (c->in_cluster && c->kubeconfig) {
+    if (c->kube.in_cluster && c->kube.kubeconfig) {
         report(chk, "in_cluster", "excludes kubeconfig: set one of them");
         problems++;
     }
-    if (c->tls_server_name && c->server && strncmp(c->server, "http://", 7) == 0) {
+    if (plb_kube_settings_tls_name_unused(&c->kube)) {
         report(chk, "tls_server_name", "has no effect with a plain http:// server");
         problems++;
     }

@@ -529,17 +529,12 @@ start_client(struct ld *ld, char *why, size_t whylen)
     snprintf(ua, sizeof(ua), "prismlb/%s (leader; %s)", h->version(), ld->identity);
     struct plb_kube_opts o = {
         .size = sizeof(o),
-        .kubeconfig = c->kubeconfig,
-        .context = c->kube_context,
-        .in_cluster = c->in_cluster,
-        .sa_dir = c->service_account_dir,
-        .server = c->server,
-        .tls_server_name = c->tls_server_name,
         .user_agent = ua,
         /* A request outliving renew_deadline is of no use to the election
          * (kube-controller-manager gives its lock client this timeout). */
         .timeout_ms = (uint32_t)c->renew_deadline_ms,
     };
+    plb_kube_settings_apply(&c->kube, &o);
     ld->kube = h->kube_new(ld->ctx, &o, err, sizeof(err));
     if (!ld->kube) {
         snprintf(why, whylen, "cannot create the Kubernetes client: %s",

@@ -136,6 +136,13 @@
  *                    published; 2.2 to 2.4 published anyway and, out of
  *                    memory, never released the data it replaced); on any
  *                    error the data stays the caller's, as with -EINVAL.
+ *                    Header-only beside 2.5 (nothing a built module or
+ *                    the daemon sees changes): struct plb_kube_settings,
+ *                    the Kubernetes client settings as a config struct
+ *                    holds them; plb_kube_settings_apply, which sets
+ *                    them into a plb_kube_opts; and
+ *                    plb_kube_settings_tls_name_unused for a check hook
+ *                    (module.h now includes <string.h>).
  *   2026-12-01  2.4  fencing of gated writes (see "Fencing"): the daemon
  *                    refuses a gated instance's Kubernetes and HTTP writes
  *                    while its gate is closed (PLB_EFENCED), stops those
@@ -234,6 +241,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -1271,6 +1279,46 @@ plb_random_unit(uint64_t *state)
     x ^= x >> 27;
     *state = x;
     return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kubernetes client settings.                                              */
+
+/* Where a module's Kubernetes client finds the API server, as the module's
+ * config struct holds it: a member of this type, with one row of the
+ * module's own settings table (its own name, default and doc) for each
+ * field it offers, e.g. PLB_OFFSET(struct example_config, kube.server). A
+ * field without a row stays NULL / 0. Header-only: the daemon never sees
+ * this structure. */
+struct plb_kube_settings {
+    char *kubeconfig;      /* PLB_SET_PATH */
+    char *context;         /* PLB_SET_STRING: the kubeconfig context */
+    int in_cluster;        /* PLB_SET_BOOL */
+    char *server;          /* PLB_SET_STRING, PLB_FMT_HTTP_URL */
+    char *tls_server_name; /* PLB_SET_STRING, PLB_FMT_TLS_NAME */
+    char *sa_dir;          /* PLB_SET_PATH: the service account directory */
+};
+
+/* Set the fields of the client options o that s holds (kubeconfig,
+ * context, in_cluster, sa_dir, server, tls_server_name); the others are
+ * left as they are. The strings stay s's (borrowed by o). */
+static inline void
+plb_kube_settings_apply(const struct plb_kube_settings *s, struct plb_kube_opts *o)
+{
+    o->kubeconfig = s->kubeconfig;
+    o->context = s->context;
+    o->in_cluster = s->in_cluster;
+    o->sa_dir = s->sa_dir;
+    o->server = s->server;
+    o->tls_server_name = s->tls_server_name;
+}
+
+/* 1 when s names a TLS server name that cannot apply (its server is a
+ * plain http:// URL), for a module's check hook to report; else 0. */
+static inline int
+plb_kube_settings_tls_name_unused(const struct plb_kube_settings *s)
+{
+    return s->tls_server_name && s->server && strncmp(s->server, "http://", 7) == 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -80,10 +80,8 @@ hz_kube_status(const struct hz_kside *ks, int gate_open, int64_t next_resync_ms)
     if (!bad) {
         put(h, o, "kind", h->obj_new_str("reconciler"), &bad);
         put(h, o, "gate_open", h->obj_new_bool(gate_open), &bad);
-        put(h, o, "services", svcs, &bad);
-        svcs = NULL;
     }
-    h->obj_unref(svcs);
+    put(h, o, "services", svcs, &bad); /* freed if it cannot be set */
     if (bad) {
         h->obj_unref(o);
         return NULL;

@@ -56,10 +56,8 @@ tp_status(void *state)
         put(h, o, "kind", h->obj_new_str("proxy"), &bad);
         put(h, o, "listen", h->obj_new_str(listen), &bad);
         put(h, o, "connections", h->obj_new_int((int64_t)tp_conns_active(tp)), &bad);
-        put(h, o, "upstreams", ups, &bad);
-        ups = NULL;
     }
-    h->obj_unref(ups);
+    put(h, o, "upstreams", ups, &bad); /* freed if it cannot be set */
     if (bad) {
         h->obj_unref(o);
         return NULL;

@@ -55,6 +55,7 @@ struct hz_call {
 
     hz_result_cb cb;
     hz_list_cb lcb;
+    hz_page_cb pcb; /* each page's items, not kept (hz_api_list_pages) */
     void *arg;
     int is_poll;
 
@@ -470,7 +471,14 @@ list_page(struct hz_call *c, int status, json_t *body)
         finish_err(c, -EIO, status, NULL, "the answer lacks the list");
         return;
     }
-    if (json_array_extend(c->items, items) < 0) {
+    if (c->pcb) {
+        int rc = c->pcb(c->arg, items);
+        if (rc < 0) {
+            finish_err(c, rc, status, NULL,
+                       rc == -ENOMEM ? "out of memory" : "the page holds an item not understood");
+            return;
+        }
+    } else if (json_array_extend(c->items, items) < 0) {
         finish_err(c, -ENOMEM, status, NULL, "out of memory");
         return;
     }
@@ -856,7 +864,8 @@ fail:
 }
 
 int
-hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb, void *arg)
+hz_api_list_pages(struct hz_api *api, const char *path, const char *key, hz_page_cb pcb,
+                  hz_list_cb cb, void *arg)
 {
     char *first =
         hz_asprintf("%s%cper_page=%d&page=1", path, strchr(path, '?') ? '&' : '?', PER_PAGE);
@@ -866,6 +875,7 @@ hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb
     if (!c)
         return api->cancelling ? -ECANCELED : -ENOMEM;
     c->lcb = cb;
+    c->pcb = pcb;
     c->arg = arg;
     c->page = 1;
     if (!(c->list_base = hz_strdup(path)) || !(c->list_key = hz_strdup(key)) ||
@@ -874,6 +884,12 @@ hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb
     rc = call_start(api, c, NULL);
 fail:
     return call_started(c, rc);
+}
+
+int
+hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb, void *arg)
+{
+    return hz_api_list_pages(api, path, key, NULL, cb, arg);
 }
 
 void

@@ -162,6 +162,9 @@ struct hz_result {
 typedef void (*hz_result_cb)(void *arg, const struct hz_result *r);
 /* items: every item of every page (borrowed), NULL when r->err or a status. */
 typedef void (*hz_list_cb)(void *arg, const struct hz_result *r, json_t *items);
+/* One page's items (borrowed for the call): 0, or < 0 to end the list
+ * with that error (-EINVAL: an item not understood; -ENOMEM). */
+typedef int (*hz_page_cb)(void *arg, json_t *items);
 
 /* New client; *out freed with hz_api_free. 0 or -errno. */
 HZ_HIDDEN int hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out);
@@ -178,6 +181,12 @@ HZ_HIDDEN int hz_api_call(struct hz_api *api, const char *lane, const char *meth
  * the items of `key` ("load_balancers") to cb. 0 or -errno. */
 HZ_HIDDEN int hz_api_list(struct hz_api *api, const char *path, const char *key, hz_list_cb cb,
                           void *arg);
+/* The same, handing each page's items to pcb as it arrives instead of
+ * keeping them (a list of every balancer would hold all of their JSON at
+ * once): cb then gets an empty array on success, NULL as above; a pcb
+ * error ends the list (cb with r->err that error). 0 or -errno. */
+HZ_HIDDEN int hz_api_list_pages(struct hz_api *api, const char *path, const char *key,
+                                hz_page_cb pcb, hz_list_cb cb, void *arg);
 /* Cancel every queued, running and waiting call; each cb runs with
  * -ECANCELED (calls made from those callbacks are refused). */
 HZ_HIDDEN void hz_api_cancel_all(struct hz_api *api);

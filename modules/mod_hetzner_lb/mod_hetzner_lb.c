@@ -32,11 +32,13 @@ struct hz_mod {
     struct hz_api *api;
     plb_timer *resync;
     int started;
-    int listing;             /* a resync list is in flight */
-    int64_t list_started_ms; /* when it was sent */
-    struct hz_kside ks;      /* the Kubernetes side; ks.by_uid is the index
-                                robotlb/service-uid -> balancer of the last
-                                resync */
+    int listing;                 /* a resync list is in flight */
+    int64_t list_started_ms;     /* when it was sent */
+    struct hz_lbs *pending;      /* its balancers so far, page by page (owned) */
+    size_t list_items, list_dup; /* its items so far; UIDs met twice */
+    struct hz_kside ks;          /* the Kubernetes side; ks.by_uid is the index
+                                    robotlb/service-uid -> balancer of the last
+                                    resync */
     uint64_t resyncs;
     int64_t next_resync_ms;  /* monotonic time of the next resync (approx.:
                                 the timer has 10% jitter) */
@@ -134,38 +136,33 @@ budget_apply(struct hz_mod *m, size_t items)
         m->host->metric_set(m->m_interval, iv, (double)b.interval_ms / 1000.0);
 }
 
-/* The labelled balancers of items (borrowed) parsed into *out (new); *dup
- * counts those that carry a UID another one has (the lowest id is the
- * Service's). 0, -EINVAL for an item that is no balancer (lacks id or
- * name), -ENOMEM. */
+/* One page of the resync list (borrowed): its labelled balancers parsed
+ * into m->pending, the page's JSON not kept; a UID met twice is counted
+ * (the lowest id is the Service's). 0, -EINVAL for an item that is no
+ * balancer (lacks id or name), -ENOMEM. */
 static int
-index_items(json_t *items, struct hz_lbs **out, size_t *dup)
+on_list_page(void *arg, json_t *items)
 {
-    struct hz_lbs *idx = hz_lbs_new();
+    struct hz_mod *m = arg;
     size_t i;
     json_t *it;
-    int rc = idx ? 0 : -ENOMEM;
-    *dup = 0;
+    int rc = 0;
+    m->list_items += json_array_size(items);
     json_array_foreach(items, i, it)
     {
         struct hz_lb *lb, *prev;
-        if (rc < 0)
-            break;
         if (!json_is_string(json_object_get(json_object_get(it, "labels"), HZ_LABEL_UID)))
             continue;
         if ((rc = hz_lb_parse(it, &lb)) < 0)
             break;
-        if ((prev = hz_lbs_get(idx, lb->a.uid)))
-            ++*dup;
+        if ((prev = hz_lbs_get(m->pending, lb->a.uid)))
+            m->list_dup++;
         if (!prev || lb->a.id < prev->a.id)
-            rc = hz_lbs_put(idx, lb);
+            rc = hz_lbs_put(m->pending, lb);
         hz_lb_unref(lb);
+        if (rc < 0)
+            break;
     }
-    if (rc < 0) {
-        hz_lbs_free(idx);
-        idx = NULL;
-    }
-    *out = idx;
     return rc;
 }
 
@@ -175,28 +172,23 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
 {
     struct hz_mod *m = arg;
     const char *iv[] = {m->host->instance_name(m->ctx), NULL};
-    size_t dup = 0;
-    struct hz_lbs *idx;
-    int rc;
+    size_t dup = m->list_dup, nitems = m->list_items;
+    struct hz_lbs *idx = m->pending;
 
     m->listing = 0;
-    if (r->err == -ECANCELED)
+    m->pending = NULL;
+    if (r->err == -ECANCELED) {
+        hz_lbs_free(idx);
         return;
+    }
     if (!items) {
+        /* the last index stays: a balancer left out of it (an item not
+         * understood) would look absent, and its Service would get
+         * another one */
         PLB_WARN(m->host, m->ctx,
                  PLB_KV("code", r->code ? r->code : "-", "error", r->message ? r->message : "-"),
                  "resync: listing balancers failed: status %d", r->status);
-        metrics_sync(m);
-        return;
-    }
-    if ((rc = index_items(items, &idx, &dup)) < 0) {
-        /* the last index stays: a balancer left out of it would look
-         * absent, and its Service would get another one */
-        if (rc == -EINVAL)
-            PLB_WARN(m->host, m->ctx, NULL,
-                     "resync: the list holds a labelled balancer without id or name");
-        else
-            PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
+        hz_lbs_free(idx);
         metrics_sync(m);
         return;
     }
@@ -224,12 +216,12 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     if (dup)
         PLB_WARN(m->host, m->ctx, NULL, "resync: %zu balancer(s) carry a UID another one has", dup);
     PLB_DEBUG(m->host, m->ctx, NULL, "resync: %zu labelled balancer(s) in %zu item(s)",
-              hz_lbs_count(idx), json_array_size(items));
+              hz_lbs_count(idx), nitems);
     if (m->m_balancers)
         m->host->metric_set(m->m_balancers, iv, (double)hz_lbs_count(idx));
     if (m->m_resyncs)
         m->host->metric_add(m->m_resyncs, iv, 1);
-    budget_apply(m, json_array_size(items));
+    budget_apply(m, nitems);
     metrics_sync(m);
     hz_kube_sync_soon(&m->ks);
 }
@@ -244,10 +236,17 @@ resync_fire(plb_timer *t, void *arg)
     metrics_sync(m);
     if (!m->host->gate_is_open(m->ctx) || m->listing)
         return;
-    rc = hz_api_list(m->api, "/load_balancers?label_selector=" HZ_LABEL_UID, "load_balancers",
-                     on_list, m);
+    if (!(m->pending = hz_lbs_new())) {
+        PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
+        return;
+    }
+    m->list_items = m->list_dup = 0;
+    rc = hz_api_list_pages(m->api, "/load_balancers?label_selector=" HZ_LABEL_UID, "load_balancers",
+                           on_list_page, on_list, m);
     if (rc < 0) {
         PLB_ERR(m->host, m->ctx, PLB_KV("error", strerror(-rc)), "resync: cannot list balancers");
+        hz_lbs_free(m->pending);
+        m->pending = NULL;
         return;
     }
     m->listing = 1;
@@ -343,7 +342,8 @@ hz_destroy(void *state)
     if (!m)
         return;
     hz_kube_free(&m->ks);
-    hz_api_free(m->api);
+    hz_api_free(m->api); /* calls no callback: a list in flight leaves pending */
+    hz_lbs_free(m->pending);
     m->host->timer_free(m->resync);
     hz_free(m);
 }

@@ -7,12 +7,15 @@
 # took (by route) and 429s, the requests of a quiet minute's worth of syncs
 # afterwards (resync_interval 300 s, so none are due), the requests one
 # Service change costs, and the daemon's RSS (anonymous and file-backed
-# apart).
-# Usage: tests/bench/hetzner_lb/converge.sh BUILD_DIR [N] [M]
+# apart). With R (resync_interval in seconds, default 300) below 300 the
+# balancers are listed during the run and the RSS is read one resync after
+# the change (R + 10 s), so it includes what the resync lists cost.
+# Usage: tests/bench/hetzner_lb/converge.sh BUILD_DIR [N] [M] [R]
 set -eu
-build=$(cd "${1:?usage: $0 BUILD_DIR [N] [M]}" && pwd)
+build=$(cd "${1:?usage: $0 BUILD_DIR [N] [M] [R]}" && pwd)
 n=${2:-1000}
 m=${3:-50}
+resync=${4:-300}
 work=$(mktemp -d)
 . "$(dirname "$0")/fakes.sh"
 
@@ -25,7 +28,7 @@ SEED
 start_fakes
 cat >"$work/prismlb.conf" <<CONF
 instances = ( { module = "hetzner_lb"; name = "hz"; hcloud_endpoint = "$hz";
-  kubeconfig = "$work/kubeconfig"; resync_interval = "300s";
+  kubeconfig = "$work/kubeconfig"; resync_interval = "${resync}s";
   dynamic_node_selector = true; default_network = "k8s";
   default_balancer_type = "lb21"; } );
 CONF
@@ -33,9 +36,10 @@ ROBOTLB_HCLOUD_TOKEN=tok PRISMLB_MODULE_PATH="$build/modules" \
   "$build/core/prismlb" --config "$work/prismlb.conf" --log-level info >"$work/d.log" 2>&1 &
 d_pid=$!
 sleep 1
-python3 - "$work" "$kube" "$base" "$n" "$m" "$d_pid" <<'PY'
+python3 - "$work" "$kube" "$base" "$n" "$m" "$d_pid" "$resync" <<'PY'
 import http.client, json, ssl, sys, time, urllib.parse
 work, kube, base, n, m, pid = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+resync = int(sys.argv[7])
 ctx = ssl.create_default_context(cafile=work + "/tls/ca.crt")
 ctx.load_cert_chain(work + "/tls/client.crt", work + "/tls/client.key")
 ctx.check_hostname = False
@@ -119,5 +123,7 @@ time.sleep(10)
 req = admin("GET", "/_admin/requests")
 print("requests for one Service change (a port added)        %d: %s" % (sum(req["counts"].values()), ", ".join(
     "%s %d" % (r, c) for r, c in req["counts"].items())))
+if resync < 300:
+    time.sleep(resync + 10)
 print("daemon RSS                      %d KiB (anonymous %d KiB, file-backed %d KiB)" % rss())
 PY

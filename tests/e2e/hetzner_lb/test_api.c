@@ -68,6 +68,41 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     x->items = items ? json_array_size(items) : (size_t)-1;
 }
 
+/* The pages hz_api_list_pages handed over: their sizes; fail_at > 0 ends
+ * the list with -EINVAL at that page. */
+struct pages {
+    size_t n, size[8];
+    size_t fail_at;
+};
+
+static int
+on_page(void *arg, json_t *items)
+{
+    struct pages *p = arg;
+    if (p->n < 8)
+        p->size[p->n] = json_array_size(items);
+    p->n++;
+    return p->fail_at && p->n == p->fail_at ? -EINVAL : 0;
+}
+
+/* hz_api_list_pages's arg is both: the pages first, then the result. */
+struct paged {
+    struct pages p;
+    struct rec r;
+};
+
+static int
+on_paged_page(void *arg, json_t *items)
+{
+    return on_page(&((struct paged *)arg)->p, items);
+}
+
+static void
+on_paged(void *arg, const struct hz_result *r, json_t *items)
+{
+    on_list(&((struct paged *)arg)->r, r, items);
+}
+
 /* Start the fake with extra args and a client on it (token from a file). */
 static void
 start(const char *const *args, int dry_run)
@@ -335,6 +370,35 @@ START_TEST(the_label_selector_list_pages_at_50)
     ck_assert_uint_eq(r.items, 122); /* 120 + the seeded a.shop and b.shop */
     json_t *log = request_log();
     ck_assert_int_eq(route_count(log, "GET /v1/load_balancers"), 3);
+    json_decref(log);
+
+    /* page by page: each page's items handed over as it comes, none kept */
+    struct paged pg = {0};
+    ck_assert_int_eq(hz_api_list_pages(api, "/load_balancers?label_selector=" HZ_LABEL_UID,
+                                       "load_balancers", on_paged_page, on_paged, &pg),
+                     0);
+    ck_assert(th_run_until(&th, &pg.r.done, 30000));
+    ck_assert_int_eq(pg.r.status, 200);
+    ck_assert_int_eq(pg.r.err, 0);
+    ck_assert_uint_eq(pg.p.n, 3);
+    ck_assert_uint_eq(pg.p.size[0], 50);
+    ck_assert_uint_eq(pg.p.size[1], 50);
+    ck_assert_uint_eq(pg.p.size[2], 22);
+    ck_assert_uint_eq(pg.r.items, 0);
+
+    /* a page not understood ends the list: no next page, an error */
+    ck_assert_int_eq(hzt_req(&fake, "POST", "/_admin/reset", NULL, NULL, NULL, &hr), 0);
+    hzt_resp_free(&hr);
+    struct paged bad = {.p.fail_at = 2};
+    ck_assert_int_eq(hz_api_list_pages(api, "/load_balancers?label_selector=" HZ_LABEL_UID,
+                                       "load_balancers", on_paged_page, on_paged, &bad),
+                     0);
+    ck_assert(th_run_until(&th, &bad.r.done, 30000));
+    ck_assert_int_eq(bad.r.err, -EINVAL);
+    ck_assert_uint_eq(bad.r.items, (size_t)-1);
+    ck_assert_uint_eq(bad.p.n, 2);
+    log = request_log();
+    ck_assert_int_eq(route_count(log, "GET /v1/load_balancers"), 2);
     json_decref(log);
     stop();
 }

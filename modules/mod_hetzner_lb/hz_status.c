@@ -11,13 +11,6 @@
 
 #include "hz_kube_int.h"
 
-static void
-put(const struct plb_host *h, plb_obj *o, const char *key, plb_obj *v, int *bad)
-{
-    if (!v || h->obj_set(o, v, key, NULL) < 0)
-        *bad = 1;
-}
-
 /* One Service's row (new) or NULL. */
 static plb_obj *
 svc_status(const struct hz_kside *ks, const struct hz_svc_state *st, int64_t now,
@@ -44,17 +37,17 @@ svc_status(const struct hz_kside *ks, const struct hz_svc_state *st, int64_t now
                  (st->retry_at - now + 999) / 1000);
     int64_t next = st->fail_fp && st->retry_at > now ? st->retry_at : next_resync_ms;
     if (!bad) {
-        put(h, o, "service", h->obj_new_str(st->key), &bad);
-        put(h, o, "uid", h->obj_new_str(st->uid ? st->uid : ""), &bad);
-        put(h, o, "balancer_id", lb ? h->obj_new_int(lb->a.id) : h->obj_new_null(), &bad);
-        put(h, o, "balancer", lb ? h->obj_new_str(lb->a.name) : h->obj_new_null(), &bad);
-        put(h, o, "targets", tg, &bad);
+        plb_obj_put(h, o, "service", h->obj_new_str(st->key), &bad);
+        plb_obj_put(h, o, "uid", h->obj_new_str(st->uid ? st->uid : ""), &bad);
+        plb_obj_put(h, o, "balancer_id", lb ? h->obj_new_int(lb->a.id) : h->obj_new_null(), &bad);
+        plb_obj_put(h, o, "balancer", lb ? h->obj_new_str(lb->a.name) : h->obj_new_null(), &bad);
+        plb_obj_put(h, o, "targets", tg, &bad);
         tg = NULL;
-        put(h, o, "last_error", h->obj_new_str(err), &bad);
-        put(h, o, "next_check_s",
-            next > 0 ? h->obj_new_int(next > now ? (next - now + 999) / 1000 : 0)
-                     : h->obj_new_null(),
-            &bad);
+        plb_obj_put(h, o, "last_error", h->obj_new_str(err), &bad);
+        plb_obj_put(h, o, "next_check_s",
+                    next > 0 ? h->obj_new_int(next > now ? (next - now + 999) / 1000 : 0)
+                             : h->obj_new_null(),
+                    &bad);
     }
     h->obj_unref(tg);
     if (bad) {
@@ -78,10 +71,10 @@ hz_kube_status(const struct hz_kside *ks, int gate_open, int64_t next_resync_ms)
             bad = 1;
     }
     if (!bad) {
-        put(h, o, "kind", h->obj_new_str("reconciler"), &bad);
-        put(h, o, "gate_open", h->obj_new_bool(gate_open), &bad);
+        plb_obj_put(h, o, "kind", h->obj_new_str("reconciler"), &bad);
+        plb_obj_put(h, o, "gate_open", h->obj_new_bool(gate_open), &bad);
     }
-    put(h, o, "services", svcs, &bad); /* freed if it cannot be set */
+    plb_obj_put(h, o, "services", svcs, &bad); /* freed if it cannot be set */
     if (bad) {
         h->obj_unref(o);
         return NULL;

@@ -9,14 +9,6 @@
 
 #include "tp.h"
 
-/* Set key of o to v (stolen); on failure *bad is set. */
-static void
-put(const struct plb_host *h, plb_obj *o, const char *key, plb_obj *v, int *bad)
-{
-    if (!v || h->obj_set(o, v, key, NULL) < 0)
-        *bad = 1;
-}
-
 plb_obj *
 tp_status(void *state)
 {
@@ -35,29 +27,32 @@ tp_status(void *state)
             bad = 1;
             break;
         }
-        put(h, e, "address", h->obj_new_str(u->addr), &bad);
-        put(h, e, "healthy", u->health_known ? h->obj_new_bool(u->healthy) : h->obj_new_null(),
-            &bad);
-        put(h, e, "ready",
-            tp->cfg->health_check == TP_CHECK_READYZ && u->ready_known ? h->obj_new_bool(u->ready)
-                                                                       : h->obj_new_null(),
-            &bad);
-        put(h, e, "tier",
-            tp->cfg->upstream_selection == TP_SEL_LATENCY && u->tier >= 0 ? h->obj_new_int(u->tier)
-                                                                          : h->obj_new_null(),
-            &bad);
-        put(h, e, "rtt_ms", u->has_sample ? h->obj_new_real(u->avg_ms) : h->obj_new_null(), &bad);
-        put(h, e, "connections", h->obj_new_int((int64_t)u->nconns), &bad);
-        put(h, e, "draining", h->obj_new_bool(u->draining), &bad);
+        plb_obj_put(h, e, "address", h->obj_new_str(u->addr), &bad);
+        plb_obj_put(h, e, "healthy",
+                    u->health_known ? h->obj_new_bool(u->healthy) : h->obj_new_null(), &bad);
+        plb_obj_put(h, e, "ready",
+                    tp->cfg->health_check == TP_CHECK_READYZ && u->ready_known
+                        ? h->obj_new_bool(u->ready)
+                        : h->obj_new_null(),
+                    &bad);
+        plb_obj_put(h, e, "tier",
+                    tp->cfg->upstream_selection == TP_SEL_LATENCY && u->tier >= 0
+                        ? h->obj_new_int(u->tier)
+                        : h->obj_new_null(),
+                    &bad);
+        plb_obj_put(h, e, "rtt_ms", u->has_sample ? h->obj_new_real(u->avg_ms) : h->obj_new_null(),
+                    &bad);
+        plb_obj_put(h, e, "connections", h->obj_new_int((int64_t)u->nconns), &bad);
+        plb_obj_put(h, e, "draining", h->obj_new_bool(u->draining), &bad);
         if (h->obj_append(ups, e) < 0)
             bad = 1;
     }
     if (!bad) {
-        put(h, o, "kind", h->obj_new_str("proxy"), &bad);
-        put(h, o, "listen", h->obj_new_str(listen), &bad);
-        put(h, o, "connections", h->obj_new_int((int64_t)tp_conns_active(tp)), &bad);
+        plb_obj_put(h, o, "kind", h->obj_new_str("proxy"), &bad);
+        plb_obj_put(h, o, "listen", h->obj_new_str(listen), &bad);
+        plb_obj_put(h, o, "connections", h->obj_new_int((int64_t)tp_conns_active(tp)), &bad);
     }
-    put(h, o, "upstreams", ups, &bad); /* freed if it cannot be set */
+    plb_obj_put(h, o, "upstreams", ups, &bad); /* freed if it cannot be set */
     if (bad) {
         h->obj_unref(o);
         return NULL;

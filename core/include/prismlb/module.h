@@ -140,9 +140,11 @@
  *                    the daemon sees changes): struct plb_kube_settings,
  *                    the Kubernetes client settings as a config struct
  *                    holds them; plb_kube_settings_apply, which sets
- *                    them into a plb_kube_opts; and
+ *                    them into a plb_kube_opts;
  *                    plb_kube_settings_tls_name_unused for a check hook
- *                    (module.h now includes <string.h>).
+ *                    (module.h now includes <string.h>); plb_obj_put,
+ *                    obj_set for building an object in a row of calls
+ *                    checked once.
  *   2026-12-01  2.4  fencing of gated writes (see "Fencing"): the daemon
  *                    refuses a gated instance's Kubernetes and HTTP writes
  *                    while its gate is closed (PLB_EFENCED), stops those
@@ -1319,6 +1321,19 @@ static inline int
 plb_kube_settings_tls_name_unused(const struct plb_kube_settings *s)
 {
     return s->tls_server_name && s->server && strncmp(s->server, "http://", 7) == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Building JSON objects.                                                   */
+
+/* Set o's member key to v (steals v, also on failure; a NULL v, such as a
+ * failed obj_new_*, is a failure) and set *bad on failure, else leave it:
+ * a row of calls building an object, checked once at the end. */
+static inline void
+plb_obj_put(const struct plb_host *host, plb_obj *o, const char *key, plb_obj *v, int *bad)
+{
+    if (!v || host->obj_set(o, v, key, NULL) < 0)
+        *bad = 1;
 }
 
 /* ------------------------------------------------------------------------ */

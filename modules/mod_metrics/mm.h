@@ -109,10 +109,22 @@ MM_HIDDEN void mm_resolve_cancel(struct mm_resolve *r);
 /* ------------------------------------------------------------------ */
 /* procstat.c                                                           */
 
+/* The process families without labels, as procstat.c's table lists them. */
+enum mm_proc_family {
+    MM_PROC_RSS,
+    MM_PROC_VMS,
+    MM_PROC_OPEN_FDS,
+    MM_PROC_MAX_FDS,
+    MM_PROC_CPU,
+    MM_PROC_START_TIME,
+    MM_PROC_FAMILIES /* how many */
+};
+
 /* The process and build-info metric families (borrowed from the registry;
  * they live as long as the daemon). */
 struct mm_proc {
-    plb_metric *rss, *vms, *open_fds, *max_fds, *cpu, *start_time, *build_info;
+    plb_metric *family[MM_PROC_FAMILIES]; /* by enum mm_proc_family */
+    plb_metric *build_info;
 };
 
 /* Register (or find, when another instance did it first) the families and

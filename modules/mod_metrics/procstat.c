@@ -140,6 +140,24 @@ read_start_time(const struct plb_host *host, plb_ctx *ctx, double *out)
     return 0;
 }
 
+/* The families without labels, by enum mm_proc_family. */
+static const struct proc_family {
+    enum plb_metric_type type;
+    const char *name, *help;
+} proc_families[MM_PROC_FAMILIES] = {
+    [MM_PROC_RSS] = {PLB_METRIC_GAUGE, "process_resident_memory_bytes",
+                     "Resident memory size in bytes."},
+    [MM_PROC_VMS] = {PLB_METRIC_GAUGE, "process_virtual_memory_bytes",
+                     "Virtual memory size in bytes."},
+    [MM_PROC_OPEN_FDS] = {PLB_METRIC_GAUGE, "process_open_fds", "Number of open file descriptors."},
+    [MM_PROC_MAX_FDS] = {PLB_METRIC_GAUGE, "process_max_fds",
+                         "Maximum number of open file descriptors."},
+    [MM_PROC_CPU] = {PLB_METRIC_COUNTER, "process_cpu_seconds_total",
+                     "Total user and system CPU time spent in seconds."},
+    [MM_PROC_START_TIME] = {PLB_METRIC_GAUGE, "process_start_time_seconds",
+                            "Start time of the process since unix epoch in seconds."},
+};
+
 static void
 debug_failure(const struct plb_host *host, plb_ctx *ctx, const char *what, int err)
 {
@@ -148,34 +166,15 @@ debug_failure(const struct plb_host *host, plb_ctx *ctx, const char *what, int e
                      strerror(-err), NULL);
 }
 
-/* Set a gauge, logging (at debug level) when the registry refuses. */
+/* Set family f's gauge, logging (at debug level) when the registry refuses. */
 static void
-set_gauge(const struct plb_host *host, plb_ctx *ctx, plb_metric *m, const char *what, double v)
+set_gauge(const struct plb_host *host, plb_ctx *ctx, const struct mm_proc *p, enum mm_proc_family f,
+          double v)
 {
-    int rc = host->metric_set(m, NULL, v);
+    int rc = host->metric_set(p->family[f], NULL, v);
     if (rc < 0)
-        debug_failure(host, ctx, what, rc);
+        debug_failure(host, ctx, proc_families[f].name, rc);
 }
-
-/* The families without labels, and where mm_proc keeps each. */
-static const struct proc_family {
-    size_t off;
-    enum plb_metric_type type;
-    const char *name, *help;
-} proc_families[] = {
-    {offsetof(struct mm_proc, rss), PLB_METRIC_GAUGE, "process_resident_memory_bytes",
-     "Resident memory size in bytes."},
-    {offsetof(struct mm_proc, vms), PLB_METRIC_GAUGE, "process_virtual_memory_bytes",
-     "Virtual memory size in bytes."},
-    {offsetof(struct mm_proc, open_fds), PLB_METRIC_GAUGE, "process_open_fds",
-     "Number of open file descriptors."},
-    {offsetof(struct mm_proc, max_fds), PLB_METRIC_GAUGE, "process_max_fds",
-     "Maximum number of open file descriptors."},
-    {offsetof(struct mm_proc, cpu), PLB_METRIC_COUNTER, "process_cpu_seconds_total",
-     "Total user and system CPU time spent in seconds."},
-    {offsetof(struct mm_proc, start_time), PLB_METRIC_GAUGE, "process_start_time_seconds",
-     "Start time of the process since unix epoch in seconds."},
-};
 
 int
 mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
@@ -186,11 +185,9 @@ mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
                        const char *const *, const double *, size_t) =
         PLB_HOST_HAS(host, metric_new_shared) && host->metric_new_shared ? host->metric_new_shared
                                                                          : host->metric_new;
-    for (size_t i = 0; i < sizeof(proc_families) / sizeof(proc_families[0]); i++) {
+    for (size_t i = 0; i < MM_PROC_FAMILIES; i++) {
         const struct proc_family *f = &proc_families[i];
-        plb_metric **slot = (plb_metric **)((char *)p + f->off);
-        *slot = reg(ctx, f->type, f->name, f->help, NULL, NULL, 0);
-        if (!*slot)
+        if (!(p->family[i] = reg(ctx, f->type, f->name, f->help, NULL, NULL, 0)))
             return -ENOMEM; /* the host logged which one and why */
     }
     p->build_info =
@@ -209,7 +206,7 @@ mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
         return rc;
     /* Create every series now, so that the first scrape already lists them
      * even if a read fails then. */
-    rc = host->metric_add(p->cpu, NULL, 0);
+    rc = host->metric_add(p->family[MM_PROC_CPU], NULL, 0);
     if (rc < 0)
         return rc;
     mm_proc_update(host, ctx, p);
@@ -222,37 +219,37 @@ mm_proc_update(const struct plb_host *host, plb_ctx *ctx, const struct mm_proc *
     double rss = 0, vms = 0, fds = 0;
     int rc = read_memory(&rss, &vms);
     if (rc == 0) {
-        set_gauge(host, ctx, p->rss, "process_resident_memory_bytes", rss);
-        set_gauge(host, ctx, p->vms, "process_virtual_memory_bytes", vms);
+        set_gauge(host, ctx, p, MM_PROC_RSS, rss);
+        set_gauge(host, ctx, p, MM_PROC_VMS, vms);
     } else {
         debug_failure(host, ctx, "memory", rc);
     }
 
     rc = count_fds(&fds);
     if (rc == 0)
-        set_gauge(host, ctx, p->open_fds, "process_open_fds", fds);
+        set_gauge(host, ctx, p, MM_PROC_OPEN_FDS, fds);
     else
-        debug_failure(host, ctx, "process_open_fds", rc);
+        debug_failure(host, ctx, proc_families[MM_PROC_OPEN_FDS].name, rc);
 
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
-        set_gauge(host, ctx, p->max_fds, "process_max_fds", (double)rl.rlim_cur);
+        set_gauge(host, ctx, p, MM_PROC_MAX_FDS, (double)rl.rlim_cur);
     else
-        debug_failure(host, ctx, "process_max_fds", -errno);
+        debug_failure(host, ctx, proc_families[MM_PROC_MAX_FDS].name, -errno);
 
     struct rusage ru;
     if (getrusage(RUSAGE_SELF, &ru) == 0) {
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
                      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
         if (cpu > cpu_published) {
-            rc = host->metric_add(p->cpu, NULL, cpu - cpu_published);
+            rc = host->metric_add(p->family[MM_PROC_CPU], NULL, cpu - cpu_published);
             if (rc == 0)
                 cpu_published = cpu;
             else
-                debug_failure(host, ctx, "process_cpu_seconds_total", rc);
+                debug_failure(host, ctx, proc_families[MM_PROC_CPU].name, rc);
         }
     } else {
-        debug_failure(host, ctx, "process_cpu_seconds_total", -errno);
+        debug_failure(host, ctx, proc_families[MM_PROC_CPU].name, -errno);
     }
 
     if (start_time_s == 0) {
@@ -261,8 +258,8 @@ mm_proc_update(const struct plb_host *host, plb_ctx *ctx, const struct mm_proc *
         if (rc == 0)
             start_time_s = st;
         else
-            debug_failure(host, ctx, "process_start_time_seconds", rc);
+            debug_failure(host, ctx, proc_families[MM_PROC_START_TIME].name, rc);
     }
     if (start_time_s != 0)
-        set_gauge(host, ctx, p->start_time, "process_start_time_seconds", start_time_s);
+        set_gauge(host, ctx, p, MM_PROC_START_TIME, start_time_s);
 }

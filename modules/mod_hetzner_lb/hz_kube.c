@@ -303,7 +303,7 @@ del_done(void *arg, const struct hz_result *r)
 }
 
 /* Delete the balancer labelled for uid, if the last resync saw one. */
-void
+int
 hz_delete_labelled(struct hz_kside *ks, const char *uid)
 {
     const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
@@ -313,15 +313,17 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
     /* Only a balancer that carries this Service's label (the index holds
      * no other), once. */
     if (!lb)
-        return;
+        return 0;
     if (!ks->deleting && !(ks->deleting = json_object()))
-        return;
-    if (json_object_get(ks->deleting, uid) ||
-        json_object_set_new(ks->deleting, uid, json_true()) < 0)
-        return;
+        return -ENOMEM;
+    if (json_object_get(ks->deleting, uid))
+        return 0;
+    if (json_object_set_new(ks->deleting, uid, json_true()) < 0)
+        return -ENOMEM;
     if (!(d = hz_calloc(sizeof(*d))) || !(d->uid = hz_strdup(uid))) {
+        json_object_del(ks->deleting, uid);
         hz_free(d);
-        return;
+        return -ENOMEM;
     }
     d->ks = ks;
     d->id = lb->a.id;
@@ -336,6 +338,7 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
         hz_free(d->uid);
         hz_free(d);
     }
+    return rc == -ENOMEM ? -ENOMEM : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -373,9 +376,11 @@ hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc)
 
 /* Status ingress of lb for st's Service (new) or NULL: the public IPv4
  * (and IPv6 with ipv6_ingress); for a balancer whose public interface is
- * disabled, its first private network IP. */
+ * disabled, its first private network IP. NULL with *oom set when out of
+ * memory. */
 static json_t *
-ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb)
+ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb,
+           int *oom)
 {
     const char *v4 = lb->ipv4, *v6 = lb->ipv6;
     if (!lb->public_enabled) {
@@ -385,12 +390,16 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
     int mode = st->have_good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
     const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
     json_t *arr = json_array();
-    if (!arr)
+    *oom = 0;
+    if (!arr) {
+        *oom = 1;
         return NULL;
+    }
     if ((v4 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v4, "ipMode", ms)) < 0) ||
         (v6 && ks->cfg->ipv6_ingress &&
          json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
         json_array_size(arr) == 0) {
+        *oom = v4 || (v6 && ks->cfg->ipv6_ingress); /* one to write, not written */
         json_decref(arr);
         return NULL;
     }
@@ -472,13 +481,16 @@ start_status_write(struct hz_kside *ks, void *arg, struct kop *k, int *err)
 }
 
 /* Write svc's status.loadBalancer.ingress from lb when it differs. */
-void
+int
 hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                  const struct hz_actual *lb)
 {
-    json_t *want = ingress_of(ks, st, lb);
+    int oom, rc = 0;
+    json_t *want = ingress_of(ks, st, lb, &oom);
     json_t *have = current_ingress(ks, svc);
-    if (want && json_equal(want, have)) {
+    if (oom) {
+        rc = -ENOMEM;
+    } else if (want && json_equal(want, have)) {
         /* the Service shows it: a later change of it is written again */
         json_decref(st->status_sent);
         st->status_sent = NULL;
@@ -505,13 +517,17 @@ hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
             st->status_busy = 0;
             json_decref(st->status_sent);
             st->status_sent = NULL;
+            rc = -ENOMEM;
         }
     }
     json_decref(want);
     json_decref(have);
+    return rc;
 }
 
-static void
+/* Sync Service svc. 0, or -ENOMEM (-errno) when it must be synced again:
+ * something it needed could not be allocated, decided or started. */
+static int
 sync_one(struct hz_kside *ks, const plb_obj *svc)
 {
     const struct plb_host *h = ks->host;
@@ -524,24 +540,23 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     void *ga[2] = {ks, (void *)svc};
 
     if (!ns || !name || !uid)
-        return;
+        return 0;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (has_finalizer(ks, svc))
         remove_finalizer(ks, key, ns, name);
     if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
-        hz_delete_labelled(ks, uid);
         hz_state_drop(ks, key);
-        return;
+        return hz_delete_labelled(ks, uid);
     }
     if (!(st = hz_state_get(ks, key, 1)))
-        return;
+        return -ENOMEM;
     if (!st->uid || strcmp(st->uid, uid) != 0) {
         /* new, or recreated under the same name: another Service to robotlb */
         hz_annot_clear(&st->good);
         st->have_good = 0;
         hz_free(st->uid);
         if (!(st->uid = hz_strdup(uid)))
-            return;
+            return -ENOMEM;
     }
     int rc = hz_annot_parse(annot_get, ga, &a, err, sizeof(err));
     if (rc == 0 && a.node_selector) {
@@ -565,6 +580,8 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
             hz_free(st->last_bad);
             st->last_bad = hz_strdup(err);
         }
+    } else {
+        return rc; /* not read: the last good set is not what the Service says */
     }
     /* The status follows the labelled balancer once it serves the
      * Service: written by the reconcile when it finds nothing to change,
@@ -572,11 +589,12 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
      * (no good annotations yet). */
     const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
     if (lb && !st->have_good && hz_lb_serves(ks, st, &lb->a))
-        hz_status_update(ks, st, svc, &lb->a);
+        return hz_status_update(ks, st, svc, &lb->a);
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */
     if (st->have_good && ks->by_uid)
-        hz_reconcile(ks, st, svc);
+        return hz_reconcile(ks, st, svc);
+    return 0;
 }
 
 /* Sync the queued Services. */
@@ -593,26 +611,37 @@ hz_sync_fire(plb_timer *t, void *arg)
         !ks->host->informer_synced(ks->slice_inf))
         return;
     /* Services the cache no longer has, but that we saw: deleted (once the
-     * first resync told which balancers are labelled). */
+     * first resync told which balancers are labelled); one whose delete
+     * could not be started stays for the next sync. */
+    size_t kept = 0;
     for (size_t i = 0; ks->by_uid && i < ks->ndeleted; i++) {
-        hz_delete_labelled(ks, ks->deleted[i]);
+        if (hz_delete_labelled(ks, ks->deleted[i]) == -ENOMEM) {
+            ks->deleted[kept++] = ks->deleted[i];
+            ks->lost = 1;
+            continue;
+        }
         hz_free(ks->deleted[i]);
     }
     if (ks->by_uid)
-        ks->ndeleted = 0;
+        ks->ndeleted = kept;
     size_t n = 0;
     while ((k = hz_queue_get(ks->queue))) {
         char key[512];
         const char *slash = strchr(k, '/');
+        int rc = 0;
         snprintf(key, sizeof(key), "%s", k);
         if (slash && (size_t)(slash - k) < sizeof(key)) {
             key[slash - k] = '\0';
             const plb_obj *svc = ks->host->informer_get(ks->svc_inf, key, key + (slash - k) + 1);
             if (svc) {
-                sync_one(ks, svc);
+                rc = sync_one(ks, svc);
                 n++;
             }
         }
+        if (rc < 0)
+            hz_kube_retry(ks, k);
+        else
+            hz_queue_forget(ks->queue, k);
         hz_queue_done(ks->queue, k);
     }
     if (n && ks->m_syncs) {
@@ -632,6 +661,12 @@ hz_recheck_fire(plb_timer *t, void *arg)
     for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
         if (s->fail_fp && s->retry_at <= now)
             hz_kube_sync_key(ks, s->key);
+    if (ks->lost) {
+        ks->lost = 0;
+        PLB_INFO(ks->host, ks->ctx, NULL,
+                 "syncing every Service again after an allocation failure");
+        hz_kube_sync_soon(ks);
+    }
     hz_recheck_arm(ks);
 }
 

@@ -40,6 +40,8 @@ struct hz_kside {
     struct kop *kops;       /* writes in flight */
     char **deleted;         /* UIDs of deleted Services not yet handled */
     size_t ndeleted;
+    int lost; /* an event or a retry was lost to memory: every Service is
+                 synced again HZ_LOST_RETRY_MS later */
 };
 
 /* Create the client and the three informers (fields host, ctx, cfg and

@@ -7,6 +7,10 @@
 
 #include "hz_kube.h"
 
+/* After an event or a retry was lost to memory, every Service is synced
+ * again this much later. */
+#define HZ_LOST_RETRY_MS 1000
+
 /* One Service we track (by namespace/name). */
 struct hz_svc_state {
     char *key; /* "ns/name" */
@@ -37,9 +41,10 @@ HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_kside *ks, const char *key
 /* Write svc's status.loadBalancer.ingress from lb (borrowed) when it
  * differs from what the Service shows: at most one write in flight per
  * Service, and none while the last one written is what it should show
- * (the cache has not caught up yet). */
-HZ_HIDDEN void hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
-                                const struct hz_actual *lb);
+ * (the cache has not caught up yet). 0, or -ENOMEM when a write it needs
+ * could not be started (the caller has the Service synced again). */
+HZ_HIDDEN int hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                               const struct hz_actual *lb);
 /* A warning Event for svc, once while the same reason and message hold. */
 HZ_HIDDEN void hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                             const char *reason, const char *msg);
@@ -58,14 +63,21 @@ HZ_HIDDEN int hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state 
 HZ_HIDDEN void hz_warn_clear(struct hz_svc_state *st, const char *reason);
 /* Forget the state of Service key. */
 HZ_HIDDEN void hz_state_drop(struct hz_kside *ks, const char *key);
+/* Sync shortly what the work queue holds (hz_watch.c). */
+HZ_HIDDEN void hz_kube_sync_arm(struct hz_kside *ks);
 /* The sync timer: sync the queued Services (hz_kube.c). */
 HZ_HIDDEN void hz_sync_fire(plb_timer *t, void *arg);
 /* The recheck timer: queue the Services whose recheck is due (hz_kube.c). */
 HZ_HIDDEN void hz_recheck_fire(plb_timer *t, void *arg);
 /* Create the three informers (hz_watch.c). 0 or -EIO. */
 HZ_HIDDEN int hz_watch_start(struct hz_kside *ks);
-/* Delete the balancer labelled with uid (from the resync list), if any. */
-HZ_HIDDEN void hz_delete_labelled(struct hz_kside *ks, const char *uid);
+/* Delete the balancer labelled with uid (from the resync list), if any.
+ * 0, or -ENOMEM when the delete could not be started. */
+HZ_HIDDEN int hz_delete_labelled(struct hz_kside *ks, const char *uid);
+/* A sync of Service key ("ns/name") ran out of memory: sync it again
+ * after its backoff (5 ms, doubling), or, when even that cannot be
+ * queued, every Service at the next recheck. */
+HZ_HIDDEN void hz_kube_retry(struct hz_kside *ks, const char *key);
 
 /* Refusals (hz_refusal.c): a warning Event on st's Service svc for a
  * refused action kind (its target ip for a target) on balancer lb_name
@@ -89,9 +101,13 @@ HZ_HIDDEN void hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, co
                                 size_t ntargets, const struct hz_actual *lb);
 
 /* Reconcile st's Service svc (borrowed) when what it asks for differs from
- * its labelled balancer (hz_reconcile.c). */
-HZ_HIDDEN void hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc);
-/* Arm the recheck timer for the earliest Service retry that is due. */
+ * its labelled balancer (hz_reconcile.c). 0 (started, nothing to do, or a
+ * problem the Service was warned of), or -ENOMEM (-errno) when it could
+ * not be decided or started: the caller syncs the Service again. */
+HZ_HIDDEN int hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc);
+/* Arm the recheck timer for the earliest Service retry that is due, the
+ * work queue's earliest delayed key, or HZ_LOST_RETRY_MS with ks->lost; keys
+ * whose delay ended are queued and synced shortly. */
 HZ_HIDDEN void hz_recheck_arm(struct hz_kside *ks);
 
 #endif

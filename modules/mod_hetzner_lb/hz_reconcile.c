@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "hz_kube_int.h"
+#include "hz_queue.h"
 
 /* One reconcile of one Service, from the lookups to the status. */
 struct rec {
@@ -97,14 +98,21 @@ desired_fp(const struct hz_desired *d)
 void
 hz_recheck_arm(struct hz_kside *ks)
 {
-    int64_t now = ks->host->now_ms(ks->ctx), first = 0;
+    int64_t now = ks->host->now_ms(ks->ctx), first = 0, next;
     if (!ks->svc_inf)
         return; /* stopped */
     for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
         if (s->fail_fp && s->retry_at > now && (!first || s->retry_at < first))
             first = s->retry_at;
+    /* the work queue's delayed keys (a sync that ran out of memory) */
+    if (ks->queue && (next = hz_queue_tick(ks->queue, now)) >= 0 && (!first || now + next < first))
+        first = now + next;
+    if (ks->queue && hz_queue_len(ks->queue))
+        hz_kube_sync_arm(ks);
+    if (ks->lost && (!first || now + HZ_LOST_RETRY_MS < first))
+        first = now + HZ_LOST_RETRY_MS;
     if (first && ks->recheck_timer)
-        ks->host->timer_arm(ks->recheck_timer, first - now, 0, 0);
+        ks->host->timer_arm(ks->recheck_timer, first > now ? first - now : 1, 0, 0);
 }
 
 /* Percent-encode s for a query value. */
@@ -192,19 +200,23 @@ rec_finish(struct rec *r)
             st->dirty = 1; /* the next pass leaves the network it asked for before */
     }
     if (!r->cancelled && r->lb && r->labelled) {
+        int again = 0;
         if (!(ks->by_uid || (ks->by_uid = hz_lbs_new())) || hz_lbs_put(ks->by_uid, r->lb) < 0 ||
             !(ks->fresh || (ks->fresh = json_object())) ||
             json_object_set_new(ks->fresh, r->uid, json_integer(ks->host->now_ms(ks->ctx))) < 0)
-            PLB_ERR(ks->host, ks->ctx, PLB_KV("service", r->key), "out of memory");
+            again = 1; /* the balancer is not remembered: looked up again */
         if ((svc = rec_svc(r, &sst))) {
             /* a balancer outside its network reaches nothing: the status
              * stays as it is */
-            if (hz_lb_serves(ks, sst, &r->lb->a))
-                hz_status_update(ks, sst, svc, &r->lb->a);
-        } else if (ks->svc_inf)
+            if (hz_lb_serves(ks, sst, &r->lb->a) && hz_status_update(ks, sst, svc, &r->lb->a) < 0)
+                again = 1;
+        } else if (ks->svc_inf && hz_delete_labelled(ks, r->uid) < 0) {
             /* deleted or no longer ours while its balancer was created:
              * the deletion found nothing to delete then */
-            hz_delete_labelled(ks, r->uid);
+            ks->lost = 1;
+        }
+        if (again && !r->cancelled)
+            hz_kube_retry(ks, r->key);
     }
     if (st && st->dirty && !r->cancelled) {
         st->dirty = 0;
@@ -773,8 +785,8 @@ rec_names(struct rec *r)
     r->refs++;
 }
 
-/* Start a reconcile of st's Service toward d (stolen). */
-static void
+/* Start a reconcile of st's Service toward d (stolen). 0 or -ENOMEM. */
+static int
 rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, uint64_t fp,
           struct hz_lb *labelled)
 {
@@ -785,7 +797,7 @@ rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, ui
             hz_free(r);
         }
         hz_desired_clear(d);
-        return;
+        return -ENOMEM;
     }
     r->ks = ks;
     r->d = *d;
@@ -795,7 +807,7 @@ rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, ui
     st->busy = 1;
     if (labelled) {
         rec_network(r, hz_lb_ref(labelled));
-        return;
+        return 0;
     }
     /* Not labelled yet: the balancer under the name it asks for, and under
      * the earlier release's "<service>" (which a robotlb/balancer name
@@ -807,6 +819,7 @@ rec_start(struct hz_kside *ks, struct hz_svc_state *st, struct hz_desired *d, ui
         rec_lookup(r, r->legacy, 1);
     if (r->refs == 0)
         rec_finish(r);
+    return 0;
 }
 
 /* Read svc's ports (new array in *out). 0 or -ENOMEM. */
@@ -835,7 +848,7 @@ read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, 
 /* Select the Service's target nodes, build what it asks for, and reconcile
  * when that differs from its labelled balancer (or it has none). The steady
  * state costs no request: the resync list is compared. */
-void
+int
 hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
 {
     const struct plb_host *h = ks->host;
@@ -857,12 +870,12 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
         st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
     if (rc == -EINVAL) {
         hz_warn_once(ks, st, svc, "InvalidAnnotation", err);
-        return;
+        return 0;
     }
     if (rc < 0) {
         PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key, "error", strerror(-rc)),
                 "target selection failed");
-        return;
+        return rc;
     }
     if (t.dropped) {
         snprintf(err, sizeof(err),
@@ -876,7 +889,7 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
     }
     if (t.n && !(ips = hz_calloc(t.n * sizeof(*ips)))) {
         h->lb_targets_clear(&t);
-        return;
+        return -ENOMEM;
     }
     for (size_t i = 0; i < t.n; i++)
         if (PLB_LB_TARGET(&t, i)->ip)
@@ -884,7 +897,7 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
     if (read_ports(ks, svc, &ports, &nports) < 0) {
         hz_free(ips);
         h->lb_targets_clear(&t);
-        return;
+        return -ENOMEM;
     }
     hs = (struct hz_svc){.uid = st->uid,
                          .name = hz_ks_str(ks, svc, "metadata", "name", NULL),
@@ -898,20 +911,20 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
     if (rc == -ENOENT) {
         /* no balancer is created; an existing one and the status stay */
         hz_warn_once(ks, st, svc, "NoExposablePort", err);
-        return;
+        return 0;
     }
     if (rc == -EINVAL) {
         hz_warn_once(ks, st, svc, "InvalidAnnotation", err);
-        return;
+        return 0;
     }
     if (rc < 0)
-        return;
+        return rc;
     hz_warn_clear(st, "NoExposablePort");
     fp = desired_fp(&d);
     if (st->busy) {
         st->dirty = 1;
         hz_desired_clear(&d);
-        return;
+        return 0;
     }
     struct hz_lb *lb = hz_lbs_get(ks->by_uid, st->uid);
     json_t *netid = d.network ? json_object_get(ks->nets, d.network) : NULL;
@@ -928,16 +941,14 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
             st->fail_fp = 0;
             st->retry_at = 0;
             hz_desired_clear(&d);
-            if (hz_lb_serves(ks, st, &lb->a))
-                hz_status_update(ks, st, svc, &lb->a);
-            return;
+            return hz_lb_serves(ks, st, &lb->a) ? hz_status_update(ks, st, svc, &lb->a) : 0;
         }
         hz_plan_clear(&p);
     }
     /* What failed is not sent again before its recheck. */
     if (st->fail_fp == fp && h->now_ms(ks->ctx) < st->retry_at) {
         hz_desired_clear(&d);
-        return;
+        return 0;
     }
-    rec_start(ks, st, &d, fp, lb);
+    return rec_start(ks, st, &d, fp, lb);
 }

@@ -15,8 +15,8 @@
 #define SYNC_DELAY_MS 200
 #define SLICE_SERVICE_LABEL "kubernetes.io/service-name"
 
-static void
-sync_arm(struct hz_kside *ks)
+void
+hz_kube_sync_arm(struct hz_kside *ks)
 {
     if (ks->sync_timer && !ks->host->timer_pending(ks->sync_timer))
         ks->host->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
@@ -30,9 +30,33 @@ enqueue(const char *key, void *arg)
     int rc = hz_queue_add(ks->queue, key);
     if (rc == -ESHUTDOWN)
         return; /* stopped */
-    if (rc == -ENOMEM)
-        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key), "out of memory: not queued");
-    sync_arm(ks);
+    if (rc == -ENOMEM) {
+        /* the event is not lost: every Service is synced again shortly */
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key),
+                "out of memory: not queued; every Service synced again in %d ms", HZ_LOST_RETRY_MS);
+        ks->lost = 1;
+        hz_recheck_arm(ks);
+        return;
+    }
+    hz_kube_sync_arm(ks);
+}
+
+void
+hz_kube_retry(struct hz_kside *ks, const char *key)
+{
+    int64_t delay = 0;
+    int rc = hz_queue_add_rate_limited(ks->queue, key, ks->host->now_ms(ks->ctx), &delay);
+    if (rc == -ESHUTDOWN)
+        return; /* stopped */
+    if (rc < 0) {
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key),
+                "out of memory: every Service synced again in %d ms", HZ_LOST_RETRY_MS);
+        ks->lost = 1;
+    } else {
+        PLB_WARN(ks->host, ks->ctx, PLB_KV("service", key),
+                 "the sync ran out of memory: synced again in %lld ms", (long long)delay);
+    }
+    hz_recheck_arm(ks);
 }
 
 static void
@@ -232,7 +256,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
             ks->ndeleted++;
     }
     on_event(inf, old, 1, ks);
-    sync_arm(ks);
+    hz_kube_sync_arm(ks);
 }
 
 static void

@@ -166,8 +166,9 @@ typedef plb_kube_op *(*kop_start_fn)(struct hz_kside *ks, void *arg, struct kop 
 
 /* Start one tracked write (what: for the log) through start(ks, arg, ...);
  * status_key (NULL: none) makes it the status write of that Service, which
- * status_ended hears of when it ends, also when it does not start. 0, or
- * -ENOMEM when nothing could be tracked (status_ended not called). */
+ * status_ended hears of when it ends, also when it does not start. 0;
+ * -ENOMEM when nothing could be tracked (status_ended not called); -errno
+ * when it did not start (status_ended called). */
 static int
 kop_run(struct hz_kside *ks, const char *status_key, const char *what, kop_start_fn start,
         void *arg)
@@ -186,7 +187,7 @@ kop_run(struct hz_kside *ks, const char *status_key, const char *what, kop_start
         if (k->status_key)
             status_ended(k, 0);
         kop_free(k);
-        return 0;
+        return err < 0 ? err : -EIO;
     }
     k->op = op;
     k->next = ks->kops;
@@ -513,11 +514,12 @@ hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
         json_decref(st->status_sent);
         st->status_sent = json_incref(want);
         st->status_busy = 1;
-        if (kop_run(ks, st->key, "status write", start_status_write, &w) < 0) {
+        if ((rc = kop_run(ks, st->key, "status write", start_status_write, &w)) < 0) {
             st->status_busy = 0;
             json_decref(st->status_sent);
             st->status_sent = NULL;
-            rc = -ENOMEM;
+            /* out of memory: synced again; fenced: the gate decides */
+            rc = rc == -ENOMEM ? rc : 0;
         }
     }
     json_decref(want);

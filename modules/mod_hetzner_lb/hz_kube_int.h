@@ -42,7 +42,8 @@ HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_kside *ks, const char *key
  * differs from what the Service shows: at most one write in flight per
  * Service, and none while the last one written is what it should show
  * (the cache has not caught up yet). 0, or -ENOMEM when a write it needs
- * could not be started (the caller has the Service synced again). */
+ * could not be allocated or started (the caller has the Service synced
+ * again). */
 HZ_HIDDEN int hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                                const struct hz_actual *lb);
 /* A warning Event for svc, once while the same reason and message hold. */

@@ -129,8 +129,14 @@ env_spawn(struct tu_proc *p, const char *name, const char *conf, int resync_s, c
 void
 env_start_opts(struct env *e, const struct env_opts *o)
 {
-    char conf[8192], gate[1024] = "";
     env_fakes_start(e, o->no_network, o->seed_extra, o->hz_args);
+    env_daemon_start(e, o, "prismlb");
+}
+
+void
+env_daemon_start(struct env *e, const struct env_opts *o, const char *name)
+{
+    char conf[8192], gate[1024] = "";
     if (o->gate_open_after)
         snprintf(gate, sizeof(gate),
                  "  { module = \"lifecycle\"; name = \"lead\"; gate_open_after = \"%s\";"
@@ -147,7 +153,7 @@ env_start_opts(struct env *e, const struct env_opts *o)
              "  %s\n  %s } );\n",
              gate, gate[0] ? " gate = \"lead\";" : "", e->hz.url, e->kc,
              o->no_network ? "" : "default_network = \"k8s\";", o->extra ? o->extra : "");
-    env_spawn(&e->d, "prismlb", conf, o->resync_s, e->log);
+    env_spawn(&e->d, name, conf, o->resync_s, e->log);
 }
 
 void
@@ -169,6 +175,13 @@ env_fakes_stop(struct env *e)
 void
 env_stop(struct env *e)
 {
+    env_daemon_stop(e);
+    env_fakes_stop(e);
+}
+
+void
+env_daemon_stop(struct env *e)
+{
     int st = tu_stop(&e->d, SIGTERM, 10000);
     if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0))
         dump_log(e);
@@ -177,7 +190,6 @@ env_stop(struct env *e)
     ck_assert_ptr_nonnull(text);
     ck_assert_msg(strstr(text, "tok-a") == NULL, "the token was logged");
     free(text);
-    env_fakes_stop(e);
 }
 
 void

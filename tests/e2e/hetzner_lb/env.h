@@ -91,6 +91,11 @@ void env_start(struct env *e, const char *seed_extra, const char *const *hz_args
 /* Stop the daemon (it must exit 0, its log must not hold the token) and
  * both fakes. */
 void env_stop(struct env *e);
+/* The daemon alone, as env_start_opts starts it, on the fakes e already
+ * runs (o->seed_extra and o->hz_args are not read), logging to dir/NAME.log. */
+void env_daemon_start(struct env *e, const struct env_opts *o, const char *name);
+/* Stop the daemon only, as env_stop does (exit 0, no token in its log). */
+void env_daemon_stop(struct env *e);
 /* Stop both fakes only (a test that ran its own daemons). */
 void env_fakes_stop(struct env *e);
 

@@ -171,6 +171,7 @@ sub_deliver(struct sub *s)
     const char **merged = NULL;
     size_t n = 0;
     struct plb_strv copy = {0, NULL};
+    struct timeval retry = {SUB_RETRY_S, 0};
     if (!sets)
         goto oom;
     nsets = 0;
@@ -206,7 +207,6 @@ sub_deliver(struct sub *s)
     goto out;
 oom:
     /* Not left until the next update, which may never come: again soon. */
-    struct timeval retry = {SUB_RETRY_S, 0};
     if (evtimer_add(s->ev, &retry) == 0)
         core_log(PLB_LOG_ERROR, s->ctx->name, s->ctx->cm->mod->name,
                  "out of memory merging endpoint sets; retrying in %d s", SUB_RETRY_S);

@@ -16,6 +16,7 @@
  *   hz_answer.c       what one API answer means (retry, failed, done...; pure)
  *   hz_queue.c        the per-Service work queue (pure)
  *   hz_index.c        which Services an informer event can change (pure)
+ *   hz_state.c        per-Service state, warnings in force (pure, a leaf)
  *   hz_watch.c        informers, what their events queue, full passes
  *   hz_kube.c         the per-Service sync, status, Events, finalizers
  *   hz_reconcile.c    one Service's reconcile with Hetzner

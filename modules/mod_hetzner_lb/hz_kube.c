@@ -54,58 +54,6 @@ struct del {
     int64_t id;
 };
 
-const char *
-hz_ks_str(const struct hz_kside *ks, const plb_obj *o, const char *a, const char *b, const char *c)
-{
-    const struct plb_host *h = ks->host;
-    return h->obj_str(c ? h->obj_get(o, a, b, c, NULL) : h->obj_get(o, a, b, NULL));
-}
-
-/* ------------------------------------------------------------------ */
-/* State                                                               */
-
-struct hz_svc_state *
-hz_state_get(struct hz_kside *ks, const char *key, int create)
-{
-    struct hz_svc_state *s;
-    for (s = ks->svcs; s; s = s->next)
-        if (strcmp(s->key, key) == 0)
-            return s;
-    if (!create)
-        return NULL;
-    if (!(s = hz_calloc(sizeof(*s))) || !(s->key = hz_strdup(key))) {
-        hz_free(s);
-        return NULL;
-    }
-    hz_annot_clear(&s->good);
-    s->next = ks->svcs;
-    ks->svcs = s;
-    return s;
-}
-
-static void
-state_free(struct hz_svc_state *s)
-{
-    hz_free_each(&s->key, &s->uid, &s->last_bad, NULL);
-    hz_annot_clear(&s->good);
-    json_decref(s->warned);
-    json_decref(s->status_sent);
-    hz_free(s);
-}
-
-void
-hz_state_drop(struct hz_kside *ks, const char *key)
-{
-    for (struct hz_svc_state **pp = &ks->svcs; *pp; pp = &(*pp)->next) {
-        if (strcmp((*pp)->key, key) == 0) {
-            struct hz_svc_state *s = *pp;
-            *pp = s->next;
-            state_free(s);
-            return;
-        }
-    }
-}
-
 /* ------------------------------------------------------------------ */
 /* Kubernetes writes                                                   */
 
@@ -124,7 +72,7 @@ kop_unlink(struct kop *k)
 static void
 status_ended(struct kop *k, int ok)
 {
-    struct hz_svc_state *st = hz_state_get(k->ks, k->status_key, 0);
+    struct hz_svc_state *st = hz_state_get(&k->ks->states, k->status_key, 0);
     if (!st)
         return;
     st->status_busy = 0;
@@ -203,11 +151,12 @@ start_event(struct hz_kside *ks, void *arg, struct kop *k, int *err)
     return ks->host->kube_event(ks->kube, arg, kop_done, k, err);
 }
 
-/* A warning Event about Service key (ns/name) svc, logged too. */
+/* The warning sink of ks->states (hz_warn_fn): a warning Event about
+ * Service key (ns/name) svc, logged too; arg is the kside. */
 static void
-warn_event(struct hz_kside *ks, const char *key, const plb_obj *svc, const char *reason,
-           const char *msg)
+warn_event(void *arg, const char *key, const plb_obj *svc, const char *reason, const char *msg)
 {
+    struct hz_kside *ks = arg;
     struct plb_kube_event ev = {.size = sizeof(ev),
                                 .involved = svc,
                                 .kind = "Service",
@@ -422,32 +371,6 @@ current_ingress(const struct hz_kside *ks, const plb_obj *svc)
 /* ------------------------------------------------------------------ */
 /* Warnings in force and status                                        */
 
-/* A warning Event once per reason and text: repeated only after its
- * condition cleared (warn_clear) or its text changed. */
-void
-hz_warn_once(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, const char *reason,
-             const char *msg)
-{
-    const char *prev = json_string_value(json_object_get(st->warned, reason));
-    if (prev && strcmp(prev, msg) == 0)
-        return;
-    if (!st->warned && !(st->warned = json_object()))
-        return;
-    if (json_object_set_new(st->warned, reason, json_string_nocheck(msg)) < 0)
-        return;
-    warn_event(ks, st->key, svc, reason, msg);
-}
-
-void
-hz_warn_each(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, const char *reason,
-             const char *msg)
-{
-    if ((st->warned || (st->warned = json_object())) &&
-        json_object_set_new(st->warned, reason, json_string_nocheck(msg)) < 0)
-        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key), "out of memory");
-    warn_event(ks, st->key, svc, reason, msg);
-}
-
 int
 hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb)
 {
@@ -457,13 +380,6 @@ hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, const str
     if (!net)
         return 1;
     return json_is_integer(id) && hz_actual_on_network(lb, json_integer_value(id));
-}
-
-void
-hz_warn_clear(struct hz_svc_state *st, const char *reason)
-{
-    if (st->warned)
-        json_object_del(st->warned, reason);
 }
 
 /* What start_status_write sends. */
@@ -547,10 +463,10 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     if (has_finalizer(ks, svc))
         remove_finalizer(ks, key, ns, name);
     if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
-        hz_state_drop(ks, key);
+        hz_state_drop(&ks->states, key);
         return hz_delete_labelled(ks, uid);
     }
-    if (!(st = hz_state_get(ks, key, 1)))
+    if (!(st = hz_state_get(&ks->states, key, 1)))
         return -ENOMEM;
     if (!st->uid || strcmp(st->uid, uid) != 0) {
         /* new, or recreated under the same name: another Service to robotlb */
@@ -574,14 +490,10 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         hz_annot_clear(&st->good);
         st->good = a;
         st->have_good = 1;
-        hz_free(st->last_bad);
-        st->last_bad = NULL;
     } else if (rc == -EINVAL) {
-        if (!st->last_bad || strcmp(st->last_bad, err) != 0) {
-            warn_event(ks, key, svc, "InvalidAnnotation", err);
-            hz_free(st->last_bad);
-            st->last_bad = hz_strdup(err);
-        }
+        /* in force until a sync finds the whole set valid: the reconcile
+         * then (whose checks of the set come later), else here */
+        (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
     } else {
         return rc; /* not read: the last good set is not what the Service says */
     }
@@ -595,7 +507,9 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */
     if (st->have_good && ks->by_uid)
-        return hz_reconcile(ks, st, svc);
+        return hz_reconcile(ks, st, svc, rc == -EINVAL);
+    if (rc == 0)
+        hz_warn_clear(st, "InvalidAnnotation");
     return 0;
 }
 
@@ -660,7 +574,7 @@ hz_recheck_fire(plb_timer *t, void *arg)
     struct hz_kside *ks = arg;
     int64_t now = ks->host->now_ms(ks->ctx);
     (void)t;
-    for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
+    for (const struct hz_svc_state *s = ks->states.head; s; s = s->next)
         if (s->fail_fp && s->retry_at <= now)
             hz_kube_sync_key(ks, s->key);
     if (ks->lost) {
@@ -683,6 +597,8 @@ hz_kube_start(struct hz_kside *ks)
         PLB_ERR(ks->host, ks->ctx, PLB_KV("error", err), "cannot create the Kubernetes client");
         return -EINVAL;
     }
+    ks->states.warn = warn_event;
+    ks->states.warn_arg = ks;
     struct hz_queue_cfg qc = {.base_delay_ms = 5, .max_delay_ms = 1000000};
     if (!(ks->sync_timer = h->timer_new(ks->ctx, hz_sync_fire, ks)) ||
         !(ks->recheck_timer = h->timer_new(ks->ctx, hz_recheck_fire, ks)) ||
@@ -738,11 +654,7 @@ hz_kube_free(struct hz_kside *ks)
     ks->nets = NULL;
     json_decref(ks->fresh);
     ks->fresh = NULL;
-    while (ks->svcs) {
-        struct hz_svc_state *s = ks->svcs;
-        ks->svcs = s->next;
-        state_free(s);
-    }
+    hz_states_clear(&ks->states);
     for (size_t i = 0; i < ks->ndeleted; i++)
         hz_free(ks->deleted[i]);
     hz_free(ks->deleted);

@@ -5,8 +5,8 @@
 #define PRISMLB_MOD_HETZNER_LB_HZ_KUBE_H
 
 #include "hz_api.h"
+#include "hz_state.h"
 
-struct hz_svc_state;
 struct hz_queue;
 struct hz_index;
 struct kop;
@@ -33,16 +33,25 @@ struct hz_kside {
     json_t *fresh;            /* UID -> monotonic ms its by_uid entry was
                                  read back after our writes; a resync list
                                  started earlier keeps it (owned) */
-    struct hz_svc_state *svcs;
-    struct hz_queue *queue; /* Service keys to sync (owned) */
-    struct hz_index *index; /* which Services an event changes (owned) */
-    plb_metric *m_syncs;    /* Services synced (borrowed; may be NULL) */
-    struct kop *kops;       /* writes in flight */
-    char **deleted;         /* UIDs of deleted Services not yet handled */
+    struct hz_states states;  /* the Services we track (hz_state.h); its
+                                 warning sink sends through kube_event */
+    struct hz_queue *queue;   /* Service keys to sync (owned) */
+    struct hz_index *index;   /* which Services an event changes (owned) */
+    plb_metric *m_syncs;      /* Services synced (borrowed; may be NULL) */
+    struct kop *kops;         /* writes in flight */
+    char **deleted;           /* UIDs of deleted Services not yet handled */
     size_t ndeleted;
     int lost; /* an event or a retry was lost to memory: every Service is
                  synced again HZ_LOST_RETRY_MS later */
 };
+
+/* A string at a, b[, c] of o (borrowed from o), or NULL. */
+static inline const char *
+hz_ks_str(const struct hz_kside *ks, const plb_obj *o, const char *a, const char *b, const char *c)
+{
+    const struct plb_host *h = ks->host;
+    return h->obj_str(c ? h->obj_get(o, a, b, c, NULL) : h->obj_get(o, a, b, NULL));
+}
 
 /* Create the client and the three informers (fields host, ctx, cfg and
  * api set by the caller). 0 or -errno. */

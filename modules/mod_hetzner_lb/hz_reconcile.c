@@ -101,9 +101,7 @@ hz_recheck_arm(struct hz_kside *ks)
     int64_t now = ks->host->now_ms(ks->ctx), first = 0, next;
     if (!ks->svc_inf)
         return; /* stopped */
-    for (const struct hz_svc_state *s = ks->svcs; s; s = s->next)
-        if (s->fail_fp && s->retry_at > now && (!first || s->retry_at < first))
-            first = s->retry_at;
+    first = hz_states_next_retry(&ks->states, now);
     /* the work queue's delayed keys (a sync that ran out of memory) */
     if (ks->queue && (next = hz_queue_tick(ks->queue, now)) >= 0 && (!first || now + next < first))
         first = now + next;
@@ -141,7 +139,7 @@ static const plb_obj *
 rec_svc(const struct rec *r, struct hz_svc_state **stp)
 {
     struct hz_kside *ks = r->ks;
-    struct hz_svc_state *st = hz_state_get(ks, r->key, 0);
+    struct hz_svc_state *st = hz_state_get(&ks->states, r->key, 0);
     char ns[256];
     const char *slash = strchr(r->key, '/');
     const plb_obj *svc;
@@ -174,7 +172,7 @@ static void
 rec_finish(struct rec *r)
 {
     struct hz_kside *ks = r->ks;
-    struct hz_svc_state *st = hz_state_get(ks, r->key, 0);
+    struct hz_svc_state *st = hz_state_get(&ks->states, r->key, 0);
     struct hz_svc_state *sst;
     const plb_obj *svc;
 
@@ -551,7 +549,7 @@ net_one(struct netq *q, const struct hz_result *res)
         char msg[512];
         snprintf(msg, sizeof(msg), "the Hetzner network \"%s\" does not exist", r->d.network);
         if (svc)
-            hz_warn_once(r->ks, st, svc, "NetworkNotFound", msg);
+            hz_warn_once(st, svc, "NetworkNotFound", msg);
         r->failed = 1;
     } else {
         log_refusal(r, "network lookup", res);
@@ -627,8 +625,7 @@ rec_decide(struct rec *r)
     case HZ_OWN_WAIT:
     case HZ_OWN_BLOCKED:
         if (svc)
-            hz_warn_once(r->ks, st, svc,
-                         out.kind == HZ_OWN_WAIT ? "NoTargetNodes" : "BalancerNameTaken",
+            hz_warn_once(st, svc, out.kind == HZ_OWN_WAIT ? "NoTargetNodes" : "BalancerNameTaken",
                          out.warning);
         r->waiting = 1;
         rec_finish(r);
@@ -849,7 +846,7 @@ read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, 
  * when that differs from its labelled balancer (or it has none). The steady
  * state costs no request: the resync list is compared. */
 int
-hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
+hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int annot_bad)
 {
     const struct plb_host *h = ks->host;
     struct plb_lb_targets t = {.size = sizeof(t)};
@@ -869,7 +866,9 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
         ks->cfg->dynamic_node_selector ? PLB_LB_POLICY_TRAFFIC : PLB_LB_POLICY_SELECTOR,
         st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
     if (rc == -EINVAL) {
-        hz_warn_once(ks, st, svc, "InvalidAnnotation", err);
+        /* one InvalidAnnotation in force: the sync's own, if it found one */
+        if (!annot_bad)
+            (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
         return 0;
     }
     if (rc < 0) {
@@ -883,7 +882,7 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
                  "node(s) are left out; pick a bigger type through ROBOTLB_DEFAULT_LB_TYPE or "
                  "the robotlb/balancer-type annotation to use the whole cluster",
                  t.n + t.dropped, type, max, t.dropped);
-        hz_warn_once(ks, st, svc, "TooManyTargets", err);
+        hz_warn_once(st, svc, "TooManyTargets", err);
     } else {
         hz_warn_clear(st, "TooManyTargets");
     }
@@ -908,17 +907,20 @@ hz_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc)
     hz_free(ips);
     hz_free(ports);
     h->lb_targets_clear(&t);
+    if (rc == -EINVAL) {
+        if (!annot_bad)
+            (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
+        return 0;
+    }
+    if (rc < 0 && rc != -ENOENT)
+        return rc;
+    if (!annot_bad) /* the whole set checked out */
+        hz_warn_clear(st, "InvalidAnnotation");
     if (rc == -ENOENT) {
         /* no balancer is created; an existing one and the status stay */
-        hz_warn_once(ks, st, svc, "NoExposablePort", err);
+        (void)hz_warn_once(st, svc, "NoExposablePort", err);
         return 0;
     }
-    if (rc == -EINVAL) {
-        hz_warn_once(ks, st, svc, "InvalidAnnotation", err);
-        return 0;
-    }
-    if (rc < 0)
-        return rc;
     hz_warn_clear(st, "NoExposablePort");
     fp = desired_fp(&d);
     if (st->busy) {

@@ -82,7 +82,8 @@ refused(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, const 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    hz_warn_each(ks, st, svc, reason, msg);
+    if (hz_warn_each(st, svc, reason, msg) < 0)
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key), "out of memory");
 }
 
 /* Where a value of the Service comes from: its annotation (one of type,
@@ -171,7 +172,7 @@ hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
              "have a new one, with a new IP, created in %s)",
              d->location, st->good.location ? HZ_ANN_LOCATION : "default_lb_location",
              name ? name : "-", have, have, d->location);
-    hz_warn_once(ks, st, svc, "LocationUnchangeable", msg);
+    hz_warn_once(st, svc, "LocationUnchangeable", msg);
 }
 
 /* A Service whose balancer has no node to target any more (under Local:
@@ -194,5 +195,5 @@ hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
                  ? "externalTrafficPolicy Local and no node has a ready endpoint"
                  : "no node is eligible",
              lb->name ? lb->name : "-", ip ? ip : "-");
-    hz_warn_once(ks, st, svc, "BalancerWithoutTargets", msg);
+    hz_warn_once(st, svc, "BalancerWithoutTargets", msg);
 }

@@ -65,7 +65,7 @@ hz_kube_status(const struct hz_kside *ks, int gate_open, int64_t next_resync_ms)
     int64_t now = h->now_ms(ks->ctx);
     int bad = !o || !svcs;
 
-    for (const struct hz_svc_state *st = ks->svcs; st && !bad; st = st->next) {
+    for (const struct hz_svc_state *st = ks->states.head; st && !bad; st = st->next) {
         plb_obj *s = svc_status(ks, st, now, gate_open ? next_resync_ms : 0);
         if (!s || h->obj_append(svcs, s) < 0)
             bad = 1;

@@ -77,10 +77,7 @@ hz_kube_sync_soon(struct hz_kside *ks)
 {
     /* A status written but overwritten before the cache showed it would
      * otherwise wait for the Service's next change. */
-    for (struct hz_svc_state *st = ks->svcs; st; st = st->next) {
-        json_decref(st->status_sent);
-        st->status_sent = NULL;
-    }
+    hz_states_forget_status(&ks->states);
     if (ks->svc_inf && ks->queue)
         ks->host->informer_foreach(ks->svc_inf, enqueue_svc, ks);
 }
@@ -248,7 +245,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
     char key[512];
     if (key_of(ks, old, key, sizeof(key)) < 0)
         return;
-    hz_state_drop(ks, key);
+    hz_state_drop(&ks->states, key);
     if (uid && hz_kube_is_ours(ks, old) &&
         (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
         ks->deleted = nd;

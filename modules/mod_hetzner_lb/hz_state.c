@@ -1,0 +1,119 @@
+/*
+ * hz_state.c: the per-Service state of mod_hetzner_lb and the warnings in
+ * force (see hz_state.h). Pure: the Events leave through the table's sink.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "hz_state.h"
+
+struct hz_svc_state *
+hz_state_get(struct hz_states *t, const char *key, int create)
+{
+    struct hz_svc_state *s;
+    for (s = t->head; s; s = s->next)
+        if (strcmp(s->key, key) == 0)
+            return s;
+    if (!create)
+        return NULL;
+    if (!(s = hz_calloc(sizeof(*s))) || !(s->key = hz_strdup(key))) {
+        hz_free(s);
+        return NULL;
+    }
+    hz_annot_clear(&s->good);
+    s->tab = t;
+    s->next = t->head;
+    t->head = s;
+    return s;
+}
+
+static void
+state_free(struct hz_svc_state *s)
+{
+    hz_free_each(&s->key, &s->uid, NULL);
+    hz_annot_clear(&s->good);
+    json_decref(s->warned);
+    json_decref(s->status_sent);
+    hz_free(s);
+}
+
+void
+hz_state_drop(struct hz_states *t, const char *key)
+{
+    for (struct hz_svc_state **pp = &t->head; *pp; pp = &(*pp)->next) {
+        if (strcmp((*pp)->key, key) == 0) {
+            struct hz_svc_state *s = *pp;
+            *pp = s->next;
+            state_free(s);
+            return;
+        }
+    }
+}
+
+void
+hz_states_clear(struct hz_states *t)
+{
+    while (t->head) {
+        struct hz_svc_state *s = t->head;
+        t->head = s->next;
+        state_free(s);
+    }
+}
+
+int64_t
+hz_states_next_retry(const struct hz_states *t, int64_t now)
+{
+    int64_t first = 0;
+    for (const struct hz_svc_state *s = t->head; s; s = s->next)
+        if (s->fail_fp && s->retry_at > now && (!first || s->retry_at < first))
+            first = s->retry_at;
+    return first;
+}
+
+void
+hz_states_forget_status(struct hz_states *t)
+{
+    for (struct hz_svc_state *s = t->head; s; s = s->next) {
+        json_decref(s->status_sent);
+        s->status_sent = NULL;
+    }
+}
+
+static void
+send(const struct hz_svc_state *st, const plb_obj *svc, const char *reason, const char *msg)
+{
+    if (st->tab && st->tab->warn)
+        st->tab->warn(st->tab->warn_arg, st->key, svc, reason, msg);
+}
+
+int
+hz_warn_once(struct hz_svc_state *st, const plb_obj *svc, const char *reason, const char *msg)
+{
+    const char *prev = json_string_value(json_object_get(st->warned, reason));
+    if (prev && strcmp(prev, msg) == 0)
+        return 0;
+    if (!st->warned && !(st->warned = json_object()))
+        return -ENOMEM;
+    if (json_object_set_new(st->warned, reason, json_string_nocheck(msg)) < 0)
+        return -ENOMEM;
+    send(st, svc, reason, msg);
+    return 1;
+}
+
+int
+hz_warn_each(struct hz_svc_state *st, const plb_obj *svc, const char *reason, const char *msg)
+{
+    int rc = 0;
+    if (!(st->warned || (st->warned = json_object())) ||
+        json_object_set_new(st->warned, reason, json_string_nocheck(msg)) < 0)
+        rc = -ENOMEM;
+    send(st, svc, reason, msg);
+    return rc;
+}
+
+void
+hz_warn_clear(struct hz_svc_state *st, const char *reason)
+{
+    if (st->warned)
+        json_object_del(st->warned, reason);
+}

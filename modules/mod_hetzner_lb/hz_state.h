@@ -1,0 +1,87 @@
+/*
+ * hz_state.h: what mod_hetzner_lb keeps of each Service between its syncs
+ * and reconciles (hz_state.c; pure: no host call, unit tested).
+ *
+ *   table     the Services we track, by "namespace/name"
+ *   good      the last good robotlb/ annotations
+ *   warnings  the warnings in force, reason -> message: the one
+ *             de-duplication of every warning Event (hz_warn_once sends a
+ *             reason's text once until it is cleared or changes;
+ *             hz_warn_each sends every time and leaves the aggregation to
+ *             the core); `prismlb status` shows the first as last_error
+ *   status    the ingress last written and whether a write is in flight
+ *   recheck   the fingerprint of what failed and when it is tried again
+ *
+ * The event side (hz_kube.c, hz_watch.c, hz_sync.c, hz_status.c) and the
+ * reconcile (hz_reconcile.c, hz_refusal.c) both use this file; it includes
+ * neither. A warning Event leaves through the table's sink, which the event
+ * side sets (it owns the Kubernetes writes).
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_STATE_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_STATE_H
+
+#include "hz.h"
+
+/* Send one warning Event (reason, msg) about Service key, svc (borrowed
+ * for the call), and log it. */
+typedef void (*hz_warn_fn)(void *arg, const char *key, const plb_obj *svc, const char *reason,
+                           const char *msg);
+
+/* The table of Services. Zeroed is empty; warn NULL sends no Event. */
+struct hz_states {
+    struct hz_svc_state *head; /* owned */
+    hz_warn_fn warn;
+    void *warn_arg;
+};
+
+/* One Service we track (by namespace/name). */
+struct hz_svc_state {
+    struct hz_states *tab; /* the table it is in (borrowed) */
+    char *key;             /* "ns/name" */
+    char *uid;
+    struct hz_annot good; /* last good annotations */
+    int have_good;
+    json_t *warned;      /* reason -> message of the warnings in force */
+    int busy;            /* a reconcile is in flight */
+    int dirty;           /* something changed meanwhile: sync again after it */
+    int by_name;         /* look its names up one by one (a create met a
+                            name the lists did not show) */
+    json_t *status_sent; /* the ingress last written (owned): not written
+                            again until the cache shows another one */
+    int status_busy;     /* a status write is in flight */
+    int status_again;    /* a sync met it in flight: sync again after it */
+    uint64_t fail_fp;    /* fingerprint of the desired state that failed */
+    int64_t retry_at;    /* ... not tried again before this (monotonic ms) */
+    struct hz_svc_state *next;
+};
+
+/* The state of Service key ("ns/name") in t (borrowed from t); created,
+ * empty, when create is set. NULL when absent (or out of memory). */
+HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_states *t, const char *key, int create);
+/* Forget the state of Service key (freed; absent is fine). */
+HZ_HIDDEN void hz_state_drop(struct hz_states *t, const char *key);
+/* Free every state of t; t is empty after (its sink stays). */
+HZ_HIDDEN void hz_states_clear(struct hz_states *t);
+/* The earliest retry_at after now of the Services whose last reconcile
+ * failed (fail_fp set), or 0 when none is ahead. */
+HZ_HIDDEN int64_t hz_states_next_retry(const struct hz_states *t, int64_t now);
+/* Forget every status written (each is written again if the Service does
+ * not show it: a write overwritten before the cache showed it). */
+HZ_HIDDEN void hz_states_forget_status(struct hz_states *t);
+
+/* A warning Event for st's Service svc (borrowed) once while the same
+ * reason and text hold: sent again only after hz_warn_clear of reason or
+ * with another text. 1 sent, 0 already in force, -ENOMEM not recorded
+ * (nothing sent). */
+HZ_HIDDEN int hz_warn_once(struct hz_svc_state *st, const plb_obj *svc, const char *reason,
+                           const char *msg);
+/* A warning Event for svc every time (a refusal retried on the recheck
+ * cycle: the core's Event aggregation counts the repeats into one Event);
+ * the text is kept as the warning in force. 0, or -ENOMEM when sent but
+ * not recorded. */
+HZ_HIDDEN int hz_warn_each(struct hz_svc_state *st, const plb_obj *svc, const char *reason,
+                           const char *msg);
+/* The condition behind reason is over: warn again when it returns. */
+HZ_HIDDEN void hz_warn_clear(struct hz_svc_state *st, const char *reason);
+
+#endif

@@ -18,8 +18,11 @@
  *   hz_index.c        which Services an informer event can change (pure)
  *   hz_state.c        per-Service state, warnings in force (pure, a leaf)
  *   hz_watch.c        informers, what their events queue, full passes
- *   hz_kube.c         the per-Service sync, status, Events, finalizers
- *   hz_reconcile.c    one Service's reconcile with Hetzner
+ *   hz_sync.c         the per-Service sync; a reconcile's completion
+ *   hz_kube.c         Kubernetes writes (status, Events, finalizers), deletes
+ *   hz_rec_step.c     the reconcile's steps and answers (pure; hz_rec.h)
+ *   hz_reconcile.c    one Service's reconcile with Hetzner: the driver
+ *   hz_status.c       what `prismlb status` shows
  *   hz_refusal.c      the warning Events of what Hetzner refuses
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;

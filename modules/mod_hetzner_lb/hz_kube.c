@@ -1,32 +1,17 @@
 /*
- * hz_kube.c: the Kubernetes side of mod_hetzner_lb — informers for
- * Services, Nodes and EndpointSlices on every replica (so a new leader acts
- * at once; hz_watch.c), and the per-Service sync. Events put the Service keys they
- * can change in the work queue (hz_index.c says which: a Service its own;
- * a Node only when its eligibility changed, never for a heartbeat; an
- * EndpointSlice only its own Service, when that one is ours under Local);
- * a due recheck its Service; every resync list, the caches' first sync and
- * the gate's opening every Service. Shortly after, the queued Services are
- * synced, each:
+ * hz_kube.c: the Kubernetes side of mod_hetzner_lb — the client, the
+ * Kubernetes writes (status, warning Events, the finalizer of earlier
+ * releases; every one only while the gate is open, cancelled when it
+ * closes), the Hetzner deletes of balancers whose Service is gone, and the
+ * lifecycle of the informers and timers. The informers and what their
+ * events queue are in hz_watch.c, the per-Service sync in hz_sync.c.
  *
- *   - which Services: type LoadBalancer with loadBalancerClass unset or
- *     "robotlb" (or the load_balancer_class setting's class);
- *   - robotlb/ annotations validated (the node selector by the daemon's
- *     lb_selector_check); a bad value is a warning Event and the last good
- *     set stays;
- *   - target nodes from the daemon's lb_select_targets, capped at the
- *     balancer type's max targets (a warning names the limit);
- *   - the desired balancer compared with the labelled one of the resync
- *     list, and a reconcile when they differ (hz_reconcile.c);
  *   - status: status.loadBalancer.ingress with the balancer's IPv4 (and IPv6
  *     with ipv6_ingress) and the ipMode of robotlb/ip-mode or default_ip_mode,
  *     through lb_status_write;
  *   - a Service that stops being one (type change, other class, deletion)
  *     gets its labelled balancer deleted — never a balancer by its name;
  *   - the robotlb/finalizer of earlier releases is removed.
- *
- * Every write (Hetzner, status, Events, finalizers) happens only while the
- * gate is open.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -221,6 +206,27 @@ remove_finalizer(struct hz_kside *ks, const char *key, const char *ns, const cha
     (void)kop_run(ks, NULL, "finalizer removal", start_finalizer_removal, &ref);
 }
 
+/* 1 when svc carries the robotlb/finalizer of earlier releases. */
+static int
+has_finalizer(const struct hz_kside *ks, const plb_obj *svc)
+{
+    const plb_obj *f = ks->host->obj_get(svc, "metadata", "finalizers", NULL);
+    for (size_t i = 0; i < ks->host->obj_len(f); i++) {
+        const char *s = ks->host->obj_str(ks->host->obj_at(f, i));
+        if (s && strcmp(s, FINALIZER) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+void
+hz_kube_drop_finalizer(struct hz_kside *ks, const plb_obj *svc, const char *key, const char *ns,
+                       const char *name)
+{
+    if (has_finalizer(ks, svc))
+        remove_finalizer(ks, key, ns, name);
+}
+
 /* ------------------------------------------------------------------ */
 /* Hetzner deletes                                                     */
 
@@ -293,26 +299,6 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
 
 /* ------------------------------------------------------------------ */
 /* Sync                                                                */
-
-static const char *
-annot_get(void *arg, const char *key)
-{
-    struct hz_kside *ks = ((void **)arg)[0];
-    const plb_obj *svc = ((void **)arg)[1];
-    return ks->host->obj_str(ks->host->obj_get(svc, "metadata", "annotations", key, NULL));
-}
-
-static int
-has_finalizer(const struct hz_kside *ks, const plb_obj *svc)
-{
-    const plb_obj *f = ks->host->obj_get(svc, "metadata", "finalizers", NULL);
-    for (size_t i = 0; i < ks->host->obj_len(f); i++) {
-        const char *s = ks->host->obj_str(ks->host->obj_at(f, i));
-        if (s && strcmp(s, FINALIZER) == 0)
-            return 1;
-    }
-    return 0;
-}
 
 int
 hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc)
@@ -441,149 +427,6 @@ hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
     json_decref(want);
     json_decref(have);
     return rc;
-}
-
-/* Sync Service svc. 0, or -ENOMEM (-errno) when it must be synced again:
- * something it needed could not be allocated, decided or started. */
-static int
-sync_one(struct hz_kside *ks, const plb_obj *svc)
-{
-    const struct plb_host *h = ks->host;
-    const char *ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL);
-    const char *name = hz_ks_str(ks, svc, "metadata", "name", NULL);
-    const char *uid = hz_ks_str(ks, svc, "metadata", "uid", NULL);
-    char key[512], err[1024];
-    struct hz_svc_state *st;
-    struct hz_annot a;
-    void *ga[2] = {ks, (void *)svc};
-
-    if (!ns || !name || !uid)
-        return 0;
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    if (has_finalizer(ks, svc))
-        remove_finalizer(ks, key, ns, name);
-    if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
-        hz_state_drop(&ks->states, key);
-        return hz_delete_labelled(ks, uid);
-    }
-    if (!(st = hz_state_get(&ks->states, key, 1)))
-        return -ENOMEM;
-    if (!st->uid || strcmp(st->uid, uid) != 0) {
-        /* new, or recreated under the same name: another Service to robotlb */
-        hz_annot_clear(&st->good);
-        st->have_good = 0;
-        hz_free(st->uid);
-        if (!(st->uid = hz_strdup(uid)))
-            return -ENOMEM;
-    }
-    int rc = hz_annot_parse(annot_get, ga, &a, err, sizeof(err));
-    if (rc == 0 && a.node_selector) {
-        char serr[512];
-        if (h->lb_selector_check(a.node_selector, serr, sizeof(serr)) < 0) {
-            snprintf(err, sizeof(err), "%s: \"%s\": %s", HZ_ANN_NODE_SELECTOR, a.node_selector,
-                     serr);
-            hz_annot_clear(&a);
-            rc = -EINVAL;
-        }
-    }
-    if (rc == 0) {
-        hz_annot_clear(&st->good);
-        st->good = a;
-        st->have_good = 1;
-    } else if (rc == -EINVAL) {
-        /* in force until a sync finds the whole set valid: the reconcile
-         * then (whose checks of the set come later), else here */
-        (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
-    } else {
-        return rc; /* not read: the last good set is not what the Service says */
-    }
-    /* The status follows the labelled balancer once it serves the
-     * Service: written by the reconcile when it finds nothing to change,
-     * or after its writes; here only for a Service no reconcile looks at
-     * (no good annotations yet). */
-    const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
-    if (lb && !st->have_good && hz_lb_serves(ks, st, &lb->a))
-        return hz_status_update(ks, st, svc, &lb->a);
-    /* Until the first resync list said which balancers are labelled, a
-     * Service cannot tell its own from a name lookup's. */
-    if (st->have_good && ks->by_uid)
-        return hz_reconcile(ks, st, svc, rc == -EINVAL);
-    if (rc == 0)
-        hz_warn_clear(st, "InvalidAnnotation");
-    return 0;
-}
-
-/* Sync the queued Services. */
-void
-hz_sync_fire(plb_timer *t, void *arg)
-{
-    struct hz_kside *ks = arg;
-    const char *k;
-    (void)t;
-    /* Every cache complete: a node or slice missing from a half-listed
-     * cache would remove its target. */
-    if (!ks->host->gate_is_open(ks->ctx) || !ks->svc_inf || !ks->node_inf || !ks->slice_inf ||
-        !ks->host->informer_synced(ks->svc_inf) || !ks->host->informer_synced(ks->node_inf) ||
-        !ks->host->informer_synced(ks->slice_inf))
-        return;
-    /* Services the cache no longer has, but that we saw: deleted (once the
-     * first resync told which balancers are labelled); one whose delete
-     * could not be started stays for the next sync. */
-    size_t kept = 0;
-    for (size_t i = 0; ks->by_uid && i < ks->ndeleted; i++) {
-        if (hz_delete_labelled(ks, ks->deleted[i]) == -ENOMEM) {
-            ks->deleted[kept++] = ks->deleted[i];
-            ks->lost = 1;
-            continue;
-        }
-        hz_free(ks->deleted[i]);
-    }
-    if (ks->by_uid)
-        ks->ndeleted = kept;
-    size_t n = 0;
-    while ((k = hz_queue_get(ks->queue))) {
-        char key[512];
-        const char *slash = strchr(k, '/');
-        int rc = 0;
-        snprintf(key, sizeof(key), "%s", k);
-        if (slash && (size_t)(slash - k) < sizeof(key)) {
-            key[slash - k] = '\0';
-            const plb_obj *svc = ks->host->informer_get(ks->svc_inf, key, key + (slash - k) + 1);
-            if (svc) {
-                rc = sync_one(ks, svc);
-                n++;
-            }
-        }
-        if (rc < 0)
-            hz_kube_retry(ks, k);
-        else
-            hz_queue_forget(ks->queue, k);
-        hz_queue_done(ks->queue, k);
-    }
-    if (n && ks->m_syncs) {
-        const char *iv[] = {ks->host->instance_name(ks->ctx), NULL};
-        ks->host->metric_add(ks->m_syncs, iv, (double)n);
-    }
-    hz_recheck_arm(ks);
-}
-
-/* Queue the Services whose recheck is due. */
-void
-hz_recheck_fire(plb_timer *t, void *arg)
-{
-    struct hz_kside *ks = arg;
-    int64_t now = ks->host->now_ms(ks->ctx);
-    (void)t;
-    for (const struct hz_svc_state *s = ks->states.head; s; s = s->next)
-        if (s->fail_fp && s->retry_at <= now)
-            hz_kube_sync_key(ks, s->key);
-    if (ks->lost) {
-        ks->lost = 0;
-        PLB_INFO(ks->host, ks->ctx, NULL,
-                 "syncing every Service again after an allocation failure");
-        hz_kube_sync_soon(ks);
-    }
-    hz_recheck_arm(ks);
 }
 
 int

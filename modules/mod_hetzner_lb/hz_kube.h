@@ -11,7 +11,6 @@ struct hz_queue;
 struct hz_index;
 struct kop;
 struct rec;
-struct netq;
 
 struct hz_kside {
     const struct plb_host *host; /* borrowed */
@@ -27,7 +26,7 @@ struct hz_kside {
     plb_timer *sync_timer;
     plb_timer *recheck_timer; /* the earliest retry of a Service */
     json_t *nets;             /* network name -> id, looked up once */
-    struct netq *netq;        /* reconciles waiting for a network lookup */
+    struct rec *netq;         /* reconciles waiting for a network lookup */
     struct rec *nameq;        /* reconciles waiting for the unlabelled list */
     int unl_listing;          /* that list is in flight */
     json_t *fresh;            /* UID -> monotonic ms its by_uid entry was

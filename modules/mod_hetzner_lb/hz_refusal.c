@@ -12,7 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "hz_kube_int.h"
+#include "hz_kube.h"
+#include "hz_refusal.h"
 
 /* The refusals a reconcile reports; cleared when one passes without. */
 static const char *const refusal_reasons[] = {

@@ -27,6 +27,7 @@ hz_state_get(struct hz_states *t, const char *key, int create)
     return s;
 }
 
+/* Free s and what it owns (out of its table already). */
 static void
 state_free(struct hz_svc_state *s)
 {
@@ -79,6 +80,7 @@ hz_states_forget_status(struct hz_states *t)
     }
 }
 
+/* Hand one warning Event to st's table's sink, if it has one. */
 static void
 send(const struct hz_svc_state *st, const plb_obj *svc, const char *reason, const char *msg)
 {

@@ -1,0 +1,143 @@
+/*
+ * hz_rec.h: one Service's reconcile with Hetzner, an explicit state
+ * machine. hz_reconcile.c runs it (one driver, rec_run, that every answer
+ * re-enters); which step follows which answer is decided here, purely
+ * (hz_rec_step.c, unit tested).
+ *
+ *   START --labelled balancer------------------------------> NETWORK
+ *     |---not labelled----> NAMES  (one shared list) --+
+ *     `---after a taken---> LOOKUP (GET by name)     --+--> DECIDE --> NETWORK
+ *         name
+ *   NETWORK --a balancer to change--> PLAN --every answer in--> DONE
+ *           `--none-----------------> CREATE --created--> PLAN
+ *                                       `--a target refused the create:
+ *                                          CREATE again, without targets
+ *
+ * A step moves on once every call it made has answered. An answer that
+ * ends the reconcile (refused, failed, cancelled, nothing to decide yet)
+ * makes the next step DONE, from any step; DONE hands what the reconcile
+ * found to its completion callback, the only way back to the event side.
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_REC_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_REC_H
+
+#include "hz_api.h"
+
+struct hz_kside;
+struct hz_svc_state;
+
+/* The steps. */
+enum hz_rec_step {
+    HZ_REC_START = 0, /* not begun */
+    HZ_REC_NAMES,     /* waiting for the shared list of unlabelled balancers */
+    HZ_REC_LOOKUP,    /* waiting for the GETs of its names (after a taken name) */
+    HZ_REC_DECIDE,    /* its names looked up: manage, adopt, create, or wait */
+    HZ_REC_NETWORK,   /* the id of its network: known, or one lookup per name */
+    HZ_REC_CREATE,    /* the create in flight */
+    HZ_REC_PLAN,      /* the plan's writes and the read-back in flight */
+    HZ_REC_DONE,      /* ended: the completion callback ran */
+};
+
+/* How a reconcile ends, in order: each is worse than the ones before it,
+ * and a reconcile ends as the worst of its answers. */
+enum hz_rec_end {
+    HZ_REC_OK = 0,    /* converged: the refusals in force are over */
+    HZ_REC_RECHECK,   /* refused or failed: again after refused_recheck_interval */
+    HZ_REC_WAIT,      /* nothing to decide yet (no target node, a taken name),
+                         or a dry run: again at the resync */
+    HZ_REC_CANCELLED, /* the gate closed: the next leader decides */
+};
+
+/* What one Hetzner answer means to the reconcile. */
+enum hz_rec_answer {
+    HZ_ANS_DONE,            /* as asked */
+    HZ_ANS_DRY_RUN,         /* a write only logged (dry_run) */
+    HZ_ANS_ALREADY,         /* already as wanted: the list it planned from was older */
+    HZ_ANS_REFUSED,         /* Hetzner refused it: the Service is warned */
+    HZ_ANS_FAILED,          /* no answer, or not one to act on: logged */
+    HZ_ANS_CANCELLED,       /* the gate closed */
+    HZ_ANS_NAME_TAKEN,      /* the create met a taken name (uniqueness_error) */
+    HZ_ANS_WITHOUT_TARGETS, /* a target failed the create: create without targets */
+};
+
+/* What the step after one whose answers are all in depends on. */
+struct hz_rec_view {
+    enum hz_rec_step step; /* that step */
+    enum hz_rec_end end;   /* the worst outcome so far */
+    int have_lb;           /* a balancer to change is known */
+    int by_name;           /* look its names up one by one (START) */
+};
+
+/* The step after v->step: DONE once the end is not OK (and after PLAN);
+ * START to NETWORK with a balancer, else LOOKUP by name or NAMES; NAMES
+ * and LOOKUP to DECIDE; DECIDE to NETWORK; NETWORK and CREATE to PLAN with
+ * a balancer, else to CREATE (a create answered WITHOUT_TARGETS made
+ * none). */
+HZ_HIDDEN enum hz_rec_step hz_rec_next(const struct hz_rec_view *v);
+/* The worse of a and b. */
+HZ_HIDDEN enum hz_rec_end hz_rec_worse(enum hz_rec_end a, enum hz_rec_end b);
+/* What answer a adds to the end: DONE, ALREADY, WITHOUT_TARGETS nothing
+ * (OK); DRY_RUN WAIT; REFUSED, FAILED, NAME_TAKEN RECHECK; CANCELLED. */
+HZ_HIDDEN enum hz_rec_end hz_rec_answer_end(enum hz_rec_answer a);
+/* The answer res (borrowed) to one write of kind of a plan: a 2xx (its
+ * action succeeded); an add_target of a target already defined or a
+ * remove_target answered 404 are ALREADY; an answer of Hetzner's other
+ * than that is REFUSED (the API client waits out a 429 itself); a
+ * transport error FAILED. */
+HZ_HIDDEN enum hz_rec_answer hz_rec_op_answer(enum hz_op_kind kind, const struct hz_result *res);
+/* The answer res to a create made with_targets or not: DONE is a 201
+ * with the balancer; a 422 with targets WITHOUT_TARGETS; a
+ * uniqueness_error NAME_TAKEN; another of Hetzner's REFUSED; a transport
+ * error FAILED. */
+HZ_HIDDEN enum hz_rec_answer hz_rec_create_answer(const struct hz_result *res, int with_targets);
+/* The answer res to a GET: DONE for a 200 (the caller reads the body),
+ * CANCELLED, else FAILED. */
+HZ_HIDDEN enum hz_rec_answer hz_rec_get_answer(const struct hz_result *res);
+/* The name of step s for the log ("plan"). */
+HZ_HIDDEN const char *hz_rec_step_name(enum hz_rec_step s);
+
+/* ------------------------------------------------------------------ */
+/* Running one (hz_reconcile.c)                                         */
+
+/* What a reconcile found, handed to its completion callback (everything
+ * borrowed for the call). */
+struct hz_rec_result {
+    const char *key, *uid; /* the Service's "ns/name" and UID */
+    uint64_t fp;           /* the fingerprint of what it asked for */
+    enum hz_rec_end end;
+    int by_name;             /* the create met a taken name the lists did not
+                                show: look its names up one by one from now */
+    int attached;            /* a network was attached: sync again (the next
+                                pass leaves the network asked for before) */
+    struct hz_lb *lb;        /* the balancer the plan worked on, as read back
+                                after the writes when that answered; NULL when
+                                no plan ran */
+    const plb_obj *svc;      /* the Service as the cache has it now; NULL when
+                                it is gone, no longer ours or recreated */
+    struct hz_svc_state *st; /* its state, with svc */
+};
+
+/* Called once when a reconcile ended (possibly before hz_rec_start
+ * returned): the event side remembers the balancer, writes the status and
+ * decides when to look again. */
+typedef void (*hz_rec_done_fn)(struct hz_kside *ks, const struct hz_rec_result *res);
+
+/* What to reconcile. */
+struct hz_rec_req {
+    const char *key, *uid;  /* the Service (borrowed; copied) */
+    struct hz_desired *d;   /* what it asks for (stolen: cleared, also on error) */
+    uint64_t fp;            /* ... its fingerprint */
+    int annotated;          /* it names its balancer (robotlb/balancer): no
+                               earlier release's name to look for */
+    int by_name;            /* look its names up one by one */
+    struct hz_lb *labelled; /* its labelled balancer of the resync list
+                               (borrowed), or NULL: find it by name */
+    hz_rec_done_fn done;
+};
+
+/* Start one reconcile (the Service has none in flight; the caller keeps
+ * it so). 0: started, done runs once when it ends; -ENOMEM: nothing
+ * started, done is not called. */
+HZ_HIDDEN int hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req);
+
+#endif

@@ -306,6 +306,58 @@ START_TEST(a_warning_repeated_after_a_restart_is_the_same_event_counted_again)
 }
 END_TEST
 
+/* The retries of the first service's health check of the one balancer
+ * labelled for uid (-1 when none). */
+static long
+lb_retries(struct env *e, const char *uid)
+{
+    json_t *l = env_lbs_of(e, uid);
+    json_t *hc = json_object_get(
+        json_array_get(json_object_get(json_array_get(l, 0), "services"), 0), "health_check");
+    json_t *v = json_object_get(hc, "retries");
+    long n = json_is_integer(v) ? (long)json_integer_value(v) : -1;
+    json_decref(l);
+    return n;
+}
+
+/* One de-duplication for every warning: a bad annotation is one
+ * InvalidAnnotation Event while it holds, whatever the number of syncs (a
+ * resync every second syncs the Service each time); fixed, its condition
+ * is over, and the same bad value again is the same Event counted again. */
+START_TEST(an_invalid_annotation_is_one_event_while_it_holds_and_counted_again_when_it_returns)
+{
+    struct env e;
+    char ip[64];
+    long count = 0;
+    env_start(&e, NULL, NULL, "resync_budget_percent = 100;", 1);
+    env_node(&e, "n1", "10.0.1.61");
+    char *uid = env_service(&e, "ia", "LoadBalancer", 30170, NULL, NULL);
+    WAIT_FOR(&e, env_ingress(&e, "ia", ip, sizeof(ip), NULL, 0, NULL), 20000, "the status");
+    annotate(&e, "ia", "robotlb/lb-retries", "x");
+    WAIT_FOR(&e, env_kubectl_event(&e, "ia", "InvalidAnnotation", "robotlb/lb-retries", NULL) >= 1,
+             20000, "the InvalidAnnotation Event");
+    /* five more resync lists, each a pass over every Service */
+    long lists = env_count_route(&e, "GET /v1/load_balancers");
+    WAIT_FOR(&e, env_count_route(&e, "GET /v1/load_balancers") >= lists + 5, 30000, "five resyncs");
+    ck_assert_int_eq(
+        env_kubectl_events(&e, "ia", "InvalidAnnotation", &count, "robotlb/lb-retries", NULL), 1);
+    ck_assert_int_eq(count, 1);
+    /* fixed: the balancer follows the set, which ends the warning ... */
+    annotate(&e, "ia", "robotlb/lb-retries", "5");
+    WAIT_FOR(&e, lb_retries(&e, uid) == 5, 20000, "the fixed retries on the balancer");
+    /* ... so the same bad value again is the same Event, counted again */
+    annotate(&e, "ia", "robotlb/lb-retries", "x");
+    WAIT_FOR(&e,
+             env_kubectl_events(&e, "ia", "InvalidAnnotation", &count, "robotlb/lb-retries",
+                                NULL) == 1 &&
+                 count == 2,
+             20000, "the InvalidAnnotation Event counted again");
+    ck_assert_int_eq(lb_retries(&e, uid), 5); /* the last good set stays */
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -322,6 +374,8 @@ suite(void)
     tcase_add_test(tc, a_local_service_losing_its_last_endpoint_is_a_warning_event);
     tcase_add_test(tc, a_changed_network_detaches_the_old_one);
     tcase_add_test(tc, a_warning_repeated_after_a_restart_is_the_same_event_counted_again);
+    tcase_add_test(
+        tc, an_invalid_annotation_is_one_event_while_it_holds_and_counted_again_when_it_returns);
     suite_add_tcase(s, tc);
     return s;
 }

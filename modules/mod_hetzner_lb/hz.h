@@ -10,6 +10,7 @@
  *   hz_names.c        balancer names: default, cluster prefix, legacy, cut
  *   hz_annot.c        robotlb/ annotations: parse, validate, resolve
  *   hz_model.c        the desired balancer; the actual one parsed from JSON
+ *   hz_keytab.c       the index of elements by a string key (pure)
  *   hz_lbs.c          the balancers kept (parsed, shared) and their index
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
  *   hz_api.c          the Hetzner API client: pacing, lanes, action waits

@@ -1,6 +1,16 @@
 /*
  * hz_state.c: the per-Service state of mod_hetzner_lb and the warnings in
  * force (see hz_state.h). Pure: the Events leave through the table's sink.
+ *
+ * Every informer event, sync, status write and reconcile answer looks a
+ * Service up by "ns/name", among up to 10,000: a scan of the list made
+ * that grow with the square of the Services. The lookup is the module's
+ * key table (hz_keytab.c, open addressing, the one hz_lbs.c uses), not a
+ * jansson object: a json_object holds json_t values only, so a state would
+ * sit behind a json_integer of its address, one allocation more per
+ * Service beside jansson's own pair and key copy; a slot here is 16 bytes
+ * and its key is the state's own string. The doubly linked list keeps the
+ * order the callers walk (newest first) and an O(1) unlink on a drop.
  */
 #include <errno.h>
 #include <string.h>
@@ -10,19 +20,21 @@
 struct hz_svc_state *
 hz_state_get(struct hz_states *t, const char *key, int create)
 {
-    struct hz_svc_state *s;
-    for (s = t->head; s; s = s->next)
-        if (strcmp(s->key, key) == 0)
-            return s;
-    if (!create)
-        return NULL;
-    if (!(s = hz_calloc(sizeof(*s))) || !(s->key = hz_strdup(key))) {
+    struct hz_svc_state *s = hz_keytab_get(&t->idx, key);
+    if (s || !create)
+        return s;
+    if (!(s = hz_calloc(sizeof(*s))) || !(s->key = hz_strdup(key)) ||
+        hz_keytab_put(&t->idx, s->key, s, NULL) < 0) {
+        if (s)
+            hz_free(s->key);
         hz_free(s);
         return NULL;
     }
     hz_annot_clear(&s->good);
     s->tab = t;
     s->next = t->head;
+    if (t->head)
+        t->head->prev = s;
     t->head = s;
     return s;
 }
@@ -41,14 +53,16 @@ state_free(struct hz_svc_state *s)
 void
 hz_state_drop(struct hz_states *t, const char *key)
 {
-    for (struct hz_svc_state **pp = &t->head; *pp; pp = &(*pp)->next) {
-        if (strcmp((*pp)->key, key) == 0) {
-            struct hz_svc_state *s = *pp;
-            *pp = s->next;
-            state_free(s);
-            return;
-        }
-    }
+    struct hz_svc_state *s = hz_keytab_del(&t->idx, key);
+    if (!s)
+        return;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        t->head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    state_free(s);
 }
 
 void
@@ -59,6 +73,7 @@ hz_states_clear(struct hz_states *t)
         t->head = s->next;
         state_free(s);
     }
+    hz_keytab_fini(&t->idx);
 }
 
 int64_t

@@ -2,7 +2,9 @@
  * hz_state.h: what mod_hetzner_lb keeps of each Service between its syncs
  * and reconciles (hz_state.c; pure: no host call, unit tested).
  *
- *   table     the Services we track, by "namespace/name"
+ *   table     the Services we track, by "namespace/name": a key table
+ *             (hz_keytab.h, O(1) lookups, 16 bytes a slot, at most half
+ *             full) beside a list that keeps their order, newest first
  *   good      the last good robotlb/ annotations
  *   warnings  the warnings in force, reason -> message: the one
  *             de-duplication of every warning Event (hz_warn_once sends a
@@ -20,16 +22,20 @@
 #ifndef PRISMLB_MOD_HETZNER_LB_HZ_STATE_H
 #define PRISMLB_MOD_HETZNER_LB_HZ_STATE_H
 
-#include "hz.h"
+#include "hz_keytab.h"
 
 /* Send one warning Event (reason, msg) about Service key, svc (borrowed
  * for the call), and log it. */
 typedef void (*hz_warn_fn)(void *arg, const char *key, const plb_obj *svc, const char *reason,
                            const char *msg);
 
-/* The table of Services. Zeroed is empty; warn NULL sends no Event. */
+/* The table of Services. Zeroed is empty; warn NULL sends no Event.
+ * Walk it from head along next (newest first): a walk that reads next
+ * before it drops the current state is safe; a state created during a walk
+ * is at the head, behind the walk. */
 struct hz_states {
     struct hz_svc_state *head; /* owned */
+    struct hz_keytab idx;      /* key -> the state in the list (borrowed) */
     hz_warn_fn warn;
     void *warn_arg;
 };
@@ -52,15 +58,18 @@ struct hz_svc_state {
     int status_again;    /* a sync met it in flight: sync again after it */
     uint64_t fail_fp;    /* fingerprint of the desired state that failed */
     int64_t retry_at;    /* ... not tried again before this (monotonic ms) */
-    struct hz_svc_state *next;
+    struct hz_svc_state *prev, *next;
 };
 
-/* The state of Service key ("ns/name") in t (borrowed from t); created,
- * empty, when create is set. NULL when absent (or out of memory). */
+/* The state of Service key ("ns/name") in t (borrowed from t), in O(1);
+ * created, empty, at the head when create is set. NULL when absent (or
+ * out of memory). A state stays at its address until it is dropped. */
 HZ_HIDDEN struct hz_svc_state *hz_state_get(struct hz_states *t, const char *key, int create);
-/* Forget the state of Service key (freed; absent is fine). */
+/* Forget the state of Service key (freed; absent is fine); the others
+ * keep their order. */
 HZ_HIDDEN void hz_state_drop(struct hz_states *t, const char *key);
-/* Free every state of t; t is empty after (its sink stays). */
+/* Free every state of t and its index; t is empty after (its sink
+ * stays). */
 HZ_HIDDEN void hz_states_clear(struct hz_states *t);
 /* The earliest retry_at after now of the Services whose last reconcile
  * failed (fail_fp set), or 0 when none is ahead. */

@@ -1,6 +1,6 @@
 /*
  * hz_answer.c: what one Hetzner API answer means for the call that got it
- * (pure: no I/O, no host). hz_api.c acts on the verdict; the rules are
+ * (pure: no I/O, no host). hz_api_answer.c acts on the verdict; the rules are
  * listed in hz_api.h and here, in the order they are tried:
  *
  *   transport error   a poll fails at once; a read is retried up to

@@ -127,7 +127,7 @@ HZ_HIDDEN void hz_answer_classify(const struct hz_answer *in, struct hz_verdict 
 HZ_HIDDEN void hz_route(const char *method, const char *path, char *out, size_t len);
 
 /* ------------------------------------------------------------------ */
-/* Client (hz_api.c)                                                    */
+/* Client (hz_api*.c; their inside: hz_api_int.h)                      */
 
 struct hz_api;
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_hzapi: Hetzner Cloud API answers into mod_hetzner_lb's API client
- * (modules/mod_hetzner_lb/hz_api.c with hz_pace.c; linked, not edited):
+ * (modules/mod_hetzner_lb/hz_api*.c with hz_pace.c; linked, not edited):
  * its answer handling (status, error codes, RateLimit headers, actions,
  * pagination, retries, 423 locked, 429) through the host's HTTP client
  * interface, as the daemon would deliver them.

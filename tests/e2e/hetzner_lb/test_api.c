@@ -1,5 +1,5 @@
 /*
- * mod_hetzner_lb's Hetzner API client (modules/mod_hetzner_lb/hz_api.c)
+ * mod_hetzner_lb's Hetzner API client (modules/mod_hetzner_lb/hz_api*.c)
  * against prismlb-fake-hcloud, on the core's real reactor and HTTP client:
  * pacing within the RateLimit budget, waiting for the reset after a 429,
  * per-balancer lanes whose action waits do not hold up other balancers,

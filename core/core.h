@@ -88,7 +88,7 @@ struct core {
     int stopping;
     size_t stop_next;         /* index+1 of the next instance to stop */
     struct event *stop_timer; /* grace of the instance being stopped */
-    struct event *sig_term, *sig_int, *sig_hup;
+    struct event *sigs[3];    /* SIGTERM, SIGINT, SIGHUP: main.c's signal table */
     int exit_code;
 
     /* reload (SIGHUP) */

@@ -13,6 +13,7 @@
 #include "alloc.h"
 #include "links.h"
 #include "log.h"
+#include "reactor.h"
 #include "strv.h"
 
 /* Seconds before a delivery that ran out of memory is tried again. */
@@ -56,8 +57,7 @@ strv_copy(struct plb_strv *out, const char *const *v, size_t n)
 static void
 sub_free(struct sub *s)
 {
-    if (s->ev)
-        event_free(s->ev);
+    core_event_clear(&s->ev);
     core_strv_free(&s->last);
     core_free(s->sources);
     core_free(s);

@@ -31,11 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
 #include "log.h"
+#include "reactor.h"
 
 #define HTTPC_CONNECT_MS_DEFAULT 10000
 #define HTTPC_MAX_BODY_DEFAULT ((size_t)16 << 20)
@@ -74,20 +76,20 @@ struct hostq; /* see below */
 
 struct plb_http_req {
     struct core_httpc *c;
-    struct plb_http_req *prev, *next; /* every request of c */
-    struct plb_http_req *qnext;       /* c's start queue, or its host's wait list */
-    struct hostq *hq;                 /* BUFFER requests: their host (a reference) */
-    int slot;                         /* holds one of hq's slots */
-    int waiting;                      /* QUEUED on hq's wait list, not c's queue */
+    LIST_ENTRY(plb_http_req) link; /* c->reqs: every request of c */
+    struct plb_http_req *qnext;    /* c's start queue, or its host's wait list */
+    struct hostq *hq;              /* BUFFER requests: their host (a reference) */
+    int slot;                      /* holds one of hq's slots */
+    int waiting;                   /* QUEUED on hq's wait list, not c's queue */
     enum req_state state;
     int cancelled;
-    int failed;                    /* the socket callback could not watch its socket */
-    struct core_http_fence *fence; /* a write of a fenced instance, or NULL */
-    plb_http_req *fprev, *fnext;   /* fence->writes */
-    int sent;                      /* a connection began the request */
-    int fenced;                    /* stopped by its fence before it was sent */
-    int head;                      /* header lines: 0 or 2 (after a 1xx) a status line next, 1 the
-                                    * fields, 3 a 1xx's fields */
+    int failed;                     /* the socket callback could not watch its socket */
+    struct core_http_fence *fence;  /* a write of a fenced instance, or NULL */
+    LIST_ENTRY(plb_http_req) flink; /* fence->writes */
+    int sent;                       /* a connection began the request */
+    int fenced;                     /* stopped by its fence before it was sent */
+    int head;                       /* header lines: 0 or 2 (after a 1xx) a status line next, 1 the
+                                     * fields, 3 a 1xx's fields */
     int https;
     enum plb_http_error abort_err; /* why a callback stopped the transfer */
     const char *abort_text;
@@ -115,7 +117,7 @@ struct hostq {
 };
 
 struct sockinfo {
-    struct sockinfo *prev, *next;
+    LIST_ENTRY(sockinfo) link; /* c->socks */
     struct event *ev;
     curl_socket_t fd;
 };
@@ -125,14 +127,14 @@ struct core_httpc {
     CURLM *multi;
     struct event *timer; /* the one non-repeating curl timer */
     struct event *kick;  /* starts queued requests */
-    struct plb_http_req *reqs;
+    LIST_HEAD(, plb_http_req) reqs;
     struct plb_http_req *qhead, *qtail;
     size_t nqueued;
     size_t active;
     struct hostq *hosts;
     size_t nwaiting; /* requests waiting for a host slot */
     size_t connects; /* connections opened, over every transfer */
-    struct sockinfo *socks;
+    LIST_HEAD(, sockinfo) socks;
     int in_curl; /* inside curl_multi_socket_action */
     int sweep;   /* a running request was cancelled inside it */
 };
@@ -347,14 +349,8 @@ fence_unlink(plb_http_req *req)
     struct core_http_fence *f = req->fence;
     if (!f)
         return;
-    if (req->fprev)
-        req->fprev->fnext = req->fnext;
-    else
-        f->writes = req->fnext;
-    if (req->fnext)
-        req->fnext->fprev = req->fprev;
+    LIST_REMOVE(req, flink);
     req->fence = NULL;
-    req->fprev = req->fnext = NULL;
 }
 
 /* Unlink req from everything, remove it from curl and free it. */
@@ -367,12 +363,7 @@ req_free(plb_http_req *req)
         host_unwait(c, req);
     else if (req->state == REQ_QUEUED)
         queue_unlink(c, req);
-    if (req->prev)
-        req->prev->next = req->next;
-    else
-        c->reqs = req->next;
-    if (req->next)
-        req->next->prev = req->prev;
+    LIST_REMOVE(req, link);
     c->active--;
     if (req->easy) {
         if (req->state == REQ_RUNNING)
@@ -684,7 +675,7 @@ sweep_cancelled(struct core_httpc *c)
 {
     while (c->sweep) {
         c->sweep = 0;
-        for (plb_http_req *req = c->reqs; req; req = req->next) {
+        for (plb_http_req *req = LIST_FIRST(&c->reqs); req; req = LIST_NEXT(req, link)) {
             if (req->state != REQ_RUNNING || !(req->cancelled || req->failed))
                 continue;
             (void)curl_multi_remove_handle(c->multi, req->easy);
@@ -759,14 +750,9 @@ on_timer_event(evutil_socket_t fd, short what, void *arg)
 }
 
 static void
-sock_free(struct core_httpc *c, struct sockinfo *si)
+sock_free(struct sockinfo *si)
 {
-    if (si->prev)
-        si->prev->next = si->next;
-    else
-        c->socks = si->next;
-    if (si->next)
-        si->next->prev = si->prev;
+    LIST_REMOVE(si, link);
     event_free(si->ev);
     core_free(si);
 }
@@ -781,7 +767,7 @@ on_curl_socket(CURL *easy, curl_socket_t s, int what, void *ud, void *sockp)
 
     if (what == CURL_POLL_REMOVE) {
         if (si)
-            sock_free(c, si);
+            sock_free(si);
         return 0;
     }
     short kind = (short)(((what & CURL_POLL_IN) ? EV_READ : 0) |
@@ -794,12 +780,9 @@ on_curl_socket(CURL *easy, curl_socket_t s, int what, void *ud, void *sockp)
             goto fail;
         }
         si->fd = s;
-        si->next = c->socks;
-        if (c->socks)
-            c->socks->prev = si;
-        c->socks = si;
+        LIST_INSERT_HEAD(&c->socks, si, link);
         if (curl_multi_assign(c->multi, s, si) != CURLM_OK) {
-            sock_free(c, si);
+            sock_free(si);
             goto fail;
         }
     } else {
@@ -918,23 +901,23 @@ core_httpc_free(struct core_httpc *c)
 {
     if (!c)
         return;
-    while (c->reqs) {
-        c->reqs->cancelled = 1;
-        req_free(c->reqs);
+    plb_http_req *req;
+    while ((req = LIST_FIRST(&c->reqs))) {
+        req->cancelled = 1;
+        req_free(req);
     }
     /* Forget our socket events before curl closes its cached connections;
      * a late CURL_POLL_REMOVE then finds no sockinfo. */
-    while (c->socks) {
+    struct sockinfo *si;
+    while ((si = LIST_FIRST(&c->socks))) {
         if (c->multi)
-            (void)curl_multi_assign(c->multi, c->socks->fd, NULL);
-        sock_free(c, c->socks);
+            (void)curl_multi_assign(c->multi, si->fd, NULL);
+        sock_free(si);
     }
     if (c->multi)
         curl_multi_cleanup(c->multi);
-    if (c->timer)
-        event_free(c->timer);
-    if (c->kick)
-        event_free(c->kick);
+    core_event_clear(&c->timer);
+    core_event_clear(&c->kick);
     core_free(c);
 }
 
@@ -1338,10 +1321,7 @@ core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err)
         }
     }
     /* Link it in and let the loop start it. */
-    req->next = c->reqs;
-    if (c->reqs)
-        c->reqs->prev = req;
-    c->reqs = req;
+    LIST_INSERT_HEAD(&c->reqs, req, link);
     c->active++;
     queue_push(c, req);
     event_active(c->kick, 0, 0);
@@ -1407,10 +1387,7 @@ core_http_request_fenced(struct core_httpc *c, const struct plb_http_opts *o,
     if (!req)
         return NULL;
     req->fence = fence;
-    req->fnext = fence->writes;
-    if (fence->writes)
-        fence->writes->fprev = req;
-    fence->writes = req;
+    LIST_INSERT_HEAD(&fence->writes, req, flink);
     return req;
 }
 
@@ -1445,7 +1422,7 @@ core_http_fence_close(struct core_http_fence *f, const char *inst, const char *m
 {
     size_t sent = 0;
     f->open = 0;
-    for (plb_http_req *req = f->writes; req; req = req->fnext) {
+    for (plb_http_req *req = LIST_FIRST(&f->writes); req; req = LIST_NEXT(req, flink)) {
         if (req->cancelled || req->fenced || req->state == REQ_IN_DONE)
             continue;
         if (req->sent) {
@@ -1474,8 +1451,8 @@ core_http_fence_open(struct core_http_fence *f)
 void
 core_http_fence_detach(struct core_http_fence *f)
 {
-    while (f->writes)
-        fence_unlink(f->writes);
+    while (!LIST_EMPTY(&f->writes))
+        fence_unlink(LIST_FIRST(&f->writes));
 }
 
 /* ------------------------------------------------------------------------ */

@@ -35,6 +35,7 @@
 #define PRISMLB_HTTPC_H
 
 #include <stddef.h>
+#include <sys/queue.h>
 
 #include "prismlb/module.h"
 
@@ -71,8 +72,8 @@ void core_http_cancel(plb_http_req *req);
  * CURLOPT_PREREQFUNCTION point): from then on the server may act on it.
  * A zeroed fence is closed. */
 struct core_http_fence {
-    int open;             /* writes pass */
-    plb_http_req *writes; /* running or queued, linked through the request */
+    int open;                         /* writes pass */
+    LIST_HEAD(, plb_http_req) writes; /* running or queued, linked through the request */
 };
 
 /* core_http_request for a request of a fenced instance (fence borrowed,

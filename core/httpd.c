@@ -53,6 +53,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <stdio.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,12 +82,10 @@ struct hconn {
     struct evhttp_connection *evcon; /* NULL until adopted */
     int64_t idle_since_ms;           /* waiting for a request since */
     int busy;                        /* requests in handlers, unanswered */
-    struct hconn *prev, *next;       /* in srv's adopting, idle or busy list */
+    TAILQ_ENTRY(hconn) link;         /* in srv's adopting, idle or busy list */
 };
 
-struct hlist {
-    struct hconn *head, *tail;
-};
+TAILQ_HEAD(hlist, hconn);
 
 struct route {
     char *path;
@@ -99,22 +98,21 @@ struct route {
 struct plb_http_server {
     struct evhttp *http;
     struct evconnlistener *lev; /* owned by http once bound */
-    struct event *retry;        /* ends an accept back-off */
+    struct event *retry;        /* ends an accept back-off: pending during it */
     struct route *routes;
     size_t nroutes;
-    plb_http_exchange *pending;     /* unanswered exchanges */
-    plb_http_exchange *dispatching; /* whose handler is running */
-    plb_http_server *next_server;   /* servers list, for the accept error cb */
-    struct event *resume;           /* ends an accept batch */
-    struct event *adopt;            /* adopts the batch's new connections */
-    struct event *sweep;            /* closes connections past the request timeout */
+    LIST_HEAD(, plb_http_exchange) pending; /* unanswered exchanges */
+    plb_http_exchange *dispatching;         /* whose handler is running */
+    plb_http_server *next_server;           /* servers list, for the accept error cb */
+    struct event *resume;                   /* ends an accept batch: pending after it */
+    struct event *adopt;                    /* adopts the batch's new connections */
+    struct event *sweep;                    /* closes connections past the request timeout */
     struct hlist adopting, idle, busy_conns;
     int nadopting;
     struct core_http_stats st;
     int64_t request_timeout_ms;
     int max_conns;
-    int batch;       /* accepts since the listener was last enabled */
-    int backing_off; /* accept error pause running */
+    int batch; /* accepts since the listener was last enabled */
     int64_t last_log_ms;
     int port;
     int busy; /* handlers running */
@@ -128,9 +126,9 @@ struct plb_http_exchange {
     struct evhttp_request *req;      /* NULL once libevent dropped it */
     struct evhttp_connection *evcon; /* NULL once closed */
     const char *method;
-    const char *query; /* points into text */
-    plb_http_exchange *prev, *next;
-    char text[]; /* path NUL query NUL */
+    const char *query;                  /* points into text */
+    LIST_ENTRY(plb_http_exchange) link; /* srv->pending */
+    char text[];                        /* path NUL query NUL */
 };
 
 /* Every live server; the accept error callback only gets the evconnlistener. */
@@ -138,32 +136,6 @@ static plb_http_server *servers;
 
 /* ------------------------------------------------------------------------ */
 /* Connections                                                              */
-
-static void
-hlist_push(struct hlist *l, struct hconn *c)
-{
-    c->next = NULL;
-    c->prev = l->tail;
-    if (l->tail)
-        l->tail->next = c;
-    else
-        l->head = c;
-    l->tail = c;
-}
-
-static void
-hlist_remove(struct hlist *l, struct hconn *c)
-{
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        l->head = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    else
-        l->tail = c->prev;
-    c->prev = c->next = NULL;
-}
 
 static struct hlist *
 hconn_list(struct hconn *c)
@@ -178,7 +150,7 @@ hconn_list(struct hconn *c)
 static void
 sweep_arm(plb_http_server *srv)
 {
-    struct hconn *c = srv->idle.head;
+    struct hconn *c = TAILQ_FIRST(&srv->idle);
     int64_t left;
     struct timeval tv;
 
@@ -197,10 +169,10 @@ sweep_arm(plb_http_server *srv)
 static void
 hconn_idle(struct hconn *c)
 {
-    hlist_remove(hconn_list(c), c);
+    TAILQ_REMOVE(hconn_list(c), c, link);
     c->busy = 0;
     c->idle_since_ms = core_now_ms();
-    hlist_push(&c->srv->idle, c);
+    TAILQ_INSERT_TAIL(&c->srv->idle, c, link);
     sweep_arm(c->srv);
 }
 
@@ -208,9 +180,9 @@ hconn_idle(struct hconn *c)
 static void
 hconn_busy(struct hconn *c)
 {
-    hlist_remove(hconn_list(c), c);
+    TAILQ_REMOVE(hconn_list(c), c, link);
     c->busy = 1;
-    hlist_push(&c->srv->busy_conns, c);
+    TAILQ_INSERT_TAIL(&c->srv->busy_conns, c, link);
 }
 
 /* Close an adopted connection now; on_conn_close frees c. Not from inside
@@ -224,10 +196,12 @@ hconn_close(struct hconn *c)
 static struct hconn *
 hconn_find(plb_http_server *srv, struct evhttp_connection *evcon)
 {
-    for (struct hconn *c = srv->idle.tail; c; c = c->prev)
+    struct hconn *c;
+
+    for (c = TAILQ_LAST(&srv->idle, hlist); c; c = TAILQ_PREV(c, hlist, link))
         if (c->evcon == evcon)
             return c;
-    for (struct hconn *c = srv->busy_conns.head; c; c = c->next)
+    for (c = TAILQ_FIRST(&srv->busy_conns); c; c = TAILQ_NEXT(c, link))
         if (c->evcon == evcon)
             return c;
     return NULL;
@@ -261,9 +235,9 @@ on_new_conn(struct event_base *base, void *arg)
     c->srv = srv;
     c->bev = bev;
     bufferevent_incref(bev); /* evhttp may free it before adoption */
-    if (!srv->adopting.head)
+    if (TAILQ_EMPTY(&srv->adopting))
         event_active(srv->adopt, EV_TIMEOUT, 1);
-    hlist_push(&srv->adopting, c);
+    TAILQ_INSERT_TAIL(&srv->adopting, c, link);
     srv->nadopting++;
     srv->st.conns++;
     return bev;
@@ -291,12 +265,12 @@ adopt_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     srv->batch = 0;
-    while ((c = srv->adopting.head) != NULL) {
+    while ((c = TAILQ_FIRST(&srv->adopting)) != NULL) {
         bufferevent_event_cb ecb = NULL;
         void *evcon = NULL;
 
         bufferevent_getcb(c->bev, NULL, NULL, &ecb, &evcon);
-        hlist_remove(&srv->adopting, c);
+        TAILQ_REMOVE(&srv->adopting, c, link);
         srv->nadopting--;
         if (!ecb || !evcon) {
             /* evhttp failed to set the connection up and freed it. */
@@ -310,10 +284,10 @@ adopt_cb(evutil_socket_t fd, short what, void *arg)
         bufferevent_decref(c->bev);
         c->bev = NULL;
         c->idle_since_ms = core_now_ms();
-        hlist_push(&srv->idle, c);
+        TAILQ_INSERT_TAIL(&srv->idle, c, link);
         sweep_arm(srv);
         if (srv->st.conns - srv->nadopting > srv->max_conns) {
-            struct hconn *oldest = srv->idle.head;
+            struct hconn *oldest = TAILQ_FIRST(&srv->idle);
             if (oldest != c) {
                 srv->st.evicted++;
                 hconn_close(oldest);
@@ -334,13 +308,25 @@ sweep_cb(evutil_socket_t fd, short what, void *arg)
 
     (void)fd;
     (void)what;
-    while ((c = srv->idle.head) != NULL && c->idle_since_ms + srv->request_timeout_ms <= now) {
+    while ((c = TAILQ_FIRST(&srv->idle)) != NULL &&
+           c->idle_since_ms + srv->request_timeout_ms <= now) {
         srv->st.timed_out++;
         hconn_close(c);
     }
     sweep_arm(srv);
 }
 
+/* Accept again, unless a pause still holds: an accept batch's (resume
+ * pending) or an accept error's (retry pending), or the server is being
+ * freed. */
+static void
+accept_again(plb_http_server *srv)
+{
+    if (!evtimer_pending(srv->resume, NULL) && !evtimer_pending(srv->retry, NULL) && !srv->dead)
+        evconnlistener_enable(srv->lev);
+}
+
+/* An accept batch's pause ended. */
 static void
 resume_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -349,8 +335,7 @@ resume_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     srv->batch = 0;
-    if (!srv->backing_off && !srv->dead)
-        evconnlistener_enable(srv->lev);
+    accept_again(srv);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -451,13 +436,7 @@ exchange_unlink(plb_http_exchange *x)
 {
     plb_http_server *srv = x->srv;
 
-    if (x->prev)
-        x->prev->next = x->next;
-    else
-        srv->pending = x->next;
-    if (x->next)
-        x->next->prev = x->prev;
-    x->prev = x->next = NULL;
+    LIST_REMOVE(x, link);
     if (srv->dispatching == x)
         srv->dispatching = NULL;
 }
@@ -506,7 +485,7 @@ on_conn_close(struct evhttp_connection *evcon, void *arg)
     struct hconn *c = arg;
     plb_http_server *srv = c->srv;
 
-    for (plb_http_exchange *x = srv->pending; x; x = x->next) {
+    for (plb_http_exchange *x = LIST_FIRST(&srv->pending); x; x = LIST_NEXT(x, link)) {
         if (x->evcon != evcon)
             continue;
         /* Detached from its connection: libevent will not free it. */
@@ -516,7 +495,7 @@ on_conn_close(struct evhttp_connection *evcon, void *arg)
         x->evcon = NULL;
         x->hc = NULL;
     }
-    hlist_remove(hconn_list(c), c);
+    TAILQ_REMOVE(hconn_list(c), c, link);
     srv->st.conns--;
     core_free(c);
 }
@@ -541,7 +520,7 @@ conn_of(plb_http_server *srv, struct evhttp_request *req)
     c->evcon = evcon;
     evhttp_connection_set_closecb(evcon, on_conn_close, c);
     c->idle_since_ms = core_now_ms();
-    hlist_push(&srv->idle, c);
+    TAILQ_INSERT_TAIL(&srv->idle, c, link);
     srv->st.conns++;
     return c;
 }
@@ -591,10 +570,7 @@ on_request(struct evhttp_request *req, void *arg)
     x->query = x->text + plen + 1;
     memcpy(x->text + plen + 1, query, qlen + 1);
     hconn_busy(hc);
-    x->next = srv->pending;
-    if (x->next)
-        x->next->prev = x;
-    srv->pending = x;
+    LIST_INSERT_HEAD(&srv->pending, x, link);
 
     h = r->h; /* the handler may add routes (realloc) */
     harg = r->arg;
@@ -635,7 +611,6 @@ accept_error_cb(struct evconnlistener *lev, void *arg)
         evconnlistener_enable(lev);
         return;
     }
-    srv->backing_off = 1;
     srv->st.accept_errors++;
     if (srv->last_log_ms == 0 || now - srv->last_log_ms >= HTTPD_LOG_EVERY_MS) {
         CORE_WARN("httpd %s: accept failed: %s; pausing %d ms between retries", srv->name,
@@ -644,20 +619,27 @@ accept_error_cb(struct evconnlistener *lev, void *arg)
     }
 }
 
+/* An accept error's pause ended. */
 static void
 retry_cb(evutil_socket_t fd, short what, void *arg)
 {
-    plb_http_server *srv = arg;
-
     (void)fd;
     (void)what;
-    srv->backing_off = 0;
-    if (!evtimer_pending(srv->resume, NULL) && !srv->dead)
-        evconnlistener_enable(srv->lev);
+    accept_again(arg);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                */
+
+/* Free srv's timers and its adopt event (those not made yet are NULL). */
+static void
+server_events_free(plb_http_server *srv)
+{
+    core_event_clear(&srv->retry);
+    core_event_clear(&srv->resume);
+    core_event_clear(&srv->sweep);
+    core_event_clear(&srv->adopt);
+}
 
 plb_http_server *
 core_http_server_new(struct event_base *base, const char *addr, int port, int *err)
@@ -675,6 +657,9 @@ core_http_server_new(struct event_base *base, const char *addr, int port, int *e
         rc = -ENOMEM;
         goto fail;
     }
+    TAILQ_INIT(&srv->adopting);
+    TAILQ_INIT(&srv->idle);
+    TAILQ_INIT(&srv->busy_conns);
     srv->max_conns = CORE_HTTPD_MAX_CONNS;
     srv->request_timeout_ms = CORE_HTTPD_REQUEST_TIMEOUT_MS;
     srv->retry = evtimer_new(base, retry_cb, srv);
@@ -726,14 +711,7 @@ fail:
             evconnlistener_free(srv->lev);
         if (srv->http)
             evhttp_free(srv->http);
-        if (srv->retry)
-            event_free(srv->retry);
-        if (srv->resume)
-            event_free(srv->resume);
-        if (srv->sweep)
-            event_free(srv->sweep);
-        if (srv->adopt)
-            event_free(srv->adopt);
+        server_events_free(srv);
         core_free(srv);
     }
     if (fd >= 0)
@@ -819,8 +797,8 @@ server_destroy(plb_http_server *srv)
         *pp = srv->next_server;
     /* Closes every connection: on_conn_close forgets their requests. */
     evhttp_free(srv->http);
-    while (srv->pending) {
-        plb_http_exchange *x = srv->pending;
+    plb_http_exchange *x;
+    while ((x = LIST_FIRST(&srv->pending))) {
         exchange_unlink(x);
         if (x->req) /* not on a connection: cannot happen, but never leak */
             evhttp_request_free(x->req);
@@ -828,16 +806,13 @@ server_destroy(plb_http_server *srv)
     }
     /* Accepted but not adopted yet: evhttp freed them, we hold the last
      * reference. */
-    while (srv->adopting.head) {
-        struct hconn *c = srv->adopting.head;
-        hlist_remove(&srv->adopting, c);
+    struct hconn *c;
+    while ((c = TAILQ_FIRST(&srv->adopting))) {
+        TAILQ_REMOVE(&srv->adopting, c, link);
         bufferevent_decref(c->bev);
         core_free(c);
     }
-    event_free(srv->retry);
-    event_free(srv->resume);
-    event_free(srv->sweep);
-    event_free(srv->adopt);
+    server_events_free(srv);
     for (size_t i = 0; i < srv->nroutes; i++)
         core_free(srv->routes[i].path);
     core_free(srv->routes);

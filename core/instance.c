@@ -6,6 +6,7 @@
 #include "alloc.h"
 #include "links.h"
 #include "log.h"
+#include "reactor.h"
 
 #define INST_ERR(ctx, ...) core_log(PLB_LOG_ERROR, (ctx)->name, (ctx)->cm->mod->name, __VA_ARGS__)
 #define INST_INFO(ctx, ...) core_log(PLB_LOG_INFO, (ctx)->name, (ctx)->cm->mod->name, __VA_ARGS__)
@@ -188,8 +189,5 @@ core_instances_destroy(struct core *c)
 {
     for (size_t i = c->ninst; i > 0; i--)
         core_instance_destroy(c->inst[i - 1]);
-    if (c->stop_timer) {
-        event_free(c->stop_timer);
-        c->stop_timer = NULL;
-    }
+    core_event_clear(&c->stop_timer);
 }

@@ -26,6 +26,7 @@
 #include "alloc.h"
 #include "log.h"
 #include "metrics.h"
+#include "reactor.h"
 
 struct plb_listener {
     struct evconnlistener *lev;
@@ -287,8 +288,7 @@ fail:
     if (fd >= 0)
         close(fd);
     if (l) {
-        if (l->retry)
-            event_free(l->retry);
+        core_event_clear(&l->retry);
         core_free(l);
     }
     if (err)

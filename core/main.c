@@ -87,6 +87,27 @@ on_hup(evutil_socket_t sig, short what, void *arg)
     core_reload(arg);
 }
 
+/* The signals the daemon handles, each in c->sigs at its index. */
+static const struct {
+    int sig;
+    event_callback_fn cb;
+} signals[] = {{SIGTERM, on_signal}, {SIGINT, on_signal}, {SIGHUP, on_hup}};
+#define NSIGNALS (sizeof(signals) / sizeof(signals[0]))
+_Static_assert(NSIGNALS == sizeof(((struct core *)0)->sigs) / sizeof(struct event *),
+               "one event a signal");
+
+/* Watch every signal of the table on c's loop. 0 or -ENOMEM. */
+static int
+signals_add(struct core *c)
+{
+    for (size_t i = 0; i < NSIGNALS; i++) {
+        c->sigs[i] = evsignal_new(c->base, signals[i].sig, signals[i].cb, c);
+        if (!c->sigs[i] || evsignal_add(c->sigs[i], NULL) < 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 static int
 settings_doc(const char *ref)
 {
@@ -129,12 +150,7 @@ run(struct core *c)
         goto out;
     }
     c->httpc = core_httpc_new(c->base);
-    c->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
-    c->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
-    c->sig_hup = evsignal_new(c->base, SIGHUP, on_hup, c);
-    if (!c->httpc || !c->sig_term || !c->sig_int || !c->sig_hup ||
-        evsignal_add(c->sig_term, NULL) < 0 || evsignal_add(c->sig_int, NULL) < 0 ||
-        evsignal_add(c->sig_hup, NULL) < 0) {
+    if (!c->httpc || signals_add(c) < 0) {
         CORE_ERR("cannot set up the event loop");
         goto out;
     }
@@ -171,12 +187,8 @@ destroy:
 out:
     core_notify_stop();
     core_workers_stop(c->workers);
-    if (c->sig_term)
-        event_free(c->sig_term);
-    if (c->sig_int)
-        event_free(c->sig_int);
-    if (c->sig_hup)
-        event_free(c->sig_hup);
+    for (size_t i = 0; i < NSIGNALS; i++)
+        core_event_clear(&c->sigs[i]);
     core_httpc_free(c->httpc);
     core_links_free(c->links);
     core_metrics_free(c->metrics);

@@ -18,6 +18,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "reactor.h"
 
 static struct event *watchdog_ev; /* owned; the event loop's thread only */
 
@@ -126,8 +127,5 @@ core_notify_stopping(void)
 void
 core_notify_stop(void)
 {
-    if (watchdog_ev) {
-        event_free(watchdog_ev);
-        watchdog_ev = NULL;
-    }
+    core_event_clear(&watchdog_ev);
 }

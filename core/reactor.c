@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <math.h>
+#include <stddef.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "num.h"
 #include "log.h"
 
+/* Both handles begin with their event (see handle_new). */
 struct plb_timer {
     struct event *ev;
     plb_timer_cb cb;
@@ -38,6 +40,8 @@ struct plb_io {
     void *arg;
     int fd;
 };
+_Static_assert(offsetof(struct plb_timer, ev) == 0 && offsetof(struct plb_io, ev) == 0,
+               "handle_new makes the first member");
 
 /* ------------------------------------------------------------------------ */
 /* Clocks                                                                   */
@@ -73,6 +77,33 @@ core_event_base_new(void)
      * timeouts are precise enough, and timer_fire re-arms a timer that
      * woke early, so no timer fires before its deadline either way. */
     return event_base_new();
+}
+
+/* A new zeroed timer or io handle of size bytes, its event (the first
+ * member) made on base for fd and what with fire called back with the
+ * handle. NULL on allocation failure. */
+static void *
+handle_new(size_t size, struct event_base *base, evutil_socket_t fd, short what,
+           event_callback_fn fire)
+{
+    struct event **h = core_calloc(1, size);
+    if (!h)
+        return NULL;
+    *h = event_new(base, fd, what, fire, h);
+    if (!*h) {
+        core_free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void
+core_event_clear(struct event **evp)
+{
+    if (*evp) {
+        event_free(*evp);
+        *evp = NULL;
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -181,18 +212,12 @@ core_timer_new(struct event_base *base, plb_timer_cb cb, void *arg)
 
     if (!base || !cb)
         return NULL;
-    t = core_calloc(1, sizeof *t);
+    t = handle_new(sizeof *t, base, -1, 0, timer_fire);
     if (!t)
         return NULL;
-    t->ev = evtimer_new(base, timer_fire, t);
-    if (!t->ev)
-        goto fail;
     t->cb = cb;
     t->arg = arg;
     return t;
-fail:
-    core_free(t);
-    return NULL;
 }
 
 int
@@ -245,20 +270,35 @@ core_timer_free(plb_timer *t)
 /* ------------------------------------------------------------------------ */
 /* File descriptor watches                                                  */
 
+/* The PLB_IO_* bits and libevent's, in one place for both directions. */
+static const struct {
+    int plb;
+    short ev;
+} io_bits[] = {
+    {PLB_IO_READ, EV_READ},       {PLB_IO_WRITE, EV_WRITE}, {PLB_IO_CLOSED, EV_CLOSED},
+    {PLB_IO_TIMEOUT, EV_TIMEOUT}, {PLB_IO_EDGE, EV_ET},
+};
+
+/* bits translated through io_bits: libevent's to PLB_IO_* when to_plb,
+ * else PLB_IO_* to libevent's. */
+static int
+io_bits_map(int bits, int to_plb)
+{
+    int out = 0;
+    for (size_t i = 0; i < sizeof(io_bits) / sizeof(io_bits[0]); i++)
+        if (bits & (to_plb ? io_bits[i].ev : io_bits[i].plb))
+            out |= to_plb ? io_bits[i].plb : io_bits[i].ev;
+    return out;
+}
+
 static void
 io_fire(evutil_socket_t fd, short what, void *p)
 {
     plb_io *io = p;
-    int w = 0;
+    /* epoll reports EV_ET with each event of an edge-triggered watch: a
+     * mode, not something that happened. */
+    int w = io_bits_map(what & ~EV_ET, 1);
 
-    if (what & EV_READ)
-        w |= PLB_IO_READ;
-    if (what & EV_WRITE)
-        w |= PLB_IO_WRITE;
-    if (what & EV_TIMEOUT)
-        w |= PLB_IO_TIMEOUT;
-    if (what & EV_CLOSED)
-        w |= PLB_IO_CLOSED;
     (void)fd;
     /* Last: the callback may free io. */
     io->cb(io, io->fd, w, io->arg);
@@ -268,35 +308,24 @@ plb_io *
 core_io_new(struct event_base *base, int fd, int what, plb_io_cb cb, void *arg)
 {
     plb_io *io;
-    short ev = EV_PERSIST;
+    short ev;
 
     if (!base || !cb || fd < 0 ||
         (what & ~(PLB_IO_READ | PLB_IO_WRITE | PLB_IO_EDGE | PLB_IO_CLOSED)) != 0 ||
         (what & (PLB_IO_READ | PLB_IO_WRITE)) == 0)
         return NULL;
-    if (what & PLB_IO_READ)
-        ev |= EV_READ;
-    if (what & PLB_IO_WRITE)
-        ev |= EV_WRITE;
-    if (what & PLB_IO_EDGE)
-        ev |= EV_ET;
-    /* A hint: left out where the backend cannot report it (EOF still shows
-     * as a read of 0). */
-    if ((what & PLB_IO_CLOSED) && (event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE))
-        ev |= EV_CLOSED;
-    io = core_calloc(1, sizeof *io);
+    ev = (short)(io_bits_map(what, 0) | EV_PERSIST);
+    /* PLB_IO_CLOSED is a hint: left out where the backend cannot report it
+     * (EOF still shows as a read of 0). */
+    if (!(event_base_get_features(base) & EV_FEATURE_EARLY_CLOSE))
+        ev &= (short)~EV_CLOSED;
+    io = handle_new(sizeof *io, base, fd, ev, io_fire);
     if (!io)
         return NULL;
-    io->ev = event_new(base, fd, ev, io_fire, io);
-    if (!io->ev)
-        goto fail;
     io->cb = cb;
     io->arg = arg;
     io->fd = fd;
     return io;
-fail:
-    core_free(io);
-    return NULL;
 }
 
 int

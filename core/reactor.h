@@ -16,6 +16,7 @@
 
 #include "prismlb/module.h"
 
+struct event;
 struct event_base;
 
 /* Largest delay, period or io timeout accepted, in milliseconds (~35,000
@@ -32,6 +33,9 @@ int64_t core_wall_ms(void);
  * early (see reactor.c). NULL on failure. Any event base works with the
  * functions below. */
 struct event_base *core_event_base_new(void);
+
+/* Free the event *evp (owned; NULL is fine) and set *evp to NULL. */
+void core_event_clear(struct event **evp);
 
 /* New timer on base (borrowed; must outlive the timer), not armed. cb runs on
  * the loop with the timer and arg (borrowed, passed back as is). Free with

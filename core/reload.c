@@ -24,6 +24,7 @@
 #include "links.h"
 #include "log.h"
 #include "notify.h"
+#include "reactor.h"
 #include "reload.h"
 #include "settings.h"
 
@@ -130,8 +131,7 @@ reload_free(struct core_reload *r)
     core_free(r->gone);
     core_free(r->final);
     core_free(r->fresh);
-    if (r->timer)
-        event_free(r->timer);
+    core_event_clear(&r->timer);
     core_free(r);
 }
 

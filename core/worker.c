@@ -139,8 +139,7 @@ mailbox_init(struct mailbox *mb, struct event_base *base)
 static void
 mailbox_fini(struct mailbox *mb)
 {
-    if (mb->ev)
-        event_free(mb->ev);
+    core_event_clear(&mb->ev);
     if (mb->efd >= 0)
         close(mb->efd);
     struct core_msg *m = mb->head;
@@ -345,8 +344,7 @@ core_workers_stop(struct core_workers *ws)
         mailbox_run(ws->main_mb.efd, EV_READ, &ws->main_mb);
     }
     reclaim(ws); /* every worker has seen UINT64_MAX: all are released */
-    if (ws->reclaim)
-        event_free(ws->reclaim);
+    core_event_clear(&ws->reclaim);
     for (size_t i = 0; ws->w && i < ws->n; i++) {
         plb_worker *w = &ws->w[i];
         if (w->base) {

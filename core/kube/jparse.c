@@ -284,83 +284,68 @@ number(struct jp *j)
 
 static json_t *value(struct jp *j);
 
-static json_t *
-object(struct jp *j)
+/* 1 and past it if the next byte is c, else 0. */
+static int
+eat(struct jp *j, unsigned char c)
 {
-    json_t *o = json_object();
-    j->p++;
-    ws(j);
-    if (j->p < j->end && *j->p == '}') {
+    if (j->p < j->end && *j->p == c) {
         j->p++;
-        return o;
+        return 1;
     }
-    while (o) {
-        const char *k;
-        size_t kn;
-        ws(j);
-        if (j->p >= j->end || *j->p != '"' || string(j, &k, &kn) < 0 || memchr(k, 0, kn))
-            goto fail;
-        /* the key may live in tmp, which the value may reuse: copy it */
-        char kbuf[128];
-        char *key = kn < sizeof(kbuf) ? kbuf : core_malloc(kn + 1);
-        if (!key)
-            goto fail;
-        memcpy(key, k, kn);
-        key[kn] = '\0';
-        ws(j);
-        json_t *v = NULL;
-        if (j->p < j->end && *j->p == ':') {
-            j->p++;
-            v = value(j);
-        }
-        int rc = v ? json_object_setn_new_nocheck(o, key, kn, v) : -1;
-        if (key != kbuf)
-            core_free(key);
-        if (rc < 0)
-            goto fail;
-        ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == '}') {
-            j->p++;
-            return o;
-        }
-        goto fail;
-    }
-fail:
-    json_decref(o);
-    return NULL;
+    return 0;
 }
 
-static json_t *
-array(struct jp *j)
+/* One "key": value of an object at j->p, set in o. 0 or -1. */
+static int
+member(struct jp *j, json_t *o)
 {
-    json_t *a = json_array();
+    const char *k;
+    size_t kn;
+    ws(j);
+    if (j->p >= j->end || *j->p != '"' || string(j, &k, &kn) < 0 || memchr(k, 0, kn))
+        return -1;
+    /* the key may live in tmp, which the value may reuse: copy it */
+    char kbuf[128];
+    char *key = kn < sizeof(kbuf) ? kbuf : core_malloc(kn + 1);
+    if (!key)
+        return -1;
+    memcpy(key, k, kn);
+    key[kn] = '\0';
+    ws(j);
+    json_t *v = eat(j, ':') ? value(j) : NULL;
+    int rc = v ? json_object_setn_new_nocheck(o, key, kn, v) : -1;
+    if (key != kbuf)
+        core_free(key);
+    return rc < 0 ? -1 : 0;
+}
+
+/* One element of an array at j->p, appended to a. 0 or -1. */
+static int
+element(struct jp *j, json_t *a)
+{
+    json_t *v = value(j);
+    return v && json_array_append_new(a, v) == 0 ? 0 : -1;
+}
+
+/* An object or an array at j->p (its opening byte) into c (new, NULL when
+ * out of memory): items read by item, separated by ',' and ended by close.
+ * c, or NULL (c freed) on a syntax error or an allocation failure. */
+static json_t *
+container(struct jp *j, json_t *c, unsigned char close, int (*item)(struct jp *, json_t *))
+{
     j->p++;
     ws(j);
-    if (j->p < j->end && *j->p == ']') {
-        j->p++;
-        return a;
-    }
-    while (a) {
-        json_t *v = value(j);
-        if (!v || json_array_append_new(a, v) < 0)
-            goto fail;
+    if (eat(j, close))
+        return c;
+    while (c && item(j, c) == 0) {
         ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
+        if (eat(j, ','))
             continue;
-        }
-        if (j->p < j->end && *j->p == ']') {
-            j->p++;
-            return a;
-        }
-        goto fail;
+        if (eat(j, close))
+            return c;
+        break;
     }
-fail:
-    json_decref(a);
+    json_decref(c);
     return NULL;
 }
 
@@ -382,10 +367,10 @@ value(struct jp *j)
         return NULL;
     switch (*j->p) {
     case '{':
-        v = object(j);
+        v = container(j, json_object(), '}', member);
         break;
     case '[':
-        v = array(j);
+        v = container(j, json_array(), ']', element);
         break;
     case '"': {
         const char *s;

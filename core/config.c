@@ -233,12 +233,8 @@ parse_instance(struct core *c, const config_setting_t *grp, unsigned idx, struct
     return;
 oom:
     core_errors_add(err, where, path, "out of memory");
-    if (ctx) {
-        core_free(ctx->name);
-        core_free(ctx->gate_name);
-        core_free(ctx->config);
-        core_free(ctx);
-    }
+    if (ctx)
+        core_ctx_free_parsed(ctx);
 }
 
 /* Links: INSTANCES settings name existing instances with the role; a gate
@@ -458,16 +454,20 @@ out:
 }
 
 void
+core_ctx_free_parsed(struct plb_ctx *ctx)
+{
+    core_settings_free(ctx->cm->mod->settings, ctx->config);
+    core_free(ctx->config);
+    core_free(ctx->name);
+    core_free(ctx->gate_name);
+    core_free(ctx);
+}
+
+void
 core_config_free(struct core *c)
 {
-    for (size_t i = 0; i < c->ninst; i++) {
-        struct plb_ctx *ctx = c->inst[i];
-        core_settings_free(ctx->cm->mod->settings, ctx->config);
-        core_free(ctx->config);
-        core_free(ctx->name);
-        core_free(ctx->gate_name);
-        core_free(ctx);
-    }
+    for (size_t i = 0; i < c->ninst; i++)
+        core_ctx_free_parsed(c->inst[i]);
     core_free(c->inst);
     c->inst = NULL;
     c->ninst = 0;

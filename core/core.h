@@ -112,6 +112,10 @@ void core_modules_unload(struct core *c);
 int core_config_load(struct core *c, const char *file, struct core_errors *err);
 /* Free instances (their configs) and modules. Instances must be destroyed. */
 void core_config_free(struct core *c);
+/* Free ctx (owned), an instance parsed but not created or already
+ * destroyed: its config (the settings it holds too), name and gate name.
+ * A config still NULL or all zeroes is fine. */
+void core_ctx_free_parsed(struct plb_ctx *ctx);
 
 /* Find an instance by name, or NULL. */
 struct plb_ctx *core_instance_find(struct core *c, const char *name);

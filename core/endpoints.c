@@ -74,24 +74,8 @@ provider_free(struct provider *p)
 void
 core_endpoints_forget(struct core_links *l, const plb_ctx *owner)
 {
-    for (struct sub **sp = &l->subs; *sp;) {
-        struct sub *s = *sp;
-        if (!owner || s->ctx == owner) {
-            *sp = s->next;
-            sub_free(s);
-        } else {
-            sp = &s->next;
-        }
-    }
-    for (struct provider **pp = &l->providers; *pp;) {
-        struct provider *p = *pp;
-        if (!owner || p->owner == owner) {
-            *pp = p->next;
-            provider_free(p);
-        } else {
-            pp = &p->next;
-        }
-    }
+    CORE_LINKS_FORGET(&l->subs, ctx, owner, sub_free);
+    CORE_LINKS_FORGET(&l->providers, owner, owner, provider_free);
 }
 
 /* ctx's provider named name (borrowed), a new empty one when there is

@@ -19,20 +19,18 @@ struct health {
     struct health *next;
 };
 
+static void
+health_free(struct health *h)
+{
+    core_free(h->check);
+    core_free(h->reason);
+    core_free(h);
+}
+
 void
 core_health_forget(struct core_links *l, const plb_ctx *owner)
 {
-    for (struct health **hp = &l->health; *hp;) {
-        struct health *h = *hp;
-        if (!owner || h->ctx == owner) {
-            *hp = h->next;
-            core_free(h->check);
-            core_free(h->reason);
-            core_free(h);
-        } else {
-            hp = &h->next;
-        }
-    }
+    CORE_LINKS_FORGET(&l->health, ctx, owner, health_free);
 }
 
 static struct health *

@@ -353,6 +353,22 @@ fence_unlink(plb_http_req *req)
     req->fence = NULL;
 }
 
+/* Free what req holds itself (its easy handle, header lists and buffers)
+ * and req: a request linked nowhere. */
+static void
+req_release(plb_http_req *req)
+{
+    if (req->easy)
+        curl_easy_cleanup(req->easy);
+    scrub_slist(req->headers);
+    curl_slist_free_all(req->headers);
+    curl_slist_free_all(req->connect_to);
+    buf_free(&req->line, 0);
+    buf_free(&req->resp.body, 0);
+    buf_free(&req->resp.headers, 0);
+    core_free(req);
+}
+
 /* Unlink req from everything, remove it from curl and free it. */
 static void
 req_free(plb_http_req *req)
@@ -365,23 +381,14 @@ req_free(plb_http_req *req)
         queue_unlink(c, req);
     LIST_REMOVE(req, link);
     c->active--;
-    if (req->easy) {
-        if (req->state == REQ_RUNNING)
-            (void)curl_multi_remove_handle(c->multi, req->easy);
-        curl_easy_cleanup(req->easy);
-    }
+    if (req->easy && req->state == REQ_RUNNING)
+        (void)curl_multi_remove_handle(c->multi, req->easy);
     if (req->hq) {
         if (req->slot)
             host_release(c, req);
         host_unref(c, req->hq);
     }
-    scrub_slist(req->headers);
-    curl_slist_free_all(req->headers);
-    curl_slist_free_all(req->connect_to);
-    buf_free(&req->line, 0);
-    buf_free(&req->resp.body, 0);
-    buf_free(&req->resp.headers, 0);
-    core_free(req);
+    req_release(req);
 }
 
 static void set_text(plb_http_req *req, const char *fmt, ...) PLB_PRINTF(2, 3);
@@ -1328,14 +1335,8 @@ core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err)
     *err = 0;
     return req;
 fail:
-    if (req) {
-        if (req->easy)
-            curl_easy_cleanup(req->easy);
-        scrub_slist(req->headers);
-        curl_slist_free_all(req->headers);
-        curl_slist_free_all(req->connect_to);
-        core_free(req);
-    }
+    if (req)
+        req_release(req);
     *err = rc;
     return NULL;
 }

@@ -26,6 +26,22 @@ struct core_links {
     struct health *health;      /* checks, in registration order */
 };
 
+/* Unlink from the list at *headp (its items linked through next) and free
+ * with free_item every item whose owner_field is owner, every item when
+ * owner is NULL: how each registry forgets an instance's share. */
+#define CORE_LINKS_FORGET(headp, owner_field, owner, free_item)                                    \
+    do {                                                                                           \
+        for (__typeof__(*(headp)) *pp_ = (headp); *pp_;) {                                         \
+            __typeof__(*(headp)) item_ = *pp_;                                                     \
+            if (!(owner) || item_->owner_field == (owner)) {                                       \
+                *pp_ = item_->next;                                                                \
+                free_item(item_);                                                                  \
+            } else {                                                                               \
+                pp_ = &item_->next;                                                                \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
 /* New registry (core_links_free it) or NULL. */
 struct core_links *core_links_new(struct core *c);
 /* Free l and everything in it. NULL is fine. */

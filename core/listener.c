@@ -30,13 +30,12 @@
 
 struct plb_listener {
     struct evconnlistener *lev;
-    struct event *retry; /* ends a resource back-off */
+    struct event *retry; /* ends a resource back-off: pending during it */
     plb_accept_cb cb;
     void *arg;
     plb_metric *errors; /* borrowed counter, or NULL */
     int port;
     int user_paused; /* core_listener_pause */
-    int backing_off; /* disabled until retry fires */
     int logged;      /* this back-off episode has been logged */
     char name[CORE_SOCKADDR_STRLEN];
 };
@@ -151,9 +150,7 @@ accept_error_cb(struct evconnlistener *lev, void *p)
         CORE_ERR("listener %s: cannot arm accept retry timer", l->name);
         if (!l->user_paused)
             evconnlistener_enable(lev);
-        return;
     }
-    l->backing_off = 1;
 }
 
 static void
@@ -163,7 +160,6 @@ retry_cb(evutil_socket_t fd, short what, void *p)
 
     (void)fd;
     (void)what;
-    l->backing_off = 0;
     if (!l->user_paused)
         evconnlistener_enable(l->lev);
 }
@@ -316,7 +312,7 @@ core_listener_pause(plb_listener *l, int paused)
     l->user_paused = paused != 0;
     if (l->user_paused)
         evconnlistener_disable(l->lev);
-    else if (!l->backing_off)
+    else if (!evtimer_pending(l->retry, NULL))
         evconnlistener_enable(l->lev);
 }
 

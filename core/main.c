@@ -40,7 +40,7 @@ usage(FILE *f)
         "usage: prismlb --config FILE [options]\n"
         "       prismlb --config FILE --check-config\n"
         "       prismlb --settings-doc MODULE\n"
-        "       prismlb status [--url http://127.0.0.1:7446] [-o json]\n"
+        "       " CORE_STATUS_SYNOPSIS "\n"
         "\n"
         "  -c, --config FILE       the libconfig file naming and wiring module instances\n"
         "  -t, --check-config      load the file and every module, validate every\n"

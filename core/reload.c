@@ -103,17 +103,6 @@ find_in(plb_ctx **v, size_t n, const char *name)
     return NULL;
 }
 
-/* Free a parsed instance that was never created (config, names). */
-static void
-ctx_free_parsed(plb_ctx *x)
-{
-    core_settings_free(x->cm->mod->settings, x->config);
-    core_free(x->config);
-    core_free(x->name);
-    core_free(x->gate_name);
-    core_free(x);
-}
-
 static void
 reload_free(struct core_reload *r)
 {
@@ -122,7 +111,7 @@ reload_free(struct core_reload *r)
     /* instances of nc that were not taken over */
     for (size_t i = 0; i < r->nc.ninst; i++)
         if (r->nc.inst[i])
-            ctx_free_parsed(r->nc.inst[i]);
+            core_ctx_free_parsed(r->nc.inst[i]);
     core_free(r->nc.inst);
     core_settings_free(core_settings_table, &r->nc.cfg);
     core_free(r->nc.config_file);
@@ -191,7 +180,7 @@ apply_stopped(struct core_reload *r)
         x->gate_open = 0;
         if (r->gone[i]) {
             core_log(PLB_LOG_INFO, x->name, x->cm->mod->name, "removed by the reload");
-            ctx_free_parsed(x);
+            core_ctx_free_parsed(x);
             r->stop[i] = NULL;
         }
     }

@@ -279,6 +279,14 @@ print_tables(const json_t *doc, FILE *out)
     return 0;
 }
 
+/* The usage line on f; returns rc, the exit status that goes with it. */
+static int
+usage(FILE *f, int rc)
+{
+    fprintf(f, "usage: %s\n", CORE_STATUS_SYNOPSIS);
+    return rc;
+}
+
 int
 core_status_cli(int argc, char **argv)
 {
@@ -301,17 +309,13 @@ core_status_cli(int argc, char **argv)
             output = optarg;
             break;
         case 'h':
-            printf("usage: prismlb status [--url http://127.0.0.1:7446] [-o json]\n");
-            return 0;
+            return usage(stdout, 0);
         default:
-            fprintf(stderr, "usage: prismlb status [--url http://127.0.0.1:7446] [-o json]\n");
-            return 2;
+            return usage(stderr, 2);
         }
     }
-    if (optind < argc || (strcmp(output, "json") != 0 && strcmp(output, "table") != 0)) {
-        fprintf(stderr, "usage: prismlb status [--url http://127.0.0.1:7446] [-o json]\n");
-        return 2;
-    }
+    if (optind < argc || (strcmp(output, "json") != 0 && strcmp(output, "table") != 0))
+        return usage(stderr, 2);
     size_t ul = strlen(url);
     snprintf(full, sizeof(full), "%.*s/status", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul), url);
     json_t *doc = fetch(full);

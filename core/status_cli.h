@@ -11,4 +11,7 @@
  * 3 s to connect, 10 s in all); never runs inside the daemon. */
 int core_status_cli(int argc, char **argv);
 
+/* Its synopsis, for the daemon's usage text too. */
+#define CORE_STATUS_SYNOPSIS "prismlb status [--url http://127.0.0.1:7446] [-o json]"
+
 #endif

@@ -98,6 +98,13 @@ tmp_reserve(struct jp *j, size_t n)
     return 0;
 }
 
+/* What the one-letter escapes \X stand for; 0 for the others (\u is
+ * decoded apart). */
+static const char unescape[256] = {
+    ['"'] = '"',  ['\\'] = '\\', ['/'] = '/',  ['b'] = '\b',
+    ['f'] = '\f', ['n'] = '\n',  ['r'] = '\r', ['t'] = '\t',
+};
+
 /* A string at j->p == '"': its bytes (borrowed from the input or from
  * j->tmp) and length. 0 or -1. */
 static int
@@ -162,32 +169,12 @@ string(struct jp *j, const char **out, size_t *outlen)
         if (++s >= e)
             return -1;
         c = *s++;
-        switch (c) {
-        case '"':
-        case '\\':
-        case '/':
-            j->tmp[o++] = (char)c;
+        if (unescape[c]) {
+            j->tmp[o++] = unescape[c];
             continue;
-        case 'b':
-            j->tmp[o++] = '\b';
-            continue;
-        case 'f':
-            j->tmp[o++] = '\f';
-            continue;
-        case 'n':
-            j->tmp[o++] = '\n';
-            continue;
-        case 'r':
-            j->tmp[o++] = '\r';
-            continue;
-        case 't':
-            j->tmp[o++] = '\t';
-            continue;
-        case 'u':
-            break;
-        default:
-            return -1;
         }
+        if (c != 'u')
+            return -1;
         unsigned cp, lo;
         if (e - s < 4 || hex4(s, &cp) < 0)
             return -1;

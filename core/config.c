@@ -208,14 +208,11 @@ parse_instance(struct core *c, const config_setting_t *grp, unsigned idx, struct
     if (!ni)
         goto oom;
     c->inst = ni;
-    ctx = core_calloc(1, sizeof(*ctx));
+    ctx = core_malloc(sizeof(*ctx));
     if (!ctx)
         goto oom;
-    ctx->core = c;
-    ctx->cm = cm;
-    ctx->log_max = PLB_LOG_DEBUG;
+    *ctx = (struct plb_ctx){.core = c, .cm = cm, .log_max = PLB_LOG_DEBUG};
     ctx->name = core_strdup(name);
-    ctx->where = NULL;
     ctx->gate_name = gate ? core_strdup(gate) : NULL;
     ctx->config = core_calloc(1, cm->mod->config_size ? cm->mod->config_size : 1);
     if (!ctx->name || (gate && !ctx->gate_name) || !ctx->config)
@@ -467,7 +464,8 @@ void
 core_config_free(struct core *c)
 {
     for (size_t i = 0; i < c->ninst; i++)
-        core_ctx_free_parsed(c->inst[i]);
+        if (c->inst[i]) /* NULL: taken over by the running config (reload.c) */
+            core_ctx_free_parsed(c->inst[i]);
     core_free(c->inst);
     c->inst = NULL;
     c->ninst = 0;

@@ -110,7 +110,8 @@ void core_modules_unload(struct core *c);
  * check links. Fills c->cfg and c->inst (instances not yet created). Returns
  * the number of errors recorded in err. */
 int core_config_load(struct core *c, const char *file, struct core_errors *err);
-/* Free instances (their configs) and modules. Instances must be destroyed. */
+/* Free instances (their configs; NULL entries are skipped), settings and
+ * modules. Instances must be destroyed. */
 void core_config_free(struct core *c);
 /* Free ctx (owned), an instance parsed but not created or already
  * destroyed: its config (the settings it holds too), name and gate name.

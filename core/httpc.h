@@ -61,7 +61,8 @@ void core_httpc_free(struct core_httpc *c);
 plb_http_req *core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err);
 
 /* Cancel req (borrowed; freed here or, when called from inside req's own
- * callbacks, as soon as they return). done is not called afterwards. */
+ * callbacks, as soon as they return). done is not called afterwards. NULL
+ * is fine. */
 void core_http_cancel(plb_http_req *req);
 
 /* Fences. The writes (requests with a method other than GET and HEAD) of

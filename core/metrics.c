@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "strv.h"
 
 #define LE_LEN 32
 /* Labels of a family a view writes to, its fixed one included. */
@@ -45,8 +46,7 @@ struct plb_metric {
     enum plb_metric_type type;
     char *name;
     char *help; /* never NULL */
-    char **label_names;
-    size_t nlabels;
+    struct plb_strv label_names;
     double *bounds; /* histogram: finite upper bounds, ascending */
     size_t nbounds;
     char (*le)[2][LE_LEN];  /* per bound: [0] text format, [1] OpenMetrics */
@@ -202,9 +202,9 @@ static int
 values_hash(const plb_metric *m, const char *const *lv, uint64_t *h)
 {
     uint64_t x = 1469598103934665603ull;
-    if (m->nlabels && !lv)
+    if (m->label_names.n && !lv)
         return -1;
-    for (size_t i = 0; i < m->nlabels; i++) {
+    for (size_t i = 0; i < m->label_names.n; i++) {
         if (!lv[i])
             return -1;
         for (const unsigned char *p = (const unsigned char *)lv[i];; p++) {
@@ -222,7 +222,7 @@ static int
 key_equal(const struct series *s, const plb_metric *m, const char *const *lv)
 {
     const char *k = s->key, *end = s->key + s->keylen;
-    for (size_t i = 0; i < m->nlabels; i++) {
+    for (size_t i = 0; i < m->label_names.n; i++) {
         size_t l = strlen(lv[i]);
         if ((size_t)(end - k) < l + 1 || memcmp(k, lv[i], l) != 0 || k[l] != '\0')
             return 0;
@@ -327,11 +327,11 @@ series_get(plb_metric *m, const char *const *lv, struct series **out)
         return 0;
     }
     size_t keylen = 0, labelslen = 0;
-    for (size_t i = 0; i < m->nlabels; i++) {
+    for (size_t i = 0; i < m->label_names.n; i++) {
         if (!utf8_valid(lv[i]))
             return -EINVAL;
         keylen += strlen(lv[i]) + 1;
-        labelslen += (i ? 1 : 0) + strlen(m->label_names[i]) + 3 + escape_label(NULL, lv[i]);
+        labelslen += (i ? 1 : 0) + strlen(m->label_names.v[i]) + 3 + escape_label(NULL, lv[i]);
     }
     int rc = series_reserve(m);
     if (rc < 0)
@@ -347,14 +347,14 @@ series_get(plb_metric *m, const char *const *lv, struct series **out)
     s->labels = s->key + keylen;
     s->labelslen = labelslen;
     char *k = s->key, *d = s->labels;
-    for (size_t i = 0; i < m->nlabels; i++) {
+    for (size_t i = 0; i < m->label_names.n; i++) {
         size_t l = strlen(lv[i]);
         memcpy(k, lv[i], l + 1);
         k += l + 1;
         if (i)
             *d++ = ',';
-        l = strlen(m->label_names[i]);
-        memcpy(d, m->label_names[i], l);
+        l = strlen(m->label_names.v[i]);
+        memcpy(d, m->label_names.v[i], l);
         d += l;
         *d++ = '=';
         *d++ = '"';
@@ -406,11 +406,7 @@ family_free(plb_metric *m)
         core_free(v);
     }
     series_clear(m);
-    if (m->label_names) {
-        for (size_t i = 0; i < m->nlabels; i++)
-            core_free(m->label_names[i]);
-        core_free(m->label_names);
-    }
+    core_strv_free(&m->label_names);
     core_free(m->name);
     core_free(m->help);
     core_free(m->bounds);
@@ -513,10 +509,10 @@ static int
 family_same(const plb_metric *m, enum plb_metric_type type, const char *help, const char *const *ln,
             size_t nl, const double *b, size_t nb)
 {
-    if (m->type != type || strcmp(m->help, help) != 0 || m->nlabels != nl || m->nbounds != nb)
+    if (m->type != type || strcmp(m->help, help) != 0 || m->label_names.n != nl || m->nbounds != nb)
         return 0;
     for (size_t i = 0; i < nl; i++)
-        if (strcmp(m->label_names[i], ln[i]) != 0)
+        if (strcmp(m->label_names.v[i], ln[i]) != 0)
             return 0;
     for (size_t i = 0; i < nb; i++)
         if (m->bounds[i] != b[i])
@@ -588,16 +584,9 @@ core_metric_new(struct core_metrics *r, enum plb_metric_type type, const char *n
     m->help = core_strdup(help);
     if (!m->name || !m->help)
         goto fail;
-    if (nl) {
-        m->label_names = core_calloc(nl, sizeof(char *));
-        if (!m->label_names)
+    for (size_t i = 0; i < nl; i++)
+        if (core_strv_push(&m->label_names, label_names[i], strlen(label_names[i])) < 0)
             goto fail;
-        for (; m->nlabels < nl; m->nlabels++) {
-            m->label_names[m->nlabels] = core_strdup(label_names[m->nlabels]);
-            if (!m->label_names[m->nlabels])
-                goto fail;
-        }
-    }
     if (nbuckets) {
         m->bounds = core_malloc(nbuckets * sizeof(double));
         m->le = core_calloc(nbuckets, sizeof(*m->le));
@@ -691,7 +680,7 @@ family_of(plb_metric *m, const char *const **lv, const char **full)
     if (!f)
         return m;
     full[0] = m->fixed;
-    for (size_t i = 1; i < f->nlabels; i++)
+    for (size_t i = 1; i < f->label_names.n; i++)
         full[i] = *lv ? (*lv)[i - 1] : NULL;
     *lv = full;
     return f;

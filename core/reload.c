@@ -108,14 +108,9 @@ reload_free(struct core_reload *r)
 {
     if (!r)
         return;
-    /* instances of nc that were not taken over */
-    for (size_t i = 0; i < r->nc.ninst; i++)
-        if (r->nc.inst[i])
-            core_ctx_free_parsed(r->nc.inst[i]);
-    core_free(r->nc.inst);
-    core_settings_free(core_settings_table, &r->nc.cfg);
-    core_free(r->nc.config_file);
-    core_free(r->nc.config_dir);
+    /* nc's settings and the instances of it that were not taken over
+     * (its modules are the running config's: nc.modules is NULL) */
+    core_config_free(&r->nc);
     core_free(r->stop);
     core_free(r->gone);
     core_free(r->final);

@@ -43,13 +43,14 @@ enum watch_end { WE_NONE = 0, WE_GONE, WE_ERROR, WE_LOST };
 struct plb_informer {
     plb_kube *k;
     struct plb_informer_opts o;
-    struct plb_kube_ref ref;                         /* o.ref points here */
-    char *api_version, *resource, *ns, *lsel, *fsel; /* copies of o's */
-    char *path;                                      /* collection path */
-    json_t *cache;                                   /* key -> object */
-    json_t *fresh;                                   /* list being read */
-    char *rv;                                        /* resourceVersion to watch from */
-    char *cont;                                      /* continue token of the next page */
+    struct plb_kube_ref ref;                               /* o.ref points here */
+    char *copies;                                          /* o's strings, in one block */
+    const char *api_version, *resource, *ns, *lsel, *fsel; /* in copies */
+    char *path;                                            /* collection path */
+    json_t *cache;                                         /* key -> object */
+    json_t *fresh;                                         /* list being read */
+    char *rv;                                              /* resourceVersion to watch from */
+    char *cont;                                            /* continue token of the next page */
     int unpaged; /* list without limit (after an expired continue) */
     int synced;
     enum inf_state st;
@@ -118,11 +119,7 @@ inf_destroy(plb_informer *inf)
     core_timer_free(inf->timer);
     json_decref(inf->cache);
     json_decref(inf->fresh);
-    core_free(inf->api_version);
-    core_free(inf->resource);
-    core_free(inf->ns);
-    core_free(inf->lsel);
-    core_free(inf->fsel);
+    core_free(inf->copies);
     core_free(inf->path);
     core_free(inf->rv);
     core_free(inf->cont);
@@ -503,6 +500,25 @@ inf_do(plb_informer *inf, enum kb_action a)
 /* ------------------------------------------------------------------------ */
 /* Public.                                                                   */
 
+/* Point *dst[i] at a copy of src[i] (NULL stays NULL) for each of the n,
+ * every copy in one new block *block. 0 or -ENOMEM. */
+static int
+copy_strings(char **block, const char *const *src, const char **const *dst, size_t n)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += src[i] ? strlen(src[i]) + 1 : 0;
+    char *p = *block = core_malloc(len);
+    if (!p)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = src[i] ? strlen(src[i]) + 1 : 0;
+        *dst[i] = src[i] ? memcpy(p, src[i], l) : NULL;
+        p += l;
+    }
+    return 0;
+}
+
 plb_informer *
 core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
 {
@@ -521,18 +537,15 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
         return NULL;
     inf->k = k;
     inf->o = *o;
-    inf->api_version = core_strdup(o->ref->api_version);
-    inf->resource = core_strdup(o->ref->resource);
-    inf->ns = o->ref->ns ? core_strdup(o->ref->ns) : NULL;
-    inf->lsel = o->label_selector ? core_strdup(o->label_selector) : NULL;
-    inf->fsel = o->field_selector ? core_strdup(o->field_selector) : NULL;
+    const char *src[] = {o->ref->api_version, o->ref->resource, o->ref->ns, o->label_selector,
+                         o->field_selector};
+    const char **dst[] = {&inf->api_version, &inf->resource, &inf->ns, &inf->lsel, &inf->fsel};
+    int copied = copy_strings(&inf->copies, src, dst, sizeof(src) / sizeof(src[0]));
     inf->path = core_kube_path(o->ref->api_version, o->ref->resource, o->ref->ns, NULL, NULL);
     inf->cache = json_object();
     inf->fresh = json_object();
     inf->timer = core_timer_new(k->base, on_timer, inf);
-    if (!inf->api_version || !inf->resource || (o->ref->ns && !inf->ns) ||
-        (o->label_selector && !inf->lsel) || (o->field_selector && !inf->fsel) || !inf->path ||
-        !inf->cache || !inf->fresh || !inf->timer) {
+    if (copied < 0 || !inf->path || !inf->cache || !inf->fresh || !inf->timer) {
         inf->next = NULL;
         inf->k = k;
         /* not linked yet: destroy unlinks nothing */
@@ -554,18 +567,25 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
     return inf;
 }
 
+/* inf is done for: its request cancelled, and inf freed now or when the
+ * callbacks it is inside return (reap). */
+static void
+inf_kill(plb_informer *inf)
+{
+    inf->dead = 1;
+    core_http_cancel(inf->req);
+    inf->req = NULL;
+    if (inf->depth == 0)
+        inf_destroy(inf);
+}
+
 void
 core_informer_free(plb_informer *inf)
 {
     if (!inf || inf->dead)
         return;
-    inf->dead = 1;
-    if (inf->req)
-        core_http_cancel(inf->req);
-    inf->req = NULL;
     core_timer_cancel(inf->timer);
-    if (inf->depth == 0)
-        inf_destroy(inf);
+    inf_kill(inf);
 }
 
 void
@@ -576,12 +596,7 @@ core_kube_informers_free(plb_kube *k)
         k->informers = inf->next;
         inf->next = NULL;
         inf->linked = 0;
-        if (inf->req)
-            core_http_cancel(inf->req);
-        inf->req = NULL;
-        inf->dead = 1;
-        if (inf->depth == 0)
-            inf_destroy(inf);
+        inf_kill(inf);
     }
 }
 

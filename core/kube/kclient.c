@@ -157,8 +157,7 @@ core_kube_free(plb_kube *k)
             keep = op;
             continue;
         }
-        if (op->req)
-            core_http_cancel(op->req);
+        core_http_cancel(op->req);
         core_kube_op_free(op);
     }
     k->ops = keep;

@@ -231,8 +231,7 @@ core_kube_cancel(plb_kube_op *op)
         return;
     plb_kube *k = op->k;
     const struct core_kube_kind *kind = op->kind;
-    if (op->req)
-        core_http_cancel(op->req);
+    core_http_cancel(op->req);
     op->req = NULL;
     if (kind->leave)
         kind->leave(op);

@@ -167,6 +167,24 @@ retry_cb(evutil_socket_t fd, short what, void *p)
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                */
 
+/* The port and the address text (name_len bytes) of what fd is bound to;
+ * port and name may be NULL. 0 or -errno. */
+static int
+sock_local(int fd, int *port, char *name, size_t name_len)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -errno;
+    if (port)
+        *port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                                         : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (name)
+        core_sockaddr_format((struct sockaddr *)&ss, name, name_len);
+    return 0;
+}
+
 int
 core_tcp_listen_socket(const char *addr, int port, int backlog, int *bound_port, char *name,
                        size_t name_len)
@@ -200,16 +218,9 @@ core_tcp_listen_socket_flags(const char *addr, int port, int backlog, int flags,
         goto fail;
     if (bind(fd, (const struct sockaddr *)&ss, len) != 0)
         goto fail;
-    if (listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0)
+    if (listen(fd, backlog > 0 ? backlog : SOMAXCONN) != 0 ||
+        sock_local(fd, bound_port, name, name_len) < 0)
         goto fail;
-    len = sizeof ss;
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
-        goto fail;
-    if (bound_port)
-        *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                               : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    if (name)
-        core_sockaddr_format((struct sockaddr *)&ss, name, name_len);
     return fd;
 fail:
     rc = -errno;
@@ -240,19 +251,16 @@ core_listen_tcp_flags(struct event_base *base, const char *addr, int port, int b
 plb_listener *
 core_listener_adopt(struct event_base *base, int fd, plb_accept_cb cb, void *arg, int *err)
 {
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
+    char name[CORE_SOCKADDR_STRLEN];
     plb_listener *l = NULL;
-    int rc;
+    int port, rc;
 
     if (!base || !cb || fd < 0) {
         rc = -EINVAL;
         goto fail;
     }
-    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) {
-        rc = -errno;
+    if ((rc = sock_local(fd, &port, name, sizeof name)) < 0)
         goto fail;
-    }
     l = core_calloc(1, sizeof *l);
     if (!l) {
         rc = -ENOMEM;
@@ -260,9 +268,8 @@ core_listener_adopt(struct event_base *base, int fd, plb_accept_cb cb, void *arg
     }
     l->cb = cb;
     l->arg = arg;
-    l->port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    core_sockaddr_format((struct sockaddr *)&ss, l->name, sizeof l->name);
+    l->port = port;
+    memcpy(l->name, name, sizeof l->name);
     l->retry = evtimer_new(base, retry_cb, l);
     if (!l->retry) {
         rc = -ENOMEM;

@@ -205,10 +205,6 @@ event_release(plb_kube_op *op)
     core_free(op->ev_cont);
     json_decref(op->ev_body);
     json_decref(op->ev_found);
-    op->ev_key = NULL;
-    op->ev_cont = NULL;
-    op->ev_body = NULL;
-    op->ev_found = NULL;
 }
 
 /* The cache entry {name, namespace, count, last} of Event ev (borrowed).

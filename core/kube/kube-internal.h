@@ -268,8 +268,8 @@ struct core_kube_kind {
     void (*leave)(plb_kube_op *op);
     /* After op left and was freed: start what waited for it. May be NULL. */
     void (*resume)(plb_kube *k);
-    /* Free what the kind keeps in op (events.c: ev_key, ev_body). May be
-     * NULL. */
+    /* Free what the kind keeps in op (events.c: ev_key, ev_cont, ev_body,
+     * ev_found), just before op itself is freed. May be NULL. */
     void (*release)(plb_kube_op *op);
 };
 

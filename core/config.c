@@ -451,16 +451,6 @@ out:
 }
 
 void
-core_ctx_free_parsed(struct plb_ctx *ctx)
-{
-    core_settings_free(ctx->cm->mod->settings, ctx->config);
-    core_free(ctx->config);
-    core_free(ctx->name);
-    core_free(ctx->gate_name);
-    core_free(ctx);
-}
-
-void
 core_config_free(struct core *c)
 {
     for (size_t i = 0; i < c->ninst; i++)
@@ -474,4 +464,14 @@ core_config_free(struct core *c)
     core_free(c->config_file);
     core_free(c->config_dir);
     c->config_file = c->config_dir = NULL;
+}
+
+void
+core_ctx_free_parsed(struct plb_ctx *ctx)
+{
+    core_settings_free(ctx->cm->mod->settings, ctx->config);
+    core_free(ctx->config);
+    core_free(ctx->name);
+    core_free(ctx->gate_name);
+    core_free(ctx);
 }

@@ -354,10 +354,12 @@ fence_unlink(plb_http_req *req)
 }
 
 /* Free what req holds itself (its easy handle, header lists and buffers)
- * and req: a request linked nowhere. */
+ * and req: a request linked nowhere. NULL is fine. */
 static void
 req_release(plb_http_req *req)
 {
+    if (!req)
+        return;
     if (req->easy)
         curl_easy_cleanup(req->easy);
     scrub_slist(req->headers);
@@ -1335,8 +1337,7 @@ core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err)
     *err = 0;
     return req;
 fail:
-    if (req)
-        req_release(req);
+    req_release(req);
     *err = rc;
     return NULL;
 }

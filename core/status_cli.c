@@ -287,34 +287,38 @@ usage(FILE *f, int rc)
     return rc;
 }
 
+/* The options of `prismlb status` (CORE_STATUS_SYNOPSIS). */
+static const struct option status_opts[] = {
+    {"url", required_argument, NULL, 'u'},
+    {"output", required_argument, NULL, 'o'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 int
 core_status_cli(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"url", required_argument, NULL, 'u'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *url = "http://127.0.0.1:7446", *output = "table";
     char full[2048];
     int o;
     optind = 1;
-    while ((o = getopt_long(argc, argv, "u:o:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "u:o:h", status_opts, NULL)) != -1) {
         switch (o) {
+        case 'h':
+            return usage(stdout, 0);
         case 'u':
             url = optarg;
             break;
         case 'o':
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "table") != 0)
+                return usage(stderr, 2);
             output = optarg;
             break;
-        case 'h':
-            return usage(stdout, 0);
         default:
             return usage(stderr, 2);
         }
     }
-    if (optind < argc || (strcmp(output, "json") != 0 && strcmp(output, "table") != 0))
+    if (optind < argc)
         return usage(stderr, 2);
     size_t ul = strlen(url);
     snprintf(full, sizeof(full), "%.*s/status", (int)(ul && url[ul - 1] == '/' ? ul - 1 : ul), url);

@@ -76,6 +76,39 @@ resolve_config(plb_kube *k, const struct plb_kube_opts *o, char *err, size_t err
     return core_kube_config_load(&k->cfg, file, o->context, err, errlen);
 }
 
+void
+core_kube_free(plb_kube *k)
+{
+    if (!k || k->dying)
+        return;
+    core_kube_informers_free(k);
+    plb_kube_op *keep = NULL;
+    while (k->ops) {
+        plb_kube_op *op = k->ops;
+        if (op->in_done) {
+            /* Its done callback is running (and called us): it is freed
+             * when that returns. */
+            k->ops = op->next;
+            op->prev = op->next = NULL;
+            keep = op;
+            continue;
+        }
+        core_http_cancel(op->req);
+        core_kube_op_free(op);
+    }
+    k->ops = keep;
+    k->evq = k->evq_tail = NULL;
+    if (k->depth > 0) {
+        k->dying = 1;
+        return;
+    }
+    core_kube_events_fini(k);
+    core_kube_config_clear(&k->cfg);
+    core_free(k->ua_header);
+    core_free(k->ns);
+    core_free(k);
+}
+
 plb_kube *
 core_kube_new(struct core_httpc *httpc, struct event_base *base, plb_ctx *ctx,
               const struct plb_kube_opts *o, const char *version, char *err, size_t errlen)
@@ -138,39 +171,6 @@ oom:
 fail:
     core_kube_free(k);
     return NULL;
-}
-
-void
-core_kube_free(plb_kube *k)
-{
-    if (!k || k->dying)
-        return;
-    core_kube_informers_free(k);
-    plb_kube_op *keep = NULL;
-    while (k->ops) {
-        plb_kube_op *op = k->ops;
-        if (op->in_done) {
-            /* Its done callback is running (and called us): it is freed
-             * when that returns. */
-            k->ops = op->next;
-            op->prev = op->next = NULL;
-            keep = op;
-            continue;
-        }
-        core_http_cancel(op->req);
-        core_kube_op_free(op);
-    }
-    k->ops = keep;
-    k->evq = k->evq_tail = NULL;
-    if (k->depth > 0) {
-        k->dying = 1;
-        return;
-    }
-    core_kube_events_fini(k);
-    core_kube_config_clear(&k->cfg);
-    core_free(k->ua_header);
-    core_free(k->ns);
-    core_free(k);
 }
 
 const char *

@@ -5,6 +5,7 @@
  * the ABI because modules only see the opaque type and these accessors.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -233,7 +234,7 @@ core_obj_new_array(void)
 plb_obj *
 core_obj_new_bool(int v)
 {
-    return KOBJ(json_boolean(v));
+    return KOBJ(json_boolean(v != 0));
 }
 
 plb_obj *
@@ -245,7 +246,7 @@ core_obj_new_null(void)
 plb_obj *
 core_obj_new_real(double v)
 {
-    return KOBJ(json_real(v));
+    return isfinite(v) ? KOBJ(json_real(v)) : NULL; /* JSON has no NaN or infinity */
 }
 
 int

@@ -1079,7 +1079,9 @@ struct plb_host {
 
     /* JSON builders: new values (free with obj_unref, or hand them to
      * obj_set / obj_append, which steal them). NULL on allocation failure.
-     * [any] for a value one thread owns. */
+     * obj_new_bool takes any nonzero v for true; obj_new_real gives NULL
+     * for a NaN or an infinity, which JSON cannot hold. [any] for a value
+     * one thread owns. */
     plb_obj *(*obj_new_object)(void);
     plb_obj *(*obj_new_array)(void);
     plb_obj *(*obj_new_bool)(int v);

@@ -5,6 +5,8 @@
  * prismlb-fake-kube. Proves the table is wired and the JSON accessors
  * behave as module.h says.
  */
+#include <math.h>
+
 #include "core.h"
 #include "host.h"
 #include "kt.h"
@@ -163,6 +165,36 @@ START_TEST(host_table_end_to_end)
 }
 END_TEST
 
+/* The JSON builders as module.h states them: each kind of value, append
+ * and remove with their refusals, bool's nonzero, real's NaN/infinity. */
+START_TEST(json_builders)
+{
+    plb_obj *o = H->obj_new_object(), *a = H->obj_new_array();
+    ck_assert_ptr_nonnull(o);
+    ck_assert_ptr_nonnull(a);
+    ck_assert_int_eq(H->obj_append(a, H->obj_new_bool(2)), 0);
+    ck_assert_int_eq(H->obj_append(a, H->obj_new_null()), 0);
+    ck_assert_int_eq(H->obj_append(a, H->obj_new_real(0.5)), 0);
+    ck_assert_int_eq(H->obj_append(a, H->obj_new_int(-7)), 0);
+    ck_assert_int_eq(H->obj_append(a, H->obj_new_str("x")), 0);
+    ck_assert_int_eq(H->obj_append(a, NULL), -EINVAL);
+    ck_assert_int_eq(H->obj_append(o, H->obj_new_null()), -EINVAL); /* o is no array */
+    ck_assert_ptr_null(H->obj_new_real(NAN));
+    ck_assert_ptr_null(H->obj_new_real(INFINITY));
+    ck_assert_ptr_null(H->obj_new_str(NULL));
+    ck_assert_int_eq(H->obj_remove(a, 1), 0); /* the null */
+    ck_assert_int_eq(H->obj_remove(a, 4), -ENOENT);
+    ck_assert_int_eq(H->obj_remove(o, 0), -ENOENT);
+    ck_assert_int_eq(H->obj_set(o, a, "spec", "items", NULL), 0); /* "spec" made on the way */
+    ck_assert_int_eq(H->obj_set(o, H->obj_new_null(), "spec", "items", "x", NULL), -EINVAL);
+    ck_assert_int_eq(H->obj_set(a, H->obj_new_null(), "k", NULL), -EINVAL); /* a is no object */
+    char *text = H->obj_dump(o);
+    ck_assert_str_eq(text, "{\"spec\":{\"items\":[true,0.5,-7,\"x\"]}}");
+    H->free(text);
+    H->obj_unref(o);
+}
+END_TEST
+
 static Suite *
 abi_suite(void)
 {
@@ -170,6 +202,7 @@ abi_suite(void)
     TCase *tc = tcase_create("host");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, host_table_end_to_end);
+    tcase_add_test(tc, json_builders);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -334,25 +334,35 @@ events_in_store(struct kt *t)
     return arr;
 }
 
-START_TEST(events_aggregate_like_client_go)
+/* A warning Event (component prismlb-test) about a Lease created here;
+ * *lease is the caller's to release. */
+static struct plb_kube_event
+lease_warning(struct kt *t, json_t **lease, const char *reason, const char *message)
 {
-    struct kt t;
     struct kres r = {0};
-    kt_start(&t, NULL, NULL);
-    create_lease(&t, &r);
-    json_t *lease = json_incref(r.obj);
+    create_lease(t, &r);
+    *lease = json_incref(r.obj);
     kres_clear(&r);
-    struct plb_kube_event ev = {
-        .size = sizeof(ev),
-        .involved = (const plb_obj *)lease,
+    return (struct plb_kube_event){
+        .size = sizeof(struct plb_kube_event),
+        .involved = (const plb_obj *)*lease,
         .kind = "Lease",
         .api_version = "coordination.k8s.io/v1",
         .type = "Warning",
-        .reason = "BadAnnotation",
-        .message = "annotation x is not a number",
+        .reason = reason,
+        .message = message,
         .component = "prismlb-test",
-        .host = "node-1",
     };
+}
+
+START_TEST(events_aggregate_like_client_go)
+{
+    struct kt t;
+    kt_start(&t, NULL, NULL);
+    json_t *lease;
+    struct plb_kube_event ev =
+        lease_warning(&t, &lease, "BadAnnotation", "annotation x is not a number");
+    ev.host = "node-1";
     int done = 0;
     /* Three identical Events back to back: one Event, count 3. */
     for (int i = 0; i < 3; i++)
@@ -472,21 +482,9 @@ stored_count(struct kt *t, const char *msg)
 START_TEST(events_found_again_after_a_restart)
 {
     struct kt t;
-    struct kres r = {0};
     kt_start(&t, NULL, NULL);
-    create_lease(&t, &r);
-    json_t *lease = json_incref(r.obj);
-    kres_clear(&r);
-    struct plb_kube_event ev = {
-        .size = sizeof(ev),
-        .involved = (const plb_obj *)lease,
-        .kind = "Lease",
-        .api_version = "coordination.k8s.io/v1",
-        .type = "Warning",
-        .reason = "Refused",
-        .message = "type lb99 is unknown",
-        .component = "prismlb-test",
-    };
+    json_t *lease;
+    struct plb_kube_event ev = lease_warning(&t, &lease, "Refused", "type lb99 is unknown");
     for (int run = 1; run <= 3; run++) {
         ck_assert_int_eq(record_fresh(&t, &ev, 0), 200 + (run == 1));
         ck_assert_int_eq(stored_count(&t, ev.message), run);

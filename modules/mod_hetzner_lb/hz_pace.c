@@ -54,6 +54,8 @@ hz_pace_update(struct hz_pace *p, uint64_t seq, int64_t now_ms, int64_t wall_ms,
         return;
     if (p->known && seq < p->seq)
         return; /* an older answer than the one the estimate rests on */
+    if (remaining > limit)
+        remaining = limit; /* not believed beyond a full bucket */
     if (!p->known || p->limit != limit)
         p->rate_per_ms = (double)limit / 3600000.0;
     p->known = 1;
@@ -63,7 +65,7 @@ hz_pace_update(struct hz_pace *p, uint64_t seq, int64_t now_ms, int64_t wall_ms,
     p->t_ms = now_ms;
     int64_t until_full = reset_unix * 1000 - wall_ms;
     p->reset_ms = now_ms + (until_full > 0 ? until_full : 0);
-    if (remaining * 2 <= limit && until_full > 0) {
+    if (remaining <= limit - remaining && until_full > 0) { /* half empty or worse */
         double r = (double)(limit - remaining) / (double)(until_full + 1000) * SAFETY;
         if (r > 0)
             p->rate_per_ms = r;

@@ -4,6 +4,7 @@
  * RateLimit-Remaining is the whole tokens left, RateLimit-Reset the UNIX
  * second at which the bucket is full, rounded up.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -168,6 +169,21 @@ START_TEST(an_older_answer_does_not_raise_the_estimate)
 }
 END_TEST
 
+/* A Remaining above the Limit (a hostile or broken answer) is taken as a
+ * full bucket, however large: no overflow, no more tokens than the limit. */
+START_TEST(a_remaining_above_the_limit_is_a_full_bucket)
+{
+    struct hz_pace p;
+    hz_pace_init(&p);
+    hz_pace_update(&p, 1, 0, WALL0, 3300, LONG_MAX, WALL0 / 1000 + 60);
+    ck_assert_int_eq(p.remaining, 3300);
+    ck_assert(hz_pace_tokens(&p, 0, 0) <= 3300.0);
+    hz_pace_update(&p, 2, 0, WALL0, LONG_MAX, LONG_MAX, WALL0 / 1000 + 60);
+    ck_assert_int_eq(p.remaining, LONG_MAX);
+    ck_assert_int_eq(hz_pace_delay(&p, 0, 0), 0);
+}
+END_TEST
+
 /* The budget: 2,000 balancers are 40 pages; under RateLimit-Limit 3600 a
  * 10 % share is 360 list requests an hour, so resyncs come at most every
  * 400 s (9 an hour), not every 300 s (12 an hour, 480 requests). */
@@ -241,6 +257,7 @@ suite(void)
     tcase_add_test(tc, after_a_429_nothing_goes_out_until_the_reset);
     tcase_add_test(tc, before_the_first_answer_one_request_at_a_time);
     tcase_add_test(tc, an_older_answer_does_not_raise_the_estimate);
+    tcase_add_test(tc, a_remaining_above_the_limit_is_a_full_bucket);
     tcase_add_test(tc, two_thousand_balancers_under_3600_stretch_the_resync_to_400_s);
     tcase_add_test(tc, a_resync_within_the_budget_keeps_resync_interval);
     tcase_add_test(tc, the_stretched_interval_is_rounded_up_and_bounded);

@@ -240,7 +240,11 @@ tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg)
 struct tp_event {
     uint32_t id;
     uint8_t kind; /* enum tp_event_kind */
+    uint8_t flip; /* set by the main loop: the dial outcome changed the
+                     upstream's health (FLIP_UP, FLIP_DOWN), or 0 */
 };
+
+enum { FLIP_UP = 1, FLIP_DOWN = 2 };
 
 struct report {
     struct tp *tp;
@@ -288,17 +292,25 @@ on_report(void *arg)
             if (!ok && u->data)
                 tp_metrics_conn_error(tp, u->data);
             if (was != (int)u->healthy)
-                PLB_LOG(tp->host, tp->ctx, u->healthy ? PLB_LOG_INFO : PLB_LOG_WARN,
-                        PLB_KV("upstream", u->addr), "upstream is %s",
-                        u->healthy ? "healthy (a client dial succeeded)"
-                                   : "unhealthy (client dials failed)");
+                r->ev[i].flip = u->healthy ? FLIP_UP : FLIP_DOWN;
             break;
         }
         }
     }
+    tp_after_event(tp);
+    /* A change of health is logged once the snapshot that carries it is
+     * published: a connection accepted after the line is picked by it. An
+     * upstream removed meanwhile is not logged again. */
+    for (size_t i = 0; i < r->n && !tp->stopping; i++) {
+        struct tp_up *u = r->ev[i].flip ? tp_pool_find_id(tp->pool, r->ev[i].id) : NULL;
+        if (u)
+            PLB_LOG(tp->host, tp->ctx, r->ev[i].flip == FLIP_UP ? PLB_LOG_INFO : PLB_LOG_WARN,
+                    PLB_KV("upstream", u->addr), "upstream is %s",
+                    r->ev[i].flip == FLIP_UP ? "healthy (a client dial succeeded)"
+                                             : "unhealthy (client dials failed)");
+    }
     h->free(r->ev);
     h->free(r);
-    tp_after_event(tp);
 }
 
 static void
@@ -344,8 +356,7 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
         lp->ev = nv;
         lp->cev = cap;
     }
-    lp->ev[lp->nev].id = d->up->id;
-    lp->ev[lp->nev].kind = (uint8_t)kind;
+    lp->ev[lp->nev] = (struct tp_event){.id = d->up->id, .kind = (uint8_t)kind};
     /* The first report of a batch arms the flush; an open brings it to the
      * end of this pass. */
     int arm = lp->nev++ == 0 || (kind == TP_EV_OPENED && !lp->flush_now);

@@ -45,6 +45,7 @@ for t in $targets; do
   seeds=$(ls "$work/corpus" | wc -l)
   extra=""
   [ -d "$top/tests/fuzz/regress/$t" ] && extra="$top/tests/fuzz/regress/$t"
+  t0=$(date +%s)
   # shellcheck disable=SC2086
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     LSAN_OPTIONS="suppressions=$top/tests/fuzz/lsan.supp" \
@@ -52,12 +53,13 @@ for t in $targets; do
     -artifact_prefix="$work/crashes/" -max_len=65536 -rss_limit_mb=1024 \
     "$work/corpus" $extra >"$work/log" 2>&1
   rc=$?
+  took=$(($(date +%s) - t0))
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -n1)
   cov=$(grep -o 'cov: [0-9]* ft: [0-9]*' "$work/log" | tail -n1)
   units=$(ls "$work/corpus" | wc -l)
   found=$(ls "$work/crashes" | wc -l)
-  echo "fuzz $t: ${execs:-?} runs in ${secs} s (${rate:-?}/s), ${cov:-no coverage line}," \
+  echo "fuzz $t: ${execs:-?} runs in ${took} s of ${secs} (${rate:-?}/s), ${cov:-no coverage line}," \
        "corpus $seeds -> $units, findings $found"
   if [ "$found" -ne 0 ]; then
     [ "$status" -eq 1 ] || status=$finding_status

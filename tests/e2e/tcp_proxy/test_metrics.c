@@ -73,7 +73,12 @@ series(const char *name, const char *upstream)
     return b;
 }
 
-START_TEST(metrics_follow_upstreams_connections_and_errors)
+/* With latency selection each sampled upstream has an RTT and a tier. Which
+ * tier the slower of two is in depends on the RTTs this machine measures
+ * (2 ms more is another tier), so only this is certain: the faster one is
+ * in tier 0, the other in 0 or 1 (two upstreams make two tiers at most).
+ * A removed upstream's series go. */
+START_TEST(latency_tiers_and_rtts_follow_the_upstreams)
 {
     struct srv a, b;
     ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
@@ -83,17 +88,49 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     snprintf(eb, sizeof(eb), "%s", srv_ep(&b));
     const char *eps[] = {ea, eb};
     start(FAST "upstream_selection = \"latency\"; drain_timeout = \"1s\";", eps, 2);
-
-    wait_metric(series("prismlb_upstreams", NULL), 2, 3000);
-    wait_metric(series("prismlb_upstreams_active", NULL), 2, 3000);
-    wait_metric(series("prismlb_health_check_status", ea), 1, 3000);
-    wait_metric(series("prismlb_upstream_latency_tier", ea), 0, 3000);
-    wait_metric(series("prismlb_upstream_latency_tier", eb), 0, 3000);
+    double ta = -1, tb = -1;
+    long long until = tu_now_ms() + 10000;
+    while ((scrape(series("prismlb_upstream_latency_tier", ea), &ta) < 0 ||
+            scrape(series("prismlb_upstream_latency_tier", eb), &tb) < 0 || ta < 0 || tb < 0) &&
+           tu_now_ms() < until)
+        tu_sleep_ms(50);
+    ck_assert_msg((ta == 0 && (tb == 0 || tb == 1)) || (tb == 0 && ta == 1), "tiers %g and %g", ta,
+                  tb);
     double rtt = -1;
     ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", ea), &rtt), 0);
     ck_assert_msg(rtt > 0 && rtt < 0.5, "rtt %g", rtt);
     /* Without readyz there is no ready series. */
     ck_assert_int_eq(scrape(series("prismlb_upstream_ready", ea), &rtt), -1);
+    const char *only_a[] = {ea};
+    proxy_set_endpoints(&px, only_a, 1);
+    wait_metric(series("prismlb_upstreams", NULL), 1, 3000);
+    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", eb), &rtt), -1);
+    ck_assert_int_eq(scrape(series("prismlb_upstream_latency_tier", eb), &rtt), -1);
+    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", ea), &rtt), 0);
+    ck_assert_int_eq(proxy_stop(&px), 0);
+    srv_stop(&a);
+    srv_stop(&b);
+}
+END_TEST
+
+/* Random selection, so that a dead upstream is dialled again and again. */
+START_TEST(metrics_follow_upstreams_connections_and_errors)
+{
+    struct srv a, b;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
+    ck_assert_int_eq(srv_start(&b, SRV_ECHO, 'b'), 0);
+    char ea[32], eb[32];
+    snprintf(ea, sizeof(ea), "%s", srv_ep(&a));
+    snprintf(eb, sizeof(eb), "%s", srv_ep(&b));
+    const char *eps[] = {ea, eb};
+    start(FAST "drain_timeout = \"1s\";", eps, 2);
+
+    wait_metric(series("prismlb_upstreams", NULL), 2, 3000);
+    wait_metric(series("prismlb_upstreams_active", NULL), 2, 3000);
+    wait_metric(series("prismlb_health_check_status", ea), 1, 3000);
+    double v = -1;
+    /* Without latency selection there is no RTT series. */
+    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", ea), &v), -1);
 
     /* A connection through the proxy. */
     double total0 = -1, total1 = -1;
@@ -135,10 +172,8 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     const char *only_a[] = {ea};
     proxy_set_endpoints(&px, only_a, 1);
     wait_metric(series("prismlb_upstreams", NULL), 1, 3000);
-    double v;
     ck_assert_int_eq(scrape(series("prismlb_health_check_status", eb), &v), -1);
     ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &v), -1);
-    ck_assert_int_eq(scrape(series("prismlb_upstream_rtt_seconds", eb), &v), -1);
     ck_assert_int_eq(proxy_stop(&px), 0);
     srv_stop(&a);
 }
@@ -232,6 +267,7 @@ suite(void)
     tcase_add_unchecked_fixture(tc, tp_registry_init, tp_reap_all);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, metrics_follow_upstreams_connections_and_errors);
+    tcase_add_test(tc, latency_tiers_and_rtts_follow_the_upstreams);
     tcase_add_test(tc, the_daemons_readyz_follows_the_proxys_upstreams);
 #ifndef __SANITIZE_THREAD__
     /* Not under ThreadSanitizer: glibc's getaddrinfo_a runs its lookups on

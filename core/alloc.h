@@ -23,7 +23,8 @@ char *core_strndup(const char *s, size_t n);
 char *core_asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Make the nth allocation from now fail (1 = the next), and every one after
- * it when sticky. 0 disables. Also set from PRISMLB_FAIL_ALLOC=N[,sticky]
+ * it when sticky; libevent's allocations are not counted (see alloc.c). 0
+ * disables. Also set from PRISMLB_FAIL_ALLOC=N[,sticky]
  * by core_alloc_install_library_hooks. */
 void core_alloc_fail_at(unsigned long nth, int sticky);
 /* PRISMLB_FAIL_ALLOC=N,on-signal instead arms N when the process gets

@@ -617,12 +617,14 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
 
     while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
         len--;
-    if (req->head == 0 || req->head == 2 || (len >= 5 && memcmp(p, "HTTP/", 5) == 0)) {
+    if (req->head == 0 || req->head == 2 || (len >= 5 && strncasecmp(p, "HTTP/", 5) == 0)) {
         /* A status line as RFC 9112 writes it (or 9113/9114 through curl),
          * also the next response's after a 1xx, a proxy's CONNECT answer or
          * a redirect. libcurl reads some lines that are none as HTTP/1.0
-         * 200; a line that starts "HTTP/" cannot be a field ('/' is no
-         * token character), so one that is no status line is refused too. */
+         * 200; a line that starts "HTTP/" in any case (libcurl takes
+         * "HTTp/1.1 200" for a status line) cannot be a field ('/' is no
+         * token character), so one that is no status line as RFC 9112
+         * spells it, case included, is refused too. */
         int code = status_line_code(p, len);
         if (code < 0)
             return req_abort(req, PLB_HTTP_E_PROTOCOL, "malformed status line");

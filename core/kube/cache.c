@@ -81,3 +81,150 @@ core_kube_diff(json_t *cache, json_t *fresh, core_kube_diff_cb cb, void *arg)
     }
     return changes;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Kept fields.                                                              */
+
+/* The identity every trimmed object keeps (see plb_informer_opts.keep). */
+static const char *const keep_always[] = {
+    "/metadata/name", "/metadata/namespace", "/metadata/uid", "/metadata/resourceVersion", NULL,
+};
+
+/* Add path to tree (an object: name -> subtree, true where a member is
+ * kept whole). 0, -EINVAL (a bad path), -ENOMEM. */
+static int
+keep_add(json_t *tree, const char *path)
+{
+    char name[256];
+    json_t *node = tree;
+    const char *p = path;
+    if (!p || *p != '/')
+        return -EINVAL;
+    while (*p == '/') {
+        size_t n = 0;
+        for (p++; *p && *p != '/'; p++) {
+            char c = *p;
+            if (c == '~') {
+                if (p[1] != '0' && p[1] != '1')
+                    return -EINVAL;
+                c = *++p == '0' ? '~' : '/';
+            }
+            if (n + 1 >= sizeof(name))
+                return -EINVAL;
+            name[n++] = c;
+        }
+        name[n] = '\0';
+        json_t *child = json_object_get(node, name);
+        if (!*p) /* the path ends here: this member whole */
+            return json_object_set_new(node, name, json_true()) < 0 ? -ENOMEM : 0;
+        if (json_is_true(child))
+            return 0; /* kept whole already */
+        if (!child) {
+            if (json_object_set_new(node, name, json_object()) < 0)
+                return -ENOMEM;
+            child = json_object_get(node, name);
+        }
+        node = child;
+    }
+    return 0;
+}
+
+int
+core_kube_keep_new(const char *const *keep, json_t **out)
+{
+    *out = NULL;
+    if (!keep)
+        return 0;
+    json_t *tree = json_object();
+    int rc = tree ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && keep[i]; i++)
+        rc = keep_add(tree, keep[i]);
+    for (size_t i = 0; !rc && keep_always[i]; i++)
+        rc = keep_add(tree, keep_always[i]);
+    if (rc) {
+        json_decref(tree);
+        return rc;
+    }
+    *out = tree;
+    return 0;
+}
+
+json_t *
+core_kube_keep_apply(json_t *tree, json_t *v)
+{
+    size_t i;
+    const char *key;
+    json_t *it, *sub;
+    if (!json_is_object(tree) || !(json_is_object(v) || json_is_array(v)))
+        return json_incref(v);
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        json_array_foreach(v, i, it)
+        {
+            if (a && json_array_append_new(a, core_kube_keep_apply(tree, it)) < 0) {
+                json_decref(a);
+                return NULL;
+            }
+        }
+        return a;
+    }
+    json_t *o = json_object();
+    json_object_foreach(tree, key, sub)
+    {
+        json_t *m = json_object_get(v, key);
+        if (o && m && json_object_set_new(o, key, core_kube_keep_apply(sub, m)) < 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
+}
+
+/* Members of an object that the comparison of two states skips: a watch
+ * event's object has kind and apiVersion, a list's item has not. */
+static int
+skipped(const char *key, const char *const *skip)
+{
+    for (size_t i = 0; skip[i]; i++)
+        if (strcmp(key, skip[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Objects a and b have the same members but for those named in skip; at
+ * the top (top 1) metadata is compared but for its resourceVersion. */
+static int
+equal_but(json_t *a, json_t *b, const char *const *skip, int top)
+{
+    static const char *const rv[] = {"resourceVersion", NULL};
+    const char *key;
+    json_t *va, *vb;
+    size_t na = 0, nb = 0;
+    json_object_foreach(a, key, va)
+    {
+        if (skipped(key, skip))
+            continue;
+        na++;
+        vb = json_object_get(b, key);
+        if (!vb)
+            return 0;
+        if (top && strcmp(key, "metadata") == 0 && json_is_object(va) && json_is_object(vb)
+                ? !equal_but(va, vb, rv, 0)
+                : !json_equal(va, vb))
+            return 0;
+    }
+    json_object_foreach(b, key, vb)
+    {
+        nb += !skipped(key, skip);
+    }
+    return na == nb;
+}
+
+int
+core_kube_same_but_rv(json_t *a, json_t *b)
+{
+    static const char *const type[] = {"kind", "apiVersion", NULL};
+    if (!json_is_object(a) || !json_is_object(b))
+        return json_equal(a, b);
+    return equal_but(a, b, type, 1);
+}

@@ -20,6 +20,7 @@
  * and informer_free defers the free to the outermost one.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,10 +49,11 @@ struct plb_informer {
     const char *api_version, *resource, *ns, *lsel, *fsel; /* in copies */
     char *path;                                            /* collection path */
     json_t *cache;                                         /* key -> object */
-    json_t *fresh;                                         /* list being read */
-    char *rv;                                              /* resourceVersion to watch from */
-    char *cont;                                            /* continue token of the next page */
-    int unpaged; /* list without limit (after an expired continue) */
+    json_t *keep;  /* what a cached object keeps (core_kube_keep_new), or NULL */
+    json_t *fresh; /* list being read */
+    char *rv;      /* resourceVersion to watch from */
+    char *cont;    /* continue token of the next page */
+    int unpaged;   /* list without limit (after an expired continue) */
     int synced;
     enum inf_state st;
     enum kb_action pending; /* WAIT: what the timer starts */
@@ -92,11 +94,13 @@ status(plb_informer *inf, enum plb_informer_event ev, int is_error, int http, co
     inf->depth--;
 }
 
-/* Report an add/update/delete (old NULL: add; obj NULL: delete). */
+/* Report an add/update/delete (old NULL: add; obj NULL: delete). An
+ * update of a trimmed informer whose kept fields did not change is not
+ * reported. */
 static void
 notify(plb_informer *inf, json_t *old, json_t *obj)
 {
-    if (inf->dead)
+    if (inf->dead || (inf->keep && old && obj && core_kube_same_but_rv(old, obj)))
         return;
     inf->depth++;
     if (!old && obj && inf->o.on_add)
@@ -119,6 +123,7 @@ inf_destroy(plb_informer *inf)
     core_timer_free(inf->timer);
     json_decref(inf->cache);
     json_decref(inf->fresh);
+    json_decref(inf->keep);
     core_free(inf->copies);
     core_free(inf->path);
     core_free(inf->rv);
@@ -263,7 +268,7 @@ list_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     {
         core_kube_obj_trim(it);
         if (core_kube_obj_key(it, key, sizeof(key)) == 0 &&
-            json_object_set(inf->fresh, key, it) < 0) {
+            json_object_set_new(inf->fresh, key, core_kube_keep_apply(inf->keep, it)) < 0) {
             message = "out of memory";
             goto failed;
         }
@@ -375,6 +380,13 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
         return 0;
     }
     core_kube_obj_trim(obj);
+    obj = core_kube_keep_apply(inf->keep, obj); /* new */
+    if (!obj) {
+        inf->wend = WE_LOST;
+        snprintf(inf->wmsg, sizeof(inf->wmsg), "no memory to cache an event");
+        json_decref(ev);
+        return 1;
+    }
     json_t *old = json_incref(json_object_get(inf->cache, key));
     if (strcmp(type, "DELETED") == 0) {
         if (old) {
@@ -388,6 +400,7 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
                 inf->wend = WE_LOST;
                 snprintf(inf->wmsg, sizeof(inf->wmsg), "no memory to cache an event");
                 json_decref(old);
+                json_decref(obj);
                 json_decref(ev);
                 return 1;
             }
@@ -397,6 +410,7 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
     if (*rv)
         set_str(&inf->rv, rv);
     json_decref(old);
+    json_decref(obj);
     json_decref(ev);
     reap(inf); /* freed from a callback: its request was cancelled */
     return 0;
@@ -527,7 +541,8 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
     if (!err)
         err = &dummy;
     *err = -EINVAL;
-    if (!k || !o || o->size < sizeof(struct plb_informer_opts) || !o->ref ||
+    /* 2.0 to 2.5 end before keep (see the size rule) */
+    if (!k || !o || o->size < offsetof(struct plb_informer_opts, keep) || !o->ref ||
         o->ref->size < sizeof(struct plb_kube_ref) || !o->ref->api_version || !o->ref->resource ||
         o->ref->name)
         return NULL;
@@ -536,7 +551,16 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
     if (!inf)
         return NULL;
     inf->k = k;
-    inf->o = *o;
+    memcpy(&inf->o, o, o->size < sizeof(inf->o) ? o->size : sizeof(inf->o));
+    inf->o.keep = NULL; /* borrowed for the call: kept as inf->keep */
+    int kept = core_kube_keep_new(
+        o->size >= offsetof(struct plb_informer_opts, keep) + sizeof(o->keep) ? o->keep : NULL,
+        &inf->keep);
+    if (kept == -EINVAL) {
+        core_free(inf);
+        *err = -EINVAL;
+        return NULL;
+    }
     const char *src[] = {o->ref->api_version, o->ref->resource, o->ref->ns, o->label_selector,
                          o->field_selector};
     const char **dst[] = {&inf->api_version, &inf->resource, &inf->ns, &inf->lsel, &inf->fsel};
@@ -545,7 +569,7 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
     inf->cache = json_object();
     inf->fresh = json_object();
     inf->timer = core_timer_new(k->base, on_timer, inf);
-    if (copied < 0 || !inf->path || !inf->cache || !inf->fresh || !inf->timer) {
+    if (kept < 0 || copied < 0 || !inf->path || !inf->cache || !inf->fresh || !inf->timer) {
         inf->next = NULL;
         inf->k = k;
         /* not linked yet: destroy unlinks nothing */

@@ -186,6 +186,20 @@ const char *core_kube_obj_rv(json_t *obj);
  * commonly given the same transform). obj is modified in place. */
 void core_kube_obj_trim(json_t *obj);
 
+/* The tree of the paths keep names (a plb_informer_opts.keep, borrowed)
+ * and of the identity every trimmed object keeps, as *out (new; NULL when
+ * keep is NULL: objects are kept whole). 0, -EINVAL (a bad path) or
+ * -ENOMEM. */
+int core_kube_keep_new(const char *const *keep, json_t **out);
+/* What tree (from core_kube_keep_new, borrowed) keeps of obj (borrowed): a
+ * new value sharing obj's kept members; a new reference to obj itself when
+ * tree is NULL. NULL when out of memory. */
+json_t *core_kube_keep_apply(json_t *tree, json_t *obj);
+/* 1 when objects a and b (borrowed) are equal but for their
+ * metadata.resourceVersion, kind and apiVersion (which list items lack),
+ * else 0. */
+int core_kube_same_but_rv(json_t *a, json_t *b);
+
 /* A change found by core_kube_diff. old and obj are borrowed for the call. */
 typedef void (*core_kube_diff_cb)(const char *key, json_t *old, json_t *obj, void *arg);
 

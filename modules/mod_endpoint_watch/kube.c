@@ -3,8 +3,9 @@
  *
  * It lists the EndpointSlices of one Service (label selector
  * kubernetes.io/service-name=<service_name> in <namespace>) and watches
- * them through the core's informer, which keeps every slice cached and
- * implements the spec's reconnect rules (exponential backoff from 1 s to
+ * them through the core's informer, which keeps every slice cached (the
+ * fields the list is computed from: keep_slices) and implements the
+ * spec's reconnect rules (exponential backoff from 1 s to
  * 30 s with up to 25 % jitter, immediate re-watch after a clean watch of
  * >= 30 s, re-list on 410 Gone). Every add, update or delete schedules one
  * recomputation of the full list from all cached slices (callbacks of one
@@ -184,6 +185,14 @@ on_status(plb_informer *inf, const struct plb_informer_status *st, void *arg)
                   "EndpointSlice watch ended: next watch in %lld ms", (long long)st->retry_in_ms);
 }
 
+/* What the informer keeps of a slice (plb_informer_opts.keep): what
+ * ew_slices_list reads. A change of anything else reaches no callback. */
+static const char *const keep_slices[] = {"/ports", "/endpoints/addresses",
+                                          "/endpoints/conditions/ready", NULL};
+
+static const struct plb_informer_handlers handlers = {on_add, on_update, on_delete, on_synced,
+                                                      on_status};
+
 /* ------------------------------------------------------------------------ */
 /* Start and stop                                                           */
 
@@ -250,22 +259,9 @@ ew_kube_start(struct ew *ew)
     if (!ew->selector)
         return -ENOMEM;
     snprintf(ew->selector, sl, "kubernetes.io/service-name=%s", c->service_name);
-    struct plb_informer_opts io = {
-        .size = sizeof(io),
-        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref),
-                                            .api_version = "discovery.k8s.io/v1",
-                                            .resource = "endpointslices",
-                                            .ns = c->ns},
-        .label_selector = ew->selector,
-        .on_add = on_add,
-        .on_update = on_update,
-        .on_delete = on_delete,
-        .on_synced = on_synced,
-        .on_status = on_status,
-        .arg = ew,
-    };
     int rc = 0;
-    ew->inf = h->informer_new(ew->kube, &io, &rc);
+    ew->inf = plb_informer_watch(h, ew->kube, "discovery.k8s.io/v1", "endpointslices", c->ns,
+                                 ew->selector, keep_slices, &handlers, ew, &rc);
     if (!ew->inf) {
         if (rc == -ENOMEM)
             return rc;

@@ -269,23 +269,44 @@ on_synced(plb_informer *inf, void *arg)
     hz_kube_sync_soon(arg);
 }
 
+/* What the informers keep of each object (plb_informer_opts.keep): the
+ * fields this module and the daemon's target selection read (the identity
+ * is always kept). A heartbeat changes none of them, so it reaches no
+ * callback. */
+static const char *const keep_services[] = {
+    "/metadata/annotations",
+    "/metadata/finalizers",
+    "/metadata/deletionTimestamp",
+    "/spec/type",
+    "/spec/loadBalancerClass",
+    "/spec/ports",
+    "/spec/externalTrafficPolicy",
+    "/status/loadBalancer",
+    NULL,
+};
+static const char *const keep_nodes[] = {
+    "/metadata/labels",          "/spec/unschedulable", "/status/conditions/type",
+    "/status/conditions/status", "/status/addresses",   NULL,
+};
+static const char *const keep_slices[] = {
+    "/metadata/labels/kubernetes.io~1service-name",
+    "/endpoints/nodeName",
+    "/endpoints/conditions",
+    NULL,
+};
+
+static const struct plb_informer_handlers svc_handlers = {on_add, on_update, on_svc_delete,
+                                                          on_synced, NULL};
+static const struct plb_informer_handlers handlers = {on_add, on_update, on_delete, on_synced,
+                                                      NULL};
+
 static plb_informer *
 informer(struct hz_kside *ks, const char *api_version, const char *resource,
-         void (*del)(plb_informer *, const plb_obj *, void *))
+         const char *const *keep, const struct plb_informer_handlers *cb)
 {
-    struct plb_informer_opts o = {
-        .size = sizeof(o),
-        .ref = &(const struct plb_kube_ref){.size = sizeof(struct plb_kube_ref),
-                                            .api_version = api_version,
-                                            .resource = resource},
-        .on_add = on_add,
-        .on_update = on_update,
-        .on_delete = del,
-        .on_synced = on_synced,
-        .arg = ks,
-    };
     int err = 0;
-    plb_informer *inf = ks->host->informer_new(ks->kube, &o, &err);
+    plb_informer *inf = plb_informer_watch(ks->host, ks->kube, api_version, resource, NULL, NULL,
+                                           keep, cb, ks, &err);
     if (!inf)
         PLB_ERR(ks->host, ks->ctx, PLB_KV("resource", resource, "error", strerror(-err)),
                 "cannot start the informer");
@@ -296,9 +317,10 @@ informer(struct hz_kside *ks, const char *api_version, const char *resource,
 int
 hz_watch_start(struct hz_kside *ks)
 {
-    if (!(ks->svc_inf = informer(ks, "v1", "services", on_svc_delete)) ||
-        !(ks->node_inf = informer(ks, "v1", "nodes", on_delete)) ||
-        !(ks->slice_inf = informer(ks, "discovery.k8s.io/v1", "endpointslices", on_delete)))
+    if (!(ks->svc_inf = informer(ks, "v1", "services", keep_services, &svc_handlers)) ||
+        !(ks->node_inf = informer(ks, "v1", "nodes", keep_nodes, &handlers)) ||
+        !(ks->slice_inf =
+              informer(ks, "discovery.k8s.io/v1", "endpointslices", keep_slices, &handlers)))
         return -EIO;
     return 0;
 }

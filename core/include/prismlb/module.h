@@ -131,6 +131,18 @@
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-01  2.6  plb_informer_opts.keep: an informer caches only the
+ *                    fields it names (and always an object's identity:
+ *                    metadata name, namespace, uid and resourceVersion)
+ *                    and does not report an update that
+ *                    changed none of them; adds and deletes are reported
+ *                    as before. A module built for 2.0 to 2.5 passes the
+ *                    shorter plb_informer_opts and keeps whole objects
+ *                    (the daemon reads keep only within o->size).
+ *                    Header-only beside 2.6: struct
+ *                    plb_informer_handlers and plb_informer_watch, an
+ *                    informer of one resource started from its callbacks
+ *                    in one call.
  *   2026-12-01  2.5  snapshot_publish can fail with -ENOMEM (the record
  *                    that will retire the data is allocated before it is
  *                    published; 2.2 to 2.4 published anyway and, out of
@@ -250,7 +262,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 5
+#define PLB_ABI_MINOR 6
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -683,6 +695,35 @@ struct plb_informer_opts {
     /* Errors and reconnects, for metrics and health. May be NULL. */
     void (*on_status)(plb_informer *inf, const struct plb_informer_status *st, void *arg);
     void *arg;
+    /* 2.6: the fields the cache keeps of each object, NULL-terminated
+     * (borrowed for the call, copied); NULL keeps objects whole. A path
+     * names members from the object's root as a JSON Pointer does
+     * (RFC 6901: "/" before each name, "~1" for a "/" within a name, "~0"
+     * for "~"): "/spec/ports", "/metadata/labels/kubernetes.io~1service-name".
+     * A member is kept whole where its path ends; an array on the way
+     * applies the rest of the path to each of its items ("/endpoints/
+     * nodeName" keeps the nodeName of every endpoint, each item an object
+     * of what it kept); a value on the way that is neither object nor
+     * array is kept as it is. Always kept, named or not: metadata.name,
+     * metadata.namespace, metadata.uid and metadata.resourceVersion (kind
+     * and apiVersion only when named; list items lack them anyway). A bad path (empty, not starting
+     * with "/", a "~" not followed by 0 or 1) makes informer_new fail with -EINVAL.
+     *
+     * What a module sees: the cache holds the kept fields only, and so
+     * do the objects of on_add, on_update, on_delete, informer_get and
+     * informer_foreach (a field not kept reads as absent). Objects are
+     * trimmed, never filtered: every object of the resource (within the
+     * selectors) is cached and reported, so a module still sees an object
+     * whose kept fields say it is none of its business any more (a
+     * Service that stopped being a LoadBalancer while the daemon was down
+     * arrives in the first list, as on_add of its trimmed form). An update
+     * (a watch event or a re-list's difference) whose kept fields equal
+     * the cached ones but for metadata.resourceVersion (and kind and
+     * apiVersion, which a watch event has and a list item not) updates the cache
+     * and is not reported: a Node's status heartbeat reaches no on_update
+     * of an informer that does not keep the heartbeat's timestamps. Adds
+     * and deletes are always reported. */
+    const char *const *keep;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -1323,6 +1364,48 @@ static inline int
 plb_kube_settings_tls_name_unused(const struct plb_kube_settings *s)
 {
     return s->tls_server_name && s->server && strncmp(s->server, "http://", 7) == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Starting an informer.                                                    */
+
+/* The callbacks of an informer (see plb_informer_opts; each may be NULL),
+ * as a module keeps them in a static table. */
+struct plb_informer_handlers {
+    void (*on_add)(plb_informer *inf, const plb_obj *obj, void *arg);
+    void (*on_update)(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg);
+    void (*on_delete)(plb_informer *inf, const plb_obj *old, void *arg);
+    void (*on_synced)(plb_informer *inf, void *arg);
+    void (*on_status)(plb_informer *inf, const struct plb_informer_status *st, void *arg);
+};
+
+/* informer_new of k for resource (api_version "v1", resource "services")
+ * in ns (NULL: every namespace) with label_selector (NULL: none), keeping
+ * the fields keep names (plb_informer_opts.keep; NULL: whole objects),
+ * calling cb's callbacks with arg; the other options at their defaults.
+ * Every pointer is borrowed for the call. The informer (new), or NULL
+ * with *err as informer_new sets it. */
+static inline plb_informer *
+plb_informer_watch(const struct plb_host *h, plb_kube *k, const char *api_version,
+                   const char *resource, const char *ns, const char *label_selector,
+                   const char *const *keep, const struct plb_informer_handlers *cb, void *arg,
+                   int *err)
+{
+    const struct plb_kube_ref ref = {
+        .size = sizeof(ref), .api_version = api_version, .resource = resource, .ns = ns};
+    const struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = &ref,
+        .label_selector = label_selector,
+        .on_add = cb->on_add,
+        .on_update = cb->on_update,
+        .on_delete = cb->on_delete,
+        .on_synced = cb->on_synced,
+        .on_status = cb->on_status,
+        .arg = arg,
+        .keep = keep,
+    };
+    return h->informer_new(k, &o, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -6,7 +6,9 @@
  * the informer's cache and the module's view built from its callbacks both
  * equal the fake's store, and that no spurious callback was delivered
  * (an add of a known key, an update without a change, a delete of an
- * unknown key, or an old object that is not the last one reported).
+ * unknown key, or an old object that is not the last one reported). A
+ * trimmed informer (plb_informer_opts.keep) caches exactly the named
+ * fields and reports no update that changed none of them.
  */
 #include "kt.h"
 
@@ -16,6 +18,7 @@
 struct mirror {
     json_t *m; /* key -> resourceVersion */
     int adds, updates, deletes, spurious, synced;
+    int trimmed; /* keep set: an update skipped moved the cached old's rv on */
     int errors, list_failed, watch_failed, watch_error, ended, expired;
     int last_http;
     char why[1100];
@@ -56,10 +59,12 @@ m_update(plb_informer *inf, const plb_obj *old, const plb_obj *obj, void *arg)
     const char *orv = core_kube_obj_rv((json_t *)old), *nrv = core_kube_obj_rv((json_t *)obj);
     if (!had)
         spurious(mi, "update of unknown", key);
-    else if (strcmp(had, orv) != 0)
+    else if (!mi->trimmed && strcmp(had, orv) != 0)
         spurious(mi, "update with a stale old", key);
     else if (strcmp(orv, nrv) == 0)
         spurious(mi, "update without change", key);
+    else if (mi->trimmed && core_kube_same_but_rv((json_t *)old, (json_t *)obj))
+        spurious(mi, "update without a change of the kept fields", key);
     json_object_set_new(mi->m, key, json_string(nrv));
     mi->updates++;
 }
@@ -551,6 +556,182 @@ START_TEST(label_and_field_selectors)
 }
 END_TEST
 
+/* Merge-patch Lease ns/name with patch (steals). */
+static void
+patch_lease(struct kt *t, const char *name, json_t *patch)
+{
+    struct kres r = {0};
+    struct plb_kube_ref ref = {
+        sizeof(struct plb_kube_ref), "coordination.k8s.io/v1", "leases", "default", name, NULL};
+    char *text = json_dumps(patch, JSON_COMPACT);
+    json_decref(patch);
+    kt_wait(t, &r, core_kube_patch(t->k, &ref, PLB_KUBE_MERGE_PATCH, text, kres_cb, &r, NULL));
+    free(text);
+    ck_assert_int_eq(r.status, 200);
+    kres_clear(&r);
+}
+
+/* The cache holds the fake's resourceVersion of every object. */
+static int
+cache_rvs_current(void *arg)
+{
+    struct conv *c = arg;
+    json_t *cache = json_object();
+    json_t *store = kt_store(c->t, "", RES, "default");
+    core_informer_foreach(c->inf, cache_cb, cache);
+    int ok = json_equal(cache, store);
+    json_decref(cache);
+    json_decref(store);
+    return ok;
+}
+
+static int
+updates_at_least(void *arg)
+{
+    struct mirror *mi = arg;
+    return mi->updates >= mi->synced; /* synced holds the count waited for */
+}
+
+/* Each member of o is one of the NULL-terminated names. */
+static void
+assert_members(json_t *o, const char *const *names)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        size_t i = 0;
+        while (names[i] && strcmp(names[i], key) != 0)
+            i++;
+        ck_assert_msg(names[i] != NULL, "unexpected member %s", key);
+    }
+}
+
+START_TEST(trimmed_informer_keeps_the_named_fields_and_skips_updates_of_the_others)
+{
+    /* keep = spec.holderIdentity: the cache holds it and the identity,
+     * nothing of the annotations, labels or other spec fields; an update
+     * of those only reaches no callback (the cache takes its
+     * resourceVersion), one of holderIdentity does, a delete does. */
+    struct kt t;
+    struct mirror mi = {0};
+    kt_start(&t, NULL, NULL);
+    kt_bulk_create(&t, t.k, "default", "k", 3, 64);
+    patch_lease(&t, "k-0",
+                json_pack("{s:{s:{s:s}}, s:{s:i}}", "metadata", "labels", "team", "a", "spec",
+                          "leaseDurationSeconds", 15));
+    static const char *const keep[] = {"/spec/holderIdentity", NULL};
+    mi.m = json_object();
+    mi.trimmed = 1;
+    struct plb_informer_opts o = {
+        .size = sizeof(o),
+        .ref = &(const struct plb_kube_ref){sizeof(struct plb_kube_ref), "coordination.k8s.io/v1",
+                                            "leases", "default", NULL, NULL},
+        .on_add = m_add,
+        .on_update = m_update,
+        .on_delete = m_delete,
+        .on_synced = m_synced,
+        .on_status = m_status,
+        .arg = &mi,
+        .keep = keep,
+    };
+    plb_informer *inf = core_informer_new(t.k, &o, NULL);
+    ck_assert_ptr_nonnull(inf);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    ck_assert_int_eq(mi.adds, 3);
+    kt_wait_watches(&t, 1);
+
+    static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
+    static const char *const md[] = {"name", "namespace", "uid", "resourceVersion", NULL};
+    json_t *c = (json_t *)core_informer_get(inf, "default", "k-0");
+    assert_members(c, top);
+    assert_members(json_object_get(c, "metadata"), md);
+    ck_assert_str_eq(kt_md(c, "name"), "k-0");
+    ck_assert_str_eq(kt_md(c, "namespace"), "default");
+    ck_assert_ptr_nonnull(kt_md(c, "uid"));
+    ck_assert_str_ne(core_kube_obj_rv(c), "");
+    json_t *want = json_pack("{s:s}", "holderIdentity", "nobody");
+    ck_assert(json_equal(json_object_get(c, "spec"), want));
+    json_decref(want);
+
+    /* Dropped fields change: the fake's rv moves, no callback. */
+    patch_lease(&t, "k-0",
+                json_pack("{s:{s:{s:s}, s:{s:s}}, s:{s:i}}", "metadata", "labels", "team", "b",
+                          "annotations", "pad", "changed", "spec", "leaseDurationSeconds", 30));
+    patch_lease(&t, "k-1", json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "pad", "y"));
+    struct conv cv = {&t, inf, &mi, NULL};
+    ck_assert(kt_run_until(&t, cache_rvs_current, &cv, 20000));
+    kt_run_ms(&t, 200);
+    ck_assert_int_eq(mi.updates, 0);
+    c = (json_t *)core_informer_get(inf, "default", "k-0");
+    ck_assert_ptr_null(json_object_get(json_object_get(c, "spec"), "leaseDurationSeconds"));
+    ck_assert_ptr_null(json_object_get(json_object_get(c, "metadata"), "labels"));
+
+    /* A kept field changes: one update, old and new trimmed. */
+    put_holder(&t, "default", "k-0", "someone");
+    mi.synced = 1;
+    ck_assert(kt_run_until(&t, updates_at_least, &mi, 20000));
+    kt_run_ms(&t, 200);
+    ck_assert_int_eq(mi.updates, 1);
+    c = (json_t *)core_informer_get(inf, "default", "k-0");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(c, "spec"), "holderIdentity")),
+        "someone");
+    assert_members(json_object_get(c, "metadata"), md);
+
+    /* A re-list after 410 reports no update whose kept fields are the
+     * same, and the one whose are not. */
+    patch_lease(&t, "k-1", json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "pad", "z"));
+    put_holder(&t, "default", "k-2", "other");
+    ck_assert(kt_run_until(&t, cache_rvs_current, &cv, 20000));
+    int ups = mi.updates;
+    kt_wait_watches(&t, 1);
+    kt_faults(&t, "{\"watch_gone_next\": 1}");
+    json_decref(kt_admin(&t, "POST", "/watches/close?mode=clean", NULL));
+    patch_lease(&t, "k-1", json_pack("{s:{s:{s:s}}}", "metadata", "annotations", "pad", "w"));
+    put_holder(&t, "default", "k-0", "third");
+    ck_assert(kt_run_until(&t, cache_rvs_current, &cv, 20000));
+    kt_run_ms(&t, 200);
+    ck_assert_int_eq(mi.expired, 1);
+    ck_assert_int_eq(mi.updates - ups, 1);
+
+    del_lease(&t, "default", "k-2");
+    ck_assert(kt_run_until(&t, cache_rvs_current, &cv, 20000));
+    ck_assert_int_eq(mi.deletes, 1);
+    ck_assert_int_eq(mi.spurious, 0);
+    core_informer_free(inf);
+    json_decref(mi.m);
+
+    /* A module built before keep passes the shorter options: whole objects
+     * (the bytes after its size are not read). */
+    struct {
+        struct plb_informer_opts o;
+        char guard[sizeof(void *)];
+    } old;
+    memset(&old, 0xa5, sizeof(old));
+    memcpy(&old.o, &o, offsetof(struct plb_informer_opts, keep));
+    old.o.size = offsetof(struct plb_informer_opts, keep);
+    memset(&mi, 0, sizeof(mi));
+    mi.m = json_object();
+    inf = core_informer_new(t.k, &old.o, NULL);
+    ck_assert_ptr_nonnull(inf);
+    ck_assert(kt_run_until(&t, synced, &mi, 20000));
+    c = (json_t *)core_informer_get(inf, "default", "k-0");
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(c, "metadata"), "labels"));
+    ck_assert_ptr_nonnull(json_object_get(json_object_get(c, "spec"), "leaseDurationSeconds"));
+    core_informer_free(inf);
+    json_decref(mi.m);
+
+    /* A bad path is refused. */
+    static const char *const bad[] = {"spec", NULL};
+    o.keep = bad;
+    int err = 0;
+    ck_assert_ptr_null(core_informer_new(t.k, &o, &err));
+    ck_assert_int_eq(err, -EINVAL);
+    kt_stop(&t);
+}
+END_TEST
+
 /* Freeing the informer from inside its own callback stops everything. */
 static void
 free_in_add(plb_informer *inf, const plb_obj *obj, void *arg)
@@ -633,6 +814,7 @@ informer_suite(void)
     tcase_add_test(tc, label_and_field_selectors);
     tcase_add_test(tc, free_from_callback);
     tcase_add_test(tc, free_client_from_informer_callback);
+    tcase_add_test(tc, trimmed_informer_keeps_the_named_fields_and_skips_updates_of_the_others);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,9 +1,11 @@
 /*
  * Check suite for core/kube/cache.c: object keys and the diff a re-list
  * applies after a 410 (only differences reported; unchanged objects keep
- * their cached reference; vanished ones reported as deleted).
+ * their cached reference; vanished ones reported as deleted), and the
+ * fields a trimmed informer keeps (plb_informer_opts.keep).
  */
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,6 +158,176 @@ START_TEST(trim_drops_managed_fields_only)
 }
 END_TEST
 
+/* JSON text with ' for " (the tests' objects are easier to read so). */
+static json_t *
+j(const char *text)
+{
+    char buf[2048];
+    size_t n = strlen(text);
+    ck_assert_uint_lt(n, sizeof(buf));
+    for (size_t i = 0; i <= n; i++)
+        buf[i] = text[i] == '\'' ? '"' : text[i];
+    json_error_t e;
+    json_t *o = json_loads(buf, 0, &e);
+    ck_assert_msg(o != NULL, "%s: %s", buf, e.text);
+    return o;
+}
+
+static void
+assert_json_eq(json_t *got, json_t *want)
+{
+    char *a = json_dumps(got, JSON_SORT_KEYS), *b = json_dumps(want, JSON_SORT_KEYS);
+    ck_assert_msg(json_equal(got, want), "got  %s\nwant %s", a, b);
+    free(a);
+    free(b);
+}
+
+START_TEST(keep_keeps_exactly_the_named_fields_and_the_identity)
+{
+    /* A Node as the API sends it: the kept form has its labels, the type
+     * and status of each condition (not the heartbeat), the addresses,
+     * and the identity; nothing else. */
+    json_t *node = j("{'apiVersion':'v1','kind':'Node','metadata':{'name':'n1','uid':'u1',"
+                     "'resourceVersion':'7','labels':{'a':'1','kubernetes.io/os':'linux'},"
+                     "'annotations':{'big':'xxxxxxxx'},'creationTimestamp':'t'},"
+                     "'spec':{'podCIDR':'10.244.0.0/24','unschedulable':true},"
+                     "'status':{'conditions':[{'type':'Ready','status':'True',"
+                     "'lastHeartbeatTime':'h1','reason':'KubeletReady'},"
+                     "{'type':'DiskPressure','status':'False','lastHeartbeatTime':'h1'}],"
+                     "'addresses':[{'type':'InternalIP','address':'10.0.0.1'}],"
+                     "'images':[{'names':['a'],'sizeBytes':1}],'capacity':{'cpu':'2'}}}");
+    const char *const keep[] = {"/metadata/labels",           "/spec/unschedulable",
+                                "/status/conditions/type",    "/status/conditions/status",
+                                "/status/addresses",          "/spec/absent/deeper",
+                                "/metadata/labels/redundant", NULL};
+    json_t *tree = NULL;
+    ck_assert_int_eq(core_kube_keep_new(keep, &tree), 0);
+    ck_assert_ptr_nonnull(tree);
+    json_t *got = core_kube_keep_apply(tree, node);
+    json_t *want = j("{'metadata':{'name':'n1','uid':'u1',"
+                     "'resourceVersion':'7','labels':{'a':'1','kubernetes.io/os':'linux'}},"
+                     "'spec':{'unschedulable':true},"
+                     "'status':{'conditions':[{'type':'Ready','status':'True'},"
+                     "{'type':'DiskPressure','status':'False'}],"
+                     "'addresses':[{'type':'InternalIP','address':'10.0.0.1'}]}}");
+    assert_json_eq(got, want);
+    /* the kept values are shared, not copied */
+    ck_assert_ptr_eq(json_object_get(json_object_get(got, "metadata"), "labels"),
+                     json_object_get(json_object_get(node, "metadata"), "labels"));
+    json_decref(got);
+    json_decref(want);
+    json_decref(tree);
+
+    /* No keep: the object itself, whole. */
+    ck_assert_int_eq(core_kube_keep_new(NULL, &tree), 0);
+    ck_assert_ptr_null(tree);
+    got = core_kube_keep_apply(NULL, node);
+    ck_assert_ptr_eq(got, node);
+    json_decref(got);
+    json_decref(node);
+}
+END_TEST
+
+START_TEST(keep_paths_escape_slashes_and_arrays_apply_to_each_item)
+{
+    json_t *slice = j("{'metadata':{'name':'s','namespace':'d','resourceVersion':'3',"
+                      "'labels':{'kubernetes.io/service-name':'web','other':'x'}},"
+                      "'endpoints':[{'addresses':['10.0.0.1'],'nodeName':'n1',"
+                      "'conditions':{'ready':true},'targetRef':{'kind':'Pod'}},"
+                      "{'addresses':['10.0.0.2'],'conditions':{'ready':false}}, 'odd'],"
+                      "'ports':[{'port':80}],'a~b':1,'c':{'d':'scalar'}}");
+    const char *const keep[] = {"/metadata/labels/kubernetes.io~1service-name",
+                                "/endpoints/nodeName",
+                                "/endpoints/conditions/ready",
+                                "/a~0b",
+                                "/c/d/e",
+                                NULL};
+    json_t *tree = NULL;
+    ck_assert_int_eq(core_kube_keep_new(keep, &tree), 0);
+    json_t *got = core_kube_keep_apply(tree, slice);
+    /* an array item that is no object ('odd') is kept as it is, as is a
+     * scalar where the path goes deeper ('c/d') */
+    json_t *want = j("{'metadata':{'name':'s','namespace':'d','resourceVersion':'3',"
+                     "'labels':{'kubernetes.io/service-name':'web'}},"
+                     "'endpoints':[{'nodeName':'n1','conditions':{'ready':true}},"
+                     "{'conditions':{'ready':false}},'odd'],'a~b':1,'c':{'d':'scalar'}}");
+    assert_json_eq(got, want);
+    json_decref(got);
+    json_decref(want);
+    json_decref(tree);
+    json_decref(slice);
+
+    /* A wider path wins over a narrower one, in either order. */
+    const char *const wide[] = {"/spec/ports/port", "/spec", "/status/x", NULL};
+    ck_assert_int_eq(core_kube_keep_new(wide, &tree), 0);
+    json_t *svc = j("{'metadata':{'name':'x'},'spec':{'ports':[{'port':1,'name':'a'}],'type':'T'},"
+                    "'status':{'x':1,'y':2}}");
+    got = core_kube_keep_apply(tree, svc);
+    want = j("{'metadata':{'name':'x'},'spec':{'ports':[{'port':1,'name':'a'}],'type':'T'},"
+             "'status':{'x':1}}");
+    assert_json_eq(got, want);
+    json_decref(got);
+    json_decref(want);
+    json_decref(tree);
+    json_decref(svc);
+}
+END_TEST
+
+START_TEST(keep_refuses_bad_paths)
+{
+    const char *const bad[][2] = {
+        {"", NULL}, {"spec", NULL}, {"/a~2", NULL}, {"/a~", NULL}, {"/ok", NULL}};
+    for (size_t i = 0; i < 4; i++) {
+        json_t *tree = (json_t *)1;
+        ck_assert_int_eq(core_kube_keep_new(bad[i], &tree), -EINVAL);
+        ck_assert_ptr_null(tree);
+    }
+    json_t *tree = NULL;
+    ck_assert_int_eq(core_kube_keep_new(bad[4], &tree), 0);
+    json_decref(tree);
+}
+END_TEST
+
+START_TEST(same_but_resource_version)
+{
+    json_t *a = j("{'metadata':{'name':'n','resourceVersion':'1','labels':{'x':'1'}},"
+                  "'status':{'s':1}}");
+    json_t *b = j("{'metadata':{'name':'n','resourceVersion':'2','labels':{'x':'1'}},"
+                  "'status':{'s':1}}");
+    json_t *c = j("{'metadata':{'name':'n','resourceVersion':'2','labels':{'x':'2'}},"
+                  "'status':{'s':1}}");
+    json_t *d = j("{'metadata':{'name':'n','resourceVersion':'2','labels':{'x':'1'}},"
+                  "'status':{'s':2}}");
+    json_t *e = j("{'metadata':{'name':'n','labels':{'x':'1'}},'status':{'s':1}}");
+    json_t *f = j("{'metadata':{'name':'n','resourceVersion':'1','labels':{'x':'1'}}}");
+    json_t *g = j("{'metadata':{'name':'n','resourceVersion':'1','labels':{'x':'1'}},"
+                  "'status':{'s':1,'resourceVersion':'9'}}");
+    ck_assert_int_eq(core_kube_same_but_rv(a, b), 1);
+    ck_assert_int_eq(core_kube_same_but_rv(b, a), 1);
+    ck_assert_int_eq(core_kube_same_but_rv(a, e), 1); /* rv absent on one side */
+    ck_assert_int_eq(core_kube_same_but_rv(e, a), 1);
+    ck_assert_int_eq(core_kube_same_but_rv(a, c), 0); /* a kept label changed */
+    ck_assert_int_eq(core_kube_same_but_rv(a, d), 0); /* elsewhere */
+    ck_assert_int_eq(core_kube_same_but_rv(a, f), 0); /* a member gone */
+    ck_assert_int_eq(core_kube_same_but_rv(f, a), 0);
+    ck_assert_int_eq(core_kube_same_but_rv(a, g), 0); /* only metadata's rv is skipped */
+    /* a watch event's object has kind and apiVersion, a list item not */
+    json_t *h = j("{'kind':'Node','apiVersion':'v1','metadata':{'name':'n','resourceVersion':'5',"
+                  "'labels':{'x':'1'}},'status':{'s':1}}");
+    ck_assert_int_eq(core_kube_same_but_rv(a, h), 1);
+    ck_assert_int_eq(core_kube_same_but_rv(h, a), 1);
+    ck_assert_int_eq(core_kube_same_but_rv(h, c), 0);
+    json_decref(h);
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+    json_decref(e);
+    json_decref(f);
+    json_decref(g);
+}
+END_TEST
+
 static Suite *
 cache_suite(void)
 {
@@ -165,6 +337,10 @@ cache_suite(void)
     tcase_add_test(tc, diff_reports_only_differences);
     tcase_add_test(tc, diff_of_a_large_list);
     tcase_add_test(tc, trim_drops_managed_fields_only);
+    tcase_add_test(tc, keep_keeps_exactly_the_named_fields_and_the_identity);
+    tcase_add_test(tc, keep_paths_escape_slashes_and_arrays_apply_to_each_item);
+    tcase_add_test(tc, keep_refuses_bad_paths);
+    tcase_add_test(tc, same_but_resource_version);
     suite_add_tcase(s, tc);
     return s;
 }

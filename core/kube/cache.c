@@ -149,35 +149,100 @@ core_kube_keep_new(const char *const *keep, json_t **out)
     return 0;
 }
 
-json_t *
-core_kube_keep_apply(json_t *tree, json_t *v)
+/* Where a kept value stands: the root, the metadata object, a member of
+ * it, anything else. */
+enum keep_level { KL_ROOT, KL_METADATA, KL_IN_METADATA, KL_OTHER };
+
+/* The longest compact text of a value the pool shares. */
+#define KEEP_SHARE_MAX 1024
+
+/* v (steals; NULL is passed on) or the equal value pool already holds
+ * (new reference), which v then becomes for the next objects. A value too
+ * long to share, or one the pool has no memory for, stays v. */
+static json_t *
+share(json_t *pool, json_t *v)
+{
+    if (!pool || !v || json_is_boolean(v) || json_is_null(v)) /* those are singletons */
+        return v;
+    char *text = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENCODE_ANY);
+    if (!text)
+        return v;
+    if (strlen(text) <= KEEP_SHARE_MAX) {
+        json_t *have = json_object_get(pool, text);
+        if (have && have != v) {
+            json_incref(have);
+            json_decref(v);
+            v = have;
+        } else if (!have) {
+            (void)json_object_set(pool, text, v); /* no memory: v unshared */
+        }
+    }
+    core_free(text);
+    return v;
+}
+
+static json_t *
+pick(json_t *tree, json_t *v, json_t *pool, enum keep_level level)
 {
     size_t i;
     const char *key;
-    json_t *it, *sub;
-    if (!json_is_object(tree) || !(json_is_object(v) || json_is_array(v)))
-        return json_incref(v);
-    if (json_is_array(v)) {
-        json_t *a = json_array();
+    json_t *it, *sub, *out;
+    if (!json_is_object(tree) || !(json_is_object(v) || json_is_array(v))) {
+        out = json_incref(v);
+    } else if (json_is_array(v)) {
+        out = json_array();
         json_array_foreach(v, i, it)
         {
-            if (a && json_array_append_new(a, core_kube_keep_apply(tree, it)) < 0) {
-                json_decref(a);
+            if (out && json_array_append_new(out, pick(tree, it, pool, KL_OTHER)) < 0) {
+                json_decref(out);
                 return NULL;
             }
         }
-        return a;
-    }
-    json_t *o = json_object();
-    json_object_foreach(tree, key, sub)
-    {
-        json_t *m = json_object_get(v, key);
-        if (o && m && json_object_set_new(o, key, core_kube_keep_apply(sub, m)) < 0) {
-            json_decref(o);
-            return NULL;
+    } else {
+        out = json_object();
+        json_object_foreach(tree, key, sub)
+        {
+            enum keep_level in = level == KL_ROOT && strcmp(key, "metadata") == 0 ? KL_METADATA
+                                 : level == KL_METADATA                           ? KL_IN_METADATA
+                                                                                  : KL_OTHER;
+            json_t *m = json_object_get(v, key);
+            if (out && m && json_object_set_new(out, key, pick(sub, m, pool, in)) < 0) {
+                json_decref(out);
+                return NULL;
+            }
         }
     }
-    return o;
+    /* An object's identity (its root, metadata, name, uid, resourceVersion)
+     * is its own; what it keeps besides is shared. */
+    if (level == KL_OTHER || (level == KL_IN_METADATA && !json_is_string(out)))
+        return share(pool, out);
+    return out;
+}
+
+json_t *
+core_kube_keep_apply(json_t *tree, json_t *v, json_t *pool)
+{
+    return pick(tree, v, pool, KL_ROOT);
+}
+
+void
+core_kube_pool_sweep(json_t *pool, size_t *mark)
+{
+    const char *key;
+    json_t *v;
+    void *tmp;
+    size_t before;
+    if (!pool || json_object_size(pool) < 2 * *mark + 1024)
+        return;
+    do { /* a value dropped may leave the last holder of one inside it */
+        before = json_object_size(pool);
+        json_object_foreach_safe(pool, tmp, key, v)
+        {
+            if (v->refcount == 1) /* the pool's own reference only */
+                json_object_del(pool, key);
+        }
+    } while (json_object_size(pool) < before);
+    *mark = json_object_size(pool);
 }
 
 /* Members of an object that the comparison of two states skips: a watch

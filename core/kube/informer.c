@@ -49,11 +49,13 @@ struct plb_informer {
     const char *api_version, *resource, *ns, *lsel, *fsel; /* in copies */
     char *path;                                            /* collection path */
     json_t *cache;                                         /* key -> object */
-    json_t *keep;  /* what a cached object keeps (core_kube_keep_new), or NULL */
-    json_t *fresh; /* list being read */
-    char *rv;      /* resourceVersion to watch from */
-    char *cont;    /* continue token of the next page */
-    int unpaged;   /* list without limit (after an expired continue) */
+    json_t *keep;     /* what a cached object keeps (core_kube_keep_new), or NULL */
+    json_t *pool;     /* with keep: the kept values, each held once */
+    size_t pool_mark; /* pool size after its last sweep */
+    json_t *fresh;    /* list being read */
+    char *rv;         /* resourceVersion to watch from */
+    char *cont;       /* continue token of the next page */
+    int unpaged;      /* list without limit (after an expired continue) */
     int synced;
     enum inf_state st;
     enum kb_action pending; /* WAIT: what the timer starts */
@@ -124,6 +126,7 @@ inf_destroy(plb_informer *inf)
     json_decref(inf->cache);
     json_decref(inf->fresh);
     json_decref(inf->keep);
+    json_decref(inf->pool);
     core_free(inf->copies);
     core_free(inf->path);
     core_free(inf->rv);
@@ -268,7 +271,8 @@ list_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     {
         core_kube_obj_trim(it);
         if (core_kube_obj_key(it, key, sizeof(key)) == 0 &&
-            json_object_set_new(inf->fresh, key, core_kube_keep_apply(inf->keep, it)) < 0) {
+            json_object_set_new(inf->fresh, key, core_kube_keep_apply(inf->keep, it, inf->pool)) <
+                0) {
             message = "out of memory";
             goto failed;
         }
@@ -290,6 +294,7 @@ list_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     int changes = core_kube_diff(inf->cache, inf->fresh, diff_cb, inf);
     inf->depth--;
     json_object_clear(inf->fresh);
+    core_kube_pool_sweep(inf->pool, &inf->pool_mark);
     if (reap(inf))
         return;
     if (changes < 0)
@@ -380,7 +385,7 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
         return 0;
     }
     core_kube_obj_trim(obj);
-    obj = core_kube_keep_apply(inf->keep, obj); /* new */
+    obj = core_kube_keep_apply(inf->keep, obj, inf->pool); /* new */
     if (!obj) {
         inf->wend = WE_LOST;
         snprintf(inf->wmsg, sizeof(inf->wmsg), "no memory to cache an event");
@@ -412,6 +417,7 @@ watch_line(plb_http_req *req, const char *data, size_t len, void *arg)
     json_decref(old);
     json_decref(obj);
     json_decref(ev);
+    core_kube_pool_sweep(inf->pool, &inf->pool_mark);
     reap(inf); /* freed from a callback: its request was cancelled */
     return 0;
 }
@@ -568,8 +574,10 @@ core_informer_new(plb_kube *k, const struct plb_informer_opts *o, int *err)
     inf->path = core_kube_path(o->ref->api_version, o->ref->resource, o->ref->ns, NULL, NULL);
     inf->cache = json_object();
     inf->fresh = json_object();
+    inf->pool = inf->keep ? json_object() : NULL;
     inf->timer = core_timer_new(k->base, on_timer, inf);
-    if (kept < 0 || copied < 0 || !inf->path || !inf->cache || !inf->fresh || !inf->timer) {
+    if (kept < 0 || (inf->keep && !inf->pool) || copied < 0 || !inf->path || !inf->cache ||
+        !inf->fresh || !inf->timer) {
         inf->next = NULL;
         inf->k = k;
         /* not linked yet: destroy unlinks nothing */

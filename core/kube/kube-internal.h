@@ -192,9 +192,19 @@ void core_kube_obj_trim(json_t *obj);
  * -ENOMEM. */
 int core_kube_keep_new(const char *const *keep, json_t **out);
 /* What tree (from core_kube_keep_new, borrowed) keeps of obj (borrowed): a
- * new value sharing obj's kept members; a new reference to obj itself when
- * tree is NULL. NULL when out of memory. */
-json_t *core_kube_keep_apply(json_t *tree, json_t *obj);
+ * new value holding obj's kept members; a new reference to obj itself when
+ * tree is NULL. With a pool (a JSON object, compact text -> value; may be
+ * NULL) a kept value other than the object's identity (its root, its
+ * metadata object and the strings in it) whose text is at most 1 KiB is
+ * the one the pool holds when the pool holds an equal one, else is added
+ * to the pool: equal values of all the cached objects are held once (the
+ * ports of most Services, the conditions of most endpoints). Cached values
+ * are never modified, so sharing them is safe. NULL when out of memory. */
+json_t *core_kube_keep_apply(json_t *tree, json_t *obj, json_t *pool);
+/* Drop the values of pool (borrowed) that only the pool still holds, once
+ * it has grown to twice its size after the last sweep (*mark) plus 1024:
+ * amortized O(1) per value added. */
+void core_kube_pool_sweep(json_t *pool, size_t *mark);
 /* 1 when objects a and b (borrowed) are equal but for their
  * metadata.resourceVersion, kind and apiVersion (which list items lack),
  * else 0. */

@@ -719,10 +719,13 @@ struct plb_informer_opts {
      * arrives in the first list, as on_add of its trimmed form). An update
      * (a watch event or a re-list's difference) whose kept fields equal
      * the cached ones but for metadata.resourceVersion (and kind and
-     * apiVersion, which a watch event has and a list item not) updates the cache
-     * and is not reported: a Node's status heartbeat reaches no on_update
-     * of an informer that does not keep the heartbeat's timestamps. Adds
-     * and deletes are always reported. */
+     * apiVersion, which a watch event has and a list item not) updates
+     * the cache and is not reported: a Node's status heartbeat reaches no
+     * on_update of an informer that does not keep the heartbeat's
+     * timestamps. Adds and deletes are always reported. Equal kept values
+     * of different objects (the ports of most Services, the conditions of
+     * most endpoints) may be one value, held once: a borrowed object is
+     * never modified anyway, and obj_copy gives a private one. */
     const char *const *keep;
 };
 

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -203,7 +204,7 @@ START_TEST(keep_keeps_exactly_the_named_fields_and_the_identity)
     json_t *tree = NULL;
     ck_assert_int_eq(core_kube_keep_new(keep, &tree), 0);
     ck_assert_ptr_nonnull(tree);
-    json_t *got = core_kube_keep_apply(tree, node);
+    json_t *got = core_kube_keep_apply(tree, node, NULL);
     json_t *want = j("{'metadata':{'name':'n1','uid':'u1',"
                      "'resourceVersion':'7','labels':{'a':'1','kubernetes.io/os':'linux'}},"
                      "'spec':{'unschedulable':true},"
@@ -221,7 +222,7 @@ START_TEST(keep_keeps_exactly_the_named_fields_and_the_identity)
     /* No keep: the object itself, whole. */
     ck_assert_int_eq(core_kube_keep_new(NULL, &tree), 0);
     ck_assert_ptr_null(tree);
-    got = core_kube_keep_apply(NULL, node);
+    got = core_kube_keep_apply(NULL, node, NULL);
     ck_assert_ptr_eq(got, node);
     json_decref(got);
     json_decref(node);
@@ -244,7 +245,7 @@ START_TEST(keep_paths_escape_slashes_and_arrays_apply_to_each_item)
                                 NULL};
     json_t *tree = NULL;
     ck_assert_int_eq(core_kube_keep_new(keep, &tree), 0);
-    json_t *got = core_kube_keep_apply(tree, slice);
+    json_t *got = core_kube_keep_apply(tree, slice, NULL);
     /* an array item that is no object ('odd') is kept as it is, as is a
      * scalar where the path goes deeper ('c/d') */
     json_t *want = j("{'metadata':{'name':'s','namespace':'d','resourceVersion':'3',"
@@ -262,7 +263,7 @@ START_TEST(keep_paths_escape_slashes_and_arrays_apply_to_each_item)
     ck_assert_int_eq(core_kube_keep_new(wide, &tree), 0);
     json_t *svc = j("{'metadata':{'name':'x'},'spec':{'ports':[{'port':1,'name':'a'}],'type':'T'},"
                     "'status':{'x':1,'y':2}}");
-    got = core_kube_keep_apply(tree, svc);
+    got = core_kube_keep_apply(tree, svc, NULL);
     want = j("{'metadata':{'name':'x'},'spec':{'ports':[{'port':1,'name':'a'}],'type':'T'},"
              "'status':{'x':1}}");
     assert_json_eq(got, want);
@@ -270,6 +271,80 @@ START_TEST(keep_paths_escape_slashes_and_arrays_apply_to_each_item)
     json_decref(want);
     json_decref(tree);
     json_decref(svc);
+}
+END_TEST
+
+START_TEST(keep_pool_holds_equal_kept_values_once)
+{
+    /* Two slices of one Service on the same nodes: their kept endpoints,
+     * labels and each endpoint's conditions are the same values; their
+     * roots, metadata and identity strings are their own. */
+    const char *const keep[] = {"/metadata/labels", "/endpoints/nodeName", "/endpoints/conditions",
+                                NULL};
+    json_t *tree = NULL, *pool = json_object();
+    ck_assert_int_eq(core_kube_keep_new(keep, &tree), 0);
+    json_t *a = j("{'metadata':{'name':'a','namespace':'d','uid':'u1','resourceVersion':'1',"
+                  "'labels':{'kubernetes.io/service-name':'web'}},"
+                  "'endpoints':[{'addresses':['10.0.0.1'],'nodeName':'n1','conditions':"
+                  "{'ready':true}},{'addresses':['10.0.0.2'],'nodeName':'n2','conditions':"
+                  "{'ready':true}}]}");
+    json_t *b = j("{'metadata':{'name':'b','namespace':'d','uid':'u2','resourceVersion':'2',"
+                  "'labels':{'kubernetes.io/service-name':'web'}},"
+                  "'endpoints':[{'addresses':['10.0.1.1'],'nodeName':'n1','conditions':"
+                  "{'ready':true}},{'addresses':['10.0.1.2'],'nodeName':'n2','conditions':"
+                  "{'ready':true}}]}");
+    json_t *ka = core_kube_keep_apply(tree, a, pool), *kb = core_kube_keep_apply(tree, b, pool);
+    json_t *ka_no_pool = core_kube_keep_apply(tree, a, NULL);
+    assert_json_eq(ka, ka_no_pool); /* sharing changes no value */
+    ck_assert_ptr_eq(json_object_get(ka, "endpoints"), json_object_get(kb, "endpoints"));
+    json_t *ma = json_object_get(ka, "metadata"), *mb = json_object_get(kb, "metadata");
+    ck_assert_ptr_ne(ma, mb);
+    ck_assert_ptr_eq(json_object_get(ma, "labels"), json_object_get(mb, "labels"));
+    ck_assert_ptr_ne(json_object_get(ma, "namespace"), json_object_get(mb, "namespace"));
+    /* within one object, equal values are one too */
+    json_t *eps = json_object_get(ka, "endpoints");
+    ck_assert_ptr_eq(json_object_get(json_array_get(eps, 0), "conditions"),
+                     json_object_get(json_array_get(eps, 1), "conditions"));
+    size_t held = json_object_size(pool);
+    ck_assert_uint_gt(held, 0);
+
+    /* A sweep drops only what no kept object holds, once the pool grew. */
+    size_t mark = 0;
+    core_kube_pool_sweep(pool, &mark); /* below 1024 entries: nothing done */
+    ck_assert_uint_eq(json_object_size(pool), held);
+    ck_assert_uint_eq(mark, 0);
+    for (int i = 0; i < 1100; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "n%d", i);
+        json_t *o = json_pack("{s:{s:s}, s:[{s:s}]}", "metadata", "name", name, "endpoints",
+                              "nodeName", name);
+        json_decref(core_kube_keep_apply(tree, o, pool)); /* kept by nobody */
+        json_decref(o);
+    }
+    ck_assert_uint_gt(json_object_size(pool), 1024);
+    core_kube_pool_sweep(pool, &mark);
+    ck_assert_uint_eq(json_object_size(pool), held); /* ka's and kb's values stay */
+    ck_assert_uint_eq(mark, held);
+    ck_assert_ptr_eq(json_object_get(ka, "endpoints"), json_object_get(kb, "endpoints"));
+    json_decref(ka);
+    json_decref(kb);
+    json_decref(ka_no_pool); /* a's values, which the pool took */
+    json_decref(a);
+    json_decref(b);
+    mark = 0;
+    for (int i = 0; i < 1100; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "m%d", i);
+        json_t *o = json_pack("{s:{s:s}, s:[{s:s}]}", "metadata", "name", name, "endpoints",
+                              "nodeName", name);
+        json_decref(core_kube_keep_apply(tree, o, pool));
+        json_decref(o);
+    }
+    core_kube_pool_sweep(pool, &mark);
+    ck_assert_uint_eq(json_object_size(pool), 0); /* every holder gone */
+    ck_assert_uint_eq(mark, 0);
+    json_decref(tree);
+    json_decref(pool);
 }
 END_TEST
 
@@ -339,6 +414,7 @@ cache_suite(void)
     tcase_add_test(tc, trim_drops_managed_fields_only);
     tcase_add_test(tc, keep_keeps_exactly_the_named_fields_and_the_identity);
     tcase_add_test(tc, keep_paths_escape_slashes_and_arrays_apply_to_each_item);
+    tcase_add_test(tc, keep_pool_holds_equal_kept_values_once);
     tcase_add_test(tc, keep_refuses_bad_paths);
     tcase_add_test(tc, same_but_resource_version);
     suite_add_tcase(s, tc);

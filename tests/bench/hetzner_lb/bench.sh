@@ -27,13 +27,7 @@ PY
 # share, so the interval does not stretch (resync_budget_percent).
 hz_args="--rate-bucket 360000 --rate-refill-per-s 100"
 start_fakes
-cat >"$work/prismlb.conf" <<CONF
-instances = ( { module = "hetzner_lb"; name = "hz"; hcloud_endpoint = "$hz";
-  kubeconfig = "$work/kubeconfig"; resync_interval = "5s"; } );
-CONF
-ROBOTLB_HCLOUD_TOKEN=tok PRISMLB_MODULE_PATH="$build/modules" \
-  "$build/core/prismlb" --config "$work/prismlb.conf" --log-level info >"$work/d.log" 2>&1 &
-d_pid=$!
+start_daemon info 'resync_interval = "5s";'
 sleep 1
 curl -s -X POST "$base/_admin/reset" >/dev/null
 t0=$(date +%s.%N)

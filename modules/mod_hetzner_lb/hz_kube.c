@@ -62,9 +62,19 @@ status_ended(struct kop *k, int ok)
         return;
     st->status_busy = 0;
     if (!ok) {
-        /* written again at the next sync */
+        /* Written again at a sync refused_recheck_interval from now (none
+         * may come sooner: a write that keeps failing is not retried faster
+         * than a refusal), or at the sync status_again asks for. */
         json_decref(st->status_sent);
         st->status_sent = NULL;
+        struct hz_kside *ks = k->ks;
+        if (ks->queue && !st->status_again) {
+            int rc = hz_queue_add_after(ks->queue, st->key, ks->cfg->refused_recheck_ms,
+                                        ks->host->now_ms(ks->ctx));
+            if (rc == -ENOMEM)
+                ks->lost = 1; /* every Service is synced again shortly */
+            hz_recheck_arm(ks);
+        }
     }
     if (st->status_again) {
         st->status_again = 0;

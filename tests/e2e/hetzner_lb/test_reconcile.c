@@ -727,6 +727,37 @@ START_TEST(fifty_services_converge_within_a_bucket_of_10_refilling_1_per_s_witho
 }
 END_TEST
 
+/* A status write the API server refuses is written again at
+ * refused_recheck_interval, with no resync due for an hour and nothing
+ * else changing (it was left until the next change or resync). */
+START_TEST(a_refused_status_write_is_written_again_at_the_recheck)
+{
+    struct env e;
+    struct http_res r = {0};
+    char ip[64];
+    struct env_opts o = {.resync_s = 3600, .extra = "refused_recheck_interval = \"2s\";"};
+    env_start_opts(&e, &o);
+    ck_assert_int_eq(
+        fake_admin(&e.kube, "POST", "/faults",
+                   "{\"fail_count\":1,\"fail_status\":500,"
+                   "\"fail_match\":\"/services/web/status\",\"fail_method\":\"PATCH\"}",
+                   &r),
+        0);
+    http_res_free(&r);
+    env_node(&e, "n1", "10.0.1.11");
+    char *uid = env_service(&e, "web", "LoadBalancer", 30080, NULL, NULL);
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.11"), 20000, "the balancer");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 20000,
+             "the status written after the refused write");
+    ck_assert_int_eq(fake_admin(&e.kube, "GET", "/faults", NULL, &r), 0);
+    ck_assert_msg(strstr(r.body, "\"fail_count\":0") || strstr(r.body, "\"fail_count\": 0"),
+                  "the refusal was not used: %s", r.body);
+    http_res_free(&r);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -739,6 +770,7 @@ suite(void)
     tcase_add_test(tc, a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cycle);
     tcase_add_test(tc, an_unlabelled_balancer_under_the_old_name_is_adopted);
     tcase_add_test(tc, a_handed_over_balancer_gets_the_status_once_it_serves_the_service);
+    tcase_add_test(tc, a_refused_status_write_is_written_again_at_the_recheck);
     tcase_add_test(tc, a_taken_name_gives_a_warning_event_naming_the_old_uid);
     tcase_add_test(
         tc, lb11_holds_25_targets_the_extra_nodes_are_dropped_with_a_warning_naming_the_limit);

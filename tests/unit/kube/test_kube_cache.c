@@ -190,7 +190,7 @@ START_TEST(keep_keeps_exactly_the_named_fields_and_the_identity)
      * and the identity; nothing else. */
     json_t *node = j("{'apiVersion':'v1','kind':'Node','metadata':{'name':'n1','uid':'u1',"
                      "'resourceVersion':'7','labels':{'a':'1','kubernetes.io/os':'linux'},"
-                     "'annotations':{'big':'xxxxxxxx'},'creationTimestamp':'t'},"
+                     "'annotations':{'node.alpha.kubernetes.io/ttl':'0'},'creationTimestamp':'t'},"
                      "'spec':{'podCIDR':'10.244.0.0/24','unschedulable':true},"
                      "'status':{'conditions':[{'type':'Ready','status':'True',"
                      "'lastHeartbeatTime':'h1','reason':'KubeletReady'},"

@@ -156,7 +156,11 @@
  *                    plb_kube_settings_tls_name_unused for a check hook
  *                    (module.h now includes <string.h>); plb_obj_put,
  *                    obj_set for building an object in a row of calls
- *                    checked once.
+ *                    checked once; PLB_SENTINEL_MEMBER on the host
+ *                    table's variadic members in place of PLB_SENTINEL,
+ *                    which clang refuses on a function pointer
+ *                    (-Wignored-attributes failed -Werror builds; gcc
+ *                    still checks the closing NULL).
  *   2026-12-01  2.4  fencing of gated writes (see "Fencing"): the daemon
  *                    refuses a gated instance's Kubernetes and HTTP writes
  *                    while its gate is closed (PLB_EFENCED), stops those
@@ -271,11 +275,20 @@ extern "C" {
 
 #if defined(__GNUC__)
 #define PLB_PRINTF(f, a) __attribute__((format(printf, f, a)))
-/* A variadic list that ends with NULL. */
+/* A variadic list that ends with NULL: PLB_SENTINEL on a function. */
 #define PLB_SENTINEL __attribute__((sentinel))
 #else
 #define PLB_PRINTF(f, a)
 #define PLB_SENTINEL
+#endif
+/* The same on a function-pointer member (the host table's obj_get, obj_set,
+ * obj_del, log_kv): gcc checks calls through the pointer; clang takes the
+ * attribute only on functions (-Wignored-attributes), so there it is
+ * empty and calls through the pointer go unchecked. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define PLB_SENTINEL_MEMBER __attribute__((sentinel))
+#else
+#define PLB_SENTINEL_MEMBER
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -781,7 +794,7 @@ struct plb_host {
         PLB_PRINTF(3, 0);
     /* msg is literal (not a format); key, value string pairs follow, ending
      * with NULL. */
-    void (*log_kv)(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...) PLB_SENTINEL;
+    void (*log_kv)(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...) PLB_SENTINEL_MEMBER;
     int (*log_enabled)(plb_ctx *ctx, enum plb_log_level lvl);
 
     /* --- time and timers --- */
@@ -1028,7 +1041,7 @@ struct plb_host {
     /* JSON values (see enum plb_obj_type). Accessors accept NULL and then
      * return NULL, 0 or the default. */
     /* Follow object keys (NULL-terminated): borrowed child or NULL. */
-    const plb_obj *(*obj_get)(const plb_obj *o, ...)PLB_SENTINEL;
+    const plb_obj *(*obj_get)(const plb_obj *o, ...)PLB_SENTINEL_MEMBER;
     enum plb_obj_type (*obj_type)(const plb_obj *o);
     const char *(*obj_str)(const plb_obj *o); /* borrowed, or NULL */
     /* An integer, or a real truncated toward zero (3.5 is 3); def for a
@@ -1050,9 +1063,9 @@ struct plb_host {
     /* Set value (steals, even on failure) at the key path (NULL-terminated), creating
      * intermediate objects, in o (which must be modifiable: a copy, a
      * parse, or the object of a modify callback). 0 or -EINVAL/-ENOMEM. */
-    int (*obj_set)(plb_obj *o, plb_obj *value, ...) PLB_SENTINEL;
+    int (*obj_set)(plb_obj *o, plb_obj *value, ...) PLB_SENTINEL_MEMBER;
     /* Remove the member at the key path. 0, or -ENOENT. */
-    int (*obj_del)(plb_obj *o, ...) PLB_SENTINEL;
+    int (*obj_del)(plb_obj *o, ...) PLB_SENTINEL_MEMBER;
     /* New string and integer values. */
     plb_obj *(*obj_new_str)(const char *s);
     plb_obj *(*obj_new_int)(int64_t v);

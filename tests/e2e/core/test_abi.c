@@ -83,8 +83,9 @@ END_TEST
 
 /* The README's module example, as a module author copies it: compiled with
  * -Wall -Wextra -Werror against the installed header and pkg-config file
- * alone, and loaded by the daemon, which runs its timer. The guide and the
- * example configurations are installed too. */
+ * alone (by cc, and by clang too when it is installed), and loaded by the
+ * daemon, which runs its timer. The guide and the example configurations
+ * are installed too. */
 START_TEST(readme_example_compiles_and_runs)
 {
     char *dir = tu_mkdtemp();
@@ -107,10 +108,16 @@ START_TEST(readme_example_compiles_and_runs)
              "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
              "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
              "cd '%s' && cc $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
-             "-fPIC -shared -fvisibility=hidden -o mod_hello.so hello.c",
+             "-fPIC -shared -fvisibility=hidden -o mod_hello.so hello.c; "
+             "if command -v clang >/dev/null 2>&1; then "
+             "clang $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
+             "-fPIC -shared -fvisibility=hidden -o clang-hello.so hello.c; echo clang=built; fi",
              dir, dir, tu_source_path("README.md"), dir, dir, dir, dir, dir);
     rc = tu_run(sh, NULL, &out, 120000);
     ck_assert_msg(rc == 0, "the README example does not build (%d): %s", rc, out);
+    /* With clang installed, it builds warning-free there too. */
+    if (system("command -v clang >/dev/null 2>&1") == 0)
+        ck_assert_msg(strstr(out, "clang=built") != NULL, "no clang build: %s", out);
     free(out);
 
     char conf[4096], logfile[4096], mp[4096];

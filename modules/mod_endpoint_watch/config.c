@@ -23,63 +23,36 @@
 
 /* clang-format off */
 const struct plb_setting ew_settings[] = {
-    {.name = "endpoints",
-     .type = PLB_SET_STRING_LIST,
-     .offset = OFF(endpoints),
-     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY,
-     .format = PLB_FMT_HOST_PORT,
+    {.name = "endpoints", .type = PLB_SET_STRING_LIST, .offset = OFF(endpoints),
+     .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .format = PLB_FMT_HOST_PORT,
      .doc = "Static (bootstrap) API server endpoints, available at once without cluster "
             "access: each host:port, host an IP address ([addr] for IPv6) or RFC 1123 "
             "hostname, port 1-65535; must not be empty"},
-    {.name = "enable_discovery",
-     .type = PLB_SET_BOOL,
-     .offset = OFF(enable_discovery),
+    {.name = "enable_discovery", .type = PLB_SET_BOOL, .offset = OFF(enable_discovery),
      .def = "true",
      .doc = "Watch the EndpointSlices of service_name in namespace for the API servers "
             "(the Kubernetes provider)"},
-    {.name = "kubeconfig",
-     .type = PLB_SET_PATH,
-     .offset = OFF(kube.kubeconfig),
-     .doc = "kubeconfig file of the discovery client; unset: the service account when "
-            "KUBERNETES_SERVICE_HOST is set, else the first file of $KUBECONFIG, else none "
-            "(static endpoints only)"},
-    {.name = "server",
-     .type = PLB_SET_STRING,
-     .offset = OFF(kube.server),
-     .format = PLB_FMT_HTTP_URL,
-     .doc = "API server URL overriding the kubeconfig's or the in-cluster one, normally the "
-            "local proxy (\"https://127.0.0.1:7445\") so that discovery needs no CNI and "
-            "fails over with the proxy"},
-    {.name = "tls_server_name",
-     .type = PLB_SET_STRING,
-     .offset = OFF(kube.tls_server_name),
-     .format = PLB_FMT_TLS_NAME,
-     .doc = "Name the API server certificate is verified against; unset: "
-            "kubernetes.default.svc when server is an https:// URL, else the kubeconfig's"},
-    {.name = "service_account_dir",
-     .type = PLB_SET_PATH,
-     .offset = OFF(kube.sa_dir),
-     .def = "/var/run/secrets/kubernetes.io/serviceaccount",
-     .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"},
-    {.name = "namespace",
-     .type = PLB_SET_STRING,
-     .offset = OFF(ns),
-     .def = "default",
-     .flags = PLB_SET_NONEMPTY,
-     .format = PLB_FMT_DNS_LABEL,
+    PLB_SETTING_KUBECONFIG(OFF(kube.kubeconfig),
+        .doc = "kubeconfig file of the discovery client; unset: the service account when "
+               "KUBERNETES_SERVICE_HOST is set, else the first file of $KUBECONFIG, else none "
+               "(static endpoints only)"),
+    PLB_SETTING_KUBE_SERVER(OFF(kube.server),
+        .doc = "API server URL overriding the kubeconfig's or the in-cluster one, normally the "
+               "local proxy (\"https://127.0.0.1:7445\") so that discovery needs no CNI and "
+               "fails over with the proxy"),
+    PLB_SETTING_TLS_SERVER_NAME(OFF(kube.tls_server_name),
+        .doc = "Name the API server certificate is verified against; unset: "
+               "kubernetes.default.svc when server is an https:// URL, else the kubeconfig's"),
+    PLB_SETTING_SERVICE_ACCOUNT_DIR(OFF(kube.sa_dir),
+        .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"),
+    {.name = "namespace", .type = PLB_SET_STRING, .offset = OFF(ns), .def = "default",
+     .flags = PLB_SET_NONEMPTY, .format = PLB_FMT_DNS_LABEL,
      .doc = "Namespace of the Service whose EndpointSlices are watched"},
-    {.name = "service_name",
-     .type = PLB_SET_STRING,
-     .offset = OFF(service_name),
-     .def = "kubernetes",
-     .flags = PLB_SET_NONEMPTY,
-     .format = PLB_FMT_DNS_LABEL,
+    {.name = "service_name", .type = PLB_SET_STRING, .offset = OFF(service_name),
+     .def = "kubernetes", .flags = PLB_SET_NONEMPTY, .format = PLB_FMT_DNS_LABEL,
      .doc = "Service whose EndpointSlices are watched (label selector "
             "kubernetes.io/service-name=<service_name>)"},
-    {.name = "port_name",
-     .type = PLB_SET_STRING,
-     .offset = OFF(port_name),
-     .def = "https",
+    {.name = "port_name", .type = PLB_SET_STRING, .offset = OFF(port_name), .def = "https",
      .format = PLB_FMT_DNS_LABEL,
      .doc = "Name of the EndpointSlice port the endpoints are reached on (\"\" for an "
             "unnamed port); slices without it contribute nothing"},

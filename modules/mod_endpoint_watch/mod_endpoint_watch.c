@@ -223,16 +223,10 @@ ew_destroy(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    PLB_MODULE_ABI,
-    .name = "endpoint_watch",
-    .version = "1.0",
-    .description = "API server endpoints: a static bootstrap list plus the EndpointSlices of "
-                   "the kubernetes Service, watched",
-    PLB_MODULE_SETTINGS(ew_settings, struct ew_config),
+    PLB_MODULE("endpoint_watch", "1.0",
+               "API server endpoints: a static bootstrap list plus the EndpointSlices of "
+               "the kubernetes Service, watched"),
+    PLB_MODULE_CONFIG(ew_settings, struct ew_config, ew_config_check),
     .provides = PLB_ROLE_ENDPOINTS,
-    .check = ew_config_check,
-    .create = ew_create,
-    .start = ew_start,
-    .stop = ew_stop,
-    .destroy = ew_destroy,
+    PLB_MODULE_LIFECYCLE(ew_create, ew_start, ew_stop, ew_destroy),
 };

@@ -239,11 +239,11 @@ const struct plb_setting hz_settings_table[] = {
      .doc = "The spec.loadBalancerClass of the Services served; unset: Services without a "
             "class and those of class robotlb, as robotlb; set: only that class, so that "
             "another controller (hcloud-cloud-controller-manager) keeps the others"},
-    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = OFF(kubeconfig),
-     .doc = "kubeconfig file; unset: the in-cluster service account when "
-            "KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config"},
-    {.name = "kube_context", .type = PLB_SET_STRING, .offset = OFF(kube_context),
-     .validate = v_nonblank, .doc = "kubeconfig context; unset: its current-context"},
+    PLB_SETTING_KUBECONFIG(OFF(kubeconfig),
+        .doc = "kubeconfig file; unset: the in-cluster service account when "
+               "KUBERNETES_SERVICE_HOST is set, else $KUBECONFIG or ~/.kube/config"),
+    PLB_SETTING_KUBE_CONTEXT(OFF(kube_context), .validate = v_nonblank,
+        .doc = "kubeconfig context; unset: its current-context"),
     PLB_SETTINGS_END,
 };
 /* clang-format on */

@@ -379,16 +379,10 @@ hz_status(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    PLB_MODULE_ABI,
-    .name = "hetzner_lb",
-    .version = "0.1",
-    .description = "Hetzner Cloud load balancers for Services of type LoadBalancer (robotlb)",
-    PLB_MODULE_SETTINGS(hz_settings_table, struct hz_config),
-    .check = hz_check,
-    .create = hz_create,
-    .start = hz_start,
-    .stop = hz_stop,
-    .destroy = hz_destroy,
+    PLB_MODULE("hetzner_lb", "0.1",
+               "Hetzner Cloud load balancers for Services of type LoadBalancer (robotlb)"),
+    PLB_MODULE_CONFIG(hz_settings_table, struct hz_config, hz_check),
+    PLB_MODULE_LIFECYCLE(hz_create, hz_start, hz_stop, hz_destroy),
     .gate_open = hz_gate_open,
     .gate_close = hz_gate_close,
     .status = hz_status,

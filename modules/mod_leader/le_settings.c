@@ -89,25 +89,23 @@ const struct plb_setting ld_settings[] = {
      .def = "true",
      .doc = "On shutdown, after the gated instances stopped, write holder \"\" and "
             "leaseDurationSeconds 1 so another replica takes over at its next attempt"},
-    {.name = "kubeconfig", .type = PLB_SET_PATH, .offset = OFF(kube.kubeconfig),
-     .doc = "kubeconfig file; unset: the service account when KUBERNETES_SERVICE_HOST is set, "
-            "else the first file of $KUBECONFIG, else ~/.kube/config"},
-    {.name = "in_cluster", .type = PLB_SET_BOOL, .offset = OFF(kube.in_cluster), .def = "false",
-     .doc = "Use the service account in service_account_dir (and KUBERNETES_SERVICE_HOST/_PORT) "
-            "even when $KUBECONFIG is set; excludes kubeconfig"},
-    {.name = "kube_context", .type = PLB_SET_STRING, .offset = OFF(kube.context),
-     .validate = valid_identity, .doc = "kubeconfig context; unset: its current-context"},
-    {.name = "server", .type = PLB_SET_STRING, .offset = OFF(kube.server),
-     .format = PLB_FMT_HTTP_URL,
-     .doc = "API server URL overriding the kubeconfig's or the in-cluster one; a path such as "
-            "/clusters/root:org:ws selects a kcp workspace"},
-    {.name = "tls_server_name", .type = PLB_SET_STRING, .offset = OFF(kube.tls_server_name),
-     .flags = PLB_SET_NONEMPTY, .format = PLB_FMT_TLS_NAME,
-     .doc = "Name the API server certificate is verified against; unset: the server URL's "
-            "host (or the kubeconfig's tls-server-name)"},
-    {.name = "service_account_dir", .type = PLB_SET_PATH, .offset = OFF(kube.sa_dir),
-     .def = "/var/run/secrets/kubernetes.io/serviceaccount",
-     .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"},
+    PLB_SETTING_KUBECONFIG(OFF(kube.kubeconfig),
+        .doc = "kubeconfig file; unset: the service account when KUBERNETES_SERVICE_HOST is "
+               "set, else the first file of $KUBECONFIG, else ~/.kube/config"),
+    PLB_SETTING_IN_CLUSTER(OFF(kube.in_cluster),
+        .doc = "Use the service account in service_account_dir (and "
+               "KUBERNETES_SERVICE_HOST/_PORT) even when $KUBECONFIG is set; excludes "
+               "kubeconfig"),
+    PLB_SETTING_KUBE_CONTEXT(OFF(kube.context), .validate = valid_identity,
+        .doc = "kubeconfig context; unset: its current-context"),
+    PLB_SETTING_KUBE_SERVER(OFF(kube.server),
+        .doc = "API server URL overriding the kubeconfig's or the in-cluster one; a path such "
+               "as /clusters/root:org:ws selects a kcp workspace"),
+    PLB_SETTING_TLS_SERVER_NAME(OFF(kube.tls_server_name), .flags = PLB_SET_NONEMPTY,
+        .doc = "Name the API server certificate is verified against; unset: the server URL's "
+               "host (or the kubeconfig's tls-server-name)"),
+    PLB_SETTING_SERVICE_ACCOUNT_DIR(OFF(kube.sa_dir),
+        .doc = "Service account directory (token, ca.crt, namespace) of the in-cluster client"),
     PLB_SETTINGS_END,
 };
 /* clang-format on */

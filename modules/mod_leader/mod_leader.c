@@ -34,6 +34,9 @@
 #include "ld.h"
 
 struct ld {
+    /* First: the le_ops argument is the struct ld, which plb_clock_now_ms,
+     * plb_clock_wall_ms and plb_clock_random read as its clock. */
+    struct plb_clock clock;
     const struct plb_host *host; /* borrowed for the instance's life */
     plb_ctx *ctx;
     const struct ld_config *cfg; /* borrowed, the daemon's */
@@ -48,8 +51,8 @@ struct ld {
     plb_timer *timer; /* the machine's wake-up */
     plb_metric *m_leader, *m_transitions, *m_renew;
     plb_done *stop_done;
-    uint64_t rng;
 };
+_Static_assert(offsetof(struct ld, clock) == 0, "the clock is the le_ops argument");
 
 /* ------------------------------------------------------------------ */
 /* Lease objects <-> records                                            */
@@ -292,28 +295,6 @@ op_cancel(void *arg)
 /* ------------------------------------------------------------------ */
 /* Clock, random, timer, gate                                           */
 
-static int64_t
-op_now(void *arg)
-{
-    struct ld *ld = arg;
-    return ld->host->now_ms(ld->ctx);
-}
-
-static int64_t
-op_wall(void *arg)
-{
-    struct ld *ld = arg;
-    return ld->host->wall_ms(ld->ctx);
-}
-
-/* Uniform in [0, 1), for the acquire jitter. */
-static double
-op_random(void *arg)
-{
-    struct ld *ld = arg;
-    return plb_random_unit(&ld->rng);
-}
-
 static void
 op_wake_at(void *arg, int64_t at)
 {
@@ -471,9 +452,9 @@ op_stopped(void *arg)
 }
 
 static const struct le_ops ld_ops = {
-    .now_ms = op_now,
-    .wall_ms = op_wall,
-    .random = op_random,
+    .now_ms = plb_clock_now_ms,
+    .wall_ms = plb_clock_wall_ms,
+    .random = plb_clock_random, /* the acquire jitter */
     .get = op_get,
     .create = op_create,
     .update = op_update,
@@ -509,9 +490,7 @@ ld_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
             snprintf(hn, sizeof(hn), "localhost");
         snprintf(ld->identity, sizeof(ld->identity), "%.200s_%ld", hn, (long)getpid());
     }
-    ld->rng = (uint64_t)host->wall_ms(ctx) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid();
-    if (!ld->rng)
-        ld->rng = 1;
+    plb_clock_init(&ld->clock, host, ctx, (uint64_t)getpid());
     *state = ld;
     return 0;
 }
@@ -648,16 +627,10 @@ ld_status(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    PLB_MODULE_ABI,
-    .name = "leader",
-    .version = "0.1.0",
-    .description = "Lease-based leader election (as client-go's) gating write loops",
-    PLB_MODULE_SETTINGS(ld_settings, struct ld_config),
+    PLB_MODULE("leader", "0.1.0",
+               "Lease-based leader election (as client-go's) gating write loops"),
+    PLB_MODULE_CONFIG(ld_settings, struct ld_config, ld_check),
     .provides = PLB_ROLE_GATE,
-    .check = ld_check,
-    .create = ld_create,
-    .start = ld_start,
-    .stop = ld_stop,
-    .destroy = ld_destroy,
+    PLB_MODULE_LIFECYCLE(ld_create, ld_start, ld_stop, ld_destroy),
     .status = ld_status,
 };

@@ -151,10 +151,8 @@ static const struct plb_setting mm_settings[] = {
             "(resolved without blocking, to its first IPv4 address when it has one); unset: "
             "the bind_address of the config's tcp_proxy instance (extractedprism's "
             "--health-bind-address default), else 127.0.0.1."},
-    {.name = "port", .type = PLB_SET_INT, .offset = offsetof(struct mm_config, port),
-     .def = "7446", .min = 1, .max = 65535, .flags = PLB_SET_LISTEN_PORT,
-     .listen_address = "bind_address",
-     .doc = "TCP port of the HTTP server (the spec's health port)."},
+    PLB_SETTING_LISTEN_PORT("port", offsetof(struct mm_config, port), "bind_address",
+        .def = "7446", .doc = "TCP port of the HTTP server (the spec's health port)."),
     {.name = "liveness_interval", .type = PLB_SET_DURATION,
      .offset = offsetof(struct mm_config, liveness_interval_ms), .def = "5s", .min = 1000,
      .doc = "How often the event loop's heartbeat (check \"event-loop\") beats."},
@@ -615,14 +613,8 @@ mm_destroy(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    PLB_MODULE_ABI,
-    .name = "metrics",
-    .version = "1.0",
-    .description = "Serves /healthz, /readyz and /metrics (Prometheus text format 0.0.4)",
-    PLB_MODULE_SETTINGS(mm_settings, struct mm_config),
-    .check = mm_check,
-    .create = mm_create,
-    .start = mm_start,
-    .stop = mm_stop,
-    .destroy = mm_destroy,
+    PLB_MODULE("metrics", "1.0",
+               "Serves /healthz, /readyz and /metrics (Prometheus text format 0.0.4)"),
+    PLB_MODULE_CONFIG(mm_settings, struct mm_config, mm_check),
+    PLB_MODULE_LIFECYCLE(mm_create, mm_start, mm_stop, mm_destroy),
 };

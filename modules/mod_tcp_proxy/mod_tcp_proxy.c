@@ -32,20 +32,6 @@ static const char LIVE_CHECK[] = "loop";
 /* ------------------------------------------------------------------------ */
 /* Pool environment and callbacks                                           */
 
-static int64_t
-env_now(void *arg)
-{
-    struct tp *tp = arg;
-    return tp->host->now_ms(tp->ctx);
-}
-
-static double
-env_random(void *arg)
-{
-    struct tp *tp = arg;
-    return plb_random_unit(&tp->rng);
-}
-
 static void
 ops_added(void *arg, struct tp_up *u)
 {
@@ -346,15 +332,15 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     tp->main_loop.tp = tp;
     /* With the daemon's worker loops, the data path runs on them. */
     tp->nloops = PLB_HOST_HAS(host, worker_count) ? host->worker_count(ctx) : 0;
-    if (getrandom(&tp->rng, sizeof(tp->rng), GRND_NONBLOCK) != (ssize_t)sizeof(tp->rng))
-        tp->rng = (uint64_t)host->wall_ms(ctx) ^ ((uint64_t)getpid() << 32);
-    if (!tp->rng)
-        tp->rng = 0x9e3779b97f4a7c15ull;
-    struct tp_pool_env env = {.now_ms = env_now,
-                              .random = env_random,
+    uint64_t salt;
+    if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != (ssize_t)sizeof(salt))
+        salt = (uint64_t)getpid() << 32;
+    plb_clock_init(&tp->clock, host, ctx, salt);
+    struct tp_pool_env env = {.now_ms = plb_clock_now_ms,
+                              .random = plb_clock_random,
                               .alloc = host->alloc,
                               .free = host->free,
-                              .arg = tp};
+                              .arg = &tp->clock};
     tp->pool = tp_pool_new(&env, &pool_ops, tp, (enum tp_selection)tp->cfg->upstream_selection,
                            (enum tp_check_kind)tp->cfg->health_check, tp->cfg->drain_timeout_ms);
     tp->tick = host->timer_new(ctx, on_tick, tp);
@@ -469,16 +455,10 @@ tp_destroy(void *state)
 }
 
 PLB_MODULE_EXPORT = {
-    PLB_MODULE_ABI,
-    .name = "tcp_proxy",
-    .version = "1.0",
-    .description = "Per-node TCP load balancer for API servers: health-checked, "
-                   "latency- and readiness-aware, with graceful draining",
-    PLB_MODULE_SETTINGS(tp_settings, struct tp_config),
-    .check = tp_config_check,
-    .create = tp_create,
-    .start = tp_start,
-    .stop = tp_stop,
-    .destroy = tp_destroy,
+    PLB_MODULE("tcp_proxy", "1.0",
+               "Per-node TCP load balancer for API servers: health-checked, "
+               "latency- and readiness-aware, with graceful draining"),
+    PLB_MODULE_CONFIG(tp_settings, struct tp_config, tp_config_check),
+    PLB_MODULE_LIFECYCLE(tp_create, tp_start, tp_stop, tp_destroy),
     .status = tp_status,
 };

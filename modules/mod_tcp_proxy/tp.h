@@ -157,10 +157,10 @@ struct tp {
     struct tp_resolve *resolves; /* every running resolution */
     struct tp_conn *orphans;     /* dialing without an upstream record */
     struct tp_metrics m;
-    uint64_t nconns; /* connections passing through now (main loop) */
-    uint64_t rng;    /* xorshift64* state for picks */
-    int in_event;    /* inside a pool update or tick: defer ticks */
-    int again;       /* a deferred tick is owed */
+    uint64_t nconns;        /* connections passing through now (main loop) */
+    struct plb_clock clock; /* the pool's time and picks (main loop) */
+    int in_event;           /* inside a pool update or tick: defer ticks */
+    int again;              /* a deferred tick is owed */
     int stopping;
     int paused;               /* listener paused until the first endpoint set */
     int ready_state;          /* last value given to health_set, -1 none */

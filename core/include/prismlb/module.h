@@ -160,7 +160,19 @@
  *                    table's variadic members in place of PLB_SENTINEL,
  *                    which clang refuses on a function pointer
  *                    (-Wignored-attributes failed -Werror builds; gcc
- *                    still checks the closing NULL).
+ *                    still checks the closing NULL); PLB_MODULE,
+ *                    PLB_MODULE_CONFIG and PLB_MODULE_LIFECYCLE for the
+ *                    descriptor's identity, settings with check, and the
+ *                    four lifecycle hooks; settings rows
+ *                    PLB_SETTING_LISTEN_PORT, PLB_SETTING_KUBECONFIG,
+ *                    PLB_SETTING_KUBE_CONTEXT, PLB_SETTING_IN_CLUSTER,
+ *                    PLB_SETTING_KUBE_SERVER, PLB_SETTING_TLS_SERVER_NAME
+ *                    and PLB_SETTING_SERVICE_ACCOUNT_DIR (the name, type,
+ *                    format and default the built-in modules give them);
+ *                    struct plb_clock with plb_clock_init,
+ *                    plb_clock_now_ms, plb_clock_wall_ms and
+ *                    plb_clock_random, the host's clocks and a jitter
+ *                    generator as `T fn(void *arg)` callbacks.
  *   2026-12-01  2.4  fencing of gated writes (see "Fencing"): the daemon
  *                    refuses a gated instance's Kubernetes and HTTP writes
  *                    while its gate is closed (PLB_EFENCED), stops those
@@ -400,6 +412,18 @@ struct plb_setting {
 
 /* Helpers for settings tables. */
 #define PLB_OFFSET(type, field) offsetof(type, field)
+/* A row for a TCP port the instance listens on, 1 to 65535, whose address
+ * is the STRING setting named address_setting (PLB_SET_LISTEN_PORT: the
+ * daemon refuses ports of two instances that collide); after it come the
+ * row's other fields as designated initializers, the default and the doc
+ * (never one the macro sets):
+ *   PLB_SETTING_LISTEN_PORT("port", PLB_OFFSET(struct example_config, port),
+ *                           "bind_address", .def = "8080", .doc = "..."), */
+#define PLB_SETTING_LISTEN_PORT(name_, offset_, address_setting, ...)                              \
+    {                                                                                              \
+        .name = (name_), .type = PLB_SET_INT, .offset = (offset_), .min = 1, .max = 65535,         \
+        .flags = PLB_SET_LISTEN_PORT, .listen_address = (address_setting), __VA_ARGS__             \
+    }
 #define PLB_SETTINGS_END                                                                           \
     {                                                                                              \
         0                                                                                          \
@@ -1310,20 +1334,31 @@ struct plb_module {
 
 /* Descriptor helpers for the fields every module sets the same way:
  *   PLB_MODULE_EXPORT = {
- *       PLB_MODULE_ABI,
- *       .name = "example",
- *       PLB_MODULE_SETTINGS(example_settings, struct example_config),
- *       .create = example_create,
- *       ...
+ *       PLB_MODULE("example", "1.0", "Does one thing"),
+ *       PLB_MODULE_CONFIG(example_settings, struct example_config, example_check),
+ *       PLB_MODULE_LIFECYCLE(example_create, example_start, example_stop,
+ *                            example_destroy),
+ *       .status = example_status,
  *   };
  * PLB_MODULE_ABI: the version this module was built for and the size of
- * its descriptor. PLB_MODULE_SETTINGS: the settings table (terminated by
- * PLB_SETTINGS_END), its stride, and the config struct it fills in. */
+ * its descriptor. PLB_MODULE(name, version, description): PLB_MODULE_ABI
+ * and the three strings (static, borrowed for the module's life).
+ * PLB_MODULE_SETTINGS: the settings table (terminated by
+ * PLB_SETTINGS_END), its stride, and the config struct it fills in;
+ * PLB_MODULE_CONFIG: the same and the check hook (NULL for none).
+ * PLB_MODULE_LIFECYCLE: the create, start, stop and destroy hooks (stop
+ * may be NULL). Any other field follows as a designated initializer. */
 #define PLB_MODULE_ABI                                                                             \
     .abi_major = PLB_ABI_MAJOR, .abi_minor = PLB_ABI_MINOR, .size = sizeof(struct plb_module)
+#define PLB_MODULE(name_, version_, description_)                                                  \
+    PLB_MODULE_ABI, .name = (name_), .version = (version_), .description = (description_)
 #define PLB_MODULE_SETTINGS(table, config_type)                                                    \
     .settings = (table), .setting_size = sizeof(struct plb_setting),                               \
     .config_size = sizeof(config_type)
+#define PLB_MODULE_CONFIG(table, config_type, check_)                                              \
+    PLB_MODULE_SETTINGS(table, config_type), .check = (check_)
+#define PLB_MODULE_LIFECYCLE(create_, start_, stop_, destroy_)                                     \
+    .create = (create_), .start = (start_), .stop = (stop_), .destroy = (destroy_)
 
 /* ------------------------------------------------------------------------ */
 /* Randomness for jitter.                                                    */
@@ -1340,6 +1375,56 @@ plb_random_unit(uint64_t *state)
     x ^= x >> 27;
     *state = x;
     return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Clocks for code that takes them injected.                                */
+
+/* The host's clocks and a plb_random_unit generator behind callbacks of
+ * the form `T fn(void *arg)`, for code that takes its time and randomness
+ * as such callbacks (a state machine unit tests drive with a fake clock):
+ * hand it plb_clock_now_ms, plb_clock_wall_ms and plb_clock_random with a
+ * pointer to a struct plb_clock as their argument, or to a struct whose
+ * first member is one (C lets a pointer to a struct stand for a pointer to
+ * its first member). The generator is not locked: use one plb_clock from
+ * one thread. Header-only: the daemon never sees this structure. */
+struct plb_clock {
+    const struct plb_host *host; /* borrowed for the instance's life */
+    plb_ctx *ctx;
+    uint64_t rng; /* plb_random_unit's state, never 0 */
+};
+
+/* Set c up for the instance ctx, seeding its generator from the wall
+ * clock and salt (the process ID, or bytes of getrandom). */
+static inline void
+plb_clock_init(struct plb_clock *c, const struct plb_host *host, plb_ctx *ctx, uint64_t salt)
+{
+    c->host = host;
+    c->ctx = ctx;
+    c->rng = ((uint64_t)host->wall_ms(ctx) * 0x9E3779B97F4A7C15ULL) ^ salt;
+    if (!c->rng)
+        c->rng = 1;
+}
+
+/* host->now_ms and host->wall_ms of the clock's instance. */
+static inline int64_t
+plb_clock_now_ms(void *clock)
+{
+    const struct plb_clock *c = (const struct plb_clock *)clock;
+    return c->host->now_ms(c->ctx);
+}
+static inline int64_t
+plb_clock_wall_ms(void *clock)
+{
+    const struct plb_clock *c = (const struct plb_clock *)clock;
+    return c->host->wall_ms(c->ctx);
+}
+/* Uniform in [0, 1), from the clock's generator. */
+static inline double
+plb_clock_random(void *clock)
+{
+    struct plb_clock *c = (struct plb_clock *)clock;
+    return plb_random_unit(&c->rng);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1373,6 +1458,46 @@ plb_kube_settings_apply(const struct plb_kube_settings *s, struct plb_kube_opts 
     o->server = s->server;
     o->tls_server_name = s->tls_server_name;
 }
+
+/* Settings-table rows for the Kubernetes client settings, with the name,
+ * type, format and default every module gives them, so that a config
+ * reads alike across modules. offset_ is where the value goes (the field
+ * of a struct plb_kube_settings member, or a field of the same type);
+ * after it come the row's other fields as designated initializers, the
+ * doc at least (what "unset" means is the module's), never one the macro
+ * sets (gcc's -Woverride-init):
+ *   PLB_SETTING_KUBECONFIG(PLB_OFFSET(struct example_config, kube.kubeconfig),
+ *                          .doc = "kubeconfig file; unset: in-cluster"),
+ *   PLB_SETTING_TLS_SERVER_NAME(PLB_OFFSET(struct example_config, kube.tls_server_name),
+ *                               .flags = PLB_SET_NONEMPTY, .doc = "..."), */
+#define PLB_SETTING_KUBECONFIG(offset_, ...)                                                       \
+    {                                                                                              \
+        .name = "kubeconfig", .type = PLB_SET_PATH, .offset = (offset_), __VA_ARGS__               \
+    }
+#define PLB_SETTING_KUBE_CONTEXT(offset_, ...)                                                     \
+    {                                                                                              \
+        .name = "kube_context", .type = PLB_SET_STRING, .offset = (offset_), __VA_ARGS__           \
+    }
+#define PLB_SETTING_IN_CLUSTER(offset_, ...)                                                       \
+    {                                                                                              \
+        .name = "in_cluster", .type = PLB_SET_BOOL, .offset = (offset_), .def = "false",           \
+        __VA_ARGS__                                                                                \
+    }
+#define PLB_SETTING_KUBE_SERVER(offset_, ...)                                                      \
+    {                                                                                              \
+        .name = "server", .type = PLB_SET_STRING, .offset = (offset_), .format = PLB_FMT_HTTP_URL, \
+        __VA_ARGS__                                                                                \
+    }
+#define PLB_SETTING_TLS_SERVER_NAME(offset_, ...)                                                  \
+    {                                                                                              \
+        .name = "tls_server_name", .type = PLB_SET_STRING, .offset = (offset_),                    \
+        .format = PLB_FMT_TLS_NAME, __VA_ARGS__                                                    \
+    }
+#define PLB_SETTING_SERVICE_ACCOUNT_DIR(offset_, ...)                                              \
+    {                                                                                              \
+        .name = "service_account_dir", .type = PLB_SET_PATH, .offset = (offset_),                  \
+        .def = "/var/run/secrets/kubernetes.io/serviceaccount", __VA_ARGS__                        \
+    }
 
 /* 1 when s names a TLS server name that cannot apply (its server is a
  * plain http:// URL), for a module's check hook to report; else 0. */

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hz_dlist.h"
 #include "hz_index.h"
 #include "hz_kube_int.h"
 #include "hz_queue.h"
@@ -41,17 +42,6 @@ struct del {
 
 /* ------------------------------------------------------------------ */
 /* Kubernetes writes                                                   */
-
-static void
-kop_unlink(struct kop *k)
-{
-    if (k->prev)
-        k->prev->next = k->next;
-    else
-        k->ks->kops = k->next;
-    if (k->next)
-        k->next->prev = k->prev;
-}
 
 /* A status write of k ended (ok = 1 when written) or was cancelled. */
 static void
@@ -98,7 +88,7 @@ kop_done(plb_kube_op *op, const struct plb_kube_result *r, void *arg)
     if (!ok)
         PLB_WARN(k->ks->host, k->ks->ctx, PLB_KV("error", r->message ? r->message : ""),
                  "kubernetes write failed: status %d", r->status);
-    kop_unlink(k);
+    HZ_DLIST_REMOVE(k->ks->kops, k, prev, next);
     if (k->status_key)
         status_ended(k, ok);
     kop_free(k);
@@ -133,10 +123,7 @@ kop_run(struct hz_kside *ks, const char *status_key, const char *what, kop_start
         return err < 0 ? err : -EIO;
     }
     k->op = op;
-    k->next = ks->kops;
-    if (ks->kops)
-        ks->kops->prev = k;
-    ks->kops = k;
+    HZ_DLIST_PUSH(ks->kops, k, prev, next);
     return 0;
 }
 
@@ -466,7 +453,7 @@ hz_kube_cancel_writes(struct hz_kside *ks)
 {
     while (ks->kops) {
         struct kop *k = ks->kops;
-        kop_unlink(k);
+        HZ_DLIST_REMOVE(ks->kops, k, prev, next);
         ks->host->kube_cancel(k->op);
         if (k->status_key)
             status_ended(k, 0);

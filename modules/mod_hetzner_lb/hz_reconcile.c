@@ -172,6 +172,27 @@ log_refusal(const struct rec *r, const char *what, const struct hz_result *res)
              "%s failed: status %d", what, res->status);
 }
 
+/* One GET of r answered res: 1 when it answered (the caller reads the
+ * body); else 0 with the answer counted: cancelled, or logged as what
+ * failed and r rechecks. Either way the call is no longer pending. */
+static int
+rec_got(struct rec *r, const char *what, const struct hz_result *res)
+{
+    r->pending--;
+    switch (hz_rec_get_answer(res)) {
+    case HZ_ANS_DONE:
+        return 1;
+    case HZ_ANS_CANCELLED:
+        rec_add(r, HZ_REC_CANCELLED);
+        break;
+    default:
+        log_refusal(r, what, res);
+        rec_add(r, HZ_REC_RECHECK);
+        break;
+    }
+    return 0;
+}
+
 /* The name of r's balancer for an Event: its own once known, else the
  * name it asks for (borrowed from r). */
 static const char *
@@ -288,21 +309,10 @@ lookup_done(void *arg, const struct hz_result *res)
     struct rec *r = l->r;
     json_t *item = json_array_get(json_object_get(res->body, "load_balancers"), 0);
     struct hz_lb **slot = l->legacy ? &r->legacy_lb : &r->named, *lb;
-    r->pending--;
-    switch (hz_rec_get_answer(res)) {
-    case HZ_ANS_CANCELLED:
-        rec_add(r, HZ_REC_CANCELLED);
-        break;
-    case HZ_ANS_DONE:
-        if (item && rec_parse(r, item, &lb) == 0) {
-            hz_lb_unref(*slot);
-            *slot = lb;
-        }
-        break;
-    default:
-        log_refusal(r, l->legacy ? "looking up the earlier release's name" : "name lookup", res);
-        rec_add(r, HZ_REC_RECHECK);
-        break;
+    if (rec_got(r, l->legacy ? "looking up the earlier release's name" : "name lookup", res) &&
+        item && rec_parse(r, item, &lb) == 0) {
+        hz_lb_unref(*slot);
+        *slot = lb;
     }
     hz_free(l);
     rec_run(r);
@@ -395,38 +405,35 @@ step_decide(struct rec *r)
 /* ------------------------------------------------------------------ */
 /* NETWORK: its id, one lookup per name for every reconcile waiting     */
 
-/* The network lookup answered res for r: its id (kept for every later
- * reconcile), or r rechecks (not found: the Service is warned). */
+/* The network lookup for r found net (borrowed; NULL: none): its id
+ * (kept for every later reconcile), or r rechecks with the Service warned
+ * that the network does not exist. */
+static void
+net_read(struct rec *r, const json_t *net)
+{
+    struct hz_svc_state *st;
+    const plb_obj *svc;
+    char msg[512];
+    if (json_is_integer(json_object_get(net, "id"))) {
+        r->net_id = json_integer_value(json_object_get(net, "id"));
+        if ((r->ks->nets || (r->ks->nets = json_object())) &&
+            json_object_set_new(r->ks->nets, r->d.network, json_integer(r->net_id)) < 0)
+            PLB_ERR(r->ks->host, r->ks->ctx, PLB_KV("service", r->key), "out of memory");
+        return;
+    }
+    svc = rec_svc(r, &st);
+    snprintf(msg, sizeof(msg), "the Hetzner network \"%s\" does not exist", r->d.network);
+    if (svc)
+        (void)hz_warn_once(st, svc, "NetworkNotFound", msg);
+    rec_add(r, HZ_REC_RECHECK);
+}
+
+/* The network lookup answered res for r: its id, or r rechecks. */
 static void
 net_one(struct rec *r, const struct hz_result *res)
 {
-    json_t *net = json_array_get(json_object_get(res->body, "networks"), 0);
-    r->pending--;
-    switch (hz_rec_get_answer(res)) {
-    case HZ_ANS_CANCELLED:
-        rec_add(r, HZ_REC_CANCELLED);
-        break;
-    case HZ_ANS_DONE:
-        if (json_is_integer(json_object_get(net, "id"))) {
-            r->net_id = json_integer_value(json_object_get(net, "id"));
-            if ((r->ks->nets || (r->ks->nets = json_object())) &&
-                json_object_set_new(r->ks->nets, r->d.network, json_integer(r->net_id)) < 0)
-                PLB_ERR(r->ks->host, r->ks->ctx, PLB_KV("service", r->key), "out of memory");
-        } else {
-            struct hz_svc_state *st;
-            const plb_obj *svc = rec_svc(r, &st);
-            char msg[512];
-            snprintf(msg, sizeof(msg), "the Hetzner network \"%s\" does not exist", r->d.network);
-            if (svc)
-                (void)hz_warn_once(st, svc, "NetworkNotFound", msg);
-            rec_add(r, HZ_REC_RECHECK);
-        }
-        break;
-    default:
-        log_refusal(r, "network lookup", res);
-        rec_add(r, HZ_REC_RECHECK);
-        break;
-    }
+    if (rec_got(r, "network lookup", res))
+        net_read(r, json_array_get(json_object_get(res->body, "networks"), 0));
     rec_run(r);
 }
 

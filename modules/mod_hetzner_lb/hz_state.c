@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hz_dlist.h"
 #include "hz_state.h"
 
 struct hz_svc_state *
@@ -32,10 +33,7 @@ hz_state_get(struct hz_states *t, const char *key, int create)
     }
     hz_annot_clear(&s->good);
     s->tab = t;
-    s->next = t->head;
-    if (t->head)
-        t->head->prev = s;
-    t->head = s;
+    HZ_DLIST_PUSH(t->head, s, prev, next);
     return s;
 }
 
@@ -56,12 +54,7 @@ hz_state_drop(struct hz_states *t, const char *key)
     struct hz_svc_state *s = hz_keytab_del(&t->idx, key);
     if (!s)
         return;
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        t->head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
+    HZ_DLIST_REMOVE(t->head, s, prev, next);
     state_free(s);
 }
 

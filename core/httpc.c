@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,7 @@ struct plb_http_req {
     int head;                       /* header lines: 0 or 2 (after a 1xx) a status line next, 1 the
                                      * fields, 3 a 1xx's fields */
     int https;
+    int h2;                        /* TLS chose HTTP/2 (ALPN) for this request's connection */
     enum plb_http_error abort_err; /* why a callback stopped the transfer */
     const char *abort_text;
     CURL *easy;
@@ -583,15 +585,18 @@ on_write(char *p, size_t size, size_t nmemb, void *ud)
     return 0;
 }
 
-/* The status code of an HTTP status line ("HTTP/1.1 200 OK", "HTTP/2 404"),
- * or -1 when the len bytes at p are none. Pure. */
+/* The status code of an HTTP status line ("HTTP/1.1 200 OK", or "HTTP/2 404"
+ * where h2 says the connection speaks HTTP/2), or -1 when the len bytes at p
+ * are none. "HTTP/2 NNN" is the line libcurl writes for an HTTP/2 answer's
+ * :status; on an HTTP/1 connection it is a peer's invalid version, which
+ * libcurl's parser lets through. HTTP/3 is never asked for. Pure. */
 static int
-status_line_code(const char *p, size_t len)
+status_line_code(const char *p, size_t len, int h2)
 {
     size_t i;
     if (len >= 9 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '0' || p[7] == '1'))
         i = 8;
-    else if (len >= 7 && memcmp(p, "HTTP/", 5) == 0 && (p[5] == '2' || p[5] == '3'))
+    else if (h2 && len >= 7 && memcmp(p, "HTTP/2", 6) == 0)
         i = 6;
     else
         return -1;
@@ -618,14 +623,14 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
     while (len > 0 && (p[len - 1] == '\n' || p[len - 1] == '\r'))
         len--;
     if (req->head == 0 || req->head == 2 || (len >= 5 && strncasecmp(p, "HTTP/", 5) == 0)) {
-        /* A status line as RFC 9112 writes it (or 9113/9114 through curl),
+        /* A status line as RFC 9112 writes it (or RFC 9113's through curl),
          * also the next response's after a 1xx, a proxy's CONNECT answer or
          * a redirect. libcurl reads some lines that are none as HTTP/1.0
          * 200; a line that starts "HTTP/" in any case (libcurl takes
          * "HTTp/1.1 200" for a status line) cannot be a field ('/' is no
          * token character), so one that is no status line as RFC 9112
          * spells it, case included, is refused too. */
-        int code = status_line_code(p, len);
+        int code = status_line_code(p, len, req->h2);
         if (code < 0)
             return req_abort(req, PLB_HTTP_E_PROTOCOL, "malformed status line");
         h->len = 0; /* a new response (after 1xx): forget the old headers */
@@ -661,10 +666,26 @@ on_header(char *p, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
+/* Whether the TLS connection under e agreed on HTTP/2 by ALPN: the one way
+ * an answer can be HTTP/2 (no h2c upgrade or prior knowledge is asked). */
+static int
+tls_chose_h2(CURL *e)
+{
+    struct curl_tlssessioninfo *ti = NULL;
+    const unsigned char *proto = NULL;
+    unsigned int plen = 0;
+
+    if (curl_easy_getinfo(e, CURLINFO_TLS_SSL_PTR, &ti) != CURLE_OK || !ti ||
+        ti->backend != CURLSSLBACKEND_OPENSSL || !ti->internals)
+        return 0;
+    SSL_get0_alpn_selected(ti->internals, &proto, &plen);
+    return plen == 2 && memcmp(proto, "h2", 2) == 0;
+}
+
 /* CURLOPT_PREREQFUNCTION: a connection is ready and curl is about to send
  * the request. One cancelled or stopped by its fence in the meantime (from
  * a callback inside this socket_action: the sweep removes it afterwards)
- * is not sent. */
+ * is not sent. It notes whether the connection speaks HTTP/2. */
 static int
 on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int local_port)
 {
@@ -675,6 +696,7 @@ on_prereq(void *ud, char *primary_ip, char *local_ip, int primary_port, int loca
     (void)local_port;
     if (req->fenced || req->cancelled)
         return CURL_PREREQFUNC_ABORT;
+    req->h2 = req->https && tls_chose_h2(req->easy);
     req->sent = 1;
     return CURL_PREREQFUNC_OK;
 }
@@ -1193,6 +1215,14 @@ setup_files(plb_http_req *req, const struct plb_http_opts *o)
     return 1;
 }
 
+/* Whether libcurl's TLS is OpenSSL, whose connection tls_chose_h2 reads. */
+static int
+curl_tls_is_openssl(void)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+    return v && v->ssl_version && strncmp(v->ssl_version, "OpenSSL/", 8) == 0;
+}
+
 /* Everything but files. 0 or -errno. */
 static int
 setup_easy(plb_http_req *req, const struct plb_http_opts *o)
@@ -1220,6 +1250,10 @@ setup_easy(plb_http_req *req, const struct plb_http_opts *o)
         curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms) != CURLE_OK)
+        return -ENOMEM;
+    /* HTTP/2 only where tls_chose_h2 can tell it from HTTP/1. */
+    if (req->https && !curl_tls_is_openssl() &&
+        curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK)
         return -ENOMEM;
     if ((rc = setup_method(req, o)) < 0)
         return rc;

@@ -9,7 +9,7 @@ what=${1:-test}
 build_pkgs="gcc libc6-dev pkg-config meson ninja-build git
   libevent-dev libcurl4-openssl-dev libjansson-dev libssl-dev libconfig-dev libyaml-dev"
 test_pkgs="check libsubunit-dev clang-format valgrind curl openssl ca-certificates
-  python3 python3-kubernetes python3-prometheus-client python3-yaml prometheus hcloud-cli unzip iproute2
+  python3 python3-kubernetes python3-prometheus-client python3-yaml python3-h2 prometheus hcloud-cli unzip iproute2
   libprotobuf-c-dev protobuf-c-compiler
   systemd buildah skopeo bubblewrap util-linux"
 bench_pkgs="haproxy nginx-core iperf3 wrk"

@@ -5,6 +5,9 @@
  * against another), inline CA PEM, tls_server_name and connect_to, explicit
  * insecure mode, and client-certificate authentication (required by the
  * server; refused without; certificate files re-read on every request).
+ * HTTP/2 against h2srv.py (hyper-h2): an answer over a connection whose
+ * ALPN chose h2 is taken, an "HTTP/2 200" status line from a peer that
+ * chose http/1.1 is refused.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -317,6 +320,73 @@ START_TEST(test_tls_bearer_and_cancel)
 }
 END_TEST
 
+/* h2srv.py in mode (see there) with the test PKI's server certificate:
+ * its port, the process in *p (stopped by the caller). */
+static int
+h2srv_start(struct tu_proc *p, const char *mode)
+{
+    char script[4096], log[4200], line[32];
+    snprintf(script, sizeof(script), "%s", tu_source_path("tests/unit/httpc/h2srv.py"));
+    snprintf(log, sizeof(log), "%s/h2srv-%s.log", tmpdir, mode);
+    char *argv[] = {"/usr/bin/python3",
+                    script,
+                    (char *)mode,
+                    (char *)pki_path("server.pem"),
+                    (char *)pki_path("server.key"),
+                    NULL};
+    ck_assert_int_eq(tu_spawn(p, argv, NULL, log), 0);
+    ck_assert_msg(tu_wait_line(log, "port ", line, sizeof(line), 10000) == 0,
+                  "h2srv.py did not start");
+    return atoi(line);
+}
+
+START_TEST(test_tls_http2_by_alpn)
+{
+    struct tu_proc proc;
+    int port = h2srv_start(&proc, "h2");
+    char url[64];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/over-h2", port);
+    struct result r = {0};
+    struct plb_http_opts o = opts_for(url, &r);
+    o.tls_server_name = "server.test";
+    o.ca_file = pki_path("ca.pem");
+    r.want_hdr = "content-type";
+    run_one(&o, &r);
+    ck_assert_msg(r.err == PLB_HTTP_OK, "error %d: %s", r.err, r.text);
+    ck_assert_int_eq(r.status, 200);
+    ck_assert_str_eq(r.body, "h2 GET /over-h2"); /* only the HTTP/2 server says so */
+    ck_assert(r.hdr_found);
+    ck_assert_str_eq(r.hdr, "text/plain");
+
+    /* A second request on the same multiplexed connection. */
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/again", port);
+    run_one(&o, &r);
+    ck_assert_msg(r.err == PLB_HTTP_OK, "error %d: %s", r.err, r.text);
+    ck_assert_str_eq(r.body, "h2 GET /again");
+    result_clear(&r);
+    ck_assert_int_eq(tu_stop(&proc, SIGTERM, 5000) >= 0, 1);
+}
+END_TEST
+
+START_TEST(test_tls_http2_status_line_over_http1)
+{
+    struct tu_proc proc;
+    int port = h2srv_start(&proc, "h1-h2-line");
+    char url[64];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/readyz", port);
+    struct result r = {0};
+    struct plb_http_opts o = opts_for(url, &r);
+    o.tls_server_name = "server.test";
+    o.ca_file = pki_path("ca.pem");
+    run_one(&o, &r);
+    ck_assert_msg(r.err == PLB_HTTP_E_PROTOCOL, "error %d (%s), status %d", r.err, r.text,
+                  r.status);
+    ck_assert_ptr_nonnull(strstr(r.text, "malformed status line"));
+    result_clear(&r);
+    ck_assert_int_eq(tu_stop(&proc, SIGTERM, 5000) >= 0, 1);
+}
+END_TEST
+
 static Suite *
 tls_suite(void)
 {
@@ -330,6 +400,8 @@ tls_suite(void)
     tcase_add_test(tc, test_client_cert_required);
     tcase_add_test(tc, test_client_cert_rotation);
     tcase_add_test(tc, test_tls_bearer_and_cancel);
+    tcase_add_test(tc, test_tls_http2_by_alpn);
+    tcase_add_test(tc, test_tls_http2_status_line_over_http1);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -41,6 +41,13 @@ enum core_inst_state {
 };
 
 /* One instance: the module-facing plb_ctx. */
+/* An asynchronous completion (done.c): fn(arg) once, when fired. */
+struct plb_done {
+    void (*fn)(void *arg);
+    void *arg;
+    int embedded; /* part of its owner: firing frees nothing */
+};
+
 struct plb_ctx {
     struct core *core;
     char *name;
@@ -56,6 +63,7 @@ struct plb_ctx {
     int gated_active;             /* for gated instances: write loop running */
     struct core_http_fence fence; /* gated instances: their writes (gates.c) */
     plb_done *stop_done;          /* handed to stop(), until it fires */
+    plb_done stop_slot;           /* what stop_done points to: a stop needs no allocation */
     int log_max;                  /* its own log threshold (log_set_level) */
 };
 

@@ -102,12 +102,15 @@ core_gate_set(plb_ctx *ctx, int open, void (*done)(void *arg), void *arg)
         if (g->gate != ctx || !g->gated_active)
             continue;
         plb_done *d = core_done_new(gate_one_closed, gc);
+        g->gated_active = 0;
         if (!d) {
+            /* Its write loop still ends (and the fence holds its writes);
+             * only the wait for it is lost. */
             core_log(PLB_LOG_ERROR, g->name, g->cm->mod->name,
                      "out of memory closing the gate; not waiting for this instance");
+            g->cm->mod->gate_close(g->state, NULL);
             continue;
         }
-        g->gated_active = 0;
         gc->pending++;
         g->cm->mod->gate_close(g->state, d);
     }

@@ -33,9 +33,7 @@ core_instance_destroy(plb_ctx *ctx)
         ctx->state = NULL;
         ctx->created = 0;
     }
-    /* A stop that never completed leaves its completion with us. */
-    core_free(ctx->stop_done);
-    ctx->stop_done = NULL;
+    ctx->stop_done = NULL; /* embedded: a stop that never completed frees nothing */
     core_links_forget(ctx);
 }
 
@@ -90,7 +88,7 @@ inst_stopped(void *arg)
 {
     plb_ctx *ctx = arg;
     struct core *c = ctx->core;
-    ctx->stop_done = NULL; /* fired: core_done_fire freed it */
+    ctx->stop_done = NULL; /* fired */
     if (ctx->st != CORE_INST_STOPPING)
         return; /* the grace ran out earlier; we moved on */
     ctx->st = CORE_INST_STOPPED;
@@ -127,12 +125,8 @@ stop_next(struct core *c)
             ctx->st = CORE_INST_STOPPED;
             continue;
         }
-        plb_done *d = core_done_new(inst_stopped, ctx);
-        if (!d) {
-            INST_ERR(ctx, "out of memory stopping; not waiting for it");
-            ctx->st = CORE_INST_STOPPED;
-            continue;
-        }
+        plb_done *d = &ctx->stop_slot;
+        core_done_init(d, inst_stopped, ctx);
         ctx->st = CORE_INST_STOPPING;
         ctx->stop_done = d;
         /* Its stop ends its write loop too: a gate closing later must not

@@ -84,8 +84,11 @@ void core_health_forget(struct core_links *l, const plb_ctx *owner);
 
 /* Asynchronous completions: new completion that calls fn(arg) once when
  * fired (NULL when out of memory); core_done_fire frees it and calls fn.
- * NULL is fine for core_done_fire. */
+ * NULL is fine for core_done_fire. core_done_init readies one embedded in
+ * its owner (an instance's stop): firing it frees nothing, so handing it
+ * out cannot fail. */
 plb_done *core_done_new(void (*fn)(void *arg), void *arg);
+void core_done_init(plb_done *d, void (*fn)(void *arg), void *arg);
 void core_done_fire(plb_done *d);
 
 #endif

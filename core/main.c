@@ -180,10 +180,12 @@ run(struct core *c)
     CORE_INFO("stopped");
 destroy:
     core_reload_free(c);
-    /* The instances stopped and freed what they had on the workers. */
+    /* No worker runs from here on; an instance that did not stop within
+     * its grace frees what it has on their loops in its destroy. */
+    core_workers_join(c->workers);
+    core_instances_destroy(c);
     core_workers_stop(c->workers);
     c->workers = NULL;
-    core_instances_destroy(c);
 out:
     core_notify_stop();
     core_workers_stop(c->workers);

@@ -38,8 +38,6 @@ struct core_reload {
     size_t nfinal;
     int *fresh;          /* final[i] needs create + start */
     struct event *timer; /* grace of the instance stopping */
-    plb_done *done;      /* handed to the current stop (the instance's
-                            stop_done owns it) */
     int again;           /* SIGHUP during the reload: once more */
 };
 
@@ -189,10 +187,9 @@ one_stopped(void *arg)
 {
     plb_ctx *x = arg;
     struct core_reload *r = x->core->reload;
-    x->stop_done = NULL; /* fired: freed by core_done_fire */
+    x->stop_done = NULL; /* fired */
     if (!r || x->st != CORE_INST_STOPPING || r->next == 0 || r->stop[r->next - 1] != x)
         return; /* the grace ran out earlier; we moved on */
-    r->done = NULL;
     x->st = CORE_INST_STOPPED;
     evtimer_del(r->timer);
     stop_next(r);
@@ -209,7 +206,6 @@ grace_expired(evutil_socket_t fd, short what, void *arg)
              "reload: did not stop within shutdown_grace (%lld ms); going on",
              (long long)r->c->cfg.shutdown_grace_ms);
     x->st = CORE_INST_STOPPED; /* one_stopped, if it fires, finds this */
-    r->done = NULL;            /* the instance keeps it, freed at destroy */
     stop_next(r);
 }
 
@@ -222,14 +218,8 @@ stop_next(struct core_reload *r)
             x->st = CORE_INST_STOPPED;
             continue;
         }
-        plb_done *d = core_done_new(one_stopped, x);
-        if (!d) {
-            core_log(PLB_LOG_ERROR, x->name, x->cm->mod->name,
-                     "reload: out of memory stopping; not waiting for it");
-            x->st = CORE_INST_STOPPED;
-            continue;
-        }
-        r->done = d;
+        plb_done *d = &x->stop_slot;
+        core_done_init(d, one_stopped, x);
         x->stop_done = d;
         x->st = CORE_INST_STOPPING;
         x->gated_active = 0;

@@ -89,6 +89,7 @@ struct core_workers {
     struct retired *retired; /* main loop only */
     size_t nretired;
     struct event *reclaim;
+    int joined; /* core_workers_join ran */
 };
 
 static _Thread_local plb_worker *self;
@@ -313,10 +314,11 @@ fail:
 }
 
 void
-core_workers_stop(struct core_workers *ws)
+core_workers_join(struct core_workers *ws)
 {
-    if (!ws)
+    if (!ws || ws->joined)
         return;
+    ws->joined = 1;
     for (size_t i = 0; ws->w && i < ws->n; i++) {
         plb_worker *w = &ws->w[i];
         if (!w->running)
@@ -345,6 +347,14 @@ core_workers_stop(struct core_workers *ws)
     }
     reclaim(ws); /* every worker has seen UINT64_MAX: all are released */
     core_event_clear(&ws->reclaim);
+}
+
+void
+core_workers_stop(struct core_workers *ws)
+{
+    if (!ws)
+        return;
+    core_workers_join(ws);
     for (size_t i = 0; ws->w && i < ws->n; i++) {
         plb_worker *w = &ws->w[i];
         if (w->base) {

@@ -46,10 +46,15 @@ unsigned core_workers_default(void);
 struct core_workers *core_workers_start(struct event_base *main_base, unsigned n, int *err);
 
 /* Stop every worker after the messages already posted to it have run, join
- * the threads, run the messages left for the main loop, release every
- * snapshot still published or awaiting release, and free the set. The
- * modules must have freed what they made on the worker loops. NULL is
- * fine. */
+ * the threads, run the messages left for the main loop and release every
+ * snapshot still published or awaiting release. The worker loops stay
+ * allocated (idle, no thread runs them), so a module that did not stop
+ * within its grace can still free what it made on them. Once is enough;
+ * NULL is fine. */
+void core_workers_join(struct core_workers *ws);
+
+/* core_workers_join, then free the worker loops and the set. The modules
+ * must have freed what they made on the worker loops. NULL is fine. */
 void core_workers_stop(struct core_workers *ws);
 
 /* The number of workers; 0 for NULL. */

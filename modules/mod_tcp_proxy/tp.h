@@ -130,6 +130,8 @@ struct tp_loop {
     int client_opts; /* enum tp_client_opts */
     int stopping;
     uint64_t rng;
+    int stop_posted;     /* main only: W_STOP is in its mailbox */
+    _Atomic int stopped; /* set by the worker once its stop is done */
     /* worker only */
     struct tp_upd **ups; /* its upstream records (by id), made on first use */
     size_t nups, cups;
@@ -172,7 +174,7 @@ struct tp {
     uint32_t *drain_ids;   /* upstreams that started draining: posted to the
                               workers after the next publish */
     size_t ndrain, cdrain;
-    size_t stop_acks; /* workers done with their stop */
+    plb_timer *stop_poll; /* retries W_STOP posts, looks for stopped workers */
     plb_done *stop_done;
     uint64_t sum_total, sum_retries; /* what the counters had at the last collect */
 };

@@ -33,6 +33,8 @@
  * together, or with the next open: a busy worker wakes the main loop less
  * often than once per pass, and a close is learned of at most that late. */
 #define REPORT_MS 20
+/* How often a stop looks again for a worker whose stop report was lost. */
+#define STOP_POLL_MS 50
 
 /* ------------------------------------------------------------------------ */
 /* The snapshot                                                             */
@@ -378,6 +380,7 @@ struct wmsg {
 };
 
 static void on_stopped(void *arg);
+static void on_stop_poll(plb_timer *t, void *arg);
 
 static void
 worker_stop(struct tp_loop *lp)
@@ -400,9 +403,9 @@ worker_stop(struct tp_loop *lp)
     h->free(lp->ev);
     lp->ev = NULL;
     lp->nev = lp->cev = 0;
-    if (h->post(tp->ctx, NULL, on_stopped, lp) < 0)
-        PLB_ERR(tp->host, tp->ctx, NULL, "worker %zu: cannot report its stop",
-                h->worker_index(lp->w));
+    atomic_store(&lp->stopped, 1);
+    /* Only a wakeup: without it the main loop's stop poll sees the flag. */
+    (void)h->post(tp->ctx, NULL, on_stopped, lp);
 }
 
 static void
@@ -585,6 +588,10 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
         rc = -ENOMEM;
         goto out;
     }
+    if (!tp->stop_poll && !(tp->stop_poll = h->timer_new(tp->ctx, on_stop_poll, tp))) {
+        rc = -ENOMEM;
+        goto out;
+    }
     if (!tp->loops) {
         tp->loops = h->alloc(tp->nloops * sizeof(*tp->loops));
         if (!tp->loops) {
@@ -635,24 +642,58 @@ out:
     return rc;
 }
 
-/* Main loop: one worker finished its stop. */
+/* Main loop, while stopping: post W_STOP where it could not be posted yet,
+ * and finish the stop once every worker has done its own. Runs on each
+ * worker's wakeup and on the poll timer, which covers a lost post (out of
+ * memory) either way. */
+static void
+stop_progress(struct tp *tp)
+{
+    const struct plb_host *h = tp->host;
+    size_t stopped = 0;
+    if (!tp->stop_done)
+        return; /* finished earlier */
+    for (size_t i = 0; i < tp->nloops; i++) {
+        struct tp_loop *lp = &tp->loops[i];
+        if (!lp->stop_posted) {
+            struct wmsg *m = h->alloc(sizeof(*m));
+            if (m && (m->lp = lp, m->kind = W_STOP, h->post(tp->ctx, lp->w, on_wmsg, m) == 0))
+                lp->stop_posted = 1;
+            else
+                h->free(m);
+        }
+        stopped += atomic_load(&lp->stopped) != 0;
+    }
+    if (stopped < tp->nloops) {
+        if (h->timer_arm(tp->stop_poll, STOP_POLL_MS, 0, 0) < 0)
+            PLB_ERR(tp->host, tp->ctx, NULL, "cannot arm the stop timer");
+        return;
+    }
+    h->timer_cancel(tp->stop_poll);
+    on_collect(tp);
+    PLB_INFO(tp->host, tp->ctx, NULL, "stopped: every worker closed its connections");
+    h->metrics_on_collect(tp->ctx, on_collect, tp, 0);
+    /* No worker reads it any more; released before the workers stop. */
+    h->snapshot_free(tp->snap);
+    tp->snap = NULL;
+    plb_done *d = tp->stop_done;
+    tp->stop_done = NULL;
+    h->done(d);
+}
+
+/* Main loop: a worker finished its stop. */
 static void
 on_stopped(void *arg)
 {
     struct tp_loop *lp = arg;
-    struct tp *tp = lp->tp;
-    if (++tp->stop_acks < tp->nloops)
-        return;
-    on_collect(tp);
-    PLB_INFO(tp->host, tp->ctx, NULL, "stopped: every worker closed its connections");
-    tp->host->metrics_on_collect(tp->ctx, on_collect, tp, 0);
-    /* No worker reads it any more; released before the workers stop. */
-    tp->host->snapshot_free(tp->snap);
-    tp->snap = NULL;
-    plb_done *d = tp->stop_done;
-    tp->stop_done = NULL;
-    if (d)
-        tp->host->done(d);
+    stop_progress(lp->tp);
+}
+
+static void
+on_stop_poll(plb_timer *t, void *arg)
+{
+    (void)t;
+    stop_progress(arg);
 }
 
 void
@@ -665,8 +706,7 @@ tp_workers_stop(struct tp *tp, plb_done *d)
         return;
     }
     tp->stop_done = d;
-    tp->stop_acks = 0;
-    post_all(tp, W_STOP, 0);
+    stop_progress(tp);
 }
 
 void
@@ -678,6 +718,8 @@ tp_workers_fini(struct tp *tp)
         h->snapshot_free(tp->snap);
         tp->snap = NULL;
     }
+    h->timer_free(tp->stop_poll);
+    tp->stop_poll = NULL;
     h->free(tp->loops);
     tp->loops = NULL;
     h->free(tp->drain_ids);

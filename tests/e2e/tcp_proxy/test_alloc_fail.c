@@ -6,6 +6,11 @@
  * N of the sweep: the daemon neither crashes nor exits, serves again
  * (three echoes in a row through it), and stops cleanly on SIGTERM with
  * exit status 0 (under the sanitizers a leak would make it 23).
+ *
+ * The same in the stop: the failure armed, SIGTERM sent at once with a
+ * client connection open, so that the Nth allocation of the shutdown fails
+ * (a stop message to a worker, a worker's report that it stopped, a log
+ * line): the daemon still stops within its shutdown grace, with status 0.
  */
 #include <check.h>
 #include <signal.h>
@@ -92,6 +97,52 @@ START_TEST(an_allocation_failure_under_traffic_costs_at_most_a_connection)
 }
 END_TEST
 
+/* The first Ns: the stop allocates only a few times per worker. */
+static const unsigned long stop_sweep[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 16, 20, 24};
+
+START_TEST(an_allocation_failure_in_the_stop_costs_nothing)
+{
+    struct srv a;
+    ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'A'), 0);
+    const char *eps[] = {srv_ep(&a)};
+    int injected = 0;
+    for (size_t i = 0; i < sizeof(stop_sweep) / sizeof(stop_sweep[0]); i++) {
+        char fail[64];
+        snprintf(fail, sizeof(fail), "%lu,on-signal", stop_sweep[i]);
+        ck_assert_int_eq(setenv("PRISMLB_FAIL_ALLOC", fail, 1), 0);
+        struct proxy px;
+        ck_assert_msg(proxy_start(&px, FAST, eps, 1) == 0, "N=%lu: prismlb did not start",
+                      stop_sweep[i]);
+        ck_assert_msg(echo_once(px.port), "N=%lu: no echo", stop_sweep[i]);
+        /* A client the stop has to close. */
+        int held = tcp_connect(px.port, 3000);
+        ck_assert_int_ge(held, 0);
+        ck_assert_int_eq(write_full(held, "x", 1), 0);
+        char x;
+        ck_assert_int_eq(read_full(held, &x, 1, 3000), 1);
+        ck_assert_int_eq(kill(px.proc.pid, SIGUSR2), 0);
+        ck_assert_int_eq(proxy_wait_log(&px, "prismlb: allocation failure armed", 5000), 0);
+        /* The grace is 10 s: a stop that needed it is one that hung. */
+        int st = tu_stop(&px.proc, SIGTERM, 20000);
+        char *log = proxy_log(&px);
+        ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+                      "N=%lu: stop ended with status %#x:\n%s", stop_sweep[i], st, log);
+        ck_assert_msg(!strstr(log, "did not stop within the shutdown grace"),
+                      "N=%lu: the stop hung:\n%s", stop_sweep[i], log);
+        injected += strstr(log, "injected allocation failure") != NULL;
+        free(log);
+        close(held);
+        (void)proxy_stop(&px);
+    }
+    unsetenv("PRISMLB_FAIL_ALLOC");
+    /* The failure fell inside the stop: on one loop it allocates once (a
+     * log line); on two, each stop message and report allocates. */
+    const char *threads = getenv("TP_THREADS");
+    ck_assert_int_ge(injected, threads && strcmp(threads, "2") == 0 ? 4 : 1);
+    srv_stop(&a);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -100,6 +151,7 @@ suite(void)
     tcase_add_unchecked_fixture(tc, tp_registry_init, tp_reap_all);
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, an_allocation_failure_under_traffic_costs_at_most_a_connection);
+    tcase_add_test(tc, an_allocation_failure_in_the_stop_costs_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

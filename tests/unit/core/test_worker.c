@@ -248,6 +248,47 @@ START_TEST(a_timer_made_on_a_worker_fires_on_that_worker)
 }
 END_TEST
 
+/* A worker's event that its owner never freed (a module whose stop did
+ * not finish within its grace): made on the worker, left pending. */
+struct leftover {
+    struct event *ev;
+    atomic_int made;
+};
+
+static void
+never_fires(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    ck_abort_msg("a joined worker ran its loop");
+}
+
+static void
+make_leftover(void *arg)
+{
+    struct leftover *l = arg;
+    struct timeval tv = {3600, 0};
+    l->ev = evtimer_new(core_worker_base(core_worker_self()), never_fires, l);
+    ck_assert_ptr_nonnull(l->ev);
+    ck_assert_int_eq(evtimer_add(l->ev, &tv), 0);
+    ck_assert_int_eq(core_post(ws, NULL, set_flag, &l->made), 0);
+}
+
+START_TEST(after_the_join_the_main_loop_frees_what_was_left_on_a_worker)
+{
+    struct leftover l = {0};
+    ck_assert_int_eq(core_post(ws, core_worker_at(ws, 1), make_leftover, &l), 0);
+    run_until(&l.made);
+    core_workers_join(ws);
+    core_workers_join(ws); /* once is enough; again is harmless */
+    /* No thread runs the worker's loop, whose base is still there: the
+     * event is freed from the main thread (ASan and TSan check it). */
+    ck_assert_int_eq(core_post(ws, core_worker_at(ws, 1), make_leftover, &l), -ESHUTDOWN);
+    event_free(l.ev);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Snapshots                                                                */
 
@@ -457,6 +498,7 @@ suite(void)
     tcase_add_test(tc, messages_from_one_thread_run_in_the_order_posted);
     tcase_add_test(tc, stopping_runs_what_was_posted_before);
     tcase_add_test(tc, a_timer_made_on_a_worker_fires_on_that_worker);
+    tcase_add_test(tc, after_the_join_the_main_loop_frees_what_was_left_on_a_worker);
     tcase_add_test(tc, a_snapshot_is_released_only_after_every_worker_moved_on);
     tcase_add_test(tc, a_publish_without_memory_leaves_the_old_snapshot_and_the_data_to_the_caller);
     tcase_add_test(tc, workers_reading_while_the_main_loop_publishes_see_intact_data);

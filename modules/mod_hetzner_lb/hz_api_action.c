@@ -1,9 +1,11 @@
 /*
  * hz_api_action.c: the running actions of the Hetzner API client (see
  * hz_api_int.h). A call whose answer carries a running action waits in
- * state ACTION; every round polls them with ONE GET /actions?id=…&id=…
- * (up to 50 ids) at the front of the queue, 0.5 s after the first and
- * growing by half up to 5 s while none ends. An ended action completes
+ * state ACTION; every round of polls asks once for each of them, with
+ * GET /actions?id=…&id=… (up to 50 ids) at the front of the queue, one
+ * poll after another while the round has actions left (200 running
+ * actions: four polls in a row), the next round 0.5 s after the first
+ * and growing by half up to 5 s while none ends. An ended action completes
  * its call with the answer that started it, parsed again from its text;
  * one still running after 15 minutes ends its call with an error.
  */
@@ -32,17 +34,24 @@ hz_api_poll_fire(plb_timer *t, void *arg)
     if (api->poll_in_flight || api->cancelling)
         return;
     n = (size_t)snprintf(path, sizeof(path), "/actions?per_page=%d", PER_PAGE);
-    for (struct hz_call *c = api->all_head; c && k < PER_PAGE; c = c->all_next) {
-        if (c->st != CS_ACTION)
-            continue;
-        n += (size_t)snprintf(path + n, sizeof(path) - n, "&id=%" PRId64, c->action_id);
-        k++;
+    /* The actions this round has not asked for yet; none left: a new round. */
+    for (int fresh = 0; fresh < 2 && k == 0; fresh++) {
+        if (fresh)
+            api->poll_round++;
+        for (struct hz_call *c = api->all_head; c && k < PER_PAGE; c = c->all_next) {
+            if (c->st != CS_ACTION || c->poll_round == api->poll_round)
+                continue;
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "&id=%" PRId64, c->action_id);
+            c->poll_round = api->poll_round;
+            k++;
+        }
     }
     if (k == 0)
         return;
     struct hz_call *p = hz_calloc(sizeof(*p));
     if (!p || !(p->path = hz_strdup(path))) {
         hz_free(p);
+        api->poll_round++; /* ask for all of them again */
         hz_api_poll_arm(api, api->poll_ms);
         return;
     }
@@ -69,7 +78,7 @@ poll_done(struct hz_api *api, int status, json_t *body)
 {
     size_t i;
     json_t *a;
-    int ended = 0, waiting = 0;
+    int ended = 0, waiting = 0, unasked = 0;
     int64_t now = hz_api_now(api);
     api->poll_in_flight = 0;
     if (status == 200) {
@@ -114,11 +123,19 @@ poll_done(struct hz_api *api, int status, json_t *body)
             continue;
         }
         waiting++;
+        unasked += c->poll_round != api->poll_round;
     }
-    if (waiting) {
-        api->poll_ms = ended ? POLL_FIRST_MS : api->poll_ms * 3 / 2;
+    if (status != 200)
+        api->poll_round++; /* this poll told nothing: the round starts over */
+    if (ended)
+        api->round_ended = 1;
+    if (unasked && status == 200) {
+        hz_api_poll_arm(api, 0); /* the round goes on */
+    } else if (waiting) {
+        api->poll_ms = api->round_ended ? POLL_FIRST_MS : api->poll_ms * 3 / 2;
         if (api->poll_ms > POLL_MAX_MS)
             api->poll_ms = POLL_MAX_MS;
+        api->round_ended = 0;
         hz_api_poll_arm(api, api->poll_ms);
     }
 }

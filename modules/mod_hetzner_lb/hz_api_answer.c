@@ -150,6 +150,7 @@ hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         c->st = CS_ACTION;
         c->action_id = v.action_id;
         c->action_since_ms = now;
+        c->poll_round = api->poll_round; /* first asked for by the next round */
         c->answer_status = in.status;
         api->poll_ms = POLL_FIRST_MS;
         hz_api_poll_arm(api, POLL_FIRST_MS);

@@ -76,9 +76,10 @@ struct hz_call {
     plb_timer *retry_timer;
 
     int64_t action_id, action_since_ms;
-    char *answer; /* the answer that started the action, as it came: parsed
-                     again when the action ends (a created balancer's JSON
-                     holds ~12 times its text) */
+    uint64_t poll_round; /* the last round of polls that asked for it */
+    char *answer;        /* the answer that started the action, as it came: parsed
+                            again when the action ends (a created balancer's JSON
+                            holds ~12 times its text) */
     size_t answer_len;
     int answer_status;
 };
@@ -101,6 +102,8 @@ struct hz_api {
     plb_timer *kick_timer, *poll_timer;
     int poll_in_flight;
     int64_t poll_ms;
+    uint64_t poll_round; /* counts the rounds: each asks once for every action */
+    int round_ended;     /* an action of this round ended */
     int cancelling;
     struct hz_api_stats st;
     /* Request headers; the User-Agent names the replica (instance, host and

@@ -527,6 +527,110 @@ START_TEST(cancel_all_completes_every_call_as_cancelled)
 }
 END_TEST
 
+/* The action ids the polls in the request log after seq asked for, in
+ * order (GET /v1/actions?...&id=N...): at most cap into ids; their number. */
+static size_t
+polled_ids(json_t *log, long long after_seq, int64_t *ids, size_t cap, size_t *polls)
+{
+    size_t i, n = 0;
+    json_t *e;
+    *polls = 0;
+    json_array_foreach(json_object_get(log, "requests"), i, e)
+    {
+        const char *path = json_string_value(json_object_get(e, "path"));
+        if (json_integer_value(json_object_get(e, "seq")) <= after_seq || !path ||
+            strncmp(path, "/v1/actions?", 12) != 0)
+            continue;
+        ++*polls;
+        for (const char *q = strstr(path, "&id="); q && n < cap; q = strstr(q + 1, "&id="))
+            ids[n++] = strtoll(q + 4, NULL, 10);
+    }
+    return n;
+}
+
+/* "actions polled until success/error": with more running actions than
+ * one poll asks for (50), each round of polls asks for every one of them
+ * once, so none waits behind the first fifty. The actions are held
+ * running by the fake until all 120 calls wait, then released. */
+START_TEST(with_120_running_actions_each_round_asks_for_every_one)
+{
+    enum { N = 120 };
+    static struct rec r[N];
+    char lane[16], name[16];
+    struct hzt_resp hr;
+    memset(r, 0, sizeof(r));
+    start(NULL, 0);
+    ck_assert_int_eq(
+        hzt_req(&fake, "POST", "/_admin/faults", NULL, NULL, "{\"hold_actions\":true}", &hr), 0);
+    ck_assert_int_eq(hr.status, 200);
+    hzt_resp_free(&hr);
+    for (int i = 0; i < N; i++) {
+        snprintf(lane, sizeof(lane), "uid-%d", i);
+        snprintf(name, sizeof(name), "lb-%d", i);
+        ck_assert_int_eq(hz_api_call(api, lane, "POST", "/load_balancers",
+                                     json_pack("{s:s, s:s, s:s}", "name", name,
+                                               "load_balancer_type", "lb11", "location", "hel1"),
+                                     on_result, &r[i]),
+                         0);
+    }
+    struct hz_api_stats st;
+    long long end = tu_now_ms() + 30000;
+    do {
+        th_run_for(&th, 20);
+        hz_api_get_stats(api, &st);
+    } while (st.waiting_actions < N && tu_now_ms() < end);
+    ck_assert_int_eq(st.waiting_actions, N);
+    json_t *log = request_log();
+    long long seq = json_integer_value(json_object_get(log, "total"));
+    json_decref(log);
+    /* Three rounds at least, every action held running meanwhile. */
+    static int64_t ids[8 * N];
+    size_t n = 0, polls = 0;
+    end = tu_now_ms() + 30000;
+    while (n < 3 * N && tu_now_ms() < end) {
+        th_run_for(&th, 100);
+        log = request_log();
+        n = polled_ids(log, seq, ids, sizeof(ids) / sizeof(ids[0]), &polls);
+        json_decref(log);
+    }
+    ck_assert_msg(n >= 3 * N, "%zu ids asked for in %zu polls", n, polls);
+    /* Rounds: the first 3 × 120 asks hold two whole rounds (the first may
+     * have begun before the last call waited), so every one of the 120
+     * actions was asked for twice at least. */
+    size_t distinct = 0;
+    for (size_t i = 0; i < 3 * N; i++) {
+        size_t times = 0, first = 1;
+        for (size_t j = 0; j < 3 * N; j++) {
+            times += ids[j] == ids[i];
+            if (j < i && ids[j] == ids[i])
+                first = 0;
+        }
+        distinct += first;
+        ck_assert_msg(times >= 2, "action %lld asked for %zu time(s) in %zu polls",
+                      (long long)ids[i], times, polls);
+    }
+    ck_assert_int_eq(distinct, N);
+    ck_assert_int_eq(
+        hzt_req(&fake, "POST", "/_admin/faults", NULL, NULL, "{\"hold_actions\":false}", &hr), 0);
+    ck_assert_int_eq(hr.status, 200);
+    hzt_resp_free(&hr);
+    end = tu_now_ms() + 30000;
+    int done = 0;
+    while (done < N && tu_now_ms() < end) {
+        th_run_for(&th, 50);
+        done = 0;
+        for (int i = 0; i < N; i++)
+            done += r[i].done;
+    }
+    ck_assert_int_eq(done, N);
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(r[i].status, 201);
+        ck_assert_int_eq(r[i].action_failed, 0);
+    }
+    stop();
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -536,6 +640,7 @@ suite(void)
     tcase_add_test(tc, with_a_bucket_of_10_refilling_1_per_second_a_burst_never_gets_429);
     tcase_add_test(tc, after_a_429_the_client_waits_for_the_reset);
     tcase_add_test(tc, action_waits_of_one_balancer_do_not_block_another);
+    tcase_add_test(tc, with_120_running_actions_each_round_asks_for_every_one);
     tcase_add_test(tc, a_locked_balancer_is_retried_later);
     tcase_add_test(tc, the_label_selector_list_pages_at_50);
     tcase_add_test(tc, error_bodies_give_code_and_message);

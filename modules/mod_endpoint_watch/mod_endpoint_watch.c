@@ -125,12 +125,9 @@ static int
 ew_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
           size_t errlen)
 {
-    struct ew *ew = host->alloc(sizeof(*ew));
-    if (!ew)
+    struct ew *ew;
+    if (PLB_STATE_NEW(&ew, host, ctx, config) < 0)
         return -ENOMEM;
-    ew->host = host;
-    ew->ctx = ctx;
-    ew->cfg = config;
     ew->name = host->instance_name(ctx);
     snprintf(ew->service, sizeof(ew->service), "%s/%s", ew->cfg->ns ? ew->cfg->ns : "",
              ew->cfg->service_name ? ew->cfg->service_name : "");

@@ -476,12 +476,9 @@ ld_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
           size_t errlen)
 {
     const struct ld_config *cfg = config;
-    struct ld *ld = host->alloc(sizeof(*ld));
-    if (!ld)
+    struct ld *ld;
+    if (PLB_STATE_NEW(&ld, host, ctx, cfg) < 0)
         return -ENOMEM;
-    ld->host = host;
-    ld->ctx = ctx;
-    ld->cfg = cfg;
     if (cfg->identity) {
         copy_str(ld->identity, sizeof(ld->identity), cfg->identity);
     } else {

@@ -432,13 +432,10 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
           size_t errlen)
 {
     const struct mm_config *cfg = config;
-    struct mm *m = host->alloc(sizeof(*m));
-    if (!m)
-        return -ENOMEM;
+    struct mm *m;
     /* zeroed: mm_destroy frees what was made so far */
-    m->host = host;
-    m->ctx = ctx;
-    m->cfg = cfg;
+    if (PLB_STATE_NEW(&m, host, ctx, cfg) < 0)
+        return -ENOMEM;
     m->bind_host = cfg->bind_address;
     if (!m->bind_host && PLB_HOST_HAS(host, instance_setting_str) && host->instance_setting_str) {
         /* copied: that instance may restart on a reload while this one

@@ -321,12 +321,9 @@ static int
 tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
           size_t errlen)
 {
-    struct tp *tp = host->alloc(sizeof(*tp));
-    if (!tp)
+    struct tp *tp;
+    if (PLB_STATE_NEW(&tp, host, ctx, config) < 0)
         return -ENOMEM;
-    tp->host = host;
-    tp->ctx = ctx;
-    tp->cfg = config;
     tp->name = host->instance_name(ctx);
     tp->ready_state = -1;
     tp->main_loop.tp = tp;

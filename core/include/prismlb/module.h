@@ -142,7 +142,9 @@
  *                    Header-only beside 2.6: struct
  *                    plb_informer_handlers and plb_informer_watch, an
  *                    informer of one resource started from its callbacks
- *                    in one call.
+ *                    in one call; PLB_STATE_NEW, a create hook's
+ *                    allocation of the instance's state with its host,
+ *                    ctx and cfg members set.
  *   2026-12-01  2.5  snapshot_publish can fail with -ENOMEM (the record
  *                    that will retire the data is allocated before it is
  *                    published; 2.2 to 2.4 published anyway and, out of
@@ -1359,6 +1361,21 @@ struct plb_module {
     PLB_MODULE_SETTINGS(table, config_type), .check = (check_)
 #define PLB_MODULE_LIFECYCLE(create_, start_, stop_, destroy_)                                     \
     .create = (create_), .start = (start_), .stop = (stop_), .destroy = (destroy_)
+
+/* In a create hook: allocate the instance's state *statep (zeroed, of
+ * sizeof(**statep), with host->alloc: the module frees it with host->free)
+ * and set its members host, ctx and cfg, which the module's state struct
+ * names so, to the hook's host, ctx and config:
+ *   struct example *ex;
+ *   if (PLB_STATE_NEW(&ex, host, ctx, config) < 0)
+ *       return -ENOMEM;
+ * 0, or -ENOMEM with *statep NULL. Header-only: the daemon never sees
+ * the state. */
+#define PLB_STATE_NEW(statep, host_, ctx_, config_)                                                \
+    ((*(statep) = (host_)->alloc(sizeof(**(statep))))                                              \
+         ? ((*(statep))->host = (host_), (*(statep))->ctx = (ctx_), (*(statep))->cfg = (config_),  \
+            0)                                                                                     \
+         : -ENOMEM)
 
 /* ------------------------------------------------------------------------ */
 /* Randomness for jitter.                                                    */

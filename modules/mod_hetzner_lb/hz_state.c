@@ -18,26 +18,7 @@
 #include "hz_dlist.h"
 #include "hz_state.h"
 
-struct hz_svc_state *
-hz_state_get(struct hz_states *t, const char *key, int create)
-{
-    struct hz_svc_state *s = hz_keytab_get(&t->idx, key);
-    if (s || !create)
-        return s;
-    if (!(s = hz_calloc(sizeof(*s))) || !(s->key = hz_strdup(key)) ||
-        hz_keytab_put(&t->idx, s->key, s, NULL) < 0) {
-        if (s)
-            hz_free(s->key);
-        hz_free(s);
-        return NULL;
-    }
-    hz_annot_clear(&s->good);
-    s->tab = t;
-    HZ_DLIST_PUSH(t->head, s, prev, next);
-    return s;
-}
-
-/* Free s and what it owns (out of its table already). */
+/* Free s and what it owns (out of its table, or never in it). */
 static void
 state_free(struct hz_svc_state *s)
 {
@@ -46,6 +27,24 @@ state_free(struct hz_svc_state *s)
     json_decref(s->warned);
     json_decref(s->status_sent);
     hz_free(s);
+}
+
+struct hz_svc_state *
+hz_state_get(struct hz_states *t, const char *key, int create)
+{
+    struct hz_svc_state *s = hz_keytab_get(&t->idx, key);
+    if (s || !create)
+        return s;
+    if (!(s = hz_calloc(sizeof(*s))))
+        return NULL;
+    if (!(s->key = hz_strdup(key)) || hz_keytab_put(&t->idx, s->key, s, NULL) < 0) {
+        state_free(s);
+        return NULL;
+    }
+    hz_annot_clear(&s->good);
+    s->tab = t;
+    HZ_DLIST_PUSH(t->head, s, prev, next);
+    return s;
 }
 
 void

@@ -17,6 +17,8 @@
 #       daemon of $build with log level LEVEL (under the command $wrap,
 #       if set: wrap="valgrind --tool=massif" for a heap profile); sets
 #       d_pid.
+# $pin_kube and $pin_side, if set, prefix the commands of the API servers
+# and of the Hetzner fake and the daemon (taskset -c N: one CPU each side).
 # The benches' Python imports fakes.py from this folder (PYTHONPATH).
 hz_pid= kube_pid= d_pid= more_pids=
 PYTHONPATH=$(cd "$(dirname "$0")" && pwd)${PYTHONPATH:+:$PYTHONPATH}
@@ -44,7 +46,7 @@ SEED
 # sets fk_pid once its state file says ready.
 fake_kube() {
   mkdir -p "$1/tls"
-  "$build/tests/fakes/kube/prismlb-fake-kube" --tls-dir "$1/tls" \
+  ${pin_kube:-} "$build/tests/fakes/kube/prismlb-fake-kube" --tls-dir "$1/tls" \
     --state-file "$1/kube.state" >"$1/kube.log" 2>&1 &
   fk_pid=$!
   i=0
@@ -61,7 +63,7 @@ start_kube() {
 }
 
 start_fakes() {
-  "$build/tests/fakes/hetzner/prismlb-fake-hcloud" --listen 127.0.0.1:0 \
+  ${pin_side:-} "$build/tests/fakes/hetzner/prismlb-fake-hcloud" --listen 127.0.0.1:0 \
     --port-file "$work/hz.url" --seed "$work/seed.json" ${hz_args:-} >"$work/hz.log" 2>&1 &
   hz_pid=$!
   fake_kube "$work"
@@ -100,6 +102,6 @@ instances = ( { module = "hetzner_lb"; name = "hz"; hcloud_endpoint = "$hz";
   kubeconfig = "$work/kubeconfig"; $2 } );
 CONF
   ROBOTLB_HCLOUD_TOKEN=tok PRISMLB_MODULE_PATH="$build/modules" \
-    ${wrap:-} "$build/core/prismlb" --config "$work/prismlb.conf" --log-level "$1" >"$work/d.log" 2>&1 &
+    ${pin_side:-} ${wrap:-} "$build/core/prismlb" --config "$work/prismlb.conf" --log-level "$1" >"$work/d.log" 2>&1 &
   d_pid=$!
 }

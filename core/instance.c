@@ -83,6 +83,22 @@ core_instances_create(struct core *c)
 
 static void stop_next(struct core *c);
 
+void
+core_instance_stop_hook(plb_ctx *ctx, void (*fn)(void *arg), struct event *timer, const char *what)
+{
+    int64_t g = ctx->core->cfg.shutdown_grace_ms;
+    struct timeval tv = {(time_t)(g / 1000), (suseconds_t)((g % 1000) * 1000)};
+    core_done_init(&ctx->stop_slot, fn, ctx);
+    ctx->stop_done = &ctx->stop_slot;
+    ctx->st = CORE_INST_STOPPING;
+    /* Its stop ends its write loop too: a gate closing later must not
+     * call gate_close on a stopped instance. */
+    ctx->gated_active = 0;
+    evtimer_add(timer, &tv);
+    INST_INFO(ctx, "%s", what);
+    ctx->cm->mod->stop(ctx->state, g, ctx->stop_done);
+}
+
 static void
 inst_stopped(void *arg)
 {
@@ -117,29 +133,12 @@ stop_next(struct core *c)
 {
     while (c->stop_next > 0) {
         plb_ctx *ctx = c->inst[--c->stop_next];
-        if (ctx->st != CORE_INST_STARTED) {
+        if (ctx->st != CORE_INST_STARTED || !ctx->cm->mod->stop) {
             ctx->st = CORE_INST_STOPPED;
             continue;
         }
-        if (!ctx->cm->mod->stop) {
-            ctx->st = CORE_INST_STOPPED;
-            continue;
-        }
-        plb_done *d = &ctx->stop_slot;
-        core_done_init(d, inst_stopped, ctx);
-        ctx->st = CORE_INST_STOPPING;
-        ctx->stop_done = d;
-        /* Its stop ends its write loop too: a gate closing later must not
-         * call gate_close on a stopped instance. */
-        ctx->gated_active = 0;
-        int64_t g = c->cfg.shutdown_grace_ms;
-        struct timeval tv = {(time_t)(g / 1000), (suseconds_t)((g % 1000) * 1000)};
-        evtimer_add(c->stop_timer, &tv);
-        INST_INFO(ctx, "stopping");
-        ctx->cm->mod->stop(ctx->state, g, d);
-        if (ctx->st == CORE_INST_STOPPING)
-            return; /* completes later */
-        /* It completed inside stop(): inst_stopped already went on. */
+        /* inst_stopped goes on, later or already inside stop(). */
+        core_instance_stop_hook(ctx, inst_stopped, c->stop_timer, "stopping");
         return;
     }
     if (stop_done_cb) {

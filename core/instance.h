@@ -20,7 +20,7 @@ void core_instances_stop(struct core *c, void (*on_done)(struct core *c));
 /* Destroy every created instance (after stop) and drop its links. */
 void core_instances_destroy(struct core *c);
 /* Destroy one instance's module state if it was created (after stop or a
- * failed create), free a stop completion that never fired and drop its
+ * failed create), forget a stop completion that never fired and drop its
  * links; ctx itself and its parsed config stay. Safe to call twice. */
 void core_instance_destroy(plb_ctx *ctx);
 /* Run ctx's create hook: CORE_INST_CREATED, or (the module's reason logged
@@ -30,6 +30,12 @@ int core_instance_create(plb_ctx *ctx, const char *failed);
  * logged, and gate_open when its gate is already open; or `failed` logged,
  * CORE_INST_STOPPED and its rc (the caller stops or destroys it). */
 int core_instance_start(plb_ctx *ctx, const char *failed, const char *started);
+/* Call the stop hook of ctx (started, with one) with its embedded
+ * completion, which calls fn(ctx) once the module says it stopped; ctx is
+ * STOPPING, its write loop ended, and timer is armed for the shutdown
+ * grace. Logs what. */
+void core_instance_stop_hook(plb_ctx *ctx, void (*fn)(void *arg), struct event *timer,
+                             const char *what);
 /* Log that create or start of ctx failed with rc: what (literal), the
  * module's reason why (NUL-terminated here; "" when it gave none) and the
  * errno text as fields. */

@@ -218,16 +218,7 @@ stop_next(struct core_reload *r)
             x->st = CORE_INST_STOPPED;
             continue;
         }
-        plb_done *d = &x->stop_slot;
-        core_done_init(d, one_stopped, x);
-        x->stop_done = d;
-        x->st = CORE_INST_STOPPING;
-        x->gated_active = 0;
-        int64_t g = r->c->cfg.shutdown_grace_ms;
-        struct timeval tv = {(time_t)(g / 1000), (suseconds_t)((g % 1000) * 1000)};
-        evtimer_add(r->timer, &tv);
-        core_log(PLB_LOG_INFO, x->name, x->cm->mod->name, "stopping for the reload");
-        x->cm->mod->stop(x->state, g, d);
+        core_instance_stop_hook(x, one_stopped, r->timer, "stopping for the reload");
         return; /* one_stopped or grace_expired goes on */
     }
     apply_stopped(r);

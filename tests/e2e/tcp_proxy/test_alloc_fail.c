@@ -40,6 +40,26 @@ echo_once(int port)
     return ok;
 }
 
+/* Start the proxy on eps with the Nth allocation after SIGUSR2 to fail,
+ * and see it echo once. */
+static void
+start_armable(struct proxy *px, unsigned long n, const char *const *eps, size_t neps)
+{
+    char fail[64];
+    snprintf(fail, sizeof(fail), "%lu,on-signal", n);
+    ck_assert_int_eq(setenv("PRISMLB_FAIL_ALLOC", fail, 1), 0);
+    ck_assert_msg(proxy_start(px, FAST, eps, neps) == 0, "N=%lu: prismlb did not start", n);
+    ck_assert_msg(echo_once(px->port), "N=%lu: no echo before the failure", n);
+}
+
+/* From now on, the Nth allocation fails. */
+static void
+arm(struct proxy *px)
+{
+    ck_assert_int_eq(kill(px->proc.pid, SIGUSR2), 0);
+    ck_assert_int_eq(proxy_wait_log(px, "prismlb: allocation failure armed", 5000), 0);
+}
+
 /* The Ns of the sweep: every one of the first 40, then sparser. */
 static const unsigned long sweep[] = {
     1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,  21,  22,  23,
@@ -53,16 +73,11 @@ START_TEST(an_allocation_failure_under_traffic_costs_at_most_a_connection)
     const char *eps[] = {srv_ep(&a), srv_ep(&b)};
     int injected = 0;
     for (size_t i = 0; i < sizeof(sweep) / sizeof(sweep[0]); i++) {
-        char fail[64];
-        snprintf(fail, sizeof(fail), "%lu,on-signal", sweep[i]);
-        ck_assert_int_eq(setenv("PRISMLB_FAIL_ALLOC", fail, 1), 0);
         struct proxy px;
-        ck_assert_msg(proxy_start(&px, FAST, eps, 2) == 0, "N=%lu: prismlb did not start",
-                      sweep[i]);
-        for (int k = 0; k < 3; k++)
+        start_armable(&px, sweep[i], eps, 2);
+        for (int k = 0; k < 2; k++)
             ck_assert_msg(echo_once(px.port), "N=%lu: no echo before the failure", sweep[i]);
-        ck_assert_int_eq(kill(px.proc.pid, SIGUSR2), 0);
-        ck_assert_int_eq(proxy_wait_log(&px, "prismlb: allocation failure armed", 5000), 0);
+        arm(&px);
         /* Traffic on while the failure falls somewhere: each connection
          * may be the one it costs. */
         for (int k = 0; k < 20; k++)
@@ -107,21 +122,15 @@ START_TEST(an_allocation_failure_in_the_stop_costs_nothing)
     const char *eps[] = {srv_ep(&a)};
     int injected = 0;
     for (size_t i = 0; i < sizeof(stop_sweep) / sizeof(stop_sweep[0]); i++) {
-        char fail[64];
-        snprintf(fail, sizeof(fail), "%lu,on-signal", stop_sweep[i]);
-        ck_assert_int_eq(setenv("PRISMLB_FAIL_ALLOC", fail, 1), 0);
         struct proxy px;
-        ck_assert_msg(proxy_start(&px, FAST, eps, 1) == 0, "N=%lu: prismlb did not start",
-                      stop_sweep[i]);
-        ck_assert_msg(echo_once(px.port), "N=%lu: no echo", stop_sweep[i]);
+        start_armable(&px, stop_sweep[i], eps, 1);
         /* A client the stop has to close. */
         int held = tcp_connect(px.port, 3000);
         ck_assert_int_ge(held, 0);
         ck_assert_int_eq(write_full(held, "x", 1), 0);
         char x;
         ck_assert_int_eq(read_full(held, &x, 1, 3000), 1);
-        ck_assert_int_eq(kill(px.proc.pid, SIGUSR2), 0);
-        ck_assert_int_eq(proxy_wait_log(&px, "prismlb: allocation failure armed", 5000), 0);
+        arm(&px);
         /* The grace is 10 s: a stop that needed it is one that hung. */
         int st = tu_stop(&px.proc, SIGTERM, 20000);
         char *log = proxy_log(&px);

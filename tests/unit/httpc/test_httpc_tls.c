@@ -340,18 +340,24 @@ h2srv_start(struct tu_proc *p, const char *mode)
     return atoi(line);
 }
 
+/* GET path from h2srv.py on port, verified against the test CA: into *r. */
+static void
+h2srv_get(int port, const char *path, struct result *r)
+{
+    char url[64];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d%s", port, path);
+    struct plb_http_opts o = opts_for(url, r);
+    o.tls_server_name = "server.test";
+    o.ca_file = pki_path("ca.pem");
+    run_one(&o, r);
+}
+
 START_TEST(test_tls_http2_by_alpn)
 {
     struct tu_proc proc;
     int port = h2srv_start(&proc, "h2");
-    char url[64];
-    snprintf(url, sizeof(url), "https://127.0.0.1:%d/over-h2", port);
-    struct result r = {0};
-    struct plb_http_opts o = opts_for(url, &r);
-    o.tls_server_name = "server.test";
-    o.ca_file = pki_path("ca.pem");
-    r.want_hdr = "content-type";
-    run_one(&o, &r);
+    struct result r = {.want_hdr = "content-type"};
+    h2srv_get(port, "/over-h2", &r);
     ck_assert_msg(r.err == PLB_HTTP_OK, "error %d: %s", r.err, r.text);
     ck_assert_int_eq(r.status, 200);
     ck_assert_str_eq(r.body, "h2 GET /over-h2"); /* only the HTTP/2 server says so */
@@ -359,8 +365,7 @@ START_TEST(test_tls_http2_by_alpn)
     ck_assert_str_eq(r.hdr, "text/plain");
 
     /* A second request on the same multiplexed connection. */
-    snprintf(url, sizeof(url), "https://127.0.0.1:%d/again", port);
-    run_one(&o, &r);
+    h2srv_get(port, "/again", &r);
     ck_assert_msg(r.err == PLB_HTTP_OK, "error %d: %s", r.err, r.text);
     ck_assert_str_eq(r.body, "h2 GET /again");
     result_clear(&r);
@@ -372,13 +377,8 @@ START_TEST(test_tls_http2_status_line_over_http1)
 {
     struct tu_proc proc;
     int port = h2srv_start(&proc, "h1-h2-line");
-    char url[64];
-    snprintf(url, sizeof(url), "https://127.0.0.1:%d/readyz", port);
     struct result r = {0};
-    struct plb_http_opts o = opts_for(url, &r);
-    o.tls_server_name = "server.test";
-    o.ca_file = pki_path("ca.pem");
-    run_one(&o, &r);
+    h2srv_get(port, "/readyz", &r);
     ck_assert_msg(r.err == PLB_HTTP_E_PROTOCOL, "error %d (%s), status %d", r.err, r.text,
                   r.status);
     ck_assert_ptr_nonnull(strstr(r.text, "malformed status line"));

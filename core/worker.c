@@ -450,7 +450,10 @@ retire(plb_snapshot *s, void *data, void (*release)(void *data))
     struct core_workers *ws = s->ws;
     if (!data)
         return;
-    if (!ws) {
+    if (!ws || ws->joined) {
+        /* No worker runs (none, or every one joined): none holds data. */
+        core_free(s->spare);
+        s->spare = NULL;
         if (release)
             release(data);
         return;

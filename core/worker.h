@@ -47,10 +47,10 @@ struct core_workers *core_workers_start(struct event_base *main_base, unsigned n
 
 /* Stop every worker after the messages already posted to it have run, join
  * the threads, run the messages left for the main loop and release every
- * snapshot still published or awaiting release. The worker loops stay
- * allocated (idle, no thread runs them), so a module that did not stop
- * within its grace can still free what it made on them. Once is enough;
- * NULL is fine. */
+ * snapshot awaiting release. The worker loops stay allocated (idle, no
+ * thread runs them), so a module that did not stop within its grace can
+ * still free what it made on them, and its snapshots: what they retire
+ * from then on is released at once. Once is enough; NULL is fine. */
 void core_workers_join(struct core_workers *ws);
 
 /* core_workers_join, then free the worker loops and the set. The modules

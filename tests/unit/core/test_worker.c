@@ -248,47 +248,6 @@ START_TEST(a_timer_made_on_a_worker_fires_on_that_worker)
 }
 END_TEST
 
-/* A worker's event that its owner never freed (a module whose stop did
- * not finish within its grace): made on the worker, left pending. */
-struct leftover {
-    struct event *ev;
-    atomic_int made;
-};
-
-static void
-never_fires(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    (void)arg;
-    ck_abort_msg("a joined worker ran its loop");
-}
-
-static void
-make_leftover(void *arg)
-{
-    struct leftover *l = arg;
-    struct timeval tv = {3600, 0};
-    l->ev = evtimer_new(core_worker_base(core_worker_self()), never_fires, l);
-    ck_assert_ptr_nonnull(l->ev);
-    ck_assert_int_eq(evtimer_add(l->ev, &tv), 0);
-    ck_assert_int_eq(core_post(ws, NULL, set_flag, &l->made), 0);
-}
-
-START_TEST(after_the_join_the_main_loop_frees_what_was_left_on_a_worker)
-{
-    struct leftover l = {0};
-    ck_assert_int_eq(core_post(ws, core_worker_at(ws, 1), make_leftover, &l), 0);
-    run_until(&l.made);
-    core_workers_join(ws);
-    core_workers_join(ws); /* once is enough; again is harmless */
-    /* No thread runs the worker's loop, whose base is still there: the
-     * event is freed from the main thread (ASan and TSan check it). */
-    ck_assert_int_eq(core_post(ws, core_worker_at(ws, 1), make_leftover, &l), -ESHUTDOWN);
-    event_free(l.ev);
-}
-END_TEST
-
 /* ------------------------------------------------------------------------ */
 /* Snapshots                                                                */
 
@@ -321,6 +280,57 @@ snap_new(int value, atomic_int *released)
     s->released = released;
     return s;
 }
+
+/* A worker's event that its owner never freed (a module whose stop did
+ * not finish within its grace): made on the worker, left pending. */
+struct leftover {
+    struct event *ev;
+    atomic_int made;
+};
+
+static void
+never_fires(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    (void)arg;
+    ck_abort_msg("a joined worker ran its loop");
+}
+
+static void
+make_leftover(void *arg)
+{
+    struct leftover *l = arg;
+    struct timeval tv = {3600, 0};
+    l->ev = evtimer_new(core_worker_base(core_worker_self()), never_fires, l);
+    ck_assert_ptr_nonnull(l->ev);
+    ck_assert_int_eq(evtimer_add(l->ev, &tv), 0);
+    ck_assert_int_eq(core_post(ws, NULL, set_flag, &l->made), 0);
+}
+
+START_TEST(after_the_join_the_main_loop_frees_what_was_left_on_a_worker)
+{
+    struct leftover l = {0};
+    atomic_int released = 0;
+    plb_snapshot *slot = core_snapshot_new(ws);
+    ck_assert_ptr_nonnull(slot);
+    ck_assert_int_eq(core_snapshot_publish(slot, snap_new(1, &released), snap_release), 0);
+    ck_assert_int_eq(core_post(ws, core_worker_at(ws, 1), make_leftover, &l), 0);
+    run_until(&l.made);
+    core_workers_join(ws);
+    core_workers_join(ws); /* once is enough; again is harmless */
+    /* No thread runs the worker's loop, whose base is still there: the
+     * event is freed from the main thread (ASan and TSan check it). */
+    ck_assert_int_eq(core_post(ws, core_worker_at(ws, 1), make_leftover, &l), -ESHUTDOWN);
+    event_free(l.ev);
+    /* A snapshot its owner frees after the join: released at once. */
+    ck_assert_int_eq(core_snapshot_publish(slot, snap_new(2, &released), snap_release), 0);
+    ck_assert_int_eq(atomic_load(&released), 1);
+    core_snapshot_free(slot);
+    ck_assert_int_eq(atomic_load(&released), 2);
+    ck_assert_uint_eq(core_snapshots_retired(ws), 0);
+}
+END_TEST
 
 /* A worker inside one callback, holding a snapshot it read. */
 struct holder {

@@ -15,7 +15,7 @@
 # script is interrupted). Not part of meson test: a run takes ~25 minutes
 # on two cores, more with burners.
 set -u
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/../../.." && pwd)
 runs=${1:-}
 burners=${2:-0}
 case "$runs$burners" in

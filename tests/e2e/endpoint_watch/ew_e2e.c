@@ -454,16 +454,35 @@ ewt_lines_free(char **lines, int n)
     free(lines);
 }
 
+/* 1 when the daemon started last has exited, without reaping it: its exit
+ * status stays for ewt_daemon_stop. */
+static int
+daemon_dead(struct ewt *t)
+{
+    siginfo_t si = {0};
+    if (!t->daemon_up)
+        return 0;
+    if (t->daemon.reaped)
+        return 1;
+    return waitid(P_PID, (id_t)t->daemon.pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           si.si_pid == t->daemon.pid;
+}
+
 int
 ewt_wait_set(struct ewt *t, const char *want, int timeout_ms)
 {
     long long end = tu_now_ms() + timeout_ms;
     for (;;) {
+        /* Whether the daemon had exited is asked before the trace is read:
+         * a dead daemon writes no more lines, so waiting longer is futile. */
+        int dead = daemon_dead(t);
         char **v;
         int n = ewt_sets(t, &v);
         int ok = n > 0 && strcmp(v[n - 1], want) == 0;
-        if (ok || tu_now_ms() >= end) {
+        if (ok || dead || tu_now_ms() >= end) {
             if (!ok) {
+                if (dead)
+                    fprintf(stderr, "the daemon exited\n");
                 fprintf(stderr, "waiting for set \"%s\"; the sink saw:\n", want);
                 for (int i = 0; i < n; i++)
                     fprintf(stderr, "  %s\n", v[i]);

@@ -74,7 +74,8 @@ int ewt_wait_log(struct ewt *t, const char *needle, int timeout_ms);
 int ewt_sets(struct ewt *t, char ***lines);
 void ewt_lines_free(char **lines, int n);
 /* Wait until the sink's latest set equals want ("a,b,c", sorted as the core
- * delivers). 0 or -1; on timeout the sets seen are printed. */
+ * delivers). 0 or -1: on timeout, or at once when the daemon has exited,
+ * the sets seen are printed. */
 int ewt_wait_set(struct ewt *t, const char *want, int timeout_ms);
 
 /* One series of mod_metrics' /metrics: family{source="ew",provider=P}.

@@ -58,6 +58,11 @@ START_TEST(an_allocation_failure_mid_watch_loses_no_update_for_good)
         }
         ck_assert_msg(ewt_log_count(&t, "prismlb: injected allocation failure") == 1,
                       "N=%lu: no allocation failed in 200 watch events:\n%s", n, ewt_log(&t));
+        /* A crash right after the failure (the loop above ends on its log
+         * line) is named as one, here or by the waits below (ewt_wait_set
+         * ends when the daemon exits), not as a list that went stale. */
+        ck_assert_msg(!tu_exited(&t.daemon), "N=%lu: the daemon exited (%#x):\n%s", n,
+                      t.daemon.status, ewt_log(&t));
         /* With no change after it, the list still comes to what the server
          * holds: an event the failure cost is made good (a re-list), not
          * left until the next change. */

@@ -12,6 +12,7 @@
 #include "httpc.h"
 #include "httpd.h"
 #include "lb/lbhost.h"
+#include "lb/lbtargets.h"
 #include "kube/kube.h"
 #include "links.h"
 #include "listener.h"
@@ -28,15 +29,6 @@ h_instance_name(plb_ctx *ctx)
     return ctx->name;
 }
 
-static const char *
-h_module_name(plb_ctx *ctx)
-{
-    return ctx->cm->mod->name;
-}
-
-static void h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
-    PLB_PRINTF(3, 0);
-
 /* The instance's own threshold (log_set_level) under the daemon's. */
 static int
 h_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
@@ -44,21 +36,16 @@ h_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
     return (int)lvl <= ctx->log_max && core_log_enabled(lvl);
 }
 
-static void
-h_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
-{
-    if (h_log_enabled(ctx, lvl))
-        core_logv(lvl, ctx->name, ctx->cm->mod->name, fmt, ap);
-}
-
-static void h_logf(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+static void h_log_msg(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
 
 static void
-h_logf(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...)
+h_log_msg(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...)
 {
+    if (!h_log_enabled(ctx, lvl))
+        return;
     va_list ap;
     va_start(ap, fmt);
-    h_logv(ctx, lvl, fmt, ap);
+    core_logv(lvl, ctx->name, ctx->cm->mod->name, fmt, ap);
     va_end(ap);
 }
 
@@ -71,17 +58,6 @@ h_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv, const 
 {
     if (h_log_enabled(ctx, lvl))
         core_log_fieldsv(lvl, ctx->name, ctx->cm->mod->name, kv, fmt, ap);
-}
-
-static void
-h_log_kv(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...)
-{
-    if (!h_log_enabled(ctx, lvl))
-        return;
-    va_list ap;
-    va_start(ap, msg);
-    core_log_kvv(lvl, ctx->name, ctx->cm->mod->name, msg, ap);
-    va_end(ap);
 }
 
 static void
@@ -239,17 +215,24 @@ h_instance_setting_str(plb_ctx *ctx, const char *module, const char *setting)
     return NULL;
 }
 
-const struct plb_host core_host = {
-    .size = sizeof(struct plb_host),
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
+static const struct plb_host_log host_log = {
+    .size = sizeof(struct plb_host_log),
+    .enabled = h_log_enabled,
+    .msg = h_log_msg,
+    .fields = h_log_fields,
+    .set_level = h_log_set_level,
+};
 
-    .instance_name = h_instance_name,
-    .module_name = h_module_name,
-    .logv = h_logv,
-    .log_kv = h_log_kv,
-    .log_enabled = h_log_enabled,
+static const struct plb_host_mem host_mem = {
+    .size = sizeof(struct plb_host_mem),
+    .alloc = h_alloc,
+    .realloc = core_realloc,
+    .free = core_free,
+    .strdup = core_strdup,
+};
 
+static const struct plb_host_loop host_loop = {
+    .size = sizeof(struct plb_host_loop),
     .now_ms = h_now_ms,
     .wall_ms = h_wall_ms,
     .timer_new = h_timer_new,
@@ -257,140 +240,149 @@ const struct plb_host core_host = {
     .timer_cancel = core_timer_cancel,
     .timer_pending = core_timer_pending,
     .timer_free = core_timer_free,
-
     .io_new = h_io_new,
     .io_add = core_io_add,
-    .io_del = core_io_del,
     .io_free = core_io_free,
-
+    .io_activate = core_io_activate,
     .listen_tcp = h_listen_tcp,
     .listener_port = core_listener_port,
     .listener_pause = core_listener_pause,
     .listener_free = core_listener_free,
+    .listener_fd = core_listener_fd,
+    .listen_socket = core_h_listen_socket,
+    .worker_count = core_h_worker_count,
+    .worker_at = core_h_worker_at,
+    .worker_index = core_worker_index,
+    .post = core_h_post,
+    .worker_timer_new = core_h_worker_timer_new,
+    .worker_io_new = core_h_worker_io_new,
+    .worker_listen_fd = core_h_worker_listen_fd,
+    .snapshot_new = core_h_snapshot_new,
+    .snapshot_publish = core_snapshot_publish,
+    .snapshot_get = core_snapshot_get,
+    .snapshot_free = core_snapshot_free,
+};
 
-    .http_server_new = h_http_server_new,
-    .http_server_port = core_http_server_port,
-    .http_route = core_http_route,
-    .http_server_free = core_http_server_free,
-    .http_method = core_http_method,
-    .http_path = core_http_path,
-    .http_query = core_http_query,
-    .http_header = core_http_header,
-    .http_reply = core_http_reply,
+static const struct plb_host_http host_http = {
+    .size = sizeof(struct plb_host_http),
+    .request = h_http_request,
+    .cancel = core_http_cancel,
+    .resp_status = core_http_resp_status,
+    .resp_error = core_http_resp_error,
+    .resp_error_text = core_http_resp_error_text,
+    .resp_body = core_http_resp_body,
+    .resp_header = core_http_resp_header,
+    .resp_in_flight_at_close = core_http_resp_in_flight_at_close,
+    .server_new = h_http_server_new,
+    .server_port = core_http_server_port,
+    .route = core_http_route,
+    .server_free = core_http_server_free,
+    .method = core_http_method,
+    .path = core_http_path,
+    .query = core_http_query,
+    .reply = core_http_reply,
+};
 
-    .http_request = h_http_request,
-    .http_cancel = core_http_cancel,
-    .http_resp_status = core_http_resp_status,
-    .http_resp_error = core_http_resp_error,
-    .http_resp_error_text = core_http_resp_error_text,
-    .http_resp_body = core_http_resp_body,
-    .http_resp_header = core_http_resp_header,
-    .http_resp_connect_time = core_http_resp_connect_time,
-    .http_resp_total_time = core_http_resp_total_time,
-
-    .metric_new = h_metric_new,
-    .metric_add = core_metric_add,
-    .metric_set = core_metric_set,
-    .metric_observe = core_metric_observe,
-    .metric_remove = core_metric_remove,
-    .metrics_render = h_metrics_render,
-
-    .endpoints_publish = core_endpoints_publish,
-    .endpoints_failed = core_endpoints_failed,
-    .endpoints_subscribe = core_endpoints_subscribe,
-
-    .gate_set = core_gate_set,
-    .gate_is_open = core_gate_is_open,
-
-    .health_register = core_health_register,
-    .health_beat = core_health_beat,
-    .health_set = core_health_set,
-    .health_foreach = h_health_foreach,
-
-    .done = core_done_fire,
-
-    .alloc = h_alloc,
-    .realloc = core_realloc,
-    .free = core_free,
-    .strdup = core_strdup,
-
-    .check_format = core_format_check_tls,
-
-    .version = h_version,
-    .revision = h_revision,
-
-    .kube_new = h_kube_new,
-    .kube_free = core_kube_free,
-    .kube_server = core_kube_server,
-    .kube_namespace = core_kube_namespace,
-    .kube_get = core_kube_get,
-    .kube_create = core_kube_create,
-    .kube_update = core_kube_update,
-    .kube_patch = core_kube_patch,
-    .kube_delete = core_kube_delete,
-    .kube_modify = core_kube_modify,
-    .kube_event = core_kube_event,
-    .kube_cancel = core_kube_cancel,
+static const struct plb_host_kube host_kube = {
+    .size = sizeof(struct plb_host_kube),
+    .client_new = h_kube_new,
+    .client_free = core_kube_free,
+    .server = core_kube_server,
+    .ns = core_kube_namespace,
+    .get = core_kube_get,
+    .create = core_kube_create,
+    .update = core_kube_update,
+    .patch = core_kube_patch,
+    .modify = core_kube_modify,
+    .event = core_kube_event,
+    .cancel = core_kube_cancel,
     .informer_new = core_informer_new,
     .informer_free = core_informer_free,
     .informer_synced = core_informer_synced,
     .informer_count = core_informer_count,
     .informer_get = core_informer_get,
     .informer_foreach = core_informer_foreach,
-    .obj_get = core_obj_get,
-    .obj_type = core_obj_type,
-    .obj_str = core_obj_str,
-    .obj_int = core_obj_int,
-    .obj_bool = core_obj_bool,
-    .obj_len = core_obj_len,
-    .obj_at = core_obj_at,
-    .obj_iter = core_obj_iter,
-    .obj_dump = core_obj_dump,
-    .obj_parse = core_obj_parse,
-    .obj_ref = core_obj_ref,
-    .obj_unref = core_obj_unref,
-    .obj_copy = core_obj_copy,
-    .obj_set = core_obj_set,
-    .obj_del = core_obj_del,
-    .obj_new_str = core_obj_new_str,
-    .obj_new_int = core_obj_new_int,
+};
 
-    .lb_select_targets = core_lb_host_select,
-    .lb_targets_clear = core_lb_host_clear,
-    .lb_selector_check = core_lb_host_selector_check,
-    .lb_status_write = core_lb_host_status_write,
+static const struct plb_host_obj host_obj = {
+    .size = sizeof(struct plb_host_obj),
+    .get = core_obj_get,
+    .type = core_obj_type,
+    .str = core_obj_str,
+    .int64 = core_obj_int,
+    .boolean = core_obj_bool,
+    .len = core_obj_len,
+    .at = core_obj_at,
+    .iter = core_obj_iter,
+    .dump = core_obj_dump,
+    .ref = core_obj_ref,
+    .unref = core_obj_unref,
+    .copy = core_obj_copy,
+    .set = core_obj_set,
+    .append = core_obj_append,
+    .new_str = core_obj_new_str,
+    .new_int = core_obj_new_int,
+    .new_object = core_obj_new_object,
+    .new_array = core_obj_new_array,
+    .new_bool = core_obj_new_bool,
+    .new_null = core_obj_new_null,
+    .new_real = core_obj_new_real,
+};
 
-    .listener_fd = core_listener_fd,
-    .io_activate = core_io_activate,
+static const struct plb_host_metrics host_metrics = {
+    .size = sizeof(struct plb_host_metrics),
+    .new_metric = h_metric_new,
+    .new_shared = h_metric_new_shared,
+    .add = core_metric_add,
+    .set = core_metric_set,
+    .observe = core_metric_observe,
+    .remove = core_metric_remove,
+    .render = h_metrics_render,
+    .on_collect = core_h_metrics_on_collect,
+};
 
-    .logf = h_logf,
-    .log_fields = h_log_fields,
-    .log_set_level = h_log_set_level,
-    .obj_new_object = core_obj_new_object,
-    .obj_new_array = core_obj_new_array,
-    .obj_new_bool = core_obj_new_bool,
-    .obj_new_null = core_obj_new_null,
-    .obj_new_real = core_obj_new_real,
-    .obj_append = core_obj_append,
-    .obj_remove = core_obj_remove,
-    .status_render = h_status_render,
+static const struct plb_host_lb host_lb = {
+    .size = sizeof(struct plb_host_lb),
+    .select_targets = core_lb_host_select,
+    .targets_clear = core_lb_host_clear,
+    .selector_check = core_lb_host_selector_check,
+    .status_write = core_lb_host_status_write,
+    .keep_services = core_lb_keep_services,
+    .keep_nodes = core_lb_keep_nodes,
+    .keep_slices = core_lb_keep_slices,
+};
+
+static const struct plb_host_links host_links = {
+    .size = sizeof(struct plb_host_links),
+    .instance_name = h_instance_name,
     .instance_setting_str = h_instance_setting_str,
+    .check_format = core_format_check_tls,
+    .version = h_version,
+    .revision = h_revision,
+    .status_render = h_status_render,
+    .endpoints_publish = core_endpoints_publish,
+    .endpoints_failed = core_endpoints_failed,
+    .endpoints_subscribe = core_endpoints_subscribe,
+    .gate_set = core_gate_set,
+    .gate_is_open = core_gate_is_open,
+    .health_register = core_health_register,
+    .health_beat = core_health_beat,
+    .health_set = core_health_set,
+    .health_foreach = h_health_foreach,
+    .done = core_done_fire,
+};
 
-    .worker_count = core_h_worker_count,
-    .worker_at = core_h_worker_at,
-    .worker_self = core_worker_self,
-    .worker_index = core_worker_index,
-    .post = core_h_post,
-    .worker_timer_new = core_h_worker_timer_new,
-    .worker_io_new = core_h_worker_io_new,
-    .listen_socket = core_h_listen_socket,
-    .worker_listen_fd = core_h_worker_listen_fd,
-    .snapshot_new = core_h_snapshot_new,
-    .snapshot_publish = core_snapshot_publish,
-    .snapshot_get = core_snapshot_get,
-    .snapshot_free = core_snapshot_free,
-    .metrics_on_collect = core_h_metrics_on_collect,
-
-    .metric_new_shared = h_metric_new_shared,
-    .http_resp_in_flight_at_close = core_http_resp_in_flight_at_close,
+const struct plb_host core_host = {
+    .size = sizeof(struct plb_host),
+    .abi_major = PLB_ABI_MAJOR,
+    .abi_minor = PLB_ABI_MINOR,
+    .log = &host_log,
+    .mem = &host_mem,
+    .loop = &host_loop,
+    .http = &host_http,
+    .kube = &host_kube,
+    .obj = &host_obj,
+    .metrics = &host_metrics,
+    .lb = &host_lb,
+    .links = &host_links,
 };

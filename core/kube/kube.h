@@ -58,7 +58,7 @@ const plb_obj *core_informer_get(const plb_informer *inf, const char *ns, const 
 void core_informer_foreach(const plb_informer *inf, void (*cb)(const plb_obj *obj, void *arg),
                            void *arg);
 
-const plb_obj *core_obj_get(const plb_obj *o, ...) PLB_SENTINEL;
+const plb_obj *core_obj_get(const plb_obj *o, ...) __attribute__((sentinel));
 enum plb_obj_type core_obj_type(const plb_obj *o);
 const char *core_obj_str(const plb_obj *o);
 int64_t core_obj_int(const plb_obj *o, int64_t def);
@@ -71,8 +71,8 @@ plb_obj *core_obj_parse(const char *text, size_t len);
 plb_obj *core_obj_ref(const plb_obj *o);
 void core_obj_unref(plb_obj *o);
 plb_obj *core_obj_copy(const plb_obj *o);
-int core_obj_set(plb_obj *o, plb_obj *value, ...) PLB_SENTINEL;
-int core_obj_del(plb_obj *o, ...) PLB_SENTINEL;
+int core_obj_set(plb_obj *o, plb_obj *value, ...) __attribute__((sentinel));
+int core_obj_del(plb_obj *o, ...) __attribute__((sentinel));
 plb_obj *core_obj_new_str(const char *s);
 plb_obj *core_obj_new_int(int64_t v);
 plb_obj *core_obj_new_object(void);

@@ -7,6 +7,23 @@
 
 #include "alloc.h"
 
+const char *const core_lb_keep_services[] = {"/spec/externalTrafficPolicy", NULL};
+const char *const core_lb_keep_nodes[] = {
+    "/metadata/labels",
+    "/spec/unschedulable",
+    "/status/conditions/type",
+    "/status/conditions/status",
+    "/status/addresses/type",
+    "/status/addresses/address",
+    NULL,
+};
+const char *const core_lb_keep_slices[] = {
+    "/metadata/labels/kubernetes.io~1service-name",
+    "/endpoints/nodeName",
+    "/endpoints/conditions",
+    NULL,
+};
+
 /* ------------------------------------------------------------------ */
 /* Node selectors                                                       */
 

@@ -26,6 +26,14 @@
 
 #define CORE_LB_EXCLUDE_LABEL "node.kubernetes.io/exclude-from-external-load-balancers"
 
+/* Every field target selection reads, as informer keep paths (plb_informer_opts.keep,
+ * NULL-terminated; metadata name and namespace are always kept): of the Service, of a Node, of
+ * an EndpointSlice. The module ABI hands them out (plb_host_lb.keep_*), so a module that trims
+ * its informers keeps what selection needs; a reader added below adds its path here. */
+extern const char *const core_lb_keep_services[];
+extern const char *const core_lb_keep_nodes[];
+extern const char *const core_lb_keep_slices[];
+
 enum core_lb_sel_op {
     CORE_LB_SEL_EQ,     /* k=v */
     CORE_LB_SEL_NE,     /* k!=v: absent, or another value */

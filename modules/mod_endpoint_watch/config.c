@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "ew.h"
 
 /* Formats (host:port, URLs, TLS names, RFC 1123 labels) are checked by the

@@ -8,7 +8,7 @@
  *   mod_endpoint_watch.c descriptor, lifecycle, static provider, metrics,
  *                        provider health
  *
- * Two providers publish under the instance (host->endpoints_publish): the
+ * Two providers publish under the instance (host->links->endpoints_publish): the
  * static one ("static", the configured endpoints, once at start) and the
  * Kubernetes one ("kubernetes", the ready endpoints of the EndpointSlices of
  * one Service, recomputed from every cached slice on each change). The core
@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 #define EW_PROVIDER_STATIC "static"
 #define EW_PROVIDER_KUBE "kubernetes"

@@ -35,6 +35,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "ew.h"
 
 #define DEFAULT_TLS_NAME "kubernetes.default.svc"
@@ -42,9 +44,9 @@
 static void
 schedule(struct ew *ew)
 {
-    if (ew->stopping || ew->host->timer_pending(ew->recompute))
+    if (ew->stopping || ew->host->loop->timer_pending(ew->recompute))
         return;
-    int rc = ew->host->timer_arm(ew->recompute, 0, 0, 0);
+    int rc = ew->host->loop->timer_arm(ew->recompute, 0, 0, 0);
     if (rc < 0)
         PLB_ERR(ew->host, ew->ctx, NULL, "cannot schedule the endpoint recomputation: error %d",
                 rc);
@@ -57,7 +59,7 @@ join(const struct plb_host *h, const struct ew_list *l)
     size_t len = 1;
     for (size_t i = 0; i < l->n; i++)
         len += strlen(l->v[i]) + 1;
-    char *s = h->alloc(len);
+    char *s = h->mem->alloc(len);
     if (!s)
         return NULL;
     size_t o = 0;
@@ -86,16 +88,16 @@ on_recompute(plb_timer *t, void *arg)
     if (rc < 0) {
         PLB_ERR(ew->host, ew->ctx, NULL, "out of memory computing the endpoints: retrying");
         ew_list_clear(h, &l);
-        if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
+        if (h->loop->timer_arm(ew->recompute, 100, 0, 0) < 0)
             PLB_ERR(ew->host, ew->ctx, NULL, "cannot re-arm the recomputation");
         return;
     }
-    rc = h->endpoints_publish(ew->ctx, EW_PROVIDER_KUBE, (const char *const *)l.v, l.n);
+    rc = h->links->endpoints_publish(ew->ctx, EW_PROVIDER_KUBE, (const char *const *)l.v, l.n);
     if (rc < 0) {
         PLB_ERR(ew->host, ew->ctx, NULL, "cannot publish %zu endpoint(s): error %d; retrying", l.n,
                 rc);
         ew_list_clear(h, &l);
-        if (h->timer_arm(ew->recompute, 100, 0, 0) < 0)
+        if (h->loop->timer_arm(ew->recompute, 100, 0, 0) < 0)
             PLB_ERR(ew->host, ew->ctx, NULL, "cannot re-arm the recomputation");
         return;
     }
@@ -121,7 +123,7 @@ on_recompute(plb_timer *t, void *arg)
     else
         PLB_DEBUG(ew->host, ew->ctx, PLB_KV("service", ew->service),
                   "kubernetes endpoints unchanged: %zu", l.n);
-    h->free(ew->last);
+    h->mem->free(ew->last);
     ew->last = joined;
     ew_list_clear(h, &l);
 }
@@ -159,7 +161,7 @@ on_synced(plb_informer *inf, void *arg)
 {
     struct ew *ew = arg;
     PLB_INFO(ew->host, ew->ctx, PLB_KV("service", ew->service), "listed %zu EndpointSlice(s)",
-             ew->host->informer_count(inf));
+             ew->host->kube->informer_count(inf));
     schedule(ew); /* also publishes an empty first list */
 }
 
@@ -246,16 +248,16 @@ ew_kube_start(struct ew *ew)
         o.tls_server_name = DEFAULT_TLS_NAME;
 
     ew->kube_enabled = 1;
-    ew->recompute = h->timer_new(ew->ctx, on_recompute, ew);
+    ew->recompute = h->loop->timer_new(ew->ctx, on_recompute, ew);
     if (!ew->recompute)
         return -ENOMEM;
-    ew->kube = h->kube_new(ew->ctx, &o, err, sizeof(err));
+    ew->kube = h->kube->client_new(ew->ctx, &o, err, sizeof(err));
     if (!ew->kube) {
         start_failed(ew, source, err[0] ? err : "cannot create the client");
         return 0;
     }
     size_t sl = strlen("kubernetes.io/service-name=") + strlen(c->service_name) + 1;
-    ew->selector = h->alloc(sl);
+    ew->selector = h->mem->alloc(sl);
     if (!ew->selector)
         return -ENOMEM;
     snprintf(ew->selector, sl, "kubernetes.io/service-name=%s", c->service_name);
@@ -269,7 +271,7 @@ ew_kube_start(struct ew *ew)
         return 0;
     }
     PLB_INFO(ew->host, ew->ctx,
-             PLB_KV("service", ew->service, "server", h->kube_server(ew->kube), "source", source,
+             PLB_KV("service", ew->service, "server", h->kube->server(ew->kube), "source", source,
                     "tls_server_name", o.tls_server_name),
              "watching EndpointSlices");
     return 0;
@@ -280,9 +282,9 @@ ew_kube_stop(struct ew *ew)
 {
     const struct plb_host *h = ew->host;
     if (ew->recompute)
-        h->timer_cancel(ew->recompute);
-    h->informer_free(ew->inf);
+        h->loop->timer_cancel(ew->recompute);
+    h->kube->informer_free(ew->inf);
     ew->inf = NULL;
-    h->kube_free(ew->kube);
+    h->kube->client_free(ew->kube);
     ew->kube = NULL;
 }

@@ -26,6 +26,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "ew.h"
 
 #define BEAT_MS 1000
@@ -41,7 +43,7 @@ count(struct ew *ew, plb_metric *m, const char *provider, double v)
 {
     static int logged;
     const char *lv[] = {ew->name, provider};
-    int rc = m ? ew->host->metric_add(m, lv, v) : -EINVAL;
+    int rc = m ? ew->host->metrics->add(m, lv, v) : -EINVAL;
     if (rc < 0 && !logged) {
         logged = 1;
         PLB_WARN(ew->host, ew->ctx, NULL, "discovery metric not updated: error %d (logged once)",
@@ -75,14 +77,14 @@ ew_provider_failed(struct ew *ew, const char *provider, int failed)
     if (*flag == failed)
         return;
     *flag = failed;
-    ew->host->endpoints_failed(ew->ctx, provider, failed);
+    ew->host->links->endpoints_failed(ew->ctx, provider, failed);
     int after = all_failed(ew);
     if (after && !before)
         PLB_ERR(ew->host, ew->ctx, PLB_KV("check", LIVE_CHECK),
                 "every endpoint provider failed: the liveness check stops");
     else if (before && !after) {
         PLB_INFO(ew->host, ew->ctx, PLB_KV("provider", provider), "provider recovered");
-        ew->host->health_beat(ew->ctx, LIVE_CHECK);
+        ew->host->links->health_beat(ew->ctx, LIVE_CHECK);
     }
 }
 
@@ -93,8 +95,8 @@ static void
 publish_static(struct ew *ew)
 {
     const struct plb_strv *e = &ew->cfg->endpoints;
-    int rc =
-        ew->host->endpoints_publish(ew->ctx, EW_PROVIDER_STATIC, (const char *const *)e->v, e->n);
+    int rc = ew->host->links->endpoints_publish(ew->ctx, EW_PROVIDER_STATIC,
+                                                (const char *const *)e->v, e->n);
     if (rc < 0) {
         ew_count_error(ew, EW_PROVIDER_STATIC);
         ew_provider_failed(ew, EW_PROVIDER_STATIC, 1);
@@ -115,7 +117,7 @@ on_beat(plb_timer *t, void *arg)
     if (ew->static_failed)
         publish_static(ew); /* only after a failed publish (out of memory) */
     if (!all_failed(ew))
-        ew->host->health_beat(ew->ctx, LIVE_CHECK);
+        ew->host->links->health_beat(ew->ctx, LIVE_CHECK);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -128,12 +130,12 @@ ew_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     struct ew *ew;
     if (PLB_STATE_NEW(&ew, host, ctx, config) < 0)
         return -ENOMEM;
-    ew->name = host->instance_name(ctx);
+    ew->name = host->links->instance_name(ctx);
     snprintf(ew->service, sizeof(ew->service), "%s/%s", ew->cfg->ns ? ew->cfg->ns : "",
              ew->cfg->service_name ? ew->cfg->service_name : "");
-    ew->beat = host->timer_new(ctx, on_beat, ew);
+    ew->beat = host->loop->timer_new(ctx, on_beat, ew);
     if (!ew->beat) {
-        host->free(ew);
+        host->mem->free(ew);
         return -ENOMEM;
     }
     *state = ew;
@@ -146,10 +148,10 @@ static int
 metrics_init(struct ew *ew)
 {
     const struct plb_host *h = ew->host;
-    ew->updates =
-        h->metric_new(ew->ctx, PLB_METRIC_COUNTER, "prismlb_discovery_updates_total",
-                      "Endpoint list updates received (static, kubernetes)", labels, NULL, 0);
-    ew->errors = h->metric_new(
+    ew->updates = h->metrics->new_metric(
+        ew->ctx, PLB_METRIC_COUNTER, "prismlb_discovery_updates_total",
+        "Endpoint list updates received (static, kubernetes)", labels, NULL, 0);
+    ew->errors = h->metrics->new_metric(
         ew->ctx, PLB_METRIC_COUNTER, "prismlb_discovery_errors_total",
         "Discovery errors: provider failures, failed Watch calls, watch error events and failed "
         "re-lists. A watch stream ending is not counted, including on a dropped connection, and "
@@ -159,13 +161,13 @@ metrics_init(struct ew *ew)
         return -ENOMEM;
     const char *ls[] = {ew->name, EW_PROVIDER_STATIC};
     const char *lk[] = {ew->name, EW_PROVIDER_KUBE};
-    int rc = h->metric_add(ew->updates, ls, 0);
+    int rc = h->metrics->add(ew->updates, ls, 0);
     if (rc == 0)
-        rc = h->metric_add(ew->errors, ls, 0);
+        rc = h->metrics->add(ew->errors, ls, 0);
     if (rc == 0 && ew->cfg->enable_discovery)
-        rc = h->metric_add(ew->updates, lk, 0);
+        rc = h->metrics->add(ew->updates, lk, 0);
     if (rc == 0 && ew->cfg->enable_discovery)
-        rc = h->metric_add(ew->errors, lk, 0);
+        rc = h->metrics->add(ew->errors, lk, 0);
     return rc;
 }
 
@@ -180,10 +182,10 @@ ew_start(void *state, char *err, size_t errlen)
         PLB_ERR(ew->host, ew->ctx, NULL, "cannot register metrics: error %d", rc);
         return rc;
     }
-    if ((rc = h->health_register(ew->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
+    if ((rc = h->links->health_register(ew->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
         return rc;
-    h->health_beat(ew->ctx, LIVE_CHECK);
-    if ((rc = h->timer_arm(ew->beat, BEAT_MS, BEAT_MS, 0)) < 0)
+    h->links->health_beat(ew->ctx, LIVE_CHECK);
+    if ((rc = h->loop->timer_arm(ew->beat, BEAT_MS, BEAT_MS, 0)) < 0)
         return rc;
     publish_static(ew);
     if (!ew->cfg->enable_discovery) {
@@ -200,9 +202,9 @@ ew_stop(void *state, int64_t grace_ms, plb_done *d)
     struct ew *ew = state;
     (void)grace_ms;
     ew->stopping = 1;
-    ew->host->timer_cancel(ew->beat);
+    ew->host->loop->timer_cancel(ew->beat);
     ew_kube_stop(ew); /* cancels the watch and every call: nothing to wait for */
-    ew->host->done(d);
+    ew->host->links->done(d);
 }
 
 static void
@@ -212,11 +214,11 @@ ew_destroy(void *state)
     const struct plb_host *h = ew->host;
     ew->stopping = 1;
     ew_kube_stop(ew);
-    h->timer_free(ew->beat);
-    h->timer_free(ew->recompute);
-    h->free(ew->selector);
-    h->free(ew->last);
-    h->free(ew);
+    h->loop->timer_free(ew->beat);
+    h->loop->timer_free(ew->recompute);
+    h->mem->free(ew->selector);
+    h->mem->free(ew->last);
+    h->mem->free(ew);
 }
 
 PLB_MODULE_EXPORT = {

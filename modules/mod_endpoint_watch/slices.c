@@ -35,13 +35,13 @@ push(struct acc *a, const char *addr, int64_t port)
         return 0; /* cannot be an address: skipped as invalid by the caller */
     if (a->l->n == a->cap) {
         size_t cap = a->cap ? a->cap * 2 : 8;
-        char **v = a->h->realloc(a->l->v, cap * sizeof(*v));
+        char **v = a->h->mem->realloc(a->l->v, cap * sizeof(*v));
         if (!v)
             return -ENOMEM;
         a->l->v = v;
         a->cap = cap;
     }
-    char *s = a->h->strdup(buf);
+    char *s = a->h->mem->strdup(buf);
     if (!s)
         return -ENOMEM;
     a->l->v[a->l->n++] = s;
@@ -52,20 +52,20 @@ push(struct acc *a, const char *addr, int64_t port)
 static int64_t
 slice_port(const struct plb_host *h, const plb_obj *slice, const char *want)
 {
-    const plb_obj *ports = h->obj_get(slice, "ports", NULL);
-    size_t n = h->obj_len(ports);
+    const plb_obj *ports = h->obj->get(slice, "ports", NULL);
+    size_t n = h->obj->len(ports);
     for (size_t i = 0; i < n; i++) {
-        const plb_obj *p = h->obj_at(ports, i);
-        const char *name = h->obj_str(h->obj_get(p, "name", NULL));
-        const char *proto = h->obj_str(h->obj_get(p, "protocol", NULL));
+        const plb_obj *p = h->obj->at(ports, i);
+        const char *name = h->obj->str(h->obj->get(p, "name", NULL));
+        const char *proto = h->obj->str(h->obj->get(p, "protocol", NULL));
         if (strcmp(name ? name : "", want) != 0)
             continue;
         if (proto && strcmp(proto, "TCP") != 0)
             continue;
         /* an integer, as the API's int32 (a real such as 6443.0 or 1e40 is
          * not a port; Kubernetes' own decoding refuses it) */
-        const plb_obj *pv = h->obj_get(p, "port", NULL);
-        int64_t port = h->obj_type(pv) == PLB_OBJ_INT ? h->obj_int(pv, -1) : -1;
+        const plb_obj *pv = h->obj->get(p, "port", NULL);
+        int64_t port = h->obj->type(pv) == PLB_OBJ_INT ? h->obj->int64(pv, -1) : -1;
         if (port >= 1 && port <= 65535)
             return port;
     }
@@ -85,20 +85,20 @@ visit(const plb_obj *slice, void *arg)
         a->l->no_port++;
         return;
     }
-    const plb_obj *eps = h->obj_get(slice, "endpoints", NULL);
-    size_t n = h->obj_len(eps);
+    const plb_obj *eps = h->obj->get(slice, "endpoints", NULL);
+    size_t n = h->obj->len(eps);
     for (size_t i = 0; i < n && !a->err; i++) {
-        const plb_obj *ep = h->obj_at(eps, i);
-        const plb_obj *ready = h->obj_get(ep, "conditions", "ready", NULL);
-        if (h->obj_type(ready) == PLB_OBJ_BOOL && !h->obj_bool(ready, 1)) {
+        const plb_obj *ep = h->obj->at(eps, i);
+        const plb_obj *ready = h->obj->get(ep, "conditions", "ready", NULL);
+        if (h->obj->type(ready) == PLB_OBJ_BOOL && !h->obj->boolean(ready, 1)) {
             a->l->not_ready++;
             continue;
         }
-        const plb_obj *addrs = h->obj_get(ep, "addresses", NULL);
-        size_t m = h->obj_len(addrs);
+        const plb_obj *addrs = h->obj->get(ep, "addresses", NULL);
+        size_t m = h->obj->len(addrs);
         for (size_t j = 0; j < m; j++) {
-            const char *addr = h->obj_str(h->obj_at(addrs, j));
-            if (!addr || !*addr || h->check_format(PLB_FMT_HOST, addr)) {
+            const char *addr = h->obj->str(h->obj->at(addrs, j));
+            if (!addr || !*addr || h->links->check_format(PLB_FMT_HOST, addr)) {
                 a->l->invalid++;
                 continue;
             }
@@ -122,13 +122,13 @@ ew_slices_list(const struct plb_host *h, const plb_informer *inf, const char *po
 {
     struct acc a = {h, port_name ? port_name : "", out, 0, 0};
     memset(out, 0, sizeof(*out));
-    h->informer_foreach(inf, visit, &a);
+    h->kube->informer_foreach(inf, visit, &a);
     if (out->n > 1) {
         qsort(out->v, out->n, sizeof(*out->v), cmp_str);
         size_t m = 1;
         for (size_t i = 1; i < out->n; i++) {
             if (strcmp(out->v[m - 1], out->v[i]) == 0)
-                h->free(out->v[i]);
+                h->mem->free(out->v[i]);
             else
                 out->v[m++] = out->v[i];
         }
@@ -141,7 +141,7 @@ void
 ew_list_clear(const struct plb_host *h, struct ew_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
-        h->free(l->v[i]);
-    h->free(l->v);
+        h->mem->free(l->v[i]);
+    h->mem->free(l->v);
     memset(l, 0, sizeof(*l));
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_api_int.h"
 #include "hz_dlist.h"
 
@@ -20,8 +22,8 @@
 static void
 kick(struct hz_api *api)
 {
-    if (!api->host->timer_pending(api->kick_timer))
-        api->host->timer_arm(api->kick_timer, 0, 0, 0);
+    if (!api->host->loop->timer_pending(api->kick_timer))
+        api->host->loop->timer_arm(api->kick_timer, 0, 0, 0);
 }
 
 /* An answer changed the budget estimate: decide again now, even if the
@@ -29,7 +31,7 @@ kick(struct hz_api *api)
 void
 hz_api_kick_now(struct hz_api *api)
 {
-    api->host->timer_arm(api->kick_timer, 0, 0, 0);
+    api->host->loop->timer_arm(api->kick_timer, 0, 0, 0);
 }
 
 void
@@ -66,7 +68,7 @@ hz_call_free(struct hz_call *c)
     if (!c)
         return;
     if (c->retry_timer)
-        c->api->host->timer_free(c->retry_timer);
+        c->api->host->loop->timer_free(c->retry_timer);
     hz_free_each(&c->path, &c->body, &c->list_base, &c->list_key, &c->answer, NULL);
     json_decref(c->items);
     hz_free(c);
@@ -150,7 +152,7 @@ send_call(struct hz_call *c)
     };
     c->seq = ++api->seq;
     c->st = CS_FLIGHT;
-    c->req = api->host->http_request(api->ctx, &o, &err);
+    c->req = api->host->http->request(api->ctx, &o, &err);
     hz_free(url);
     if (!c->req) {
         PLB_ERR(api->host, api->ctx,
@@ -201,7 +203,7 @@ dispatch(plb_timer *t, void *arg)
         if (d < 0)
             break; /* an answer will kick */
         if (d > 0) {
-            api->host->timer_arm(api->kick_timer, d, 0, 0);
+            api->host->loop->timer_arm(api->kick_timer, d, 0, 0);
             break;
         }
         api->q_head = c->q_next;
@@ -228,12 +230,13 @@ void
 hz_call_retry_later(struct hz_call *c, int64_t delay_ms)
 {
     struct hz_api *api = c->api;
-    if (!c->retry_timer && !(c->retry_timer = api->host->timer_new(api->ctx, retry_fire, c))) {
+    if (!c->retry_timer &&
+        !(c->retry_timer = api->host->loop->timer_new(api->ctx, retry_fire, c))) {
         hz_call_finish_err(c, -ENOMEM, 0, NULL, "out of memory");
         return;
     }
     c->st = CS_RETRY;
-    if (api->host->timer_arm(c->retry_timer, delay_ms, 0, 0.2) < 0)
+    if (api->host->loop->timer_arm(c->retry_timer, delay_ms, 0, 0.2) < 0)
         hz_call_finish_err(c, -EIO, 0, NULL, "timer failed");
 }
 
@@ -266,7 +269,7 @@ hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out)
     hostname[sizeof(hostname) - 1] = '\0';
     snprintf(api->user_agent, sizeof(api->user_agent),
              "User-Agent: prismlb-mod_hetzner_lb/1.0 (%s; %s_%ld)",
-             api->ctx ? api->host->instance_name(api->ctx) : "-", hostname, (long)getpid());
+             api->ctx ? api->host->links->instance_name(api->ctx) : "-", hostname, (long)getpid());
     api->headers[0] = "Content-Type: application/json";
     api->headers[1] = "Accept: application/json";
     api->headers[2] = api->user_agent;
@@ -280,8 +283,8 @@ hz_api_new(const struct hz_api_cfg *cfg, struct hz_api **out)
         goto nomem;
     if (!cfg->token_file && !(api->token = hz_strdup(cfg->token)))
         goto nomem;
-    if (!(api->kick_timer = api->host->timer_new(api->ctx, dispatch, api)) ||
-        !(api->poll_timer = api->host->timer_new(api->ctx, hz_api_poll_fire, api)))
+    if (!(api->kick_timer = api->host->loop->timer_new(api->ctx, dispatch, api)) ||
+        !(api->poll_timer = api->host->loop->timer_new(api->ctx, hz_api_poll_fire, api)))
         goto nomem;
     *out = api;
     return 0;
@@ -303,18 +306,18 @@ drain(struct hz_api *api, int notify)
         hz_free(l->key);
         hz_free(l);
     }
-    api->host->timer_cancel(api->kick_timer);
-    api->host->timer_cancel(api->poll_timer);
+    api->host->loop->timer_cancel(api->kick_timer);
+    api->host->loop->timer_cancel(api->poll_timer);
     api->poll_in_flight = 0;
     for (struct hz_call *c = list; c; c = c->all_next) {
         c->lane = NULL;
         if (c->req) {
-            api->host->http_cancel(c->req);
+            api->host->http->cancel(c->req);
             c->req = NULL;
             api->in_flight--;
         }
         if (c->retry_timer)
-            api->host->timer_cancel(c->retry_timer);
+            api->host->loop->timer_cancel(c->retry_timer);
     }
     api->cancelling = 1;
     while (list) {
@@ -348,8 +351,8 @@ hz_api_free(struct hz_api *api)
         return;
     if (api->kick_timer && api->poll_timer)
         drain(api, 0);
-    api->host->timer_free(api->kick_timer);
-    api->host->timer_free(api->poll_timer);
+    api->host->loop->timer_free(api->kick_timer);
+    api->host->loop->timer_free(api->poll_timer);
     hz_free(api->endpoint);
     hz_free(api->token_file);
     if (api->token) {

@@ -1,7 +1,7 @@
 /*
  * hz_api.h: the Hetzner Cloud API client of mod_hetzner_lb (private).
  *
- * Requests go out on host->http_request (never blocking the loop) with the
+ * Requests go out on host->http->request (never blocking the loop) with the
  * bearer token, JSON bodies, and these rules:
  *
  *   pacing   every answer's RateLimit-Limit/Remaining/Reset feed hz_pace;

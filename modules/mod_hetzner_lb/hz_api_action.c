@@ -14,14 +14,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_api_int.h"
 #include "hz_dlist.h"
 
 void
 hz_api_poll_arm(struct hz_api *api, int64_t ms)
 {
-    if (!api->host->timer_pending(api->poll_timer))
-        api->host->timer_arm(api->poll_timer, ms, 0, 0);
+    if (!api->host->loop->timer_pending(api->poll_timer))
+        api->host->loop->timer_arm(api->poll_timer, ms, 0, 0);
 }
 
 void

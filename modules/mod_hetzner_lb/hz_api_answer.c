@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_api_int.h"
 
 static long long
 header_num(const struct plb_host *h, const plb_http_resp *resp, const char *name)
 {
-    const char *v = h->http_resp_header(resp, name);
+    const char *v = h->http->resp_header(resp, name);
     char *end;
     if (!v)
         return -1;
@@ -32,7 +34,7 @@ count_answer(struct hz_call *c, int status, long long remaining)
 {
     struct hz_api *api = c->api;
     char route[160], code[16];
-    const char *inst = api->ctx ? api->host->instance_name(api->ctx) : "-";
+    const char *inst = api->ctx ? api->host->links->instance_name(api->ctx) : "-";
     if (api->m_requests) {
         const char *lv[] = {inst, route, code, NULL};
         hz_route(c->method, c->path, route, sizeof(route));
@@ -40,11 +42,11 @@ count_answer(struct hz_call *c, int status, long long remaining)
             snprintf(code, sizeof(code), "error");
         else
             snprintf(code, sizeof(code), "%d", status);
-        api->host->metric_add(api->m_requests, lv, 1);
+        api->host->metrics->add(api->m_requests, lv, 1);
     }
     if (api->m_remaining && remaining >= 0) {
         const char *lv[] = {inst, NULL};
-        api->host->metric_set(api->m_remaining, lv, (double)remaining);
+        api->host->metrics->set(api->m_remaining, lv, (double)remaining);
     }
 }
 
@@ -58,8 +60,8 @@ hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     const struct plb_host *h = api->host;
     int64_t now = hz_api_now(api);
     struct hz_answer in = {
-        .transport_ok = h->http_resp_error(resp) == PLB_HTTP_OK,
-        .status = h->http_resp_status(resp),
+        .transport_ok = h->http->resp_error(resp) == PLB_HTTP_OK,
+        .status = h->http->resp_status(resp),
         .is_write = c->write,
         .is_list = c->lcb != NULL,
         .is_poll = c->is_poll,
@@ -79,16 +81,16 @@ hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     long long remaining = header_num(h, resp, "RateLimit-Remaining");
     long long reset = header_num(h, resp, "RateLimit-Reset");
     if (limit > 0) {
-        hz_pace_update(&api->pace, c->seq, now, h->wall_ms(api->ctx), (long)limit, (long)remaining,
-                       reset);
+        hz_pace_update(&api->pace, c->seq, now, h->loop->wall_ms(api->ctx), (long)limit,
+                       (long)remaining, reset);
         api->st.limit = (long)limit;
         api->st.remaining = (long)remaining;
     }
     count_answer(c, in.transport_ok ? in.status : -1, limit > 0 ? remaining : -1);
     if (!in.transport_ok) {
         in.status = 0;
-        in.transport_error = h->http_resp_error_text(resp);
-    } else if ((raw = h->http_resp_body(resp, &len)) && len) {
+        in.transport_error = h->http->resp_error_text(resp);
+    } else if ((raw = h->http->resp_body(resp, &len)) && len) {
         /* Every answer with a body is one JSON object. */
         in.body = json_loadb(raw, len, 0, NULL);
         in.body_invalid = !json_is_object(in.body);
@@ -103,7 +105,7 @@ hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     switch (v.kind) {
     case HZ_V_RATE_LIMITED:
         api->st.rate_limited++;
-        hz_pace_on_429(&api->pace, now, h->wall_ms(api->ctx), reset);
+        hz_pace_on_429(&api->pace, now, h->loop->wall_ms(api->ctx), reset);
         PLB_WARN(h, api->ctx, PLB_KV("method", c->method, "path", c->path),
                  "hetzner: rate limit reached; pausing every request for %" PRId64 " ms",
                  api->pace.pause_until_ms - now);

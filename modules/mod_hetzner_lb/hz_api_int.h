@@ -116,7 +116,7 @@ struct hz_api {
 static inline int64_t
 hz_api_now(struct hz_api *api)
 {
-    return api->host->now_ms(api->ctx);
+    return api->host->loop->now_ms(api->ctx);
 }
 
 /* ------------------------------------------------------------------ */

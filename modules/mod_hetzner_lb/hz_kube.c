@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_dlist.h"
 #include "hz_index.h"
 #include "hz_kube_int.h"
@@ -60,7 +62,7 @@ status_ended(struct kop *k, int ok)
         struct hz_kside *ks = k->ks;
         if (ks->queue && !st->status_again) {
             int rc = hz_queue_add_after(ks->queue, st->key, ks->cfg->refused_recheck_ms,
-                                        ks->host->now_ms(ks->ctx));
+                                        ks->host->loop->now_ms(ks->ctx));
             if (rc == -ENOMEM)
                 ks->lost = 1; /* every Service is synced again shortly */
             hz_recheck_arm(ks);
@@ -130,7 +132,7 @@ kop_run(struct hz_kside *ks, const char *status_key, const char *what, kop_start
 static plb_kube_op *
 start_event(struct hz_kside *ks, void *arg, struct kop *k, int *err)
 {
-    return ks->host->kube_event(ks->kube, arg, kop_done, k, err);
+    return ks->host->kube->event(ks->kube, arg, kop_done, k, err);
 }
 
 /* The warning sink of ks->states (hz_warn_fn): a warning Event about
@@ -157,36 +159,36 @@ drop_finalizer(plb_obj *obj, void *arg)
 {
     struct hz_kside *ks = ((struct kop *)arg)->ks;
     const struct plb_host *h = ks->host;
-    const plb_obj *fins = h->obj_get(obj, "metadata", "finalizers", NULL);
-    size_t n = h->obj_len(fins);
-    plb_obj *keep = h->obj_new_array();
+    const plb_obj *fins = h->obj->get(obj, "metadata", "finalizers", NULL);
+    size_t n = h->obj->len(fins);
+    plb_obj *keep = h->obj->new_array();
     int found = 0;
     if (!keep)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        const char *f = h->obj_str(h->obj_at(fins, i));
+        const char *f = h->obj->str(h->obj->at(fins, i));
         if (!f)
             continue;
         if (strcmp(f, FINALIZER) == 0) {
             found = 1;
             continue;
         }
-        if (h->obj_append(keep, h->obj_new_str(f)) < 0) {
-            h->obj_unref(keep);
+        if (h->obj->append(keep, h->obj->new_str(f)) < 0) {
+            h->obj->unref(keep);
             return -1;
         }
     }
     if (!found) {
-        h->obj_unref(keep);
+        h->obj->unref(keep);
         return 1;
     }
-    return h->obj_set(obj, keep, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
+    return h->obj->set(obj, keep, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
 }
 
 static plb_kube_op *
 start_finalizer_removal(struct hz_kside *ks, void *arg, struct kop *k, int *err)
 {
-    return ks->host->kube_modify(ks->kube, arg, drop_finalizer, 0, kop_done, k, err);
+    return ks->host->kube->modify(ks->kube, arg, drop_finalizer, 0, kop_done, k, err);
 }
 
 /* Drop robotlb/finalizer from Service key, ns/name. */
@@ -207,9 +209,9 @@ remove_finalizer(struct hz_kside *ks, const char *key, const char *ns, const cha
 static int
 has_finalizer(const struct hz_kside *ks, const plb_obj *svc)
 {
-    const plb_obj *f = ks->host->obj_get(svc, "metadata", "finalizers", NULL);
-    for (size_t i = 0; i < ks->host->obj_len(f); i++) {
-        const char *s = ks->host->obj_str(ks->host->obj_at(f, i));
+    const plb_obj *f = ks->host->obj->get(svc, "metadata", "finalizers", NULL);
+    for (size_t i = 0; i < ks->host->obj->len(f); i++) {
+        const char *s = ks->host->obj->str(ks->host->obj->at(f, i));
         if (s && strcmp(s, FINALIZER) == 0)
             return 1;
     }
@@ -301,8 +303,8 @@ int
 hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc)
 {
     const struct plb_host *h = ks->host;
-    const char *type = h->obj_str(h->obj_get(svc, "spec", "type", NULL));
-    const char *cls = h->obj_str(h->obj_get(svc, "spec", "loadBalancerClass", NULL));
+    const char *type = h->obj->str(h->obj->get(svc, "spec", "type", NULL));
+    const char *cls = h->obj->str(h->obj->get(svc, "spec", "loadBalancerClass", NULL));
     return type && strcmp(type, "LoadBalancer") == 0 &&
            hz_class_served(ks->cfg->load_balancer_class, cls);
 }
@@ -343,11 +345,11 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
 static json_t *
 current_ingress(const struct hz_kside *ks, const plb_obj *svc)
 {
-    const plb_obj *ing = ks->host->obj_get(svc, "status", "loadBalancer", "ingress", NULL);
-    char *t = ing ? ks->host->obj_dump(ing) : NULL;
+    const plb_obj *ing = ks->host->obj->get(svc, "status", "loadBalancer", "ingress", NULL);
+    char *t = ing ? ks->host->obj->dump(ing) : NULL;
     json_t *r = t ? json_loads(t, 0, NULL) : NULL;
     if (t)
-        ks->host->free(t);
+        ks->host->mem->free(t);
     return r;
 }
 
@@ -377,7 +379,7 @@ static plb_kube_op *
 start_status_write(struct hz_kside *ks, void *arg, struct kop *k, int *err)
 {
     struct status_write *w = arg;
-    return ks->host->lb_status_write(ks->kube, w->svc, w->ips, w->n, w->mode, kop_done, k, err);
+    return ks->host->lb->status_write(ks->kube, w->svc, w->ips, w->n, w->mode, kop_done, k, err);
 }
 
 /* Write svc's status.loadBalancer.ingress from lb when it differs. */
@@ -433,15 +435,15 @@ hz_kube_start(struct hz_kside *ks)
     struct plb_kube_opts o = {
         .size = sizeof(o), .kubeconfig = ks->cfg->kubeconfig, .context = ks->cfg->kube_context};
     char err[512];
-    if (!(ks->kube = h->kube_new(ks->ctx, &o, err, sizeof(err)))) {
+    if (!(ks->kube = h->kube->client_new(ks->ctx, &o, err, sizeof(err)))) {
         PLB_ERR(ks->host, ks->ctx, PLB_KV("error", err), "cannot create the Kubernetes client");
         return -EINVAL;
     }
     ks->states.warn = warn_event;
     ks->states.warn_arg = ks;
     struct hz_queue_cfg qc = {.base_delay_ms = 5, .max_delay_ms = 1000000};
-    if (!(ks->sync_timer = h->timer_new(ks->ctx, hz_sync_fire, ks)) ||
-        !(ks->recheck_timer = h->timer_new(ks->ctx, hz_recheck_fire, ks)) ||
+    if (!(ks->sync_timer = h->loop->timer_new(ks->ctx, hz_sync_fire, ks)) ||
+        !(ks->recheck_timer = h->loop->timer_new(ks->ctx, hz_recheck_fire, ks)) ||
         (!ks->queue && !(ks->queue = hz_queue_new(&qc))) ||
         (!ks->index && !(ks->index = hz_index_new())))
         return -ENOMEM;
@@ -454,7 +456,7 @@ hz_kube_cancel_writes(struct hz_kside *ks)
     while (ks->kops) {
         struct kop *k = ks->kops;
         HZ_DLIST_REMOVE(ks->kops, k, prev, next);
-        ks->host->kube_cancel(k->op);
+        ks->host->kube->cancel(k->op);
         if (k->status_key)
             status_ended(k, 0);
         kop_free(k);
@@ -466,14 +468,14 @@ hz_kube_stop(struct hz_kside *ks)
 {
     hz_kube_cancel_writes(ks);
     if (ks->sync_timer)
-        ks->host->timer_cancel(ks->sync_timer);
+        ks->host->loop->timer_cancel(ks->sync_timer);
     if (ks->recheck_timer)
-        ks->host->timer_cancel(ks->recheck_timer);
+        ks->host->loop->timer_cancel(ks->recheck_timer);
     if (ks->queue)
         hz_queue_shut_down(ks->queue); /* the reconciles in flight end on their own */
-    ks->host->informer_free(ks->svc_inf);
-    ks->host->informer_free(ks->node_inf);
-    ks->host->informer_free(ks->slice_inf);
+    ks->host->kube->informer_free(ks->svc_inf);
+    ks->host->kube->informer_free(ks->node_inf);
+    ks->host->kube->informer_free(ks->slice_inf);
     ks->svc_inf = ks->node_inf = ks->slice_inf = NULL;
 }
 
@@ -484,11 +486,11 @@ hz_kube_free(struct hz_kside *ks)
         return;
     hz_kube_stop(ks);
     if (ks->kube)
-        ks->host->kube_free(ks->kube);
+        ks->host->kube->client_free(ks->kube);
     ks->kube = NULL;
-    ks->host->timer_free(ks->sync_timer);
+    ks->host->loop->timer_free(ks->sync_timer);
     ks->sync_timer = NULL;
-    ks->host->timer_free(ks->recheck_timer);
+    ks->host->loop->timer_free(ks->recheck_timer);
     ks->recheck_timer = NULL;
     json_decref(ks->nets);
     ks->nets = NULL;

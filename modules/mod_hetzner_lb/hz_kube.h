@@ -49,7 +49,7 @@ static inline const char *
 hz_ks_str(const struct hz_kside *ks, const plb_obj *o, const char *a, const char *b, const char *c)
 {
     const struct plb_host *h = ks->host;
-    return h->obj_str(c ? h->obj_get(o, a, b, c, NULL) : h->obj_get(o, a, b, NULL));
+    return h->obj->str(c ? h->obj->get(o, a, b, c, NULL) : h->obj->get(o, a, b, NULL));
 }
 
 /* Create the client and the three informers (fields host, ctx, cfg and

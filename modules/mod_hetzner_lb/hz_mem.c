@@ -23,7 +23,7 @@ hz_calloc(size_t n)
 {
     if (n == 0)
         n = 1;
-    return mem_host ? mem_host->alloc(n) : calloc(1, n);
+    return mem_host ? mem_host->mem->alloc(n) : calloc(1, n);
 }
 
 void *
@@ -31,7 +31,7 @@ hz_realloc(void *p, size_t n)
 {
     if (n == 0)
         n = 1;
-    return mem_host ? mem_host->realloc(p, n) : realloc(p, n);
+    return mem_host ? mem_host->mem->realloc(p, n) : realloc(p, n);
 }
 
 void
@@ -40,7 +40,7 @@ hz_free(void *p)
     if (!p)
         return;
     if (mem_host)
-        mem_host->free(p);
+        mem_host->mem->free(p);
     else
         free(p);
 }

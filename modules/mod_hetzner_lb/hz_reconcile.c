@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_kube.h"
 #include "hz_rec.h"
 #include "hz_refusal.h"
@@ -107,7 +109,7 @@ rec_svc(const struct rec *r, struct hz_svc_state **stp)
     if (!st || !st->uid || strcmp(st->uid, r->uid) != 0 || !slash || !ks->svc_inf)
         return NULL;
     snprintf(ns, sizeof(ns), "%.*s", (int)(slash - r->key), r->key);
-    svc = ks->host->informer_get(ks->svc_inf, ns, slash + 1);
+    svc = ks->host->kube->informer_get(ks->svc_inf, ns, slash + 1);
     if (!svc || !hz_ks_str(ks, svc, "metadata", "uid", NULL) ||
         strcmp(hz_ks_str(ks, svc, "metadata", "uid", NULL), r->uid) != 0)
         return NULL;

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_kube.h"
 #include "hz_refusal.h"
 

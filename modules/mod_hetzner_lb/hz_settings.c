@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz.h"
 
 /* "least-connection" is the spelling of robotlb's annotation example; it is

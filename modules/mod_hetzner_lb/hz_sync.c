@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_kube_int.h"
 #include "hz_queue.h"
 #include "hz_rec.h"
@@ -80,8 +82,8 @@ static int
 read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, size_t *n)
 {
     const struct plb_host *h = ks->host;
-    const plb_obj *ports = h->obj_get(svc, "spec", "ports", NULL);
-    size_t np = h->obj_len(ports);
+    const plb_obj *ports = h->obj->get(svc, "spec", "ports", NULL);
+    size_t np = h->obj->len(ports);
     *out = NULL;
     *n = 0;
     if (np == 0)
@@ -89,10 +91,10 @@ read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, 
     if (!(*out = hz_calloc(np * sizeof(**out))))
         return -ENOMEM;
     for (size_t i = 0; i < np; i++) {
-        const plb_obj *p = h->obj_at(ports, i);
-        (*out)[i].protocol = h->obj_str(h->obj_get(p, "protocol", NULL));
-        (*out)[i].port = (int)h->obj_int(h->obj_get(p, "port", NULL), 0);
-        (*out)[i].node_port = (int)h->obj_int(h->obj_get(p, "nodePort", NULL), 0);
+        const plb_obj *p = h->obj->at(ports, i);
+        (*out)[i].protocol = h->obj->str(h->obj->get(p, "protocol", NULL));
+        (*out)[i].port = (int)h->obj->int64(h->obj->get(p, "port", NULL), 0);
+        (*out)[i].node_port = (int)h->obj->int64(h->obj->get(p, "nodePort", NULL), 0);
     }
     *n = np;
     return 0;
@@ -113,7 +115,7 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
             int64_t wait =
                 res->end == HZ_REC_WAIT ? ks->cfg->resync_interval_ms : ks->cfg->refused_recheck_ms;
             st->fail_fp = res->fp;
-            st->retry_at = ks->host->now_ms(ks->ctx) + wait;
+            st->retry_at = ks->host->loop->now_ms(ks->ctx) + wait;
             PLB_INFO(ks->host, ks->ctx, PLB_KV("service", res->key), "checked again in %lld ms",
                      (long long)wait);
         } else if (res->end == HZ_REC_OK) {
@@ -130,7 +132,8 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
         int again = 0;
         if (!(ks->by_uid || (ks->by_uid = hz_lbs_new())) || hz_lbs_put(ks->by_uid, res->lb) < 0 ||
             !(ks->fresh || (ks->fresh = json_object())) ||
-            json_object_set_new(ks->fresh, res->uid, json_integer(ks->host->now_ms(ks->ctx))) < 0)
+            json_object_set_new(ks->fresh, res->uid,
+                                json_integer(ks->host->loop->now_ms(ks->ctx))) < 0)
             again = 1; /* the balancer is not remembered: looked up again */
         if (res->svc) {
             /* a balancer outside its network reaches nothing: the status
@@ -177,7 +180,7 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
     int rc;
 
     max = hz_type_max_targets(type);
-    rc = h->lb_select_targets(
+    rc = h->lb->select_targets(
         ks->ctx, svc,
         ks->cfg->dynamic_node_selector ? PLB_LB_POLICY_TRAFFIC : PLB_LB_POLICY_SELECTOR,
         st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
@@ -203,7 +206,7 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
         hz_warn_clear(st, "TooManyTargets");
     }
     if (t.n && !(ips = hz_calloc(t.n * sizeof(*ips)))) {
-        h->lb_targets_clear(&t);
+        h->lb->targets_clear(&t);
         return -ENOMEM;
     }
     for (size_t i = 0; i < t.n; i++)
@@ -211,7 +214,7 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
             ips[nips++] = PLB_LB_TARGET(&t, i)->ip;
     if (read_ports(ks, svc, &ports, &nports) < 0) {
         hz_free(ips);
-        h->lb_targets_clear(&t);
+        h->lb->targets_clear(&t);
         return -ENOMEM;
     }
     hs = (struct hz_svc){.uid = st->uid,
@@ -222,7 +225,7 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
     rc = hz_desired_build(ks->cfg, &st->good, &hs, ips, nips, &d, err, sizeof(err));
     hz_free(ips);
     hz_free(ports);
-    h->lb_targets_clear(&t);
+    h->lb->targets_clear(&t);
     if (rc == -EINVAL) {
         if (!annot_bad)
             (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
@@ -264,7 +267,7 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
         hz_plan_clear(&p);
     }
     /* What failed is not sent again before its recheck. */
-    if (st->fail_fp == fp && h->now_ms(ks->ctx) < st->retry_at) {
+    if (st->fail_fp == fp && h->loop->now_ms(ks->ctx) < st->retry_at) {
         hz_desired_clear(&d);
         return 0;
     }
@@ -289,7 +292,7 @@ annot_get(void *arg, const char *key)
 {
     struct hz_kside *ks = ((void **)arg)[0];
     const plb_obj *svc = ((void **)arg)[1];
-    return ks->host->obj_str(ks->host->obj_get(svc, "metadata", "annotations", key, NULL));
+    return ks->host->obj->str(ks->host->obj->get(svc, "metadata", "annotations", key, NULL));
 }
 
 /* Sync Service svc. 0, or -ENOMEM (-errno) when it must be synced again:
@@ -310,7 +313,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
         return 0;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     hz_kube_drop_finalizer(ks, svc, key, ns, name);
-    if (!hz_kube_is_ours(ks, svc) || h->obj_get(svc, "metadata", "deletionTimestamp", NULL)) {
+    if (!hz_kube_is_ours(ks, svc) || h->obj->get(svc, "metadata", "deletionTimestamp", NULL)) {
         hz_state_drop(&ks->states, key);
         return hz_delete_labelled(ks, uid);
     }
@@ -327,7 +330,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     int rc = hz_annot_parse(annot_get, ga, &a, err, sizeof(err));
     if (rc == 0 && a.node_selector) {
         char serr[512];
-        if (h->lb_selector_check(a.node_selector, serr, sizeof(serr)) < 0) {
+        if (h->lb->selector_check(a.node_selector, serr, sizeof(serr)) < 0) {
             snprintf(err, sizeof(err), "%s: \"%s\": %s", HZ_ANN_NODE_SELECTOR, a.node_selector,
                      serr);
             hz_annot_clear(&a);
@@ -370,9 +373,10 @@ hz_sync_fire(plb_timer *t, void *arg)
     (void)t;
     /* Every cache complete: a node or slice missing from a half-listed
      * cache would remove its target. */
-    if (!ks->host->gate_is_open(ks->ctx) || !ks->svc_inf || !ks->node_inf || !ks->slice_inf ||
-        !ks->host->informer_synced(ks->svc_inf) || !ks->host->informer_synced(ks->node_inf) ||
-        !ks->host->informer_synced(ks->slice_inf))
+    if (!ks->host->links->gate_is_open(ks->ctx) || !ks->svc_inf || !ks->node_inf ||
+        !ks->slice_inf || !ks->host->kube->informer_synced(ks->svc_inf) ||
+        !ks->host->kube->informer_synced(ks->node_inf) ||
+        !ks->host->kube->informer_synced(ks->slice_inf))
         return;
     /* Services the cache no longer has, but that we saw: deleted (once the
      * first resync told which balancers are labelled); one whose delete
@@ -396,7 +400,8 @@ hz_sync_fire(plb_timer *t, void *arg)
         snprintf(key, sizeof(key), "%s", k);
         if (slash && (size_t)(slash - k) < sizeof(key)) {
             key[slash - k] = '\0';
-            const plb_obj *svc = ks->host->informer_get(ks->svc_inf, key, key + (slash - k) + 1);
+            const plb_obj *svc =
+                ks->host->kube->informer_get(ks->svc_inf, key, key + (slash - k) + 1);
             if (svc) {
                 rc = sync_one(ks, svc);
                 n++;
@@ -409,8 +414,8 @@ hz_sync_fire(plb_timer *t, void *arg)
         hz_queue_done(ks->queue, k);
     }
     if (n && ks->m_syncs) {
-        const char *iv[] = {ks->host->instance_name(ks->ctx), NULL};
-        ks->host->metric_add(ks->m_syncs, iv, (double)n);
+        const char *iv[] = {ks->host->links->instance_name(ks->ctx), NULL};
+        ks->host->metrics->add(ks->m_syncs, iv, (double)n);
     }
     hz_recheck_arm(ks);
 }
@@ -420,7 +425,7 @@ void
 hz_recheck_fire(plb_timer *t, void *arg)
 {
     struct hz_kside *ks = arg;
-    int64_t now = ks->host->now_ms(ks->ctx);
+    int64_t now = ks->host->loop->now_ms(ks->ctx);
     (void)t;
     for (const struct hz_svc_state *s = ks->states.head; s; s = s->next)
         if (s->fail_fp && s->retry_at <= now)
@@ -438,7 +443,7 @@ hz_recheck_fire(plb_timer *t, void *arg)
 void
 hz_recheck_arm(struct hz_kside *ks)
 {
-    int64_t now = ks->host->now_ms(ks->ctx), first = 0, next;
+    int64_t now = ks->host->loop->now_ms(ks->ctx), first = 0, next;
     if (!ks->svc_inf)
         return; /* stopped */
     first = hz_states_next_retry(&ks->states, now);
@@ -450,5 +455,5 @@ hz_recheck_arm(struct hz_kside *ks)
     if (ks->lost && (!first || now + HZ_LOST_RETRY_MS < first))
         first = now + HZ_LOST_RETRY_MS;
     if (first && ks->recheck_timer)
-        ks->host->timer_arm(ks->recheck_timer, first > now ? first - now : 1, 0, 0);
+        ks->host->loop->timer_arm(ks->recheck_timer, first > now ? first - now : 1, 0, 0);
 }

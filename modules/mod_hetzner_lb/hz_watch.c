@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_index.h"
 #include "hz_kube_int.h"
 #include "hz_queue.h"
@@ -18,8 +20,8 @@
 void
 hz_kube_sync_arm(struct hz_kside *ks)
 {
-    if (ks->sync_timer && !ks->host->timer_pending(ks->sync_timer))
-        ks->host->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
+    if (ks->sync_timer && !ks->host->loop->timer_pending(ks->sync_timer))
+        ks->host->loop->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
 }
 
 /* hz_index_emit: queue key. */
@@ -45,7 +47,7 @@ void
 hz_kube_retry(struct hz_kside *ks, const char *key)
 {
     int64_t delay = 0;
-    int rc = hz_queue_add_rate_limited(ks->queue, key, ks->host->now_ms(ks->ctx), &delay);
+    int rc = hz_queue_add_rate_limited(ks->queue, key, ks->host->loop->now_ms(ks->ctx), &delay);
     if (rc == -ESHUTDOWN)
         return; /* stopped */
     if (rc < 0) {
@@ -79,7 +81,7 @@ hz_kube_sync_soon(struct hz_kside *ks)
      * otherwise wait for the Service's next change. */
     hz_states_forget_status(&ks->states);
     if (ks->svc_inf && ks->queue)
-        ks->host->informer_foreach(ks->svc_inf, enqueue_svc, ks);
+        ks->host->kube->informer_foreach(ks->svc_inf, enqueue_svc, ks);
 }
 
 void
@@ -123,26 +125,26 @@ node_fp(const struct hz_kside *ks, const plb_obj *node)
 {
     const struct plb_host *h = ks->host;
     uint64_t fp = 0xcbf29ce484222325ULL;
-    const plb_obj *v, *conds = h->obj_get(node, "status", "conditions", NULL);
-    const plb_obj *addrs = h->obj_get(node, "status", "addresses", NULL);
-    const plb_obj *labels = h->obj_get(node, "metadata", "labels", NULL);
+    const plb_obj *v, *conds = h->obj->get(node, "status", "conditions", NULL);
+    const plb_obj *addrs = h->obj->get(node, "status", "addresses", NULL);
+    const plb_obj *labels = h->obj->get(node, "metadata", "labels", NULL);
     void *it = NULL;
     const char *k;
-    for (size_t i = 0; i < h->obj_len(conds); i++) {
-        const char *type = h->obj_str(h->obj_get(h->obj_at(conds, i), "type", NULL));
+    for (size_t i = 0; i < h->obj->len(conds); i++) {
+        const char *type = h->obj->str(h->obj->get(h->obj->at(conds, i), "type", NULL));
         if (type && strcmp(type, "Ready") == 0)
-            fp_str(&fp, h->obj_str(h->obj_get(h->obj_at(conds, i), "status", NULL)));
+            fp_str(&fp, h->obj->str(h->obj->get(h->obj->at(conds, i), "status", NULL)));
     }
-    fp_str(&fp, h->obj_bool(h->obj_get(node, "spec", "unschedulable", NULL), 0) ? "u" : "s");
-    while ((k = h->obj_iter(labels, &it, &v))) {
+    fp_str(&fp, h->obj->boolean(h->obj->get(node, "spec", "unschedulable", NULL), 0) ? "u" : "s");
+    while ((k = h->obj->iter(labels, &it, &v))) {
         fp_str(&fp, k);
-        fp_str(&fp, h->obj_str(v));
+        fp_str(&fp, h->obj->str(v));
     }
-    for (size_t i = 0; i < h->obj_len(addrs); i++) {
-        const plb_obj *a = h->obj_at(addrs, i);
-        const char *type = h->obj_str(h->obj_get(a, "type", NULL));
+    for (size_t i = 0; i < h->obj->len(addrs); i++) {
+        const plb_obj *a = h->obj->at(addrs, i);
+        const char *type = h->obj->str(h->obj->get(a, "type", NULL));
         if (type && strcmp(type, "InternalIP") == 0)
-            fp_str(&fp, h->obj_str(h->obj_get(a, "address", NULL)));
+            fp_str(&fp, h->obj->str(h->obj->get(a, "address", NULL)));
     }
     return fp;
 }
@@ -164,8 +166,8 @@ svc_event(struct hz_kside *ks, const plb_obj *svc, int deleted)
     if (key_of(ks, svc, key, sizeof(key)) < 0)
         return;
     int ours = !deleted && hz_kube_is_ours(ks, svc) &&
-               !h->obj_get(svc, "metadata", "deletionTimestamp", NULL);
-    const char *etp = h->obj_str(h->obj_get(svc, "spec", "externalTrafficPolicy", NULL));
+               !h->obj->get(svc, "metadata", "deletionTimestamp", NULL);
+    const char *etp = h->obj->str(h->obj->get(svc, "spec", "externalTrafficPolicy", NULL));
     int local = ks->cfg->dynamic_node_selector && etp && strcmp(etp, "Local") == 0;
     if (hz_index_service(ks->index, key, ours, local, enqueue, ks) < 0)
         index_failed(ks, "service", key);
@@ -185,9 +187,9 @@ slice_event(struct hz_kside *ks, const plb_obj *slice, int deleted)
     const struct plb_host *h = ks->host;
     const char *ns = hz_ks_str(ks, slice, "metadata", "namespace", NULL);
     const char *svc =
-        h->obj_str(h->obj_get(slice, "metadata", "labels", SLICE_SERVICE_LABEL, NULL));
-    const plb_obj *eps = h->obj_get(slice, "endpoints", NULL);
-    size_t n = h->obj_len(eps), nn = 0;
+        h->obj->str(h->obj->get(slice, "metadata", "labels", SLICE_SERVICE_LABEL, NULL));
+    const plb_obj *eps = h->obj->get(slice, "endpoints", NULL);
+    size_t n = h->obj->len(eps), nn = 0;
     char key[512], skey[512];
     const char **nodes = NULL;
     if (key_of(ks, slice, key, sizeof(key)) < 0)
@@ -198,7 +200,7 @@ slice_event(struct hz_kside *ks, const plb_obj *slice, int deleted)
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        const char *nm = h->obj_str(h->obj_get(h->obj_at(eps, i), "nodeName", NULL));
+        const char *nm = h->obj->str(h->obj->get(h->obj->at(eps, i), "nodeName", NULL));
         if (nm)
             nodes[nn++] = nm;
     }

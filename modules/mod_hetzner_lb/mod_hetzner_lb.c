@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "hz_api.h"
 #include "hz_kube.h"
 
@@ -85,12 +87,12 @@ static void
 metrics_sync(struct hz_mod *m)
 {
     struct hz_api_stats s;
-    const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+    const char *iv[] = {m->host->links->instance_name(m->ctx), NULL};
     if (!m->api)
         return;
     hz_api_get_stats(m->api, &s);
     if (m->m_dry && s.dry_run > m->last.dry_run)
-        m->host->metric_add(m->m_dry, iv, (double)(s.dry_run - m->last.dry_run));
+        m->host->metrics->add(m->m_dry, iv, (double)(s.dry_run - m->last.dry_run));
     m->last = s;
 }
 
@@ -102,7 +104,7 @@ static void
 budget_apply(struct hz_mod *m, size_t items)
 {
     const struct hz_config *cfg = m->cfg;
-    const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+    const char *iv[] = {m->host->links->instance_name(m->ctx), NULL};
     struct hz_api_stats s;
     hz_api_get_stats(m->api, &s);
     struct hz_budget b =
@@ -123,17 +125,17 @@ budget_apply(struct hz_mod *m, size_t items)
         else
             PLB_INFO(m->host, m->ctx, PLB_KV("resync_interval", ri, "needed", need),
                      "resync: interval back to resync_interval");
-        int64_t now = m->host->now_ms(m->ctx);
+        int64_t now = m->host->loop->now_ms(m->ctx);
         int64_t delay = m->list_started_ms + b.interval_ms - now;
         if (delay < 0)
             delay = 0;
-        if (m->host->timer_arm(m->resync, delay, b.interval_ms, 0.1) < 0)
+        if (m->host->loop->timer_arm(m->resync, delay, b.interval_ms, 0.1) < 0)
             PLB_ERR(m->host, m->ctx, NULL, "resync: cannot re-arm the timer");
         m->next_resync_ms = now + delay;
     }
     m->budget = b;
     if (m->m_interval)
-        m->host->metric_set(m->m_interval, iv, (double)b.interval_ms / 1000.0);
+        m->host->metrics->set(m->m_interval, iv, (double)b.interval_ms / 1000.0);
 }
 
 /* One page of the resync list (borrowed): its labelled balancers parsed
@@ -171,7 +173,7 @@ static void
 on_list(void *arg, const struct hz_result *r, json_t *items)
 {
     struct hz_mod *m = arg;
-    const char *iv[] = {m->host->instance_name(m->ctx), NULL};
+    const char *iv[] = {m->host->links->instance_name(m->ctx), NULL};
     size_t dup = m->list_dup, nitems = m->list_items;
     struct hz_lbs *idx = m->pending;
 
@@ -218,9 +220,9 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
     PLB_DEBUG(m->host, m->ctx, NULL, "resync: %zu labelled balancer(s) in %zu item(s)",
               hz_lbs_count(idx), nitems);
     if (m->m_balancers)
-        m->host->metric_set(m->m_balancers, iv, (double)hz_lbs_count(idx));
+        m->host->metrics->set(m->m_balancers, iv, (double)hz_lbs_count(idx));
     if (m->m_resyncs)
-        m->host->metric_add(m->m_resyncs, iv, 1);
+        m->host->metrics->add(m->m_resyncs, iv, 1);
     budget_apply(m, nitems);
     metrics_sync(m);
     hz_kube_sync_soon(&m->ks);
@@ -232,9 +234,9 @@ resync_fire(plb_timer *t, void *arg)
     struct hz_mod *m = arg;
     int rc;
     (void)t;
-    m->next_resync_ms = m->host->now_ms(m->ctx) + m->budget.interval_ms;
+    m->next_resync_ms = m->host->loop->now_ms(m->ctx) + m->budget.interval_ms;
     metrics_sync(m);
-    if (!m->host->gate_is_open(m->ctx) || m->listing)
+    if (!m->host->links->gate_is_open(m->ctx) || m->listing)
         return;
     if (!(m->pending = hz_lbs_new())) {
         PLB_ERR(m->host, m->ctx, NULL, "resync: out of memory");
@@ -250,7 +252,7 @@ resync_fire(plb_timer *t, void *arg)
         return;
     }
     m->listing = 1;
-    m->list_started_ms = m->host->now_ms(m->ctx);
+    m->list_started_ms = m->host->loop->now_ms(m->ctx);
 }
 
 static int
@@ -269,7 +271,7 @@ hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     m->cfg = cfg;
     /* robotlb's ROBOTLB_LOG_LEVEL, under the daemon's log_level. */
     lvl = cfg->log_level ? hz_log_level_parse(cfg->log_level) : PLB_LOG_DEBUG;
-    host->log_set_level(ctx, lvl == -2 ? PLB_LOG_DEBUG : lvl);
+    host->log->set_level(ctx, lvl == -2 ? PLB_LOG_DEBUG : lvl);
     *state = m;
     return 0;
 }
@@ -291,18 +293,18 @@ hz_start(void *state, char *err, size_t errlen)
 
     for (size_t i = 0; i < sizeof(metric_defs) / sizeof(metric_defs[0]); i++)
         *(plb_metric **)((char *)m + metric_defs[i].off) =
-            m->host->metric_new(m->ctx, metric_defs[i].type, metric_defs[i].name,
-                                metric_defs[i].help, metric_defs[i].labels, NULL, 0);
+            m->host->metrics->new_metric(m->ctx, metric_defs[i].type, metric_defs[i].name,
+                                         metric_defs[i].help, metric_defs[i].labels, NULL, 0);
     ac.m_requests = m->m_requests;
     ac.m_remaining = m->m_remaining;
     if ((rc = hz_api_new(&ac, &m->api)) < 0)
         return rc;
-    if (!(m->resync = m->host->timer_new(m->ctx, resync_fire, m)))
+    if (!(m->resync = m->host->loop->timer_new(m->ctx, resync_fire, m)))
         return -ENOMEM;
     m->budget = hz_resync_budget(cfg->resync_interval_ms, 0, 0, 0);
     if (m->m_interval) {
-        const char *iv[] = {m->host->instance_name(m->ctx), NULL};
-        m->host->metric_set(m->m_interval, iv, (double)cfg->resync_interval_ms / 1000.0);
+        const char *iv[] = {m->host->links->instance_name(m->ctx), NULL};
+        m->host->metrics->set(m->m_interval, iv, (double)cfg->resync_interval_ms / 1000.0);
     }
     m->ks.host = m->host;
     m->ks.ctx = m->ctx;
@@ -312,7 +314,7 @@ hz_start(void *state, char *err, size_t errlen)
         return rc;
     /* The first check right away, then every resync_interval (10 % jitter
      * so that replicas restarted together do not list in step). */
-    if ((rc = m->host->timer_arm(m->resync, 0, cfg->resync_interval_ms, 0.1)) < 0)
+    if ((rc = m->host->loop->timer_arm(m->resync, 0, cfg->resync_interval_ms, 0.1)) < 0)
         return rc;
     m->started = 1;
     PLB_INFO(m->host, m->ctx, PLB_KV("endpoint", cfg->hcloud_endpoint),
@@ -327,12 +329,12 @@ hz_stop(void *state, int64_t grace_ms, plb_done *d)
     struct hz_mod *m = state;
     (void)grace_ms;
     if (m->resync)
-        m->host->timer_cancel(m->resync);
+        m->host->loop->timer_cancel(m->resync);
     metrics_sync(m);
     hz_kube_stop(&m->ks);
     hz_api_cancel_all(m->api);
     m->started = 0;
-    m->host->done(d);
+    m->host->links->done(d);
 }
 
 static void
@@ -344,7 +346,7 @@ hz_destroy(void *state)
     hz_kube_free(&m->ks);
     hz_api_free(m->api); /* calls no callback: a list in flight leaves pending */
     hz_lbs_free(m->pending);
-    m->host->timer_free(m->resync);
+    m->host->loop->timer_free(m->resync);
     hz_free(m);
 }
 
@@ -356,7 +358,7 @@ hz_gate_open(void *state)
         return;
     PLB_INFO(m->host, m->ctx, NULL, "gate open: writing to Hetzner");
     /* Act at once: the caches are warm on every replica. */
-    m->host->timer_arm(m->resync, 0, m->budget.interval_ms, 0.1);
+    m->host->loop->timer_arm(m->resync, 0, m->budget.interval_ms, 0.1);
     hz_kube_sync_soon(&m->ks);
 }
 
@@ -368,14 +370,14 @@ hz_gate_close(void *state, plb_done *d)
     hz_api_cancel_all(m->api);
     hz_kube_cancel_writes(&m->ks);
     m->listing = 0;
-    m->host->done(d);
+    m->host->links->done(d);
 }
 
 static plb_obj *
 hz_status(void *state)
 {
     struct hz_mod *m = state;
-    return hz_kube_status(&m->ks, m->host->gate_is_open(m->ctx), m->next_resync_ms);
+    return hz_kube_status(&m->ks, m->host->links->gate_is_open(m->ctx), m->next_resync_ms);
 }
 
 PLB_MODULE_EXPORT = {

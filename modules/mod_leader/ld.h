@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 #include "le.h"
 

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "ld.h"
 
 /* A message naming the problem; thread-local, as the ABI allows. */

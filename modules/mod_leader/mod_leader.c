@@ -29,7 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 #include "ld.h"
 
@@ -67,7 +67,7 @@ copy_str(char *dst, size_t len, const char *src)
 static int
 absent_or(const struct plb_host *h, const plb_obj *v, enum plb_obj_type t)
 {
-    return !v || h->obj_type(v) == PLB_OBJ_NULL || h->obj_type(v) == t;
+    return !v || h->obj->type(v) == PLB_OBJ_NULL || h->obj->type(v) == t;
 }
 
 /* The record in a Lease object. 0; -EINVAL when spec is not an object or a
@@ -76,19 +76,19 @@ absent_or(const struct plb_host *h, const plb_obj *v, enum plb_obj_type t)
 static int
 record_from_obj(const struct plb_host *h, const plb_obj *obj, struct le_record *r)
 {
-    const plb_obj *spec = h->obj_get(obj, "spec", NULL);
-    const plb_obj *vh = h->obj_get(spec, "holderIdentity", NULL);
-    const plb_obj *va = h->obj_get(spec, "acquireTime", NULL);
-    const plb_obj *vr = h->obj_get(spec, "renewTime", NULL);
-    const plb_obj *vs = h->obj_get(spec, "strategy", NULL);
-    const plb_obj *vp = h->obj_get(spec, "preferredHolder", NULL);
-    const plb_obj *vd = h->obj_get(spec, "leaseDurationSeconds", NULL);
-    const plb_obj *vt = h->obj_get(spec, "leaseTransitions", NULL);
-    const char *holder = h->obj_str(vh);
-    const char *acq = h->obj_str(va);
-    const char *ren = h->obj_str(vr);
-    const char *strategy = h->obj_str(vs);
-    const char *pref = h->obj_str(vp);
+    const plb_obj *spec = h->obj->get(obj, "spec", NULL);
+    const plb_obj *vh = h->obj->get(spec, "holderIdentity", NULL);
+    const plb_obj *va = h->obj->get(spec, "acquireTime", NULL);
+    const plb_obj *vr = h->obj->get(spec, "renewTime", NULL);
+    const plb_obj *vs = h->obj->get(spec, "strategy", NULL);
+    const plb_obj *vp = h->obj->get(spec, "preferredHolder", NULL);
+    const plb_obj *vd = h->obj->get(spec, "leaseDurationSeconds", NULL);
+    const plb_obj *vt = h->obj->get(spec, "leaseTransitions", NULL);
+    const char *holder = h->obj->str(vh);
+    const char *acq = h->obj->str(va);
+    const char *ren = h->obj->str(vr);
+    const char *strategy = h->obj->str(vs);
+    const char *pref = h->obj->str(vp);
 
     memset(r, 0, sizeof(*r));
     if (!absent_or(h, spec, PLB_OBJ_OBJECT) || !absent_or(h, vh, PLB_OBJ_STRING) ||
@@ -107,8 +107,8 @@ record_from_obj(const struct plb_host *h, const plb_obj *obj, struct le_record *
     copy_str(r->renew_time, sizeof(r->renew_time), ren);
     copy_str(r->strategy, sizeof(r->strategy), strategy);
     copy_str(r->preferred, sizeof(r->preferred), pref);
-    r->duration_s = h->obj_int(vd, 0);
-    r->transitions = h->obj_int(vt, 0);
+    r->duration_s = h->obj->int64(vd, 0);
+    r->transitions = h->obj->int64(vt, 0);
     return 0;
 }
 
@@ -116,19 +116,19 @@ record_from_obj(const struct plb_host *h, const plb_obj *obj, struct le_record *
 static int
 set_str(const struct plb_host *h, plb_obj *o, const char *key, const char *value)
 {
-    plb_obj *v = h->obj_new_str(value);
+    plb_obj *v = h->obj->new_str(value);
     if (!v)
         return -ENOMEM;
-    return h->obj_set(o, v, key, NULL);
+    return h->obj->set(o, v, key, NULL);
 }
 
 static int
 set_int(const struct plb_host *h, plb_obj *o, const char *key, int64_t value)
 {
-    plb_obj *v = h->obj_new_int(value);
+    plb_obj *v = h->obj->new_int(value);
     if (!v)
         return -ENOMEM;
-    return h->obj_set(o, v, key, NULL);
+    return h->obj->set(o, v, key, NULL);
 }
 
 /* A new LeaseSpec object for r, as LeaderElectionRecordToLeaseSpec builds
@@ -136,7 +136,7 @@ set_int(const struct plb_host *h, plb_obj *o, const char *key, int64_t value)
 static plb_obj *
 spec_from_record(const struct plb_host *h, const struct le_record *r)
 {
-    plb_obj *spec = h->obj_new_object();
+    plb_obj *spec = h->obj->new_object();
     if (!spec)
         return NULL;
     if (set_str(h, spec, "holderIdentity", r->holder) < 0 ||
@@ -146,7 +146,7 @@ spec_from_record(const struct plb_host *h, const struct le_record *r)
         set_int(h, spec, "leaseTransitions", r->transitions) < 0 ||
         (r->strategy[0] && set_str(h, spec, "strategy", r->strategy) < 0) ||
         (r->preferred[0] && set_str(h, spec, "preferredHolder", r->preferred) < 0)) {
-        h->obj_unref(spec);
+        h->obj->unref(spec);
         return NULL;
     }
     return spec;
@@ -186,16 +186,16 @@ on_kube_done(plb_kube_op *op, const struct plb_kube_result *res, void *arg)
     };
     if (res->error != PLB_HTTP_OK)
         r.status = 0;
-    if (r.status && ok2xx && h->obj_type(res->obj) != PLB_OBJ_OBJECT) {
+    if (r.status && ok2xx && h->obj->type(res->obj) != PLB_OBJ_OBJECT) {
         r.message = "the answer is not a JSON object";
     } else if (r.status && ok2xx) {
         int rc = record_from_obj(h, res->obj, &rec);
         if (rc == 0) {
             r.rec = &rec;
-            r.rv = h->obj_str(h->obj_get(res->obj, "metadata", "resourceVersion", NULL));
-            plb_obj *keep = h->obj_ref(res->obj);
+            r.rv = h->obj->str(h->obj->get(res->obj, "metadata", "resourceVersion", NULL));
+            plb_obj *keep = h->obj->ref(res->obj);
             if (keep) {
-                h->obj_unref(ld->last);
+                h->obj->unref(ld->last);
                 ld->last = keep;
             } else {
                 r.rec = NULL; /* cannot keep it for the next write: fail */
@@ -219,7 +219,7 @@ op_get(void *arg)
     struct ld *ld = arg;
     struct plb_kube_ref ref = lease_ref(ld, 1);
     int err = 0;
-    ld->op = ld->host->kube_get(ld->kube, &ref, on_kube_done, ld, &err);
+    ld->op = ld->host->kube->get(ld->kube, &ref, on_kube_done, ld, &err);
     ld->op_is_get = 1;
     return ld->op ? 0 : (err ? err : -ENOMEM);
 }
@@ -233,18 +233,18 @@ send_write(struct ld *ld, plb_obj *obj, const struct le_record *r, int create)
     struct plb_kube_ref ref = lease_ref(ld, !create);
     int err = 0, rc = -ENOMEM;
     char *body = NULL;
-    if (!obj || h->obj_set(obj, spec_from_record(h, r), "spec", NULL) < 0 ||
-        !(body = h->obj_dump(obj)))
+    if (!obj || h->obj->set(obj, spec_from_record(h, r), "spec", NULL) < 0 ||
+        !(body = h->obj->dump(obj)))
         goto out;
     if (create)
-        ld->op = h->kube_create(ld->kube, &ref, body, on_kube_done, ld, &err);
+        ld->op = h->kube->create(ld->kube, &ref, body, on_kube_done, ld, &err);
     else
-        ld->op = h->kube_update(ld->kube, &ref, body, on_kube_done, ld, &err);
+        ld->op = h->kube->update(ld->kube, &ref, body, on_kube_done, ld, &err);
     ld->op_is_get = 0;
     rc = ld->op ? 0 : (err ? err : -ENOMEM);
 out:
-    h->free(body);
-    h->obj_unref(obj);
+    h->mem->free(body);
+    h->obj->unref(obj);
     return rc;
 }
 
@@ -254,13 +254,13 @@ op_create(void *arg, const struct le_record *r)
 {
     struct ld *ld = arg;
     const struct plb_host *h = ld->host;
-    plb_obj *obj = h->obj_new_object();
+    plb_obj *obj = h->obj->new_object();
     if (obj &&
-        (h->obj_set(obj, h->obj_new_str("coordination.k8s.io/v1"), "apiVersion", NULL) < 0 ||
-         h->obj_set(obj, h->obj_new_str("Lease"), "kind", NULL) < 0 ||
-         h->obj_set(obj, h->obj_new_str(ld->cfg->lease_name), "metadata", "name", NULL) < 0 ||
-         h->obj_set(obj, h->obj_new_str(ld->ns), "metadata", "namespace", NULL) < 0)) {
-        h->obj_unref(obj);
+        (h->obj->set(obj, h->obj->new_str("coordination.k8s.io/v1"), "apiVersion", NULL) < 0 ||
+         h->obj->set(obj, h->obj->new_str("Lease"), "kind", NULL) < 0 ||
+         h->obj->set(obj, h->obj->new_str(ld->cfg->lease_name), "metadata", "name", NULL) < 0 ||
+         h->obj->set(obj, h->obj->new_str(ld->ns), "metadata", "namespace", NULL) < 0)) {
+        h->obj->unref(obj);
         return -ENOMEM;
     }
     return send_write(ld, obj, r, 1);
@@ -274,9 +274,9 @@ op_update(void *arg, const struct le_record *r, const char *rv)
     const struct plb_host *h = ld->host;
     if (!ld->last)
         return -EINVAL;
-    plb_obj *obj = h->obj_copy(ld->last);
-    if (obj && h->obj_set(obj, h->obj_new_str(rv), "metadata", "resourceVersion", NULL) < 0) {
-        h->obj_unref(obj);
+    plb_obj *obj = h->obj->copy(ld->last);
+    if (obj && h->obj->set(obj, h->obj->new_str(rv), "metadata", "resourceVersion", NULL) < 0) {
+        h->obj->unref(obj);
         return -ENOMEM;
     }
     return send_write(ld, obj, r, 0);
@@ -287,7 +287,7 @@ op_cancel(void *arg)
 {
     struct ld *ld = arg;
     if (ld->op) {
-        ld->host->kube_cancel(ld->op);
+        ld->host->kube->cancel(ld->op);
         ld->op = NULL;
     }
 }
@@ -302,11 +302,11 @@ op_wake_at(void *arg, int64_t at)
     if (!ld->timer)
         return;
     if (at < 0) {
-        ld->host->timer_cancel(ld->timer);
+        ld->host->loop->timer_cancel(ld->timer);
         return;
     }
-    int64_t delay = at - ld->host->now_ms(ld->ctx);
-    int rc = ld->host->timer_arm(ld->timer, delay > 0 ? delay : 0, 0, 0);
+    int64_t delay = at - ld->host->loop->now_ms(ld->ctx);
+    int rc = ld->host->loop->timer_arm(ld->timer, delay > 0 ? delay : 0, 0, 0);
     if (rc < 0)
         PLB_ERR(ld->host, ld->ctx, NULL, "cannot arm the election timer: %s", strerror(-rc));
 }
@@ -330,7 +330,7 @@ static int
 op_gate(void *arg, int open)
 {
     struct ld *ld = arg;
-    int rc = ld->host->gate_set(ld->ctx, open, open ? NULL : on_gate_closed, ld);
+    int rc = ld->host->links->gate_set(ld->ctx, open, open ? NULL : on_gate_closed, ld);
     if (rc < 0)
         PLB_ERR(ld->host, ld->ctx, PLB_KV("error", strerror(-rc)), "cannot %s the gate",
                 open ? "open" : "close");
@@ -358,7 +358,7 @@ record_event(struct ld *ld, const char *what)
         .reason = "LeaderElection",
         .message = msg,
     };
-    if (!h->kube_event(ld->kube, &ev, NULL, NULL, &err))
+    if (!h->kube->event(ld->kube, &ev, NULL, NULL, &err))
         PLB_WARN(ld->host, ld->ctx, PLB_KV("event", msg, "error", strerror(-err)),
                  "cannot record the Event");
 }
@@ -369,7 +369,7 @@ op_leading(void *arg, int is_leader)
     struct ld *ld = arg;
     const char *labels[] = {ld->lease_label, NULL};
     if (ld->m_leader)
-        ld->host->metric_set(ld->m_leader, labels, is_leader ? 1 : 0);
+        ld->host->metrics->set(ld->m_leader, labels, is_leader ? 1 : 0);
     PLB_INFO(ld->host, ld->ctx, PLB_KV("lease", ld->lease_label), "%s leading (term %llu)",
              is_leader ? "started" : "stopped", (unsigned long long)ld->m.term);
     record_event(ld, is_leader ? "became leader" : "stopped leading");
@@ -381,10 +381,11 @@ op_holder(void *arg, const char *old_holder, const char *new_holder)
     struct ld *ld = arg;
     const char *labels[] = {ld->lease_label, NULL};
     if (ld->m_transitions)
-        ld->host->metric_add(ld->m_transitions, labels, 1);
-    ld->host->log_kv(ld->ctx, PLB_LOG_INFO, "leader changed", "lease", ld->lease_label, "from",
-                     *old_holder ? old_holder : "(none)", "to", *new_holder ? new_holder : "(none)",
-                     "self", ld->identity, NULL);
+        ld->host->metrics->add(ld->m_transitions, labels, 1);
+    PLB_LOG(ld->host, ld->ctx, PLB_LOG_INFO,
+            PLB_KV("lease", ld->lease_label, "from", *old_holder ? old_holder : "(none)", "to",
+                   *new_holder ? new_holder : "(none)", "self", ld->identity),
+            "leader changed");
 }
 
 static void
@@ -393,7 +394,7 @@ op_renewed(void *arg, int64_t wall_ms)
     struct ld *ld = arg;
     const char *labels[] = {ld->lease_label, NULL};
     if (ld->m_renew)
-        ld->host->metric_set(ld->m_renew, labels, (double)wall_ms / 1000.0);
+        ld->host->metrics->set(ld->m_renew, labels, (double)wall_ms / 1000.0);
 }
 
 /* How each note of the machine is logged: the level, the key its detail
@@ -448,7 +449,7 @@ op_stopped(void *arg)
     plb_done *d = ld->stop_done;
     ld->stop_done = NULL;
     if (d)
-        ld->host->done(d);
+        ld->host->links->done(d);
 }
 
 static const struct le_ops ld_ops = {
@@ -502,7 +503,7 @@ start_client(struct ld *ld, char *why, size_t whylen)
     const struct ld_config *c = ld->cfg;
     char err[512] = "", ua[LD_IDENTITY_MAX + 64];
     /* Which replica wrote shows in the API server's audit log. */
-    snprintf(ua, sizeof(ua), "prismlb/%s (leader; %s)", h->version(), ld->identity);
+    snprintf(ua, sizeof(ua), "prismlb/%s (leader; %s)", h->links->version(), ld->identity);
     struct plb_kube_opts o = {
         .size = sizeof(o),
         .user_agent = ua,
@@ -511,7 +512,7 @@ start_client(struct ld *ld, char *why, size_t whylen)
         .timeout_ms = (uint32_t)c->renew_deadline_ms,
     };
     plb_kube_settings_apply(&c->kube, &o);
-    ld->kube = h->kube_new(ld->ctx, &o, err, sizeof(err));
+    ld->kube = h->kube->client_new(ld->ctx, &o, err, sizeof(err));
     if (!ld->kube) {
         snprintf(why, whylen, "cannot create the Kubernetes client: %s",
                  err[0] ? err : "unknown error");
@@ -530,32 +531,32 @@ ld_start(void *state, char *err, size_t errlen)
     int rc = start_client(ld, err, errlen);
     if (rc < 0)
         return rc;
-    const char *ns = c->lease_namespace ? c->lease_namespace : h->kube_namespace(ld->kube);
+    const char *ns = c->lease_namespace ? c->lease_namespace : h->kube->ns(ld->kube);
     size_t ll = strlen(ns) + strlen(c->lease_name) + 2;
-    ld->ns = h->strdup(ns);
-    ld->lease_label = h->alloc(ll);
-    ld->timer = h->timer_new(ld->ctx, on_timer, ld);
+    ld->ns = h->mem->strdup(ns);
+    ld->lease_label = h->mem->alloc(ll);
+    ld->timer = h->loop->timer_new(ld->ctx, on_timer, ld);
     if (!ld->ns || !ld->lease_label || !ld->timer)
         return -ENOMEM;
     snprintf(ld->lease_label, ll, "%s/%s", ns, c->lease_name);
 
-    ld->m_leader = h->metric_new(ld->ctx, PLB_METRIC_GAUGE, "prismlb_leader_is_leader",
-                                 "1 while this replica holds the Lease and its gate is open",
-                                 label_names, NULL, 0);
-    ld->m_transitions =
-        h->metric_new(ld->ctx, PLB_METRIC_COUNTER, "prismlb_leader_transitions_total",
-                      "Changes of the Lease's holder this replica observed", label_names, NULL, 0);
-    ld->m_renew =
-        h->metric_new(ld->ctx, PLB_METRIC_GAUGE, "prismlb_leader_last_renew_timestamp_seconds",
-                      "Wall-clock time of this replica's last successful acquire or "
-                      "renew of the Lease",
-                      label_names, NULL, 0);
+    ld->m_leader = h->metrics->new_metric(
+        ld->ctx, PLB_METRIC_GAUGE, "prismlb_leader_is_leader",
+        "1 while this replica holds the Lease and its gate is open", label_names, NULL, 0);
+    ld->m_transitions = h->metrics->new_metric(
+        ld->ctx, PLB_METRIC_COUNTER, "prismlb_leader_transitions_total",
+        "Changes of the Lease's holder this replica observed", label_names, NULL, 0);
+    ld->m_renew = h->metrics->new_metric(
+        ld->ctx, PLB_METRIC_GAUGE, "prismlb_leader_last_renew_timestamp_seconds",
+        "Wall-clock time of this replica's last successful acquire or "
+        "renew of the Lease",
+        label_names, NULL, 0);
     if (!ld->m_leader || !ld->m_transitions || !ld->m_renew)
         return -ENOMEM;
     const char *labels[] = {ld->lease_label, NULL};
-    if ((rc = h->metric_set(ld->m_leader, labels, 0)) < 0 ||
-        (rc = h->metric_add(ld->m_transitions, labels, 0)) < 0 ||
-        (rc = h->metric_set(ld->m_renew, labels, 0)) < 0)
+    if ((rc = h->metrics->set(ld->m_leader, labels, 0)) < 0 ||
+        (rc = h->metrics->add(ld->m_transitions, labels, 0)) < 0 ||
+        (rc = h->metrics->set(ld->m_renew, labels, 0)) < 0)
         return rc;
 
     struct le_params p = {
@@ -566,8 +567,10 @@ ld_start(void *state, char *err, size_t errlen)
         .release_on_cancel = c->release_on_cancel,
     };
     le_init(&ld->m, &p, &ld_ops, ld);
-    ld->host->log_kv(ld->ctx, PLB_LOG_INFO, "campaigning", "lease", ld->lease_label, "server",
-                     h->kube_server(ld->kube), "identity", ld->identity, NULL);
+    PLB_LOG(ld->host, ld->ctx, PLB_LOG_INFO,
+            PLB_KV("lease", ld->lease_label, "server", h->kube->server(ld->kube), "identity",
+                   ld->identity),
+            "campaigning");
     le_start(&ld->m);
     return 0;
 }
@@ -592,13 +595,13 @@ ld_destroy(void *state)
         return;
     const struct plb_host *h = ld->host;
     le_abandon(&ld->m);
-    h->timer_free(ld->timer);
-    h->kube_free(ld->kube); /* cancels the call in flight */
+    h->loop->timer_free(ld->timer);
+    h->kube->client_free(ld->kube); /* cancels the call in flight */
     ld->op = NULL;
-    h->obj_unref(ld->last);
-    h->free(ld->ns);
-    h->free(ld->lease_label);
-    h->free(ld);
+    h->obj->unref(ld->last);
+    h->mem->free(ld->ns);
+    h->mem->free(ld->lease_label);
+    h->mem->free(ld);
 }
 
 /* `prismlb status`: kind "leader", the Lease, its holder as last read or
@@ -608,16 +611,17 @@ ld_status(void *state)
 {
     struct ld *ld = state;
     const struct plb_host *h = ld->host;
-    plb_obj *o = h->obj_new_object();
+    plb_obj *o = h->obj->new_object();
     const char *holder = ld->m.have_observed ? ld->m.observed.holder : "";
     if (!o)
         return NULL;
-    if (h->obj_set(o, h->obj_new_str("leader"), "kind", NULL) < 0 ||
-        h->obj_set(o, h->obj_new_str(ld->lease_label ? ld->lease_label : ""), "lease", NULL) < 0 ||
-        h->obj_set(o, h->obj_new_str(holder), "holder", NULL) < 0 ||
-        h->obj_set(o, h->obj_new_bool(le_is_leader(&ld->m)), "leading", NULL) < 0 ||
-        h->obj_set(o, h->obj_new_str(ld->identity), "identity", NULL) < 0) {
-        h->obj_unref(o);
+    if (h->obj->set(o, h->obj->new_str("leader"), "kind", NULL) < 0 ||
+        h->obj->set(o, h->obj->new_str(ld->lease_label ? ld->lease_label : ""), "lease", NULL) <
+            0 ||
+        h->obj->set(o, h->obj->new_str(holder), "holder", NULL) < 0 ||
+        h->obj->set(o, h->obj->new_bool(le_is_leader(&ld->m)), "leading", NULL) < 0 ||
+        h->obj->set(o, h->obj->new_str(ld->identity), "identity", NULL) < 0) {
+        h->obj->unref(o);
         return NULL;
     }
     return o;

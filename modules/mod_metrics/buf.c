@@ -18,7 +18,7 @@ reserve(struct mm_buf *b, size_t more)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < b->n + more + 1)
         cap *= 2;
-    char *np = b->host->realloc(b->p, cap);
+    char *np = b->host->mem->realloc(b->p, cap);
     if (!np) {
         b->oom = 1;
         return -1;
@@ -63,7 +63,7 @@ mm_buf_put_line_safe(struct mm_buf *b, const char *s)
 void
 mm_buf_free(struct mm_buf *b)
 {
-    b->host->free(b->p);
+    b->host->mem->free(b->p);
     b->p = NULL;
     b->n = b->cap = 0;
 }

@@ -180,10 +180,10 @@ evaluate(struct eval *e, const struct plb_host *host, plb_ctx *ctx, const void *
 {
     e->self = self;
     e->kind = kind;
-    e->now_ms = host->now_ms(ctx);
+    e->now_ms = host->loop->now_ms(ctx);
     e->threshold_ms = threshold_ms;
     e->out = out;
-    host->health_foreach(ctx, visit, e);
+    host->links->health_foreach(ctx, visit, e);
 }
 
 int

@@ -41,7 +41,7 @@ struct mm_config {
  * checks `oom` once at the end. Start from {0} with `host` set. */
 struct mm_buf {
     const struct plb_host *host; /* borrowed */
-    char *p;                     /* owned; host->free via mm_buf_free */
+    char *p;                     /* owned; host->mem->free via mm_buf_free */
     size_t n, cap;
     int oom;
 };

@@ -37,7 +37,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 #include "mm.h"
 
@@ -200,7 +200,7 @@ mm_is_sibling_loop_check(const void *self, const struct plb_health_info *info)
     if (strcmp(info->check, MM_LOOP_CHECK) != 0)
         return 0;
     for (const struct mm *m = running_list; m; m = m->next) {
-        if (m != self && strcmp(m->host->instance_name(m->ctx), info->instance) == 0)
+        if (m != self && strcmp(m->host->links->instance_name(m->ctx), info->instance) == 0)
             return 1;
     }
     return 0;
@@ -225,7 +225,7 @@ static void
 reply_text(struct mm *m, plb_http_exchange *x, int status, const char *text,
            const char *const *headers)
 {
-    m->host->http_reply(x, status, TEXT_PLAIN, text, strlen(text), headers);
+    m->host->http->reply(x, status, TEXT_PLAIN, text, strlen(text), headers);
 }
 
 /* Answer /healthz, /livez or /readyz, or one check of it (check: the
@@ -245,20 +245,20 @@ serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind, const
             return;
         }
         if (!b.oom) {
-            m->host->http_reply(x, ok ? 200 : 500, TEXT_PLAIN, b.p, b.n, headers);
+            m->host->http->reply(x, ok ? 200 : 500, TEXT_PLAIN, b.p, b.n, headers);
             mm_buf_free(&b);
             return;
         }
     } else {
         ok = mm_health_eval(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms,
-                            m->host->http_query(x), &b);
+                            m->host->http->query(x), &b);
     }
     if (b.oom) {
         mm_buf_free(&b);
         reply_text(m, x, 500, "out of memory\n", NULL);
         return;
     }
-    m->host->http_reply(x, ok ? 200 : 503, TEXT_PLAIN, b.p, b.n, headers);
+    m->host->http->reply(x, ok ? 200 : 503, TEXT_PLAIN, b.p, b.n, headers);
     mm_buf_free(&b);
 }
 
@@ -269,7 +269,7 @@ render_now(struct mm *m)
     /* The host offers only the 0.0.4 renderer, so there is no OpenMetrics
      * answer to `Accept: application/openmetrics-text`: Prometheus then
      * falls back to this format, as the Content-Type tells it to. */
-    int64_t now = m->host->now_ms(m->ctx);
+    int64_t now = m->host->loop->now_ms(m->ctx);
     size_t len = 0, n = m->nwaiting;
     char *text;
 
@@ -279,16 +279,16 @@ render_now(struct mm *m)
         m->proc_ms = now;
         m->proc_done = 1;
     }
-    text = m->host->metrics_render(m->ctx, &len);
+    text = m->host->metrics->render(m->ctx, &len);
     if (!text)
-        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot render the metrics: out of memory", NULL);
+        PLB_LOG(m->host, m->ctx, PLB_LOG_ERROR, NULL, "cannot render the metrics: out of memory");
     for (size_t i = 0; i < n; i++) {
         if (text)
-            m->host->http_reply(m->waiting[i], 200, EXPOSITION_0_0_4, text, len, NULL);
+            m->host->http->reply(m->waiting[i], 200, EXPOSITION_0_0_4, text, len, NULL);
         else
             reply_text(m, m->waiting[i], 500, "out of memory\n", NULL);
     }
-    m->host->free(text);
+    m->host->mem->free(text);
 }
 
 static void
@@ -303,14 +303,14 @@ serve_metrics(struct mm *m, plb_http_exchange *x)
 {
     m->waiting[m->nwaiting++] = x;
     if (m->nwaiting == MM_MAX_WAITING) {
-        m->host->timer_cancel(m->render);
+        m->host->loop->timer_cancel(m->render);
         render_now(m);
         return;
     }
-    if (m->host->timer_pending(m->render))
+    if (m->host->loop->timer_pending(m->render))
         return;
-    if (m->host->timer_arm(m->render, 0, 0, 0) < 0) {
-        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot arm the render timer", NULL);
+    if (m->host->loop->timer_arm(m->render, 0, 0, 0) < 0) {
+        PLB_LOG(m->host, m->ctx, PLB_LOG_ERROR, NULL, "cannot arm the render timer");
         render_now(m);
     }
 }
@@ -322,16 +322,16 @@ serve_status(struct mm *m, plb_http_exchange *x)
     static const char *const headers[] = {"Cache-Control: no-store", NULL};
     size_t len = 0;
     char *text;
-    if (!PLB_HOST_HAS(m->host, status_render) || !m->host->status_render) {
+    if (!PLB_HAS(m->host->links, status_render) || !m->host->links->status_render) {
         reply_text(m, x, 404, "404 page not found\n", NULL);
         return;
     }
-    if (!(text = m->host->status_render(m->ctx, &len))) {
+    if (!(text = m->host->links->status_render(m->ctx, &len))) {
         reply_text(m, x, 500, "out of memory\n", NULL);
         return;
     }
-    m->host->http_reply(x, 200, "application/json", text, len, headers);
-    m->host->free(text);
+    m->host->http->reply(x, 200, "application/json", text, len, headers);
+    m->host->mem->free(text);
 }
 
 enum endpoint {
@@ -378,8 +378,8 @@ on_request(plb_http_exchange *x, void *arg)
 {
     static const char *const allow[] = {ALLOW_HEADER, NULL};
     struct mm *m = arg;
-    const char *path = m->host->http_path(x);
-    const char *method = m->host->http_method(x);
+    const char *path = m->host->http->path(x);
+    const char *method = m->host->http->method(x);
     const char *check;
     enum endpoint ep = route(m, path ? path : "", &check);
 
@@ -389,7 +389,7 @@ on_request(plb_http_exchange *x, void *arg)
     }
     if (!method || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)) {
         if (method && strcmp(method, "OPTIONS") == 0)
-            m->host->http_reply(x, 204, NULL, NULL, 0, allow);
+            m->host->http->reply(x, 204, NULL, NULL, 0, allow);
         else
             reply_text(m, x, 405, "405 method not allowed\n", allow);
         return;
@@ -420,7 +420,7 @@ on_beat(plb_timer *t, void *arg)
 {
     struct mm *m = arg;
     (void)t;
-    m->host->health_beat(m->ctx, MM_LOOP_CHECK);
+    m->host->links->health_beat(m->ctx, MM_LOOP_CHECK);
 }
 
 static void on_retry(plb_timer *t, void *arg);
@@ -437,12 +437,13 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     if (PLB_STATE_NEW(&m, host, ctx, cfg) < 0)
         return -ENOMEM;
     m->bind_host = cfg->bind_address;
-    if (!m->bind_host && PLB_HOST_HAS(host, instance_setting_str) && host->instance_setting_str) {
+    if (!m->bind_host && PLB_HAS(host->links, instance_setting_str) &&
+        host->links->instance_setting_str) {
         /* copied: that instance may restart on a reload while this one
          * runs on */
-        const char *p = host->instance_setting_str(ctx, "tcp_proxy", "bind_address");
+        const char *p = host->links->instance_setting_str(ctx, "tcp_proxy", "bind_address");
         size_t n = p ? strlen(p) + 1 : 0;
-        if (p && !(m->bind_copy = host->alloc(n)))
+        if (p && !(m->bind_copy = host->mem->alloc(n)))
             goto fail;
         if (p)
             memcpy(m->bind_copy, p, n);
@@ -450,9 +451,9 @@ mm_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     }
     if (!m->bind_host)
         m->bind_host = "127.0.0.1";
-    m->retry = host->timer_new(ctx, on_retry, m);
-    m->render = host->timer_new(ctx, on_render, m);
-    m->beat = host->timer_new(ctx, on_beat, m);
+    m->retry = host->loop->timer_new(ctx, on_retry, m);
+    m->render = host->loop->timer_new(ctx, on_render, m);
+    m->beat = host->loop->timer_new(ctx, on_beat, m);
     if (!m->beat || !m->render || !m->retry)
         goto fail;
     *state = m;
@@ -469,26 +470,28 @@ listen_at(struct mm *m, const char *ip)
     const struct plb_host *h = m->host;
     char port[16];
     int rc = 0;
-    m->srv = h->http_server_new(m->ctx, ip, (int)m->cfg->port, &rc);
+    m->srv = h->http->server_new(m->ctx, ip, (int)m->cfg->port, &rc);
     if (!m->srv) {
         if (rc >= 0)
             rc = -EIO;
         snprintf(port, sizeof(port), "%d", (int)m->cfg->port);
-        h->log_kv(m->ctx, PLB_LOG_ERROR, "cannot start the HTTP server", "address", ip, "port",
-                  port, "error", strerror(-rc), NULL);
+        PLB_LOG(h, m->ctx, PLB_LOG_ERROR,
+                PLB_KV("address", ip, "port", port, "error", strerror(-rc)),
+                "cannot start the HTTP server");
         return rc;
     }
     /* A prefix route of "/" sends every path here, so that unknown paths
      * and methods get this module's answers. */
-    if ((rc = h->http_route(m->srv, "/", on_request, m)) < 0) {
-        h->http_server_free(m->srv);
+    if ((rc = h->http->route(m->srv, "/", on_request, m)) < 0) {
+        h->http->server_free(m->srv);
         m->srv = NULL;
         return rc;
     }
-    snprintf(port, sizeof(port), "%d", h->http_server_port(m->srv));
-    h->log_kv(m->ctx, PLB_LOG_INFO, "listening", "address", ip, "port", port, "host", m->bind_host,
-              "metrics", m->cfg->metrics ? "true" : "false", "probes",
-              m->cfg->probes ? "true" : "false", NULL);
+    snprintf(port, sizeof(port), "%d", h->http->server_port(m->srv));
+    PLB_LOG(h, m->ctx, PLB_LOG_INFO,
+            PLB_KV("address", ip, "port", port, "host", m->bind_host, "metrics",
+                   m->cfg->metrics ? "true" : "false", "probes", m->cfg->probes ? "true" : "false"),
+            "listening");
     return 0;
 }
 
@@ -500,10 +503,10 @@ on_resolved(void *arg, const char *ip, const char *why)
     if (ip && listen_at(m, ip) == 0)
         return;
     if (!ip)
-        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot resolve bind_address; retrying in 1s",
-                        "host", m->bind_host, "error", why, NULL);
-    if (m->host->timer_arm(m->retry, 1000, 0, 0) < 0)
-        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot arm the retry timer", NULL);
+        PLB_LOG(m->host, m->ctx, PLB_LOG_ERROR, PLB_KV("host", m->bind_host, "error", why),
+                "cannot resolve bind_address; retrying in 1s");
+    if (m->host->loop->timer_arm(m->retry, 1000, 0, 0) < 0)
+        PLB_LOG(m->host, m->ctx, PLB_LOG_ERROR, NULL, "cannot arm the retry timer");
 }
 
 static void
@@ -514,8 +517,8 @@ on_retry(plb_timer *t, void *arg)
     if (!m->running || m->srv || m->res)
         return;
     if (!(m->res = mm_resolve_start(m->host, m->ctx, m->bind_host, on_resolved, m)) &&
-        m->host->timer_arm(m->retry, 1000, 0, 0) < 0)
-        m->host->log_kv(m->ctx, PLB_LOG_ERROR, "cannot arm the retry timer", NULL);
+        m->host->loop->timer_arm(m->retry, 1000, 0, 0) < 0)
+        PLB_LOG(m->host, m->ctx, PLB_LOG_ERROR, NULL, "cannot arm the retry timer");
 }
 
 static int
@@ -531,13 +534,14 @@ mm_start(void *state, char *err, size_t errlen)
             goto fail;
     }
     if (m->cfg->probes) {
-        rc = h->health_register(m->ctx, MM_LOOP_CHECK, PLB_HEALTH_LIVE);
+        rc = h->links->health_register(m->ctx, MM_LOOP_CHECK, PLB_HEALTH_LIVE);
         if (rc < 0) {
-            h->log_kv(m->ctx, PLB_LOG_ERROR, "cannot register the event-loop check", "error",
-                      strerror(-rc), NULL);
+            PLB_LOG(h, m->ctx, PLB_LOG_ERROR, PLB_KV("error", strerror(-rc)),
+                    "cannot register the event-loop check");
             goto fail;
         }
-        rc = h->timer_arm(m->beat, m->cfg->liveness_interval_ms, m->cfg->liveness_interval_ms, 0);
+        rc = h->loop->timer_arm(m->beat, m->cfg->liveness_interval_ms, m->cfg->liveness_interval_ms,
+                                0);
         if (rc < 0)
             goto fail;
     }
@@ -563,10 +567,10 @@ mm_start(void *state, char *err, size_t errlen)
     return 0;
 
 fail:
-    h->timer_cancel(m->beat);
-    h->timer_cancel(m->render);
+    h->loop->timer_cancel(m->beat);
+    h->loop->timer_cancel(m->render);
     m->nwaiting = 0;
-    h->http_server_free(m->srv);
+    h->http->server_free(m->srv);
     m->srv = NULL;
     return rc < 0 ? rc : -EIO;
 }
@@ -578,20 +582,20 @@ mm_stop(void *state, int64_t grace_ms, plb_done *d)
 {
     struct mm *m = state;
     (void)grace_ms;
-    m->host->timer_cancel(m->beat);
+    m->host->loop->timer_cancel(m->beat);
     /* The server frees the waiting scrapes' exchanges. */
-    m->host->timer_cancel(m->render);
+    m->host->loop->timer_cancel(m->render);
     m->nwaiting = 0;
-    m->host->timer_cancel(m->retry);
+    m->host->loop->timer_cancel(m->retry);
     mm_resolve_cancel(m->res);
     m->res = NULL;
-    m->host->http_server_free(m->srv);
+    m->host->http->server_free(m->srv);
     m->srv = NULL;
     if (m->running) {
         list_remove(m);
         m->running = 0;
     }
-    m->host->done(d);
+    m->host->links->done(d);
 }
 
 static void
@@ -601,12 +605,12 @@ mm_destroy(void *state)
     if (m->running)
         list_remove(m);
     mm_resolve_cancel(m->res);
-    m->host->http_server_free(m->srv);
-    m->host->timer_free(m->render);
-    m->host->timer_free(m->beat);
-    m->host->timer_free(m->retry);
-    m->host->free(m->bind_copy);
-    m->host->free(m);
+    m->host->http->server_free(m->srv);
+    m->host->loop->timer_free(m->render);
+    m->host->loop->timer_free(m->beat);
+    m->host->loop->timer_free(m->retry);
+    m->host->mem->free(m->bind_copy);
+    m->host->mem->free(m);
 }
 
 PLB_MODULE_EXPORT = {

@@ -19,6 +19,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "mm.h"
 
 /* The registry's families are daemon-wide and so is this process: every
@@ -135,7 +137,7 @@ read_start_time(const struct plb_host *host, plb_ctx *ctx, double *out)
     long hz = sysconf(_SC_CLK_TCK);
     if (hz <= 0)
         return -EINVAL;
-    double now = (double)host->wall_ms(ctx) / 1000.0;
+    double now = (double)host->loop->wall_ms(ctx) / 1000.0;
     *out = now - uptime + (double)ticks / (double)hz;
     return 0;
 }
@@ -161,9 +163,9 @@ static const struct proc_family {
 static void
 debug_failure(const struct plb_host *host, plb_ctx *ctx, const char *what, int err)
 {
-    if (host->log_enabled(ctx, PLB_LOG_DEBUG))
-        host->log_kv(ctx, PLB_LOG_DEBUG, "cannot read a process metric", "metric", what, "error",
-                     strerror(-err), NULL);
+    if (host->log->enabled(ctx, PLB_LOG_DEBUG))
+        PLB_LOG(host, ctx, PLB_LOG_DEBUG, PLB_KV("metric", what, "error", strerror(-err)),
+                "cannot read a process metric");
 }
 
 /* Set family f's gauge, logging (at debug level) when the registry refuses. */
@@ -171,7 +173,7 @@ static void
 set_gauge(const struct plb_host *host, plb_ctx *ctx, const struct mm_proc *p, enum mm_proc_family f,
           double v)
 {
-    int rc = host->metric_set(p->family[f], NULL, v);
+    int rc = host->metrics->set(p->family[f], NULL, v);
     if (rc < 0)
         debug_failure(host, ctx, proc_families[f].name, rc);
 }
@@ -183,8 +185,8 @@ mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
     /* The process's families are the daemon's, not this instance's. */
     plb_metric *(*reg)(plb_ctx *, enum plb_metric_type, const char *, const char *,
                        const char *const *, const double *, size_t) =
-        PLB_HOST_HAS(host, metric_new_shared) && host->metric_new_shared ? host->metric_new_shared
-                                                                         : host->metric_new;
+        PLB_HAS(host->metrics, new_shared) && host->metrics->new_shared ? host->metrics->new_shared
+                                                                        : host->metrics->new_metric;
     for (size_t i = 0; i < MM_PROC_FAMILIES; i++) {
         const struct proc_family *f = &proc_families[i];
         if (!(p->family[i] = reg(ctx, f->type, f->name, f->help, NULL, NULL, 0)))
@@ -200,13 +202,13 @@ mm_proc_register(const struct plb_host *host, plb_ctx *ctx, struct mm_proc *p)
 
     char abi[32];
     snprintf(abi, sizeof(abi), "%u.%u", (unsigned)host->abi_major, (unsigned)host->abi_minor);
-    const char *values[] = {host->version(), host->revision(), abi};
-    int rc = host->metric_set(p->build_info, values, 1);
+    const char *values[] = {host->links->version(), host->links->revision(), abi};
+    int rc = host->metrics->set(p->build_info, values, 1);
     if (rc < 0)
         return rc;
     /* Create every series now, so that the first scrape already lists them
      * even if a read fails then. */
-    rc = host->metric_add(p->family[MM_PROC_CPU], NULL, 0);
+    rc = host->metrics->add(p->family[MM_PROC_CPU], NULL, 0);
     if (rc < 0)
         return rc;
     mm_proc_update(host, ctx, p);
@@ -242,7 +244,7 @@ mm_proc_update(const struct plb_host *host, plb_ctx *ctx, const struct mm_proc *
         double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
                      (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
         if (cpu > cpu_published) {
-            rc = host->metric_add(p->family[MM_PROC_CPU], NULL, cpu - cpu_published);
+            rc = host->metrics->add(p->family[MM_PROC_CPU], NULL, cpu - cpu_published);
             if (rc == 0)
                 cpu_published = cpu;
             else

@@ -32,8 +32,8 @@ res_free(struct mm_resolve *r)
 {
     if (r->gcb.ar_result)
         freeaddrinfo(r->gcb.ar_result);
-    r->host->timer_free(r->poll);
-    r->host->free(r);
+    r->host->loop->timer_free(r->poll);
+    r->host->mem->free(r);
 }
 
 static void
@@ -44,7 +44,7 @@ on_poll(plb_timer *t, void *arg)
     int e = gai_error(&r->gcb);
     if (e == EAI_INPROGRESS) {
         r->delay_ms = r->delay_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : r->delay_ms * 2;
-        if (r->host->timer_arm(t, r->delay_ms, 0, 0) == 0)
+        if (r->host->loop->timer_arm(t, r->delay_ms, 0, 0) == 0)
             return;
         e = EAI_SYSTEM; /* cannot poll: report a failure */
     }
@@ -63,7 +63,7 @@ on_poll(plb_timer *t, void *arg)
     if (e == EAI_SYSTEM && gai_error(&r->gcb) == EAI_INPROGRESS &&
         gai_cancel(&r->gcb) == EAI_NOTCANCELED) {
         /* still in glibc's hands: leaked on purpose (bounded: one) */
-        r->host->timer_free(r->poll);
+        r->host->loop->timer_free(r->poll);
     } else {
         res_free(r);
     }
@@ -77,7 +77,7 @@ mm_resolve_start(const struct plb_host *host, plb_ctx *ctx, const char *name, mm
     struct mm_resolve *r;
     struct sigevent sev;
 
-    if (strlen(name) >= sizeof(r->name) || !(r = host->alloc(sizeof(*r))))
+    if (strlen(name) >= sizeof(r->name) || !(r = host->mem->alloc(sizeof(*r))))
         return NULL;
     memset(r, 0, sizeof(*r));
     r->host = host;
@@ -90,23 +90,23 @@ mm_resolve_start(const struct plb_host *host, plb_ctx *ctx, const char *name, mm
     r->gcb.ar_request = &r->hints;
     r->list[0] = &r->gcb;
     r->delay_ms = POLL_FIRST_MS;
-    if (!(r->poll = host->timer_new(ctx, on_poll, r)))
+    if (!(r->poll = host->loop->timer_new(ctx, on_poll, r)))
         goto fail;
     memset(&sev, 0, sizeof(sev));
     sev.sigev_notify = SIGEV_NONE;
     if (getaddrinfo_a(GAI_NOWAIT, r->list, 1, &sev) != 0)
         goto fail;
-    if (host->timer_arm(r->poll, r->delay_ms, 0, 0) < 0) {
+    if (host->loop->timer_arm(r->poll, r->delay_ms, 0, 0) < 0) {
         if (gai_cancel(&r->gcb) == EAI_NOTCANCELED) {
-            host->timer_free(r->poll);
+            host->loop->timer_free(r->poll);
             return NULL; /* still in glibc's hands: leaked on purpose */
         }
         goto fail;
     }
     return r;
 fail:
-    host->timer_free(r->poll);
-    host->free(r);
+    host->loop->timer_free(r->poll);
+    host->mem->free(r);
     return NULL;
 }
 
@@ -118,7 +118,7 @@ mm_resolve_cancel(struct mm_resolve *r)
     if (gai_cancel(&r->gcb) == EAI_NOTCANCELED) {
         /* glibc still writes into r: stop polling and leave it (bounded:
          * one per stop during a lookup) */
-        r->host->timer_free(r->poll);
+        r->host->loop->timer_free(r->poll);
         return;
     }
     res_free(r);

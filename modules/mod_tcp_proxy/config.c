@@ -13,6 +13,8 @@
 #include <ctype.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "tp.h"
 
 static const char *const selections[] = {"random", "latency", NULL};

@@ -35,6 +35,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "conn_int.h"
 
 static void conn_drive(struct tp_conn *c, enum tp_conn_event ev);
@@ -115,8 +117,8 @@ tp_conn_close(struct tp_conn *c)
 
     c->state = TP_CONN_CLOSED;
     tp_resolve_cancel(c->res);
-    h->io_free(c->cio);
-    h->io_free(c->uio);
+    h->loop->io_free(c->cio);
+    h->loop->io_free(c->uio);
     if (c->cfd >= 0)
         close(c->cfd);
     if (c->ufd >= 0)
@@ -127,7 +129,7 @@ tp_conn_close(struct tp_conn *c)
     detach(c);
     if (was_open)
         conn_count(c->lp, -1, 0);
-    h->free(c);
+    h->mem->free(c);
     /* The last connection of a draining upstream completes its drain. */
     if (draining)
         tp_after_event(tp);
@@ -192,9 +194,9 @@ dial_connect(struct tp_conn *c)
     }
     /* The socket's watch doubles as the dial timer: what is left of
      * health_timeout since the accept. */
-    int64_t left = c->deadline_ms - c->tp->host->now_ms(c->tp->ctx);
+    int64_t left = c->deadline_ms - c->tp->host->loop->now_ms(c->tp->ctx);
     c->uio = tp_loop_io_new(c->lp, c->ufd, WATCH, on_uio, c);
-    if (!c->uio || c->tp->host->io_add(c->uio, now ? 0 : (left > 1 ? left : 1)) < 0) {
+    if (!c->uio || c->tp->host->loop->io_add(c->uio, now ? 0 : (left > 1 ? left : 1)) < 0) {
         c->dial_err = ENOMEM;
         return TP_EV_DIAL_TIMEOUT;
     }
@@ -212,7 +214,7 @@ dial_abort(struct tp_conn *c)
     const struct plb_host *h = c->tp->host;
     tp_resolve_cancel(c->res);
     c->res = NULL;
-    h->io_free(c->uio);
+    h->loop->io_free(c->uio);
     c->uio = NULL;
     if (c->ufd >= 0)
         close(c->ufd);
@@ -251,11 +253,11 @@ redial(struct tp_conn *c, const char *why)
     struct tp *tp = c->tp;
     const struct plb_host *h = tp->host;
 
-    if (!c->fresh || c->lp->stopping || h->now_ms(tp->ctx) >= c->deadline_ms)
+    if (!c->fresh || c->lp->stopping || h->loop->now_ms(tp->ctx) >= c->deadline_ms)
         return 0;
     if (c->ntried == c->tcap) {
         uint32_t cap = c->tcap ? c->tcap * 2 : 4;
-        uint32_t *nv = h->realloc(c->tried, cap * sizeof(*nv));
+        uint32_t *nv = h->mem->realloc(c->tried, cap * sizeof(*nv));
         if (!nv)
             return 0;
         c->tried = nv;
@@ -279,7 +281,7 @@ redial(struct tp_conn *c, const char *why)
     /* What the client sent is sent again; nothing went the other way. */
     char *again = NULL;
     if (c->rlen) {
-        again = h->alloc(c->rlen);
+        again = h->mem->alloc(c->rlen);
         if (!again)
             return 0;
         memcpy(again, c->replay, c->rlen);
@@ -368,9 +370,9 @@ established(struct tp_conn *c, int what)
      * than an event later. */
     c->rdy = (uint8_t)(R_C | W_C | W_U | (c->rdy & H_C) | UPSTREAM(tp_reported(what)));
     /* After a redial the client's watch exists already. */
-    if (h->io_add(c->uio, 0) < 0 ||
+    if (h->loop->io_add(c->uio, 0) < 0 ||
         (!c->cio && (!(c->cio = tp_loop_io_new(c->lp, c->cfd, WATCH, on_cio, c)) ||
-                     h->io_add(c->cio, 0) < 0))) {
+                     h->loop->io_add(c->cio, 0) < 0))) {
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot watch a new connection (out of memory)");
         return -1;
     }
@@ -525,7 +527,7 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     if (last)
         PLB_INFO(tp->host, tp->ctx, PLB_KV("client", peer, "upstream", d->up->addr),
                  "no healthy upstream: trying an unhealthy one (the last resort)");
-    struct tp_conn *c = tp->host->alloc(sizeof(*c));
+    struct tp_conn *c = tp->host->mem->alloc(sizeof(*c));
     if (!c) {
         PLB_ERR(tp->host, tp->ctx, PLB_KV("client", peer),
                 "out of memory accepting: closing the client");
@@ -538,7 +540,7 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     c->ufd = -1;
     c->state = TP_CONN_NEW;
     c->fresh = 1;
-    c->deadline_ms = tp->host->now_ms(tp->ctx) + tp->cfg->health_timeout_ms;
+    c->deadline_ms = tp->host->loop->now_ms(tp->ctx) + tp->cfg->health_timeout_ms;
     if (lp->client_opts == TP_OPTS_UNVERIFIED) {
         lp->client_opts = tp_sockopts_present(fd) ? TP_OPTS_INHERITED : TP_OPTS_PER_SOCKET;
         if (lp->client_opts == TP_OPTS_PER_SOCKET)

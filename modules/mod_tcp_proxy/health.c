@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "tp.h"
 
 static double
@@ -32,7 +34,7 @@ static void
 check_close(struct tp_upd *d)
 {
     struct tp *tp = d->tp;
-    tp->host->io_free(d->check_io);
+    tp->host->loop->io_free(d->check_io);
     d->check_io = NULL;
     if (d->check_fd >= 0)
         close(d->check_fd);
@@ -46,7 +48,7 @@ tp_health_cancel(struct tp_upd *d)
     tp_resolve_cancel(d->check_res);
     d->check_res = NULL;
     if (d->probe)
-        d->tp->host->http_cancel(d->probe);
+        d->tp->host->http->cancel(d->probe);
     d->probe = NULL;
 }
 
@@ -59,13 +61,13 @@ probe_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     (void)req;
 
     d->probe = NULL;
-    enum plb_http_error e = h->http_resp_error(resp);
-    int status = h->http_resp_status(resp);
+    enum plb_http_error e = h->http->resp_error(resp);
+    int status = h->http->resp_status(resp);
     int ok = tp_probe_ok(e == PLB_HTTP_OK, status);
     if (!ok)
         PLB_DEBUG(tp->host, tp->ctx,
                   PLB_KV("upstream", d->up->addr, "error",
-                         e == PLB_HTTP_OK ? "not 200" : h->http_resp_error_text(resp)),
+                         e == PLB_HTTP_OK ? "not 200" : h->http->resp_error_text(resp)),
                   "readyz probe failed: status %d", status);
     if (d->up->draining || tp->stopping)
         return;
@@ -85,8 +87,8 @@ probe_start(struct tp_upd *d)
     char url[320];
     int err = 0;
 
-    int64_t budget =
-        tp_probe_budget_ms(c->health_timeout_ms, d->check_started_ms, tp->host->now_ms(tp->ctx));
+    int64_t budget = tp_probe_budget_ms(c->health_timeout_ms, d->check_started_ms,
+                                        tp->host->loop->now_ms(tp->ctx));
     if (budget <= 0) {
         PLB_DEBUG(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", "health_timeout"),
                   "readyz probe failed: the TCP check took the whole health_timeout");
@@ -115,7 +117,7 @@ probe_start(struct tp_upd *d)
         .done = probe_done,
         .arg = d,
     };
-    d->probe = tp->host->http_request(tp->ctx, &o, &err);
+    d->probe = tp->host->http->request(tp->ctx, &o, &err);
     if (!d->probe) {
         /* A credential that does not exist yet fails the probe, not
          * the proxy. */
@@ -168,7 +170,7 @@ check_connect(struct tp_upd *d, const struct sockaddr *sa, socklen_t salen)
 {
     struct tp *tp = d->tp;
     int64_t left = tp_probe_budget_ms(tp->cfg->health_timeout_ms, d->check_started_ms,
-                                      tp->host->now_ms(tp->ctx));
+                                      tp->host->loop->now_ms(tp->ctx));
     if (left <= 0) {
         check_done(d, 0);
         return;
@@ -188,8 +190,8 @@ check_connect(struct tp_upd *d, const struct sockaddr *sa, socklen_t salen)
         check_done(d, 0);
         return;
     }
-    d->check_io = tp->host->io_new(tp->ctx, d->check_fd, PLB_IO_WRITE, on_check_io, d);
-    if (!d->check_io || tp->host->io_add(d->check_io, left) < 0) {
+    d->check_io = tp->host->loop->io_new(tp->ctx, d->check_fd, PLB_IO_WRITE, on_check_io, d);
+    if (!d->check_io || tp->host->loop->io_add(d->check_io, left) < 0) {
         PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr),
                 "health check: cannot watch its socket");
         check_done(d, 0);
@@ -225,7 +227,7 @@ on_check_timer(plb_timer *t, void *arg)
     /* Checks stop while the upstream drains; one check at a time. */
     if (d->up->draining || tp->stopping || d->check_fd >= 0 || d->check_res || d->probe)
         return;
-    d->check_started_ms = tp->host->now_ms(tp->ctx);
+    d->check_started_ms = tp->host->loop->now_ms(tp->ctx);
     d->check_started_us = mono_us();
     if (d->literal) {
         check_connect(d, (const struct sockaddr *)&d->sa, d->salen);
@@ -244,9 +246,9 @@ tp_health_start(struct tp_upd *d)
 {
     struct tp *tp = d->tp;
     if (!d->timer)
-        d->timer = tp->host->timer_new(tp->ctx, on_check_timer, d);
+        d->timer = tp->host->loop->timer_new(tp->ctx, on_check_timer, d);
     if (!d->timer)
         return -ENOMEM;
     /* The first check right away, then every interval. */
-    return tp->host->timer_arm(d->timer, 0, tp->cfg->health_interval_ms, 0);
+    return tp->host->loop->timer_arm(d->timer, 0, tp->cfg->health_interval_ms, 0);
 }

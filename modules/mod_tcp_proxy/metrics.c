@@ -10,6 +10,8 @@
  */
 #include <errno.h>
 
+#include <prismlb/module_util.h>
+
 #include "tp.h"
 
 static const char *const l_proxy[] = {"proxy", NULL};
@@ -35,60 +37,64 @@ tp_metrics_init(struct tp *tp)
     struct tp_metrics *m = &tp->m;
     plb_ctx *x = tp->ctx;
 
-    m->upstreams_active = h->metric_new(
+    m->upstreams_active = h->metrics->new_metric(
         x, PLB_METRIC_GAUGE, "prismlb_upstreams_active",
         "Upstreams eligible for new connections (healthy, not draining)", l_proxy, NULL, 0);
-    m->upstreams_known =
-        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstreams",
-                      "Total known upstreams, including unhealthy and draining", l_proxy, NULL, 0);
-    m->connections_active =
-        h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_connections_active",
-                      "TCP connections currently passing through the proxy", l_proxy, NULL, 0);
-    m->connections_total =
-        h->metric_new(x, PLB_METRIC_COUNTER, "prismlb_connections_total",
-                      "Connections established to upstreams since start", l_proxy, NULL, 0);
-    m->connection_errors = h->metric_new(
+    m->upstreams_known = h->metrics->new_metric(
+        x, PLB_METRIC_GAUGE, "prismlb_upstreams",
+        "Total known upstreams, including unhealthy and draining", l_proxy, NULL, 0);
+    m->connections_active = h->metrics->new_metric(
+        x, PLB_METRIC_GAUGE, "prismlb_connections_active",
+        "TCP connections currently passing through the proxy", l_proxy, NULL, 0);
+    m->connections_total = h->metrics->new_metric(
+        x, PLB_METRIC_COUNTER, "prismlb_connections_total",
+        "Connections established to upstreams since start", l_proxy, NULL, 0);
+    m->connection_errors = h->metrics->new_metric(
         x, PLB_METRIC_COUNTER, "prismlb_connection_errors_total",
         "Failed connection attempts to an upstream (none when no upstream was available; "
         "not those caused by proxy shutdown); deleted once the upstream is drained and removed",
         l_up, NULL, 0);
-    m->dial_retries = h->metric_new(
+    m->dial_retries = h->metrics->new_metric(
         x, PLB_METRIC_COUNTER, "prismlb_dial_retries_total",
         "Client connections moved to another upstream before any upstream byte reached the "
         "client: a dial refused, reset, unreachable or timed out, a reset right after it, or "
         "an upstream starting to drain during the dial",
         l_proxy, NULL, 0);
-    m->rtt = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_rtt_seconds",
-                           "Smoothed health check connect time, name resolution included; only "
-                           "with upstream_selection=latency, after the first successful check",
-                           l_up, NULL, 0);
-    m->tier = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_latency_tier",
-                            "Latency tier of the upstream, 0 being the closest group; only with "
-                            "upstream_selection=latency, after the first successful check",
-                            l_up, NULL, 0);
-    m->ready = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_upstream_ready",
-                             "/readyz probe state after the consecutive-failure threshold (1 "
-                             "ready, 0 not ready); only with health_check=readyz, after the "
-                             "first probe",
-                             l_up, NULL, 0);
-    m->health = h->metric_new(x, PLB_METRIC_GAUGE, "prismlb_health_check_status",
-                              "Upstream health state after the consecutive-failure threshold, fed "
-                              "by health checks and client dials (1 healthy, 0 unhealthy)",
-                              l_up, NULL, 0);
+    m->rtt =
+        h->metrics->new_metric(x, PLB_METRIC_GAUGE, "prismlb_upstream_rtt_seconds",
+                               "Smoothed health check connect time, name resolution included; only "
+                               "with upstream_selection=latency, after the first successful check",
+                               l_up, NULL, 0);
+    m->tier =
+        h->metrics->new_metric(x, PLB_METRIC_GAUGE, "prismlb_upstream_latency_tier",
+                               "Latency tier of the upstream, 0 being the closest group; only with "
+                               "upstream_selection=latency, after the first successful check",
+                               l_up, NULL, 0);
+    m->ready =
+        h->metrics->new_metric(x, PLB_METRIC_GAUGE, "prismlb_upstream_ready",
+                               "/readyz probe state after the consecutive-failure threshold (1 "
+                               "ready, 0 not ready); only with health_check=readyz, after the "
+                               "first probe",
+                               l_up, NULL, 0);
+    m->health =
+        h->metrics->new_metric(x, PLB_METRIC_GAUGE, "prismlb_health_check_status",
+                               "Upstream health state after the consecutive-failure threshold, fed "
+                               "by health checks and client dials (1 healthy, 0 unhealthy)",
+                               l_up, NULL, 0);
     if (!m->upstreams_active || !m->upstreams_known || !m->connections_active ||
         !m->connections_total || !m->connection_errors || !m->dial_retries || !m->rtt || !m->tier ||
         !m->ready || !m->health)
         return -ENOMEM;
     const char *lv[] = {tp->name};
-    int rc = h->metric_set(m->connections_active, lv, 0);
+    int rc = h->metrics->set(m->connections_active, lv, 0);
     if (rc == 0)
-        rc = h->metric_add(m->connections_total, lv, 0);
+        rc = h->metrics->add(m->connections_total, lv, 0);
     if (rc == 0)
-        rc = h->metric_add(m->dial_retries, lv, 0);
+        rc = h->metrics->add(m->dial_retries, lv, 0);
     if (rc == 0)
-        rc = h->metric_set(m->upstreams_active, lv, 0);
+        rc = h->metrics->set(m->upstreams_active, lv, 0);
     if (rc == 0)
-        rc = h->metric_set(m->upstreams_known, lv, 0);
+        rc = h->metrics->set(m->upstreams_known, lv, 0);
     return rc;
 }
 
@@ -102,26 +108,26 @@ tp_metrics_refresh(struct tp *tp)
     int latency = tp->cfg->upstream_selection == TP_SEL_LATENCY;
     int readyz = tp->cfg->health_check == TP_CHECK_READYZ;
 
-    check_rc(tp, h->metric_set(m->upstreams_active, lp, (double)tp_pool_active_count(tp->pool)),
+    check_rc(tp, h->metrics->set(m->upstreams_active, lp, (double)tp_pool_active_count(tp->pool)),
              "prismlb_upstreams_active");
-    check_rc(tp, h->metric_set(m->upstreams_known, lp, (double)n), "prismlb_upstreams");
+    check_rc(tp, h->metrics->set(m->upstreams_known, lp, (double)n), "prismlb_upstreams");
     for (size_t i = 0; i < n; i++) {
         struct tp_up *u = tp_pool_at(tp->pool, i);
         const char *lv[] = {tp->name, u->addr};
-        check_rc(tp, h->metric_set(m->health, lv, u->healthy ? 1 : 0),
+        check_rc(tp, h->metrics->set(m->health, lv, u->healthy ? 1 : 0),
                  "prismlb_health_check_status");
         if (latency && u->has_sample) {
-            check_rc(tp, h->metric_set(m->rtt, lv, u->avg_ms / 1000.0),
+            check_rc(tp, h->metrics->set(m->rtt, lv, u->avg_ms / 1000.0),
                      "prismlb_upstream_rtt_seconds");
-            check_rc(tp, h->metric_set(m->tier, lv, (double)u->tier),
+            check_rc(tp, h->metrics->set(m->tier, lv, (double)u->tier),
                      "prismlb_upstream_latency_tier");
         }
         if (readyz && u->ready_known)
-            check_rc(tp, h->metric_set(m->ready, lv, u->ready ? 1 : 0), "prismlb_upstream_ready");
+            check_rc(tp, h->metrics->set(m->ready, lv, u->ready ? 1 : 0), "prismlb_upstream_ready");
         struct tp_upd *d = u->data;
         if (d && !d->errors_series) {
             d->errors_series = 1;
-            check_rc(tp, h->metric_add(m->connection_errors, lv, 0),
+            check_rc(tp, h->metrics->add(m->connection_errors, lv, 0),
                      "prismlb_connection_errors_total");
         }
     }
@@ -133,10 +139,10 @@ tp_metrics_conn(struct tp *tp, int established_delta, int total_inc)
     const struct plb_host *h = tp->host;
     const char *lp[] = {tp->name};
     if (established_delta)
-        check_rc(tp, h->metric_add(tp->m.connections_active, lp, established_delta),
+        check_rc(tp, h->metrics->add(tp->m.connections_active, lp, established_delta),
                  "prismlb_connections_active");
     if (total_inc)
-        check_rc(tp, h->metric_add(tp->m.connections_total, lp, total_inc),
+        check_rc(tp, h->metrics->add(tp->m.connections_total, lp, total_inc),
                  "prismlb_connections_total");
 }
 
@@ -147,7 +153,7 @@ tp_metrics_conn_error(struct tp *tp, struct tp_upd *d)
         return; /* failures caused by proxy shutdown are not counted */
     const char *lv[] = {tp->name, d->up->addr};
     d->errors_series = 1;
-    check_rc(tp, tp->host->metric_add(tp->m.connection_errors, lv, 1),
+    check_rc(tp, tp->host->metrics->add(tp->m.connection_errors, lv, 1),
              "prismlb_connection_errors_total");
 }
 
@@ -155,7 +161,7 @@ void
 tp_metrics_dial_retry(struct tp *tp)
 {
     const char *lp[] = {tp->name};
-    check_rc(tp, tp->host->metric_add(tp->m.dial_retries, lp, 1), "prismlb_dial_retries_total");
+    check_rc(tp, tp->host->metrics->add(tp->m.dial_retries, lp, 1), "prismlb_dial_retries_total");
 }
 
 void
@@ -165,11 +171,11 @@ tp_metrics_forget(struct tp *tp, struct tp_upd *d)
     const char *lv[] = {tp->name, d->up->addr};
     if (!tp->m.health)
         return;
-    h->metric_remove(tp->m.connection_errors, lv);
-    h->metric_remove(tp->m.rtt, lv);
-    h->metric_remove(tp->m.tier, lv);
-    h->metric_remove(tp->m.ready, lv);
-    h->metric_remove(tp->m.health, lv);
+    h->metrics->remove(tp->m.connection_errors, lv);
+    h->metrics->remove(tp->m.rtt, lv);
+    h->metrics->remove(tp->m.tier, lv);
+    h->metrics->remove(tp->m.ready, lv);
+    h->metrics->remove(tp->m.health, lv);
     d->errors_series = 0;
 }
 
@@ -185,9 +191,9 @@ tp_metrics_fini(struct tp *tp)
         if (u->data)
             tp_metrics_forget(tp, u->data);
     }
-    h->metric_remove(tp->m.upstreams_active, lp);
-    h->metric_remove(tp->m.upstreams_known, lp);
-    h->metric_remove(tp->m.connections_active, lp);
-    h->metric_remove(tp->m.connections_total, lp);
-    h->metric_remove(tp->m.dial_retries, lp);
+    h->metrics->remove(tp->m.upstreams_active, lp);
+    h->metrics->remove(tp->m.upstreams_known, lp);
+    h->metrics->remove(tp->m.connections_active, lp);
+    h->metrics->remove(tp->m.connections_total, lp);
+    h->metrics->remove(tp->m.dial_retries, lp);
 }

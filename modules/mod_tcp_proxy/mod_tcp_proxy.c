@@ -20,6 +20,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "tp.h"
 
 #define BEAT_MS 1000
@@ -36,7 +38,7 @@ static void
 ops_added(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
-    struct tp_upd *d = tp->host->alloc(sizeof(*d));
+    struct tp_upd *d = tp->host->mem->alloc(sizeof(*d));
     if (!d) {
         PLB_ERR(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
                 "out of memory adding the upstream: it gets no traffic");
@@ -47,7 +49,7 @@ ops_added(void *arg, struct tp_up *u)
     d->check_fd = -1;
     if (tp_split_hostport(u->addr, d->host, sizeof(d->host), &d->port) < 0) {
         /* Filtered before the pool update; kept as a safety net. */
-        tp->host->free(d);
+        tp->host->mem->free(d);
         return;
     }
     if (tp_parse_ip(d->host, d->port, &d->sa, &d->salen) == 0)
@@ -103,8 +105,8 @@ static void
 upd_free(struct tp *tp, struct tp_upd *d)
 {
     tp_health_cancel(d);
-    tp->host->timer_free(d->timer);
-    tp->host->free(d);
+    tp->host->loop->timer_free(d->timer);
+    tp->host->mem->free(d);
 }
 
 static void
@@ -138,8 +140,8 @@ set_ready(struct tp *tp)
     if (ok == tp->ready_state)
         return;
     tp->ready_state = ok;
-    tp->host->health_set(tp->ctx, READY_CHECK, ok,
-                         ok ? NULL : "no upstream is healthy and not draining");
+    tp->host->links->health_set(tp->ctx, READY_CHECK, ok,
+                                ok ? NULL : "no upstream is healthy and not draining");
 }
 
 void
@@ -164,12 +166,12 @@ tp_after_event(struct tp *tp)
     if (tp->stopping)
         return;
     if (next >= 0) {
-        int64_t delay = next - tp->host->now_ms(tp->ctx);
-        int rc = tp->host->timer_arm(tp->tick, delay > 0 ? delay : 0, 0, 0);
+        int64_t delay = next - tp->host->loop->now_ms(tp->ctx);
+        int rc = tp->host->loop->timer_arm(tp->tick, delay > 0 ? delay : 0, 0, 0);
         if (rc < 0)
             PLB_ERR(tp->host, tp->ctx, NULL, "cannot arm the drain timer: error %d", rc);
     } else {
-        tp->host->timer_cancel(tp->tick);
+        tp->host->loop->timer_cancel(tp->tick);
     }
     set_ready(tp);
     tp_metrics_refresh(tp);
@@ -189,7 +191,7 @@ on_beat(plb_timer *t, void *arg)
 {
     struct tp *tp = arg;
     (void)t;
-    tp->host->health_beat(tp->ctx, LIVE_CHECK);
+    tp->host->links->health_beat(tp->ctx, LIVE_CHECK);
 }
 
 static void
@@ -203,7 +205,7 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
 
     if (tp->stopping)
         return;
-    v = tp->host->alloc((set->n ? set->n : 1) * sizeof(*v));
+    v = tp->host->mem->alloc((set->n ? set->n : 1) * sizeof(*v));
     if (!v) {
         PLB_ERR(tp->host, tp->ctx, NULL, "out of memory: endpoint update of %zu ignored", set->n);
         return;
@@ -219,7 +221,7 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
     if (n == 0) {
         /* Never route to zero backends: keep the current set. */
         PLB_WARN(tp->host, tp->ctx, NULL, "endpoint update without a valid endpoint: ignored");
-        tp->host->free(v);
+        tp->host->mem->free(v);
         return;
     }
     tp->in_event++;
@@ -232,12 +234,12 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
             tp_after_event(tp);
             tp_workers_resume(tp);
         } else if (tp->listener) {
-            tp->host->listener_pause(tp->listener, 0);
+            tp->host->loop->listener_pause(tp->listener, 0);
         }
     }
     if (rc < 0)
         PLB_ERR(tp->host, tp->ctx, NULL, "endpoint update partly applied: error %d", rc);
-    tp->host->free(v);
+    tp->host->mem->free(v);
     tp_after_event(tp);
 }
 
@@ -254,8 +256,8 @@ listen_on(struct tp *tp, const char *ip)
         tp->paused = tp_pool_count(tp->pool) == 0;
         return tp_workers_start(tp, ip, tp->paused);
     }
-    tp->listener = tp->host->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, tp_on_accept,
-                                        &tp->main_loop, &err);
+    tp->listener = tp->host->loop->listen_tcp(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG,
+                                              tp_on_accept, &tp->main_loop, &err);
     if (!tp->listener) {
         PLB_ERR(tp->host, tp->ctx, PLB_KV("address", ip, "error", strerror(-err)),
                 "cannot listen on port %lld", (long long)tp->cfg->bind_port);
@@ -263,16 +265,16 @@ listen_on(struct tp *tp, const char *ip)
     }
     char listen[80];
     snprintf(listen, sizeof(listen), strchr(ip, ':') ? "[%s]:%d" : "%s:%d", ip,
-             tp->host->listener_port(tp->listener));
+             tp->host->loop->listener_port(tp->listener));
     PLB_INFO(tp->host, tp->ctx, PLB_KV("listen", listen), "listening");
     /* Set once here, the client side's options reach every accepted socket
      * without system calls of its own (checked on the first one). */
-    tp_sockopts(tp->host->listener_fd(tp->listener));
+    tp_sockopts(tp->host->loop->listener_fd(tp->listener));
     tp->main_loop.client_opts = TP_OPTS_UNVERIFIED;
     /* Until the first endpoint set arrives, connections wait in the
      * backlog instead of being closed for want of an upstream. */
     if (tp_pool_count(tp->pool) == 0) {
-        tp->host->listener_pause(tp->listener, 1);
+        tp->host->loop->listener_pause(tp->listener, 1);
         tp->paused = 1;
     }
     return 0;
@@ -292,7 +294,7 @@ on_bind_resolved(void *arg, int ok, const struct sockaddr *sa, socklen_t salen)
         return;
     PLB_ERR(tp->host, tp->ctx, PLB_KV("bind_address", tp->cfg->bind_address),
             "cannot listen on bind_address: retrying in %d ms", RELISTEN_MS);
-    if (tp->host->timer_arm(tp->relisten, RELISTEN_MS, 0, 0) < 0)
+    if (tp->host->loop->timer_arm(tp->relisten, RELISTEN_MS, 0, 0) < 0)
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot arm the re-listen timer");
 }
 
@@ -324,31 +326,31 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     struct tp *tp;
     if (PLB_STATE_NEW(&tp, host, ctx, config) < 0)
         return -ENOMEM;
-    tp->name = host->instance_name(ctx);
+    tp->name = host->links->instance_name(ctx);
     tp->ready_state = -1;
     tp->main_loop.tp = tp;
     /* With the daemon's worker loops, the data path runs on them. */
-    tp->nloops = PLB_HOST_HAS(host, worker_count) ? host->worker_count(ctx) : 0;
+    tp->nloops = PLB_HAS(host->loop, worker_count) ? host->loop->worker_count(ctx) : 0;
     uint64_t salt;
     if (getrandom(&salt, sizeof(salt), GRND_NONBLOCK) != (ssize_t)sizeof(salt))
         salt = (uint64_t)getpid() << 32;
     plb_clock_init(&tp->clock, host, ctx, salt);
     struct tp_pool_env env = {.now_ms = plb_clock_now_ms,
                               .random = plb_clock_random,
-                              .alloc = host->alloc,
-                              .free = host->free,
+                              .alloc = host->mem->alloc,
+                              .free = host->mem->free,
                               .arg = &tp->clock};
     tp->pool = tp_pool_new(&env, &pool_ops, tp, (enum tp_selection)tp->cfg->upstream_selection,
                            (enum tp_check_kind)tp->cfg->health_check, tp->cfg->drain_timeout_ms);
-    tp->tick = host->timer_new(ctx, on_tick, tp);
-    tp->beat = host->timer_new(ctx, on_beat, tp);
-    tp->relisten = host->timer_new(ctx, on_relisten, tp);
+    tp->tick = host->loop->timer_new(ctx, on_tick, tp);
+    tp->beat = host->loop->timer_new(ctx, on_beat, tp);
+    tp->relisten = host->loop->timer_new(ctx, on_relisten, tp);
     if (!tp->pool || !tp->tick || !tp->beat || !tp->relisten) {
         tp_pool_free(tp->pool);
-        host->timer_free(tp->tick);
-        host->timer_free(tp->beat);
-        host->timer_free(tp->relisten);
-        host->free(tp);
+        host->loop->timer_free(tp->tick);
+        host->loop->timer_free(tp->beat);
+        host->loop->timer_free(tp->relisten);
+        host->mem->free(tp);
         return -ENOMEM;
     }
     *state = tp;
@@ -369,12 +371,12 @@ tp_start(void *state, char *err, size_t errlen)
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot register metrics: error %d", rc);
         return rc;
     }
-    if ((rc = h->health_register(tp->ctx, READY_CHECK, PLB_HEALTH_READY)) < 0 ||
-        (rc = h->health_register(tp->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
+    if ((rc = h->links->health_register(tp->ctx, READY_CHECK, PLB_HEALTH_READY)) < 0 ||
+        (rc = h->links->health_register(tp->ctx, LIVE_CHECK, PLB_HEALTH_LIVE)) < 0)
         return rc;
     set_ready(tp);
-    h->health_beat(tp->ctx, LIVE_CHECK);
-    if ((rc = h->timer_arm(tp->beat, BEAT_MS, BEAT_MS, 0)) < 0)
+    h->links->health_beat(tp->ctx, LIVE_CHECK);
+    if ((rc = h->loop->timer_arm(tp->beat, BEAT_MS, BEAT_MS, 0)) < 0)
         return rc;
     if (tp_parse_ip(tp->cfg->bind_address, 1, &ss, &sl) == 0) {
         if ((rc = listen_on(tp, tp->cfg->bind_address)) < 0)
@@ -382,7 +384,7 @@ tp_start(void *state, char *err, size_t errlen)
     } else {
         bind_resolve(tp); /* a hostname: listen once it resolves */
     }
-    rc = h->endpoints_subscribe(tp->ctx, &tp->cfg->upstreams, on_endpoints, tp);
+    rc = h->links->endpoints_subscribe(tp->ctx, &tp->cfg->upstreams, on_endpoints, tp);
     if (rc < 0)
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot subscribe to the upstream sources: error %d", rc);
     return rc;
@@ -398,18 +400,18 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
 
     tp->stopping = 1;
     tp->main_loop.stopping = 1;
-    tp->host->listener_free(tp->listener);
+    tp->host->loop->listener_free(tp->listener);
     tp->listener = NULL;
-    tp->host->timer_cancel(tp->tick);
-    tp->host->timer_cancel(tp->beat);
-    tp->host->timer_cancel(tp->relisten);
+    tp->host->loop->timer_cancel(tp->tick);
+    tp->host->loop->timer_cancel(tp->beat);
+    tp->host->loop->timer_cancel(tp->relisten);
     tp_resolve_cancel(tp->bind_res);
     tp->bind_res = NULL;
     for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
         struct tp_up *u = tp_pool_at(tp->pool, i);
         if (u->data) {
             tp_health_cancel(u->data);
-            tp->host->timer_cancel(((struct tp_upd *)u->data)->timer);
+            tp->host->loop->timer_cancel(((struct tp_upd *)u->data)->timer);
         }
     }
     if (tp->nloops) {
@@ -420,7 +422,7 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
     tp_conns_close_all(tp);
     tp_pipes_free(&tp->main_loop);
     PLB_INFO(tp->host, tp->ctx, NULL, "stopped: closed %llu connection(s)", (unsigned long long)n);
-    tp->host->done(d);
+    tp->host->links->done(d);
 }
 
 static void
@@ -431,7 +433,7 @@ tp_destroy(void *state)
 
     tp->stopping = 1;
     tp->main_loop.stopping = 1;
-    tp->host->listener_free(tp->listener);
+    tp->host->loop->listener_free(tp->listener);
     tp_conns_close_all(tp);
     tp_workers_fini(tp);
     tp_metrics_fini(tp);
@@ -445,10 +447,10 @@ tp_destroy(void *state)
     tp_resolve_cancel(tp->bind_res);
     tp_resolve_shutdown(tp);
     tp_pipes_free(&tp->main_loop);
-    h->timer_free(tp->tick);
-    h->timer_free(tp->beat);
-    h->timer_free(tp->relisten);
-    h->free(tp);
+    h->loop->timer_free(tp->tick);
+    h->loop->timer_free(tp->beat);
+    h->loop->timer_free(tp->relisten);
+    h->mem->free(tp);
 }
 
 PLB_MODULE_EXPORT = {

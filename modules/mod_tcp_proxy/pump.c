@@ -28,6 +28,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "conn_int.h"
 
 static _Thread_local char copy_buf[COPY_BUF]; /* one per loop thread */
@@ -101,11 +103,11 @@ pipe_get(struct tp_loop *lp)
         p->next = NULL;
         return p;
     }
-    p = tp->host->alloc(sizeof(*p));
+    p = tp->host->mem->alloc(sizeof(*p));
     if (!p)
         return NULL;
     if (pipe2(fds, O_NONBLOCK | O_CLOEXEC) < 0) {
-        tp->host->free(p);
+        tp->host->mem->free(p);
         return NULL;
     }
     if (PIPE_SIZE > 0)
@@ -128,7 +130,7 @@ pipe_put(struct tp_loop *lp, struct tp_pipe *p, int empty)
     }
     close(p->rd);
     close(p->wr);
-    tp->host->free(p);
+    tp->host->mem->free(p);
 }
 
 void
@@ -140,7 +142,7 @@ tp_pipes_free(struct tp_loop *lp)
         lp->pipes = p->next;
         close(p->rd);
         close(p->wr);
-        tp->host->free(p);
+        tp->host->mem->free(p);
     }
     lp->npipes = 0;
 }
@@ -152,7 +154,7 @@ tp_dir_release(struct tp_loop *lp, struct tp_dir *dr)
     if (dr->pipe)
         pipe_put(lp, dr->pipe, 0);
     dr->pipe = NULL;
-    tp->host->free(dr->buf);
+    tp->host->mem->free(dr->buf);
     dr->buf = NULL;
     dr->len = dr->off = 0;
 }
@@ -160,8 +162,8 @@ tp_dir_release(struct tp_loop *lp, struct tp_dir *dr)
 void
 tp_redial_free(struct tp *tp, struct tp_conn *c)
 {
-    tp->host->free(c->tried);
-    tp->host->free(c->replay);
+    tp->host->mem->free(c->tried);
+    tp->host->mem->free(c->replay);
     c->tried = NULL;
     c->replay = NULL;
     c->rlen = c->ntried = c->tcap = 0;
@@ -185,7 +187,7 @@ replay_keep(struct tp_conn *c, const char *data, size_t n)
         unfresh(c);
         return;
     }
-    char *nb = h->realloc(c->replay, c->rlen + n);
+    char *nb = h->mem->realloc(c->replay, c->rlen + n);
     if (!nb) {
         unfresh(c);
         return;
@@ -229,7 +231,7 @@ flush(struct tp_loop *lp, struct tp_dir *dr, int dst)
         return n < 0 && errno == EAGAIN ? 0 : -1;
     }
     if (dr->buf) {
-        tp->host->free(dr->buf);
+        tp->host->mem->free(dr->buf);
         dr->buf = NULL;
         dr->len = dr->off = 0;
     }
@@ -305,7 +307,7 @@ fill(struct tp_loop *lp, struct tp_dir *dr, int src, int dst, int *drained, stru
     if (sent < n) {
         /* Bounded: at most one copy buffer per direction, and reading stops
          * until it is flushed. */
-        dr->buf = tp->host->alloc((size_t)(n - sent));
+        dr->buf = tp->host->mem->alloc((size_t)(n - sent));
         if (!dr->buf)
             return -ENOMEM;
         memcpy(dr->buf, copy_buf + sent, (size_t)(n - sent));
@@ -364,7 +366,7 @@ tp_pump(struct tp_conn *c, int i)
             return 0;
         if (moved >= PUMP_BUDGET) {
             /* Fairness: the rest after the other connections' turn. */
-            tp->host->io_activate(i ? c->uio : c->cio, PLB_IO_READ);
+            tp->host->loop->io_activate(i ? c->uio : c->cio, PLB_IO_READ);
             return 0;
         }
         int drained;

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <prismlb/module_util.h>
+
 #include "tp.h"
 
 #define POLL_FIRST_MS 1
@@ -107,8 +109,8 @@ res_free(struct tp_resolve *r)
     unlink_res(r);
     if (r->gcb.ar_result)
         freeaddrinfo(r->gcb.ar_result);
-    host->timer_free(r->poll);
-    host->free(r);
+    host->loop->timer_free(r->poll);
+    host->mem->free(r);
 }
 
 static void
@@ -118,14 +120,14 @@ on_poll(plb_timer *t, void *arg)
     int e = gai_error(&r->gcb);
     if (e == EAI_INPROGRESS) {
         r->delay_ms = r->delay_ms * 2 > POLL_MAX_MS ? POLL_MAX_MS : r->delay_ms * 2;
-        if (r->tp->host->timer_arm(t, r->delay_ms, 0, 0) == 0)
+        if (r->tp->host->loop->timer_arm(t, r->delay_ms, 0, 0) == 0)
             return;
         /* Cannot poll any more: give up on the answer. */
         r->cancelled = 1;
         PLB_ERR(r->tp->host, r->tp->ctx, PLB_KV("host", r->host),
                 "resolving: cannot re-arm the poll timer");
         gai_cancel(&r->gcb);
-        r->tp->host->timer_free(r->poll);
+        r->tp->host->loop->timer_free(r->poll);
         r->poll = NULL;
         unlink_res(r); /* leaked on purpose: glibc still owns it */
         return;
@@ -156,7 +158,7 @@ on_poll(plb_timer *t, void *arg)
 struct tp_resolve *
 tp_resolve_start(struct tp *tp, const char *host, int port, tp_resolve_cb cb, void *arg)
 {
-    struct tp_resolve *r = tp->host->alloc(sizeof(*r));
+    struct tp_resolve *r = tp->host->mem->alloc(sizeof(*r));
     struct sigevent sev;
 
     if (!r)
@@ -176,17 +178,17 @@ tp_resolve_start(struct tp *tp, const char *host, int port, tp_resolve_cb cb, vo
     r->gcb.ar_request = &r->hints;
     r->list[0] = &r->gcb;
     r->delay_ms = POLL_FIRST_MS;
-    r->poll = tp->host->timer_new(tp->ctx, on_poll, r);
+    r->poll = tp->host->loop->timer_new(tp->ctx, on_poll, r);
     if (!r->poll)
         goto fail;
     memset(&sev, 0, sizeof(sev));
     sev.sigev_notify = SIGEV_NONE;
     if (getaddrinfo_a(GAI_NOWAIT, r->list, 1, &sev) != 0)
         goto fail;
-    if (tp->host->timer_arm(r->poll, r->delay_ms, 0, 0) < 0) {
+    if (tp->host->loop->timer_arm(r->poll, r->delay_ms, 0, 0) < 0) {
         /* Running in glibc: cannot free it unless cancelled. */
         if (gai_cancel(&r->gcb) == EAI_NOTCANCELED) {
-            tp->host->timer_free(r->poll);
+            tp->host->loop->timer_free(r->poll);
             return NULL; /* leaked on purpose */
         }
         goto fail;
@@ -197,8 +199,8 @@ tp_resolve_start(struct tp *tp, const char *host, int port, tp_resolve_cb cb, vo
     tp->resolves = r;
     return r;
 fail:
-    tp->host->timer_free(r->poll);
-    tp->host->free(r);
+    tp->host->loop->timer_free(r->poll);
+    tp->host->mem->free(r);
     return NULL;
 }
 
@@ -227,7 +229,7 @@ tp_resolve_shutdown(struct tp *tp)
             /* Still running in glibc's thread: it may write into r, so r
              * stays allocated (a bounded leak at exit) without its timer. */
             unlink_res(r);
-            tp->host->timer_free(r->poll);
+            tp->host->loop->timer_free(r->poll);
             r->poll = NULL;
             continue;
         }

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 #include "select.h"
 

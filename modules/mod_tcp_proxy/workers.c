@@ -23,6 +23,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <prismlb/module_util.h>
+
 #include "tp.h"
 
 #define BACKLOG 4096
@@ -61,11 +63,11 @@ snap_release(void *p)
     struct tp_snap *s = p;
     const struct plb_host *h = s->host;
     for (size_t i = 0; i < s->n; i++) {
-        h->free(s->ups[i]->addr);
-        h->free(s->ups[i]);
+        h->mem->free(s->ups[i]->addr);
+        h->mem->free(s->ups[i]);
     }
-    h->free(s->ups);
-    h->free(s);
+    h->mem->free(s->ups);
+    h->mem->free(s);
 }
 
 static void post_drains(struct tp *tp);
@@ -75,13 +77,13 @@ tp_workers_publish(struct tp *tp)
 {
     const struct plb_host *h = tp->host;
     size_t n = tp_pool_count(tp->pool);
-    struct tp_snap *s = h->alloc(sizeof(*s));
+    struct tp_snap *s = h->mem->alloc(sizeof(*s));
     if (!s)
         goto oom;
     s->host = h;
     s->sel = (enum tp_selection)tp->cfg->upstream_selection;
     s->check = (enum tp_check_kind)tp->cfg->health_check;
-    s->ups = h->alloc((n ? n : 1) * sizeof(*s->ups));
+    s->ups = h->mem->alloc((n ? n : 1) * sizeof(*s->ups));
     if (!s->ups)
         goto oom;
     for (size_t i = 0; i < n; i++) {
@@ -90,21 +92,21 @@ tp_workers_publish(struct tp *tp)
         /* Only what a worker can dial: a known address. */
         if (!d || !d->have_sa)
             continue;
-        struct snap_ent *e = h->alloc(sizeof(*e));
+        struct snap_ent *e = h->mem->alloc(sizeof(*e));
         if (!e)
             goto oom;
         e->up = *u;
         e->up.data = NULL;
-        e->up.addr = h->strdup(u->addr);
+        e->up.addr = h->mem->strdup(u->addr);
         if (!e->up.addr) {
-            h->free(e);
+            h->mem->free(e);
             goto oom;
         }
         memcpy(&e->sa, &d->sa, sizeof(e->sa));
         e->salen = d->salen;
         s->ups[s->n++] = &e->up;
     }
-    if (h->snapshot_publish(tp->snap, s, snap_release) < 0)
+    if (h->loop->snapshot_publish(tp->snap, s, snap_release) < 0)
         goto oom;
     post_drains(tp);
     return;
@@ -112,7 +114,7 @@ oom:
     if (s && s->ups)
         snap_release(s);
     else if (s)
-        h->free(s);
+        h->mem->free(s);
     PLB_ERR(tp->host, tp->ctx, NULL, "out of memory: the workers keep the previous upstream set");
     post_drains(tp);
 }
@@ -140,8 +142,8 @@ rec_free(struct tp_loop *lp, size_t i)
 {
     const struct plb_host *h = lp->tp->host;
     struct wrec *r = (struct wrec *)(void *)lp->ups[i];
-    h->free(r->up.addr);
-    h->free(r);
+    h->mem->free(r->up.addr);
+    h->mem->free(r);
     lp->ups[i] = lp->ups[--lp->nups];
 }
 
@@ -151,19 +153,19 @@ rec_new(struct tp_loop *lp, const struct snap_ent *e)
     const struct plb_host *h = lp->tp->host;
     if (lp->nups == lp->cups) {
         size_t cap = lp->cups ? lp->cups * 2 : 8;
-        struct tp_upd **nv = h->realloc(lp->ups, cap * sizeof(*nv));
+        struct tp_upd **nv = h->mem->realloc(lp->ups, cap * sizeof(*nv));
         if (!nv)
             return NULL;
         lp->ups = nv;
         lp->cups = cap;
     }
-    struct wrec *r = h->alloc(sizeof(*r));
+    struct wrec *r = h->mem->alloc(sizeof(*r));
     if (!r)
         return NULL;
     r->up = e->up;
-    r->up.addr = h->strdup(e->up.addr);
+    r->up.addr = h->mem->strdup(e->up.addr);
     if (!r->up.addr) {
-        h->free(r);
+        h->mem->free(r);
         return NULL;
     }
     r->up.data = &r->d;
@@ -211,7 +213,7 @@ loop_random(void *arg)
 struct tp_upd *
 tp_loop_pick(struct tp_loop *lp, const uint32_t *tried, size_t ntried, int *last)
 {
-    const struct tp_snap *s = lp->tp->host->snapshot_get(lp->tp->snap);
+    const struct tp_snap *s = lp->tp->host->loop->snapshot_get(lp->tp->snap);
     *last = 0;
     if (!s)
         return NULL;
@@ -232,8 +234,8 @@ plb_io *
 tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg)
 {
     const struct plb_host *h = lp->tp->host;
-    return lp->w ? h->worker_io_new(lp->w, fd, what, cb, arg)
-                 : h->io_new(lp->tp->ctx, fd, what, cb, arg);
+    return lp->w ? h->loop->worker_io_new(lp->w, fd, what, cb, arg)
+                 : h->loop->io_new(lp->tp->ctx, fd, what, cb, arg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -311,8 +313,8 @@ on_report(void *arg)
                     r->ev[i].flip == FLIP_UP ? "healthy (a client dial succeeded)"
                                              : "unhealthy (client dials failed)");
     }
-    h->free(r->ev);
-    h->free(r);
+    h->mem->free(r->ev);
+    h->mem->free(r);
 }
 
 static void
@@ -323,22 +325,22 @@ on_flush(plb_timer *t, void *arg)
     (void)t;
     if (!lp->nev)
         return;
-    struct report *r = h->alloc(sizeof(*r));
+    struct report *r = h->mem->alloc(sizeof(*r));
     if (r) {
         r->tp = lp->tp;
         r->lp = lp;
         r->ev = lp->ev;
         r->n = lp->nev;
-        if (h->post(lp->tp->ctx, NULL, on_report, r) == 0) {
+        if (h->loop->post(lp->tp->ctx, NULL, on_report, r) == 0) {
             lp->flush_now = 0;
             lp->ev = NULL;
             lp->nev = lp->cev = 0;
             return;
         }
-        h->free(r);
+        h->mem->free(r);
     }
     /* Out of memory: the reports wait for the next try. */
-    if (h->timer_arm(lp->flush, 10, 0, 0) < 0)
+    if (h->loop->timer_arm(lp->flush, 10, 0, 0) < 0)
         PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
 }
 
@@ -350,7 +352,7 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
         return;
     if (lp->nev == lp->cev) {
         size_t cap = lp->cev ? lp->cev * 2 : 64;
-        struct tp_event *nv = h->realloc(lp->ev, cap * sizeof(*nv));
+        struct tp_event *nv = h->mem->realloc(lp->ev, cap * sizeof(*nv));
         if (!nv) {
             PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "out of memory: a connection report is lost");
             return;
@@ -364,7 +366,7 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
     int arm = lp->nev++ == 0 || (kind == TP_EV_OPENED && !lp->flush_now);
     if (kind == TP_EV_OPENED)
         lp->flush_now = 1;
-    if (arm && h->timer_arm(lp->flush, lp->flush_now ? 0 : REPORT_MS, 0, 0) < 0)
+    if (arm && h->loop->timer_arm(lp->flush, lp->flush_now ? 0 : REPORT_MS, 0, 0) < 0)
         PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
 }
 
@@ -388,24 +390,24 @@ worker_stop(struct tp_loop *lp)
     struct tp *tp = lp->tp;
     const struct plb_host *h = tp->host;
     lp->stopping = 1;
-    h->listener_free(lp->listener);
+    h->loop->listener_free(lp->listener);
     lp->listener = NULL;
     for (size_t i = 0; i < lp->nups; i++)
         tp_conns_close_upstream(lp->ups[i]);
     while (lp->nups)
         rec_free(lp, lp->nups - 1);
-    h->free(lp->ups);
+    h->mem->free(lp->ups);
     lp->ups = NULL;
     lp->cups = 0;
     tp_pipes_free(lp);
-    h->timer_free(lp->flush);
+    h->loop->timer_free(lp->flush);
     lp->flush = NULL;
-    h->free(lp->ev);
+    h->mem->free(lp->ev);
     lp->ev = NULL;
     lp->nev = lp->cev = 0;
     atomic_store(&lp->stopped, 1);
     /* Only a wakeup: without it the main loop's stop poll sees the flag. */
-    (void)h->post(tp->ctx, NULL, on_stopped, lp);
+    (void)h->loop->post(tp->ctx, NULL, on_stopped, lp);
 }
 
 static void
@@ -425,29 +427,29 @@ on_wmsg(void *arg)
     switch ((enum wmsg_kind)m->kind) {
     case W_LISTEN: {
         int err = 0;
-        lp->flush = h->worker_timer_new(lp->w, on_flush, lp);
+        lp->flush = h->loop->worker_timer_new(lp->w, on_flush, lp);
         if (!lp->flush) {
             close(m->fd);
             err = -ENOMEM;
         } else {
-            lp->listener = h->worker_listen_fd(lp->w, m->fd, tp_on_accept, lp, &err);
+            lp->listener = h->loop->worker_listen_fd(lp->w, m->fd, tp_on_accept, lp, &err);
         }
         if (!lp->listener) {
             /* Its socket is closed: the kernel sends its share of new
              * connections to the other workers' sockets. */
             PLB_ERR(tp->host, tp->ctx, NULL, "worker %zu cannot accept on %s:%lld: %s",
-                    h->worker_index(lp->w), tp->cfg->bind_address, (long long)tp->cfg->bind_port,
-                    strerror(-err));
+                    h->loop->worker_index(lp->w), tp->cfg->bind_address,
+                    (long long)tp->cfg->bind_port, strerror(-err));
             break;
         }
         lp->client_opts = TP_OPTS_UNVERIFIED;
         if (m->paused)
-            h->listener_pause(lp->listener, 1);
+            h->loop->listener_pause(lp->listener, 1);
         break;
     }
     case W_RESUME:
         if (lp->listener)
-            h->listener_pause(lp->listener, 0);
+            h->loop->listener_pause(lp->listener, 0);
         break;
     case W_DRAINING:
         if ((d = rec_find(lp, m->id))) {
@@ -464,18 +466,19 @@ on_wmsg(void *arg)
         break;
     }
 out:
-    h->free(m);
+    h->mem->free(m);
 }
 
 static void
 post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id)
 {
     const struct plb_host *h = tp->host;
-    struct wmsg *m = h->alloc(sizeof(*m));
-    if (!m || (m->lp = lp, m->kind = kind, m->id = id, h->post(tp->ctx, lp->w, on_wmsg, m) < 0)) {
-        h->free(m);
+    struct wmsg *m = h->mem->alloc(sizeof(*m));
+    if (!m ||
+        (m->lp = lp, m->kind = kind, m->id = id, h->loop->post(tp->ctx, lp->w, on_wmsg, m) < 0)) {
+        h->mem->free(m);
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot post to worker %zu (out of memory)",
-                h->worker_index(lp->w));
+                h->loop->worker_index(lp->w));
     }
 }
 
@@ -499,7 +502,7 @@ tp_workers_draining(struct tp *tp, const struct tp_up *u)
 {
     if (tp->ndrain == tp->cdrain) {
         size_t cap = tp->cdrain ? tp->cdrain * 2 : 8;
-        uint32_t *nv = tp->host->realloc(tp->drain_ids, cap * sizeof(*nv));
+        uint32_t *nv = tp->host->mem->realloc(tp->drain_ids, cap * sizeof(*nv));
         if (!nv) {
             post_all(tp, W_DRAINING, u->id); /* at once, then */
             return;
@@ -548,14 +551,14 @@ on_collect(void *arg)
         retries += atomic_load_explicit(&tp->loops[i].retries, memory_order_relaxed);
     }
     if (total > tp->sum_total)
-        (void)h->metric_add(tp->m.connections_total, lv, (double)(total - tp->sum_total));
+        (void)h->metrics->add(tp->m.connections_total, lv, (double)(total - tp->sum_total));
     if (retries > tp->sum_retries)
-        (void)h->metric_add(tp->m.dial_retries, lv, (double)(retries - tp->sum_retries));
+        (void)h->metrics->add(tp->m.dial_retries, lv, (double)(retries - tp->sum_retries));
     tp->sum_total = total;
     tp->sum_retries = retries;
     /* Each worker's own count can go below zero (a connection opened on
      * one is never closed on another, but they are read one by one). */
-    (void)h->metric_set(tp->m.connections_active, lv, (double)(int64_t)active);
+    (void)h->metrics->set(tp->m.connections_active, lv, (double)(int64_t)active);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -569,13 +572,13 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
     /* Every worker's socket is bound and listening before the start
      * returns: from then on connections queue in the kernel, whenever each
      * worker gets to accepting them, and a port in use fails the start. */
-    int *fds = h->alloc(tp->nloops * sizeof(*fds));
+    int *fds = h->mem->alloc(tp->nloops * sizeof(*fds));
     if (!fds)
         return -ENOMEM;
     for (size_t i = 0; i < tp->nloops; i++)
         fds[i] = -1;
     for (size_t i = 0; i < tp->nloops; i++) {
-        fds[i] = h->listen_socket(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, 1, NULL);
+        fds[i] = h->loop->listen_socket(tp->ctx, ip, (int)tp->cfg->bind_port, BACKLOG, 1, NULL);
         if (fds[i] < 0) {
             rc = fds[i];
             PLB_ERR(tp->host, tp->ctx, NULL, "cannot listen on %s:%lld: %s", ip,
@@ -584,16 +587,16 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
         }
         tp_sockopts(fds[i]);
     }
-    if (!tp->snap && !(tp->snap = h->snapshot_new(tp->ctx))) {
+    if (!tp->snap && !(tp->snap = h->loop->snapshot_new(tp->ctx))) {
         rc = -ENOMEM;
         goto out;
     }
-    if (!tp->stop_poll && !(tp->stop_poll = h->timer_new(tp->ctx, on_stop_poll, tp))) {
+    if (!tp->stop_poll && !(tp->stop_poll = h->loop->timer_new(tp->ctx, on_stop_poll, tp))) {
         rc = -ENOMEM;
         goto out;
     }
     if (!tp->loops) {
-        tp->loops = h->alloc(tp->nloops * sizeof(*tp->loops));
+        tp->loops = h->mem->alloc(tp->nloops * sizeof(*tp->loops));
         if (!tp->loops) {
             rc = -ENOMEM;
             goto out;
@@ -601,7 +604,7 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
         for (size_t i = 0; i < tp->nloops; i++) {
             struct tp_loop *lp = &tp->loops[i];
             lp->tp = tp;
-            lp->w = h->worker_at(tp->ctx, i);
+            lp->w = h->loop->worker_at(tp->ctx, i);
             if (getrandom(&lp->rng, sizeof(lp->rng), GRND_NONBLOCK) != (ssize_t)sizeof(lp->rng) ||
                 !lp->rng)
                 lp->rng = 0x9e3779b97f4a7c15ull + i;
@@ -610,11 +613,11 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
             atomic_init(&lp->active, 0);
         }
     }
-    if ((rc = h->metrics_on_collect(tp->ctx, on_collect, tp, 1)) < 0)
+    if ((rc = h->metrics->on_collect(tp->ctx, on_collect, tp, 1)) < 0)
         goto out;
     tp_workers_publish(tp);
     for (size_t i = 0; i < tp->nloops; i++) {
-        struct wmsg *m = h->alloc(sizeof(*m));
+        struct wmsg *m = h->mem->alloc(sizeof(*m));
         if (!m) {
             rc = -ENOMEM;
             goto out;
@@ -623,8 +626,8 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
         m->kind = W_LISTEN;
         m->paused = paused;
         m->fd = fds[i];
-        if ((rc = h->post(tp->ctx, m->lp->w, on_wmsg, m)) < 0) {
-            h->free(m);
+        if ((rc = h->loop->post(tp->ctx, m->lp->w, on_wmsg, m)) < 0) {
+            h->mem->free(m);
             goto out;
         }
         fds[i] = -1; /* the worker's now */
@@ -638,7 +641,7 @@ out:
     for (size_t i = 0; i < tp->nloops; i++)
         if (fds[i] >= 0)
             close(fds[i]);
-    h->free(fds);
+    h->mem->free(fds);
     return rc;
 }
 
@@ -656,29 +659,29 @@ stop_progress(struct tp *tp)
     for (size_t i = 0; i < tp->nloops; i++) {
         struct tp_loop *lp = &tp->loops[i];
         if (!lp->stop_posted) {
-            struct wmsg *m = h->alloc(sizeof(*m));
-            if (m && (m->lp = lp, m->kind = W_STOP, h->post(tp->ctx, lp->w, on_wmsg, m) == 0))
+            struct wmsg *m = h->mem->alloc(sizeof(*m));
+            if (m && (m->lp = lp, m->kind = W_STOP, h->loop->post(tp->ctx, lp->w, on_wmsg, m) == 0))
                 lp->stop_posted = 1;
             else
-                h->free(m);
+                h->mem->free(m);
         }
         stopped += atomic_load(&lp->stopped) != 0;
     }
     if (stopped < tp->nloops) {
-        if (h->timer_arm(tp->stop_poll, STOP_POLL_MS, 0, 0) < 0)
+        if (h->loop->timer_arm(tp->stop_poll, STOP_POLL_MS, 0, 0) < 0)
             PLB_ERR(tp->host, tp->ctx, NULL, "cannot arm the stop timer");
         return;
     }
-    h->timer_cancel(tp->stop_poll);
+    h->loop->timer_cancel(tp->stop_poll);
     on_collect(tp);
     PLB_INFO(tp->host, tp->ctx, NULL, "stopped: every worker closed its connections");
-    h->metrics_on_collect(tp->ctx, on_collect, tp, 0);
+    h->metrics->on_collect(tp->ctx, on_collect, tp, 0);
     /* No worker reads it any more; released before the workers stop. */
-    h->snapshot_free(tp->snap);
+    h->loop->snapshot_free(tp->snap);
     tp->snap = NULL;
     plb_done *d = tp->stop_done;
     tp->stop_done = NULL;
-    h->done(d);
+    h->links->done(d);
 }
 
 /* Main loop: a worker finished its stop. */
@@ -700,9 +703,9 @@ void
 tp_workers_stop(struct tp *tp, plb_done *d)
 {
     if (!tp->loops) {
-        tp->host->snapshot_free(tp->snap);
+        tp->host->loop->snapshot_free(tp->snap);
         tp->snap = NULL;
-        tp->host->done(d);
+        tp->host->links->done(d);
         return;
     }
     tp->stop_done = d;
@@ -714,15 +717,15 @@ tp_workers_fini(struct tp *tp)
 {
     const struct plb_host *h = tp->host;
     if (tp->snap) {
-        h->metrics_on_collect(tp->ctx, on_collect, tp, 0);
-        h->snapshot_free(tp->snap);
+        h->metrics->on_collect(tp->ctx, on_collect, tp, 0);
+        h->loop->snapshot_free(tp->snap);
         tp->snap = NULL;
     }
-    h->timer_free(tp->stop_poll);
+    h->loop->timer_free(tp->stop_poll);
     tp->stop_poll = NULL;
-    h->free(tp->loops);
+    h->mem->free(tp->loops);
     tp->loops = NULL;
-    h->free(tp->drain_ids);
+    h->mem->free(tp->drain_ids);
     tp->drain_ids = NULL;
     tp->ndrain = tp->cdrain = 0;
 }

@@ -74,7 +74,7 @@ check_list(const struct plb_host *h, const char *port_name)
     for (size_t i = 0; i < l.n; i++) {
         char host[256];
         int port = 0;
-        const char *why = h->check_format(PLB_FMT_HOST_PORT, l.v[i]);
+        const char *why = h->links->check_format(PLB_FMT_HOST_PORT, l.v[i]);
         FUZZ_ASSERT(!why, "list entry \"%s\" %s", l.v[i], why);
         FUZZ_ASSERT(tp_split_hostport(l.v[i], host, sizeof(host), &port) == 0,
                     "list entry \"%s\" does not split", l.v[i]);
@@ -89,7 +89,7 @@ check_hostport(const struct plb_host *h, const char *line)
 {
     char host[256], want[256];
     int port = 0;
-    if (!*line || h->check_format(PLB_FMT_HOST_PORT, line))
+    if (!*line || h->links->check_format(PLB_FMT_HOST_PORT, line))
         return;
     const char *colon = strrchr(line, ':');
     size_t hl = (size_t)(colon - line);
@@ -106,8 +106,10 @@ check_hostport(const struct plb_host *h, const char *line)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    struct plb_host_kube kube = *core_host.kube;
+    kube.informer_foreach = foreach_slice;
     struct plb_host h = core_host;
-    h.informer_foreach = foreach_slice;
+    h.kube = &kube;
 
     json_t *doc = json_loadb((const char *)data, size, JSON_DECODE_ANY, NULL);
     if (doc) {

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fakehost.h"
 #include "fuzz.h"
 #include "hz_api.h"
 
@@ -260,34 +261,32 @@ f_alloc(size_t n)
     return calloc(1, n ? n : 1);
 }
 
-static struct plb_host host;
+static struct fake_host host;
 
 static void
 host_init(void)
 {
-    host.size = sizeof(host);
-    host.abi_major = PLB_ABI_MAJOR;
-    host.abi_minor = PLB_ABI_MINOR;
-    host.instance_name = f_instance_name;
-    host.log_enabled = f_log_enabled;
-    host.log_fields = f_log_fields;
-    host.now_ms = f_now;
-    host.wall_ms = f_wall;
-    host.timer_new = f_timer_new;
-    host.timer_arm = f_timer_arm;
-    host.timer_cancel = f_timer_cancel;
-    host.timer_pending = f_timer_pending;
-    host.timer_free = f_timer_free;
-    host.http_request = f_http_request;
-    host.http_cancel = f_http_cancel;
-    host.http_resp_status = f_status;
-    host.http_resp_error = f_error;
-    host.http_resp_error_text = f_error_text;
-    host.http_resp_body = f_body;
-    host.http_resp_header = f_header;
-    host.alloc = f_alloc;
-    host.realloc = realloc;
-    host.free = free;
+    fake_host_init(&host);
+    host.links.instance_name = f_instance_name;
+    host.log.enabled = f_log_enabled;
+    host.log.fields = f_log_fields;
+    host.loop.now_ms = f_now;
+    host.loop.wall_ms = f_wall;
+    host.loop.timer_new = f_timer_new;
+    host.loop.timer_arm = f_timer_arm;
+    host.loop.timer_cancel = f_timer_cancel;
+    host.loop.timer_pending = f_timer_pending;
+    host.loop.timer_free = f_timer_free;
+    host.http.request = f_http_request;
+    host.http.cancel = f_http_cancel;
+    host.http.resp_status = f_status;
+    host.http.resp_error = f_error;
+    host.http.resp_error_text = f_error_text;
+    host.http.resp_body = f_body;
+    host.http.resp_header = f_header;
+    host.mem.alloc = f_alloc;
+    host.mem.realloc = realloc;
+    host.mem.free = free;
 }
 
 /* ------------------------------------------------------------------ */
@@ -385,7 +384,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     memset(&S, 0, sizeof(S));
     memset(calls_done, 0, sizeof(calls_done));
-    if (!host.size)
+    if (!host.root.size)
         host_init();
     char *text = malloc(size + 1);
     if (!text)
@@ -394,7 +393,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[size] = '\0';
 
     struct hz_api_cfg cfg = {
-        .host = &host,
+        .host = fake_host(&host),
         .endpoint = "http://127.0.0.1:9/v1",
         .token = "fuzz-token",
         .max_in_flight = 4,

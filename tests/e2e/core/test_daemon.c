@@ -216,7 +216,7 @@ START_TEST(version_and_help)
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--version", NULL};
     ck_assert_int_eq(tu_run(argv, NULL, &out, 10000), 0);
     ck_assert_ptr_nonnull(strstr(out, "prismlb "));
-    ck_assert_ptr_nonnull(strstr(out, "module ABI 2."));
+    ck_assert_ptr_nonnull(strstr(out, "module ABI 3."));
     free(out);
     char *argv2[] = {(char *)tu_build_path("core/prismlb"), "--help", NULL};
     ck_assert_int_eq(tu_run(argv2, NULL, &out, 10000), 0);

@@ -21,6 +21,8 @@
 
 #include <prismlb/module.h>
 
+#include "fakehost.h"
+
 /* Why create or start failed, as the module said. */
 static char why[256];
 
@@ -68,23 +70,6 @@ static const char *
 instance_name(plb_ctx *c)
 {
     return c->name;
-}
-
-static const char *
-module_name(plb_ctx *c)
-{
-    (void)c;
-    return "endpoint_watch";
-}
-
-static void
-logv(plb_ctx *c, enum plb_log_level lvl, const char *fmt, va_list ap)
-{
-    char line[1024];
-    (void)c;
-    vsnprintf(line, sizeof(line), fmt, ap);
-    size_t n = strlen(log_text);
-    snprintf(log_text + n, sizeof(log_text) - n, "%d %s\n", (int)lvl, line);
 }
 
 static void log_fields(plb_ctx *c, enum plb_log_level lvl, const char *const *kv, const char *fmt,
@@ -334,36 +319,42 @@ informer_free(plb_informer *inf)
     ck_assert_ptr_null(inf);
 }
 
-static struct plb_host host = {
-    .size = sizeof(struct plb_host),
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .instance_name = instance_name,
-    .module_name = module_name,
-    .logv = logv,
-    .log_fields = log_fields,
-    .log_enabled = log_enabled,
-    .now_ms = now_ms,
-    .timer_new = timer_new,
-    .timer_arm = timer_arm,
-    .timer_cancel = timer_cancel,
-    .timer_pending = timer_pending,
-    .timer_free = timer_free,
-    .metric_new = metric_new,
-    .metric_add = metric_add,
-    .endpoints_publish = endpoints_publish,
-    .endpoints_failed = endpoints_failed,
-    .health_register = health_register,
-    .health_beat = health_beat,
-    .done = h_done,
-    .alloc = h_alloc,
-    .realloc = h_realloc,
-    .free = h_free,
-    .strdup = h_strdup,
-    .kube_new = kube_new,
-    .kube_free = kube_free,
-    .informer_free = informer_free,
-};
+static struct fake_host fh;
+
+/* The fake host: the shared one (tests/lib/fakehost.h) with this file's members. */
+static const struct plb_host *
+host_get(void)
+{
+    static int ready;
+    if (!ready) {
+        fake_host_init(&fh);
+        fh.links.instance_name = instance_name;
+        fh.log.fields = log_fields;
+        fh.log.enabled = log_enabled;
+        fh.loop.now_ms = now_ms;
+        fh.loop.timer_new = timer_new;
+        fh.loop.timer_arm = timer_arm;
+        fh.loop.timer_cancel = timer_cancel;
+        fh.loop.timer_pending = timer_pending;
+        fh.loop.timer_free = timer_free;
+        fh.metrics.new_metric = metric_new;
+        fh.metrics.add = metric_add;
+        fh.links.endpoints_publish = endpoints_publish;
+        fh.links.endpoints_failed = endpoints_failed;
+        fh.links.health_register = health_register;
+        fh.links.health_beat = health_beat;
+        fh.links.done = h_done;
+        fh.mem.alloc = h_alloc;
+        fh.mem.realloc = h_realloc;
+        fh.mem.free = h_free;
+        fh.mem.strdup = h_strdup;
+        fh.kube.client_new = kube_new;
+        fh.kube.client_free = kube_free;
+        fh.kube.informer_free = informer_free;
+        ready = 1;
+    }
+    return fake_host(&fh);
+}
 
 /* ------------------------------------------------------------------ */
 /* The module's config, written through its settings table (offsets).   */
@@ -427,7 +418,7 @@ static void *
 start(void)
 {
     void *st = NULL;
-    ck_assert_int_eq(mod->create(&host, &ctx, cfg, &st, why, sizeof(why)), 0);
+    ck_assert_int_eq(mod->create(host_get(), &ctx, cfg, &st, why, sizeof(why)), 0);
     ck_assert_int_eq(mod->start(st, why, sizeof(why)), 0);
     return st;
 }
@@ -548,7 +539,7 @@ START_TEST(allocation_failures_neither_crash_nor_leak)
         publishes = done_calls = 0;
         allocs = live = 0;
         alloc_fail_at = n;
-        int rc = mod->create(&host, &ctx, cfg, &st, why, sizeof(why));
+        int rc = mod->create(host_get(), &ctx, cfg, &st, why, sizeof(why));
         if (rc < 0) {
             ck_assert_int_eq(live, 0);
             continue;

@@ -22,20 +22,6 @@ t_name(plb_ctx *ctx)
     return "hz-test";
 }
 
-static void t_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
-    __attribute__((format(printf, 3, 0)));
-
-static void
-t_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
-{
-    (void)ctx;
-    if (!getenv("HZ_TEST_LOG") && lvl > PLB_LOG_WARN)
-        return;
-    fprintf(stderr, "[%d] ", (int)lvl);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-}
-
 static void t_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
                          const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
@@ -103,33 +89,28 @@ th_init(struct th *t)
         return -1;
     if (!(t->ctx->httpc = core_httpc_new(t->ctx->base)))
         return -1;
-    struct plb_host *h = &t->host;
-    h->size = sizeof(*h);
-    h->abi_major = PLB_ABI_MAJOR;
-    h->abi_minor = PLB_ABI_MINOR;
-    h->instance_name = t_name;
-    h->module_name = t_name;
-    h->logv = t_logv;
-    h->log_fields = t_log_fields;
-    h->log_enabled = t_log_enabled;
-    h->now_ms = t_now;
-    h->wall_ms = t_wall;
-    h->timer_new = t_timer_new;
-    h->timer_arm = core_timer_arm;
-    h->timer_cancel = core_timer_cancel;
-    h->timer_pending = core_timer_pending;
-    h->timer_free = core_timer_free;
-    h->http_request = t_http_request;
-    h->http_cancel = core_http_cancel;
-    h->http_resp_status = core_http_resp_status;
-    h->http_resp_error = core_http_resp_error;
-    h->http_resp_error_text = core_http_resp_error_text;
-    h->http_resp_body = core_http_resp_body;
-    h->http_resp_header = core_http_resp_header;
-    h->alloc = t_alloc;
-    h->realloc = realloc;
-    h->free = free;
-    h->strdup = strdup;
+    fake_host_init(&t->host);
+    t->host.links.instance_name = t_name;
+    t->host.log.fields = t_log_fields;
+    t->host.log.enabled = t_log_enabled;
+    t->host.loop.now_ms = t_now;
+    t->host.loop.wall_ms = t_wall;
+    t->host.loop.timer_new = t_timer_new;
+    t->host.loop.timer_arm = core_timer_arm;
+    t->host.loop.timer_cancel = core_timer_cancel;
+    t->host.loop.timer_pending = core_timer_pending;
+    t->host.loop.timer_free = core_timer_free;
+    t->host.http.request = t_http_request;
+    t->host.http.cancel = core_http_cancel;
+    t->host.http.resp_status = core_http_resp_status;
+    t->host.http.resp_error = core_http_resp_error;
+    t->host.http.resp_error_text = core_http_resp_error_text;
+    t->host.http.resp_body = core_http_resp_body;
+    t->host.http.resp_header = core_http_resp_header;
+    t->host.mem.alloc = t_alloc;
+    t->host.mem.realloc = realloc;
+    t->host.mem.free = free;
+    t->host.mem.strdup = strdup;
     return 0;
 }
 

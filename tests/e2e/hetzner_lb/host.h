@@ -7,10 +7,10 @@
 #ifndef HZ_E2E_HOST_H
 #define HZ_E2E_HOST_H
 
-#include <prismlb/module.h>
+#include "fakehost.h"
 
 struct th {
-    struct plb_host host;
+    struct fake_host host; /* the module's table: fake_host(&t->host) */
     plb_ctx *ctx;
 };
 

@@ -111,8 +111,8 @@ start(const char *const *args, int dry_run)
     ck_assert_int_eq(th_init(&th), 0);
     snprintf(token_path, sizeof(token_path), "%s/token", fake.dir);
     ck_assert_int_eq(tu_write_file(token_path, "tok-a\n"), 0);
-    hz_mem_use(&th.host);
-    struct hz_api_cfg cfg = {.host = &th.host,
+    hz_mem_use(fake_host(&th.host));
+    struct hz_api_cfg cfg = {.host = fake_host(&th.host),
                              .ctx = th.ctx,
                              .endpoint = fake.url,
                              .token_file = token_path,

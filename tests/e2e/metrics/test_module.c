@@ -17,6 +17,8 @@
 
 #include <prismlb/module.h>
 
+#include "fakehost.h"
+
 /* Why create or start failed, as the module said. */
 static char why[256];
 
@@ -94,30 +96,6 @@ static const char *
 f_instance_name(plb_ctx *ctx)
 {
     return ctx->name;
-}
-
-static const char *
-f_module_name(plb_ctx *ctx)
-{
-    (void)ctx;
-    return "metrics";
-}
-
-static void
-f_logv(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, va_list ap)
-{
-    (void)ctx;
-    (void)lvl;
-    (void)fmt;
-    (void)ap;
-}
-
-static void
-f_log_kv(plb_ctx *ctx, enum plb_log_level lvl, const char *msg, ...)
-{
-    (void)ctx;
-    (void)lvl;
-    (void)msg;
 }
 
 static void
@@ -302,14 +280,6 @@ f_http_query(plb_http_exchange *x)
     return x->query ? x->query : "";
 }
 
-static const char *
-f_http_header(plb_http_exchange *x, const char *name)
-{
-    (void)x;
-    (void)name;
-    return NULL;
-}
-
 static void
 f_http_reply(plb_http_exchange *x, int status, const char *ctype, const void *body, size_t len,
              const char *const *headers)
@@ -471,48 +441,52 @@ f_revision(void)
     return "abc1234";
 }
 
-static const struct plb_host host = {
-    .size = sizeof(struct plb_host),
-    .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
-    .instance_name = f_instance_name,
-    .module_name = f_module_name,
-    .logv = f_logv,
-    .log_kv = f_log_kv,
-    .log_fields = f_log_fields,
-    .log_enabled = f_log_enabled,
-    .now_ms = f_now_ms,
-    .wall_ms = f_wall_ms,
-    .timer_new = f_timer_new,
-    .timer_arm = f_timer_arm,
-    .timer_cancel = f_timer_cancel,
-    .timer_pending = f_timer_pending,
-    .timer_free = f_timer_free,
-    .http_server_new = f_http_server_new,
-    .http_server_port = f_http_server_port,
-    .http_route = f_http_route,
-    .http_server_free = f_http_server_free,
-    .http_method = f_http_method,
-    .http_path = f_http_path,
-    .http_query = f_http_query,
-    .http_header = f_http_header,
-    .http_reply = f_http_reply,
-    .metric_new = f_metric_new,
-    .metric_add = f_metric_add,
-    .metric_set = f_metric_set,
-    .metrics_render = f_metrics_render,
-    .health_register = f_health_register,
-    .health_beat = f_health_beat,
-    .health_set = f_health_set,
-    .health_foreach = f_health_foreach,
-    .done = f_done,
-    .alloc = f_alloc,
-    .realloc = f_realloc,
-    .free = f_free,
-    .strdup = f_strdup,
-    .version = f_version,
-    .revision = f_revision,
-};
+static struct fake_host fh;
+
+/* The fake host: the shared one (tests/lib/fakehost.h) with this file's members. */
+static const struct plb_host *
+host_get(void)
+{
+    static int ready;
+    if (!ready) {
+        fake_host_init(&fh);
+        fh.links.instance_name = f_instance_name;
+        fh.log.fields = f_log_fields;
+        fh.log.enabled = f_log_enabled;
+        fh.loop.now_ms = f_now_ms;
+        fh.loop.wall_ms = f_wall_ms;
+        fh.loop.timer_new = f_timer_new;
+        fh.loop.timer_arm = f_timer_arm;
+        fh.loop.timer_cancel = f_timer_cancel;
+        fh.loop.timer_pending = f_timer_pending;
+        fh.loop.timer_free = f_timer_free;
+        fh.http.server_new = f_http_server_new;
+        fh.http.server_port = f_http_server_port;
+        fh.http.route = f_http_route;
+        fh.http.server_free = f_http_server_free;
+        fh.http.method = f_http_method;
+        fh.http.path = f_http_path;
+        fh.http.query = f_http_query;
+        fh.http.reply = f_http_reply;
+        fh.metrics.new_metric = f_metric_new;
+        fh.metrics.add = f_metric_add;
+        fh.metrics.set = f_metric_set;
+        fh.metrics.render = f_metrics_render;
+        fh.links.health_register = f_health_register;
+        fh.links.health_beat = f_health_beat;
+        fh.links.health_set = f_health_set;
+        fh.links.health_foreach = f_health_foreach;
+        fh.links.done = f_done;
+        fh.mem.alloc = f_alloc;
+        fh.mem.realloc = f_realloc;
+        fh.mem.free = f_free;
+        fh.mem.strdup = f_strdup;
+        fh.links.version = f_version;
+        fh.links.revision = f_revision;
+        ready = 1;
+    }
+    return fake_host(&fh);
+}
 
 /* ------------------------------------------------------------------ */
 /* Driving the module                                                   */
@@ -579,7 +553,8 @@ static void
 inst_start(struct inst *in)
 {
     ck_assert_int_eq(checks_of(in, NULL, 0), 0);
-    ck_assert_int_eq(mod->create(&host, &in->ctx, in->config, &in->state, why, sizeof(why)), 0);
+    ck_assert_int_eq(mod->create(host_get(), &in->ctx, in->config, &in->state, why, sizeof(why)),
+                     0);
     ck_assert_int_eq(mod->start(in->state, why, sizeof(why)), 0);
 }
 
@@ -615,7 +590,7 @@ static int
 checks_of(struct inst *in, char *out, size_t len)
 {
     reports[0] = '\0';
-    int n = mod->check(&host, NULL, in->config, report);
+    int n = mod->check(host_get(), NULL, in->config, report);
     if (out)
         snprintf(out, len, "%s", reports);
     return n;
@@ -1013,7 +988,7 @@ START_TEST(start_failure_cleans_up)
     struct inst in;
     inst_init(&in, "metrics");
     F.fail_server = 1;
-    ck_assert_int_eq(mod->create(&host, &in.ctx, in.config, &in.state, why, sizeof(why)), 0);
+    ck_assert_int_eq(mod->create(host_get(), &in.ctx, in.config, &in.state, why, sizeof(why)), 0);
     ck_assert_int_eq(mod->start(in.state, why, sizeof(why)), -EADDRINUSE);
     ck_assert(!F.last_timer->armed);
     mod->destroy(in.state);
@@ -1038,7 +1013,7 @@ START_TEST(allocation_failures)
         f_health_set(&other, "upstreams", 0,
                      "a reason long enough to need the buffer to grow "
                      "at least once, and then some more text");
-        if (mod->create(&host, &in.ctx, in.config, &in.state, why, sizeof(why)) < 0) {
+        if (mod->create(host_get(), &in.ctx, in.config, &in.state, why, sizeof(why)) < 0) {
             ck_assert_int_eq(F.allocs, 0);
             continue;
         }

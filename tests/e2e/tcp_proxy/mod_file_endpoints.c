@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 struct fe_config {
     char *file;
@@ -62,9 +62,9 @@ poll_file(struct fe *fe)
         if (*s)
             v[n++] = s;
     }
-    int rc = fe->host->endpoints_publish(fe->ctx, "static", v, n);
+    int rc = fe->host->links->endpoints_publish(fe->ctx, "static", v, n);
     if (rc < 0)
-        fe->host->log_kv(fe->ctx, PLB_LOG_ERROR, "cannot publish endpoints", NULL);
+        PLB_LOG(fe->host, fe->ctx, PLB_LOG_ERROR, NULL, "cannot publish endpoints");
 }
 
 static void
@@ -80,15 +80,15 @@ fe_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 {
     (void)err;
     (void)errlen;
-    struct fe *fe = host->alloc(sizeof(*fe));
+    struct fe *fe = host->mem->alloc(sizeof(*fe));
     if (!fe)
         return -ENOMEM;
     fe->host = host;
     fe->ctx = ctx;
     fe->cfg = config;
-    fe->timer = host->timer_new(ctx, on_timer, fe);
+    fe->timer = host->loop->timer_new(ctx, on_timer, fe);
     if (!fe->timer) {
-        host->free(fe);
+        host->mem->free(fe);
         return -ENOMEM;
     }
     *state = fe;
@@ -102,7 +102,7 @@ fe_start(void *state, char *err, size_t errlen)
     (void)errlen;
     struct fe *fe = state;
     poll_file(fe);
-    return fe->host->timer_arm(fe->timer, fe->cfg->interval_ms, fe->cfg->interval_ms, 0);
+    return fe->host->loop->timer_arm(fe->timer, fe->cfg->interval_ms, fe->cfg->interval_ms, 0);
 }
 
 static void
@@ -110,16 +110,16 @@ fe_stop(void *state, int64_t grace_ms, plb_done *d)
 {
     struct fe *fe = state;
     (void)grace_ms;
-    fe->host->timer_cancel(fe->timer);
-    fe->host->done(d);
+    fe->host->loop->timer_cancel(fe->timer);
+    fe->host->links->done(d);
 }
 
 static void
 fe_destroy(void *state)
 {
     struct fe *fe = state;
-    fe->host->timer_free(fe->timer);
-    fe->host->free(fe);
+    fe->host->loop->timer_free(fe->timer);
+    fe->host->mem->free(fe);
 }
 
 PLB_MODULE_EXPORT = {

@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 struct lf_config {
     char *kubeconfig;
@@ -72,20 +72,20 @@ provision_one(const plb_obj *svc, void *arg)
     struct pass *p = arg;
     struct lf *lf = p->lf;
     const struct plb_host *h = lf->host;
-    const char *type = h->obj_str(h->obj_get(svc, "spec", "type", NULL));
-    const char *cls = h->obj_str(h->obj_get(svc, "spec", "loadBalancerClass", NULL));
-    const char *ns = h->obj_str(h->obj_get(svc, "metadata", "namespace", NULL));
-    const char *name = h->obj_str(h->obj_get(svc, "metadata", "name", NULL));
+    const char *type = h->obj->str(h->obj->get(svc, "spec", "type", NULL));
+    const char *cls = h->obj->str(h->obj->get(svc, "spec", "loadBalancerClass", NULL));
+    const char *ns = h->obj->str(h->obj->get(svc, "metadata", "namespace", NULL));
+    const char *name = h->obj->str(h->obj->get(svc, "metadata", "name", NULL));
     if (!type || strcmp(type, "LoadBalancer") != 0 || !cls || strcmp(cls, lf->cfg->lb_class) != 0 ||
         !ns || !name)
         return;
 
     struct plb_lb_targets t = {.size = sizeof(t)};
     char err[256];
-    int rc = h->lb_select_targets(lf->ctx, svc, PLB_LB_POLICY_TRAFFIC, NULL, lf->nodes, lf->slices,
-                                  (size_t)lf->cfg->max_targets, &t, err, sizeof(err));
+    int rc = h->lb->select_targets(lf->ctx, svc, PLB_LB_POLICY_TRAFFIC, NULL, lf->nodes, lf->slices,
+                                   (size_t)lf->cfg->max_targets, &t, err, sizeof(err));
     if (rc < 0) {
-        h->log_kv(lf->ctx, PLB_LOG_ERROR, "target selection failed", "service", name, NULL);
+        PLB_LOG(h, lf->ctx, PLB_LOG_ERROR, PLB_KV("service", name), "target selection failed");
         return;
     }
     char addr[32];
@@ -108,17 +108,17 @@ provision_one(const plb_obj *svc, void *arg)
                                     .reason = "TooManyTargets",
                                     .message = msg};
         int e;
-        h->kube_event(lf->kube, &ev, status_done, NULL, &e);
+        h->kube->event(lf->kube, &ev, status_done, NULL, &e);
     }
-    h->lb_targets_clear(&t);
+    h->lb->targets_clear(&t);
 
-    const char *have = h->obj_str(h->obj_get(
-        h->obj_at(h->obj_get(svc, "status", "loadBalancer", "ingress", NULL), 0), "ip", NULL));
+    const char *have = h->obj->str(h->obj->get(
+        h->obj->at(h->obj->get(svc, "status", "loadBalancer", "ingress", NULL), 0), "ip", NULL));
     if (!have || strcmp(have, addr) != 0) {
         const char *ips[] = {addr};
         int e;
-        if (!h->lb_status_write(lf->kube, svc, ips, 1, "VIP", status_done, NULL, &e))
-            h->log_kv(lf->ctx, PLB_LOG_ERROR, "status write failed", "service", name, NULL);
+        if (!h->lb->status_write(lf->kube, svc, ips, 1, "VIP", status_done, NULL, &e))
+            PLB_LOG(h, lf->ctx, PLB_LOG_ERROR, PLB_KV("service", name), "status write failed");
     }
 }
 
@@ -127,28 +127,29 @@ on_sync(plb_timer *timer, void *arg)
 {
     struct lf *lf = arg;
     (void)timer;
-    if (!lf->host->informer_synced(lf->services) || !lf->host->informer_synced(lf->nodes) ||
-        !lf->host->informer_synced(lf->slices))
+    if (!lf->host->kube->informer_synced(lf->services) ||
+        !lf->host->kube->informer_synced(lf->nodes) || !lf->host->kube->informer_synced(lf->slices))
         return;
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%s.tmp", lf->cfg->output_file);
     FILE *out = fopen(tmp, "w");
     if (!out) {
-        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot write the output file", "path", tmp, NULL);
+        PLB_LOG(lf->host, lf->ctx, PLB_LOG_ERROR, PLB_KV("path", tmp),
+                "cannot write the output file");
         return;
     }
     struct pass p = {.lf = lf, .out = out};
-    lf->host->informer_foreach(lf->services, provision_one, &p);
+    lf->host->kube->informer_foreach(lf->services, provision_one, &p);
     if (fclose(out) != 0 || rename(tmp, lf->cfg->output_file) != 0)
-        lf->host->log_kv(lf->ctx, PLB_LOG_ERROR, "cannot write the output file", "path",
-                         lf->cfg->output_file, NULL);
+        PLB_LOG(lf->host, lf->ctx, PLB_LOG_ERROR, PLB_KV("path", lf->cfg->output_file),
+                "cannot write the output file");
 }
 
 static void
 kick(struct lf *lf)
 {
-    if (!lf->host->timer_pending(lf->sync))
-        lf->host->timer_arm(lf->sync, 20, 0, 0);
+    if (!lf->host->loop->timer_pending(lf->sync))
+        lf->host->loop->timer_arm(lf->sync, 20, 0, 0);
 }
 
 static void
@@ -190,7 +191,7 @@ watch(struct lf *lf, const char *api_version, const char *resource)
         .arg = lf,
     };
     int err;
-    return lf->host->informer_new(lf->kube, &o, &err);
+    return lf->host->kube->informer_new(lf->kube, &o, &err);
 }
 
 static int
@@ -199,15 +200,15 @@ lf_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 {
     (void)err;
     (void)errlen;
-    struct lf *lf = host->alloc(sizeof(*lf));
+    struct lf *lf = host->mem->alloc(sizeof(*lf));
     if (!lf)
         return -ENOMEM;
     lf->host = host;
     lf->ctx = ctx;
     lf->cfg = config;
-    lf->sync = host->timer_new(ctx, on_sync, lf);
+    lf->sync = host->loop->timer_new(ctx, on_sync, lf);
     if (!lf->sync) {
-        host->free(lf);
+        host->mem->free(lf);
         return -ENOMEM;
     }
     *state = lf;
@@ -219,7 +220,7 @@ lf_start(void *state, char *err, size_t errlen)
 {
     struct lf *lf = state;
     struct plb_kube_opts o = {.size = sizeof(o), .kubeconfig = lf->cfg->kubeconfig};
-    lf->kube = lf->host->kube_new(lf->ctx, &o, err, errlen);
+    lf->kube = lf->host->kube->client_new(lf->ctx, &o, err, errlen);
     if (!lf->kube)
         return -EINVAL; /* err says why; the daemon logs it */
     lf->services = watch(lf, "v1", "services");
@@ -233,25 +234,25 @@ lf_stop(void *state, int64_t grace_ms, plb_done *d)
 {
     struct lf *lf = state;
     (void)grace_ms;
-    lf->host->timer_cancel(lf->sync);
-    lf->host->informer_free(lf->services);
-    lf->host->informer_free(lf->nodes);
-    lf->host->informer_free(lf->slices);
+    lf->host->loop->timer_cancel(lf->sync);
+    lf->host->kube->informer_free(lf->services);
+    lf->host->kube->informer_free(lf->nodes);
+    lf->host->kube->informer_free(lf->slices);
     lf->services = lf->nodes = lf->slices = NULL;
-    lf->host->done(d);
+    lf->host->links->done(d);
 }
 
 static void
 lf_destroy(void *state)
 {
     struct lf *lf = state;
-    lf->host->informer_free(lf->services);
-    lf->host->informer_free(lf->nodes);
-    lf->host->informer_free(lf->slices);
+    lf->host->kube->informer_free(lf->services);
+    lf->host->kube->informer_free(lf->nodes);
+    lf->host->kube->informer_free(lf->slices);
     if (lf->kube)
-        lf->host->kube_free(lf->kube);
-    lf->host->timer_free(lf->sync);
-    lf->host->free(lf);
+        lf->host->kube->client_free(lf->kube);
+    lf->host->loop->timer_free(lf->sync);
+    lf->host->mem->free(lf);
 }
 
 PLB_MODULE_EXPORT = {

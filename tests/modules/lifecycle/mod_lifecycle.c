@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 struct lc_config {
     char *trace_file;
@@ -124,11 +124,11 @@ trace(struct lc *lc, const char *what)
 {
     FILE *f = fopen(lc->cfg->trace_file, "a");
     if (!f) {
-        lc->host->log_kv(lc->ctx, PLB_LOG_ERROR, "cannot open trace file", "path",
-                         lc->cfg->trace_file, NULL);
+        PLB_LOG(lc->host, lc->ctx, PLB_LOG_ERROR, PLB_KV("path", lc->cfg->trace_file),
+                "cannot open trace file");
         return;
     }
-    fprintf(f, "%s %s\n", what, lc->host->instance_name(lc->ctx));
+    fprintf(f, "%s %s\n", what, lc->host->links->instance_name(lc->ctx));
     fclose(f);
 }
 
@@ -167,16 +167,16 @@ on_beat(plb_timer *t, void *arg)
 {
     struct lc *lc = arg;
     (void)t;
-    int64_t up = lc->host->now_ms(lc->ctx) - lc->started_ms;
+    int64_t up = lc->host->loop->now_ms(lc->ctx) - lc->started_ms;
     if (lc->cfg->wedge_after_ms > 0 && up >= lc->cfg->wedge_after_ms)
         return; /* wedged: no more heartbeats */
-    lc->host->health_beat(lc->ctx, "loop");
+    lc->host->links->health_beat(lc->ctx, "loop");
     if (lc->cfg->gate_file && lc->cfg->gate_file[0]) {
         /* a stat of a test's own file: no open, nothing to block on */
         int want = access(lc->cfg->gate_file, F_OK) == 0;
         if (want != lc->gate_is_open) {
             lc->gate_is_open = want;
-            lc->host->gate_set(lc->ctx, want, want ? NULL : gate_closed, lc);
+            lc->host->links->gate_set(lc->ctx, want, want ? NULL : gate_closed, lc);
         }
     }
 }
@@ -186,7 +186,7 @@ on_ready(plb_timer *t, void *arg)
 {
     struct lc *lc = arg;
     (void)t;
-    lc->host->health_set(lc->ctx, "ready", 1, NULL);
+    lc->host->links->health_set(lc->ctx, "ready", 1, NULL);
     trace(lc, "ready");
 }
 
@@ -196,12 +196,12 @@ on_gate_timer(plb_timer *t, void *arg)
     struct lc *lc = arg;
     if (!lc->gate_is_open) {
         lc->gate_is_open = 1;
-        lc->host->gate_set(lc->ctx, 1, NULL, NULL);
+        lc->host->links->gate_set(lc->ctx, 1, NULL, NULL);
         if (lc->cfg->gate_close_after_ms > 0)
-            lc->host->timer_arm(t, lc->cfg->gate_close_after_ms, 0, 0);
+            lc->host->loop->timer_arm(t, lc->cfg->gate_close_after_ms, 0, 0);
     } else {
         lc->gate_is_open = 0;
-        lc->host->gate_set(lc->ctx, 0, gate_closed, lc);
+        lc->host->links->gate_set(lc->ctx, 0, gate_closed, lc);
     }
 }
 
@@ -216,7 +216,7 @@ lc_gate_close(void *state, plb_done *d)
 {
     struct lc *lc = state;
     trace(lc, "gate_close");
-    lc->host->done(d);
+    lc->host->links->done(d);
 }
 
 static void
@@ -227,14 +227,14 @@ on_stop_delay(plb_timer *t, void *arg)
     trace(lc, "stopped");
     plb_done *d = lc->stop_done;
     lc->stop_done = NULL;
-    lc->host->done(d);
+    lc->host->links->done(d);
 }
 
 static int
 lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
           size_t errlen)
 {
-    struct lc *lc = host->alloc(sizeof(*lc));
+    struct lc *lc = host->mem->alloc(sizeof(*lc));
     if (!lc) {
         snprintf(err, errlen, "out of memory for the instance");
         return -ENOMEM;
@@ -242,16 +242,16 @@ lc_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     lc->host = host;
     lc->ctx = ctx;
     lc->cfg = config;
-    lc->beat = host->timer_new(ctx, on_beat, lc);
-    lc->stopper = host->timer_new(ctx, on_stop_delay, lc);
-    lc->gate = host->timer_new(ctx, on_gate_timer, lc);
-    lc->ready = host->timer_new(ctx, on_ready, lc);
+    lc->beat = host->loop->timer_new(ctx, on_beat, lc);
+    lc->stopper = host->loop->timer_new(ctx, on_stop_delay, lc);
+    lc->gate = host->loop->timer_new(ctx, on_gate_timer, lc);
+    lc->ready = host->loop->timer_new(ctx, on_ready, lc);
     if (!lc->beat || !lc->stopper || !lc->gate || !lc->ready) {
-        host->timer_free(lc->beat);
-        host->timer_free(lc->stopper);
-        host->timer_free(lc->gate);
-        host->timer_free(lc->ready);
-        host->free(lc);
+        host->loop->timer_free(lc->beat);
+        host->loop->timer_free(lc->stopper);
+        host->loop->timer_free(lc->gate);
+        host->loop->timer_free(lc->ready);
+        host->mem->free(lc);
         return -ENOMEM;
     }
     *state = lc;
@@ -268,44 +268,45 @@ lc_start(void *state, char *err, size_t errlen)
         snprintf(err, errlen, "fail_start is set");
         return -EINVAL;
     }
-    lc->started_ms = lc->host->now_ms(lc->ctx);
-    int rc = lc->host->health_register(lc->ctx, "loop", PLB_HEALTH_LIVE);
+    lc->started_ms = lc->host->loop->now_ms(lc->ctx);
+    int rc = lc->host->links->health_register(lc->ctx, "loop", PLB_HEALTH_LIVE);
     if (rc < 0)
         return rc;
-    rc = lc->host->timer_arm(lc->beat, 100, 100, 0);
+    rc = lc->host->loop->timer_arm(lc->beat, 100, 100, 0);
     if (rc < 0)
         return rc;
     if (lc->cfg->ready_after_ms > 0) {
-        rc = lc->host->health_register(lc->ctx, "ready", PLB_HEALTH_READY);
+        rc = lc->host->links->health_register(lc->ctx, "ready", PLB_HEALTH_READY);
         if (rc < 0)
             return rc;
-        lc->host->health_set(lc->ctx, "ready", 0, "warming up (ready_after)");
-        rc = lc->host->timer_arm(lc->ready, lc->cfg->ready_after_ms, 0, 0);
+        lc->host->links->health_set(lc->ctx, "ready", 0, "warming up (ready_after)");
+        rc = lc->host->loop->timer_arm(lc->ready, lc->cfg->ready_after_ms, 0, 0);
         if (rc < 0)
             return rc;
     }
     if (lc->cfg->publish.n) {
-        rc = lc->host->endpoints_publish(lc->ctx, "static", (const char *const *)lc->cfg->publish.v,
-                                         lc->cfg->publish.n);
+        rc = lc->host->links->endpoints_publish(
+            lc->ctx, "static", (const char *const *)lc->cfg->publish.v, lc->cfg->publish.n);
         if (rc < 0)
             return rc;
     }
     if (lc->cfg->gate_open_after_ms > 0) {
-        rc = lc->host->timer_arm(lc->gate, lc->cfg->gate_open_after_ms, 0, 0);
+        rc = lc->host->loop->timer_arm(lc->gate, lc->cfg->gate_open_after_ms, 0, 0);
         if (rc < 0)
             return rc;
     }
     if (lc->cfg->port_metric) {
-        plb_metric *m = lc->host->metric_new(lc->ctx, PLB_METRIC_GAUGE, "lifecycle_port",
-                                             "The port setting of the instance.", NULL, NULL, 0);
+        plb_metric *m =
+            lc->host->metrics->new_metric(lc->ctx, PLB_METRIC_GAUGE, "lifecycle_port",
+                                          "The port setting of the instance.", NULL, NULL, 0);
         if (!m)
             return -ENOMEM;
-        rc = lc->host->metric_set(m, NULL, (double)lc->cfg->port);
+        rc = lc->host->metrics->set(m, NULL, (double)lc->cfg->port);
         if (rc < 0)
             return rc;
     }
     if (lc->cfg->sources.n)
-        rc = lc->host->endpoints_subscribe(lc->ctx, &lc->cfg->sources, on_endpoints, lc);
+        rc = lc->host->links->endpoints_subscribe(lc->ctx, &lc->cfg->sources, on_endpoints, lc);
     return rc;
 }
 
@@ -315,16 +316,16 @@ lc_stop(void *state, int64_t grace_ms, plb_done *d)
     struct lc *lc = state;
     (void)grace_ms;
     trace(lc, "stop");
-    lc->host->timer_cancel(lc->beat);
-    lc->host->timer_cancel(lc->gate);
-    lc->host->timer_cancel(lc->ready);
+    lc->host->loop->timer_cancel(lc->beat);
+    lc->host->loop->timer_cancel(lc->gate);
+    lc->host->loop->timer_cancel(lc->ready);
     if (lc->cfg->stop_delay_ms > 0) {
         lc->stop_done = d;
-        if (lc->host->timer_arm(lc->stopper, lc->cfg->stop_delay_ms, 0, 0) == 0)
+        if (lc->host->loop->timer_arm(lc->stopper, lc->cfg->stop_delay_ms, 0, 0) == 0)
             return;
         lc->stop_done = NULL;
     }
-    lc->host->done(d);
+    lc->host->links->done(d);
 }
 
 static void
@@ -332,11 +333,11 @@ lc_destroy(void *state)
 {
     struct lc *lc = state;
     trace(lc, "destroy");
-    lc->host->timer_free(lc->beat);
-    lc->host->timer_free(lc->stopper);
-    lc->host->timer_free(lc->gate);
-    lc->host->timer_free(lc->ready);
-    lc->host->free(lc);
+    lc->host->loop->timer_free(lc->beat);
+    lc->host->loop->timer_free(lc->stopper);
+    lc->host->loop->timer_free(lc->gate);
+    lc->host->loop->timer_free(lc->ready);
+    lc->host->mem->free(lc);
 }
 
 PLB_MODULE_EXPORT = {

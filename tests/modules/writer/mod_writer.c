@@ -26,7 +26,7 @@
 
 #define WR_MAX_PARALLEL 16
 
-#include <prismlb/module.h>
+#include <prismlb/module_util.h>
 
 struct wr_config {
     char *identity;
@@ -92,12 +92,12 @@ trace(struct wr *w, const char *what)
         return;
     FILE *f = fopen(w->cfg->trace_file, "a");
     if (!f) {
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot open trace file", "path", w->cfg->trace_file,
-                        NULL);
+        PLB_LOG(w->host, w->ctx, PLB_LOG_ERROR, PLB_KV("path", w->cfg->trace_file),
+                "cannot open trace file");
         return;
     }
     fprintf(f, "%s %s %lu %lld\n", what, w->cfg->identity, w->term,
-            (long long)w->host->wall_ms(w->ctx));
+            (long long)w->host->loop->wall_ms(w->ctx));
     fclose(f);
 }
 
@@ -114,10 +114,10 @@ ended(struct wr *w, int status, int fenced, int in_flight, const char *error)
     else if (status == 200)
         trace(w, "written");
     else
-        w->host->log_kv(w->ctx, PLB_LOG_WARN, "write failed", "error", error, NULL);
+        PLB_LOG(w->host, w->ctx, PLB_LOG_WARN, PLB_KV("error", error), "write failed");
     if ((w->open || w->cfg->careless) &&
-        w->host->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot arm the write timer", NULL);
+        w->host->loop->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
+        PLB_LOG(w->host, w->ctx, PLB_LOG_ERROR, NULL, "cannot arm the write timer");
 }
 
 static void
@@ -128,10 +128,10 @@ on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         if (w->req[i] == req)
             w->req[i] = NULL;
     }
-    ended(w, w->host->http_resp_status(resp), w->host->http_resp_error(resp) == PLB_HTTP_E_FENCED,
-          PLB_HOST_HAS(w->host, http_resp_in_flight_at_close) &&
-              w->host->http_resp_in_flight_at_close(resp),
-          w->host->http_resp_error_text(resp));
+    ended(w, w->host->http->resp_status(resp), w->host->http->resp_error(resp) == PLB_HTTP_E_FENCED,
+          PLB_HAS(w->host->http, resp_in_flight_at_close) &&
+              w->host->http->resp_in_flight_at_close(resp),
+          w->host->http->resp_error_text(resp));
 }
 
 static void
@@ -165,7 +165,7 @@ write_one(struct wr *w, int i)
                                    .ns = "default",
                                    .name = "shared-writes"};
         w->op[i] =
-            w->host->kube_patch(w->kube, &ref, PLB_KUBE_MERGE_PATCH, body, on_kube_done, w, &err);
+            w->host->kube->patch(w->kube, &ref, PLB_KUBE_MERGE_PATCH, body, on_kube_done, w, &err);
         return w->op[i] ? 0 : (err ? err : -EIO);
     }
     snprintf(ua, sizeof(ua), "User-Agent: prismlb-writer/%s/%lu", w->cfg->identity, w->term);
@@ -185,7 +185,7 @@ write_one(struct wr *w, int i)
         .done = on_done,
         .arg = w,
     };
-    w->req[i] = w->host->http_request(w->ctx, &o, &err);
+    w->req[i] = w->host->http->request(w->ctx, &o, &err);
     return w->req[i] ? 0 : (err ? err : -EIO);
 }
 
@@ -208,9 +208,9 @@ write_all(struct wr *w)
     if (refused)
         trace(w, "refused");
     if (failed)
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot start a write", NULL);
-    if ((refused || failed) && w->host->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
-        w->host->log_kv(w->ctx, PLB_LOG_ERROR, "cannot arm the write timer", NULL);
+        PLB_LOG(w->host, w->ctx, PLB_LOG_ERROR, NULL, "cannot start a write");
+    if ((refused || failed) && w->host->loop->timer_arm(w->timer, w->cfg->interval_ms, 0, 0) < 0)
+        PLB_LOG(w->host, w->ctx, PLB_LOG_ERROR, NULL, "cannot arm the write timer");
 }
 
 static void
@@ -226,12 +226,12 @@ halt(struct wr *w)
 {
     w->open = 0;
     if (w->timer)
-        w->host->timer_cancel(w->timer);
+        w->host->loop->timer_cancel(w->timer);
     for (int i = 0; i < WR_MAX_PARALLEL; i++) {
         if (w->req[i])
-            w->host->http_cancel(w->req[i]);
+            w->host->http->cancel(w->req[i]);
         if (w->op[i])
-            w->host->kube_cancel(w->op[i]);
+            w->host->kube->cancel(w->op[i]);
         w->req[i] = NULL;
         w->op[i] = NULL;
     }
@@ -243,7 +243,7 @@ wr_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
 {
     (void)err;
     (void)errlen;
-    struct wr *w = host->alloc(sizeof(*w));
+    struct wr *w = host->mem->alloc(sizeof(*w));
     if (!w)
         return -ENOMEM;
     w->host = host;
@@ -259,7 +259,7 @@ wr_start(void *state, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     struct wr *w = state;
-    w->timer = w->host->timer_new(w->ctx, on_timer, w);
+    w->timer = w->host->loop->timer_new(w->ctx, on_timer, w);
     if (!w->timer)
         return -ENOMEM;
     if (w->cfg->via == 1) {
@@ -267,7 +267,7 @@ wr_start(void *state, char *err, size_t errlen)
         snprintf(ua, sizeof(ua), "prismlb-writer/%s/0", w->cfg->identity);
         struct plb_kube_opts o = {
             .size = sizeof(o), .kubeconfig = w->cfg->kubeconfig, .user_agent = ua};
-        w->kube = w->host->kube_new(w->ctx, &o, err, errlen);
+        w->kube = w->host->kube->client_new(w->ctx, &o, err, errlen);
         if (!w->kube)
             return -EINVAL;
     }
@@ -282,7 +282,7 @@ wr_stop(void *state, int64_t grace_ms, plb_done *d)
     if (w->open)
         trace(w, "gate_close");
     halt(w);
-    w->host->done(d);
+    w->host->links->done(d);
 }
 
 static void
@@ -292,9 +292,9 @@ wr_destroy(void *state)
     if (!w)
         return;
     halt(w);
-    w->host->kube_free(w->kube);
-    w->host->timer_free(w->timer);
-    w->host->free(w);
+    w->host->kube->client_free(w->kube);
+    w->host->loop->timer_free(w->timer);
+    w->host->mem->free(w);
 }
 
 static void
@@ -318,7 +318,7 @@ wr_gate_close(void *state, plb_done *d)
         w->open = 0; /* the fence stops what is in flight */
     else
         halt(w);
-    w->host->done(d);
+    w->host->links->done(d);
 }
 
 PLB_MODULE_EXPORT = {

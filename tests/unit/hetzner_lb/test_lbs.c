@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "common.h"
+#include "fakehost.h"
 
 /* Live bytes of everything allocated through the counting functions. */
 static long live;
@@ -49,11 +50,8 @@ count_free(void *p)
     free(p);
 }
 
-static struct plb_host count_host = {
-    .alloc = count_calloc,
-    .realloc = count_realloc,
-    .free = count_free,
-};
+/* A host whose allocator counts (the shared fake host's mem, replaced). */
+static struct fake_host count_host;
 
 /* A balancer as Hetzner answers it: ntargets IP targets, each with its
  * health_status per service (new text). */
@@ -114,7 +112,11 @@ START_TEST(a_balancer_is_kept_as_the_fields_the_reconcile_reads_in_a_few_kib)
     json_t *j;
 
     json_set_alloc_funcs(count_malloc, count_free);
-    hz_mem_use(&count_host);
+    fake_host_init(&count_host);
+    count_host.mem.alloc = count_calloc;
+    count_host.mem.realloc = count_realloc;
+    count_host.mem.free = count_free;
+    hz_mem_use(fake_host(&count_host));
     start = live;
     j = parse_json(text);
     json_bytes = live - start;

@@ -1,18 +1,39 @@
 /*
  * The ABI promise: a module built out of tree, with nothing but the
- * installed <prismlb/module.h> and the prismlb-module pkg-config file,
- * loads into the daemon and its hooks run in order, twice under two
- * instance names.
+ * installed <prismlb/module.h> (and <prismlb/module_util.h>) and the
+ * prismlb-module pkg-config file, loads into the daemon and its hooks run
+ * in order, twice under two instance names; every test module and the
+ * README's example build so under gcc and clang with -Werror and load; a
+ * module that uses a member only where PLB_HAS finds it takes its fallback
+ * on a table cut short as an older 3.x daemon's is.
  */
 #include <check.h>
+#include <dlfcn.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
+#include "fakehost.h"
 #include "prismlb/module.h"
 #include "testutil.h"
+
+/* Install the development files only (header, helpers, pkg-config file,
+ * docs) into dir/root. */
+static void
+install_devel(const char *dir)
+{
+    char cmd[8192], *out = NULL;
+    snprintf(cmd, sizeof(cmd),
+             "meson install -C '%s' --destdir '%s/root' --tags devel --no-rebuild --quiet",
+             tu_build_path(""), dir);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    int rc = tu_run(sh, NULL, &out, 120000);
+    ck_assert_msg(rc == 0, "install failed (%d): %s", rc, out);
+    free(out);
+}
 
 START_TEST(out_of_tree_module_loads_and_runs)
 {
@@ -21,13 +42,9 @@ START_TEST(out_of_tree_module_loads_and_runs)
     char cmd[16384], *out = NULL;
 
     /* 1. Install the development files only, into a private root. */
-    snprintf(cmd, sizeof(cmd),
-             "meson install -C '%s' --destdir '%s/root' --tags devel --no-rebuild --quiet",
-             tu_build_path(""), dir);
+    install_devel(dir);
     char *sh[] = {"sh", "-c", cmd, NULL};
-    int rc = tu_run(sh, NULL, &out, 120000);
-    ck_assert_msg(rc == 0, "install failed (%d): %s", rc, out);
-    free(out);
+    int rc;
 
     /* 2. Build the module from a copy of its source, outside the tree,
      * with flags from pkg-config alone. */
@@ -92,16 +109,13 @@ START_TEST(readme_example_compiles_and_runs)
     ck_assert_ptr_nonnull(dir);
     char cmd[16384], *out = NULL;
 
-    snprintf(cmd, sizeof(cmd),
-             "meson install -C '%s' --destdir '%s/root' --tags devel --no-rebuild --quiet",
-             tu_build_path(""), dir);
+    install_devel(dir);
     char *sh[] = {"sh", "-c", cmd, NULL};
-    int rc = tu_run(sh, NULL, &out, 120000);
-    ck_assert_msg(rc == 0, "install failed (%d): %s", rc, out);
-    free(out);
+    int rc;
 
     snprintf(cmd, sizeof(cmd),
              "set -e; test -n \"$(find '%s/root' -path '*/doc/prismlb/README.md')\"; "
+             "test -n \"$(find '%s/root' -path '*/doc/prismlb/module-guide.md')\"; "
              "test -n \"$(find '%s/root' -path '*/doc/prismlb/examples/proxy.conf')\"; "
              "awk '/^```c$/ {on = 1; next} /^```$/ {if (on) exit} on' '%s' > '%s/hello.c'; "
              "grep -q PLB_MODULE_EXPORT '%s/hello.c'; "
@@ -112,7 +126,7 @@ START_TEST(readme_example_compiles_and_runs)
              "if command -v clang >/dev/null 2>&1; then "
              "clang $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
              "-fPIC -shared -fvisibility=hidden -o clang-hello.so hello.c; echo clang=built; fi",
-             dir, dir, tu_source_path("README.md"), dir, dir, dir, dir, dir);
+             dir, dir, dir, tu_source_path("README.md"), dir, dir, dir, dir, dir);
     rc = tu_run(sh, NULL, &out, 120000);
     ck_assert_msg(rc == 0, "the README example does not build (%d): %s", rc, out);
     /* With clang installed, it builds warning-free there too. */
@@ -146,6 +160,227 @@ START_TEST(readme_example_compiles_and_runs)
 }
 END_TEST
 
+/* Every module of tests/modules, copied out of the tree and built with the
+ * flags of the installed pkg-config file alone, -Wall -Wextra -Werror, by
+ * cc and by clang (when installed); each loads: --check-config of a config
+ * naming the built file passes. */
+struct oot_module {
+    const char *src;      /* under tests/modules */
+    const char *cflags;   /* extra: the stride layouts */
+    const char *settings; /* what its instance needs */
+};
+static const struct oot_module oot_modules[] = {
+    {"lifecycle/mod_lifecycle.c", "", "trace_file = \"trace.log\";"},
+    {"stride/mod_stride.c", "", ""},
+    {"stride/mod_stride.c", "-DSTRIDE_NEWER", ""},
+    {"stride/mod_stride.c", "-DSTRIDE_OLDER", ""},
+    {"lbfile/mod_lbfile.c", "", "kubeconfig = \"kc\"; output_file = \"out\";"},
+    {"lbtrim/mod_lbtrim.c", "", "kubeconfig = \"kc\"; output_file = \"out\";"},
+    {"writer/mod_writer.c", "", "identity = \"w\"; url = \"http://127.0.0.1:9/x\";"},
+    {"has/mod_has.c", "", ""},
+};
+
+START_TEST(every_test_module_builds_out_of_tree_and_loads)
+{
+    const struct oot_module *m = &oot_modules[_i];
+    char *dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    char cmd[16384], *out = NULL;
+    install_devel(dir);
+    int have_clang = system("command -v clang >/dev/null 2>&1") == 0;
+    char src[4096];
+    snprintf(src, sizeof(src), "%s/%s", tu_source_path("tests/modules"), m->src);
+    snprintf(cmd, sizeof(cmd),
+             "set -e; cp '%s' '%s/mod.c'; "
+             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
+             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
+             "cd '%s'; for c in cc %s; do "
+             "$c $(pkg-config --cflags prismlb-module) %s -std=c11 -Wall -Wextra -Werror "
+             "-fPIC -shared -fvisibility=hidden -o mod-$c.so mod.c; echo built=$c; done",
+             src, dir, dir, dir, dir, have_clang ? "clang" : "", m->cflags);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    int rc = tu_run(sh, NULL, &out, 120000);
+    ck_assert_msg(rc == 0, "%s %s does not build out of tree (%d): %s", m->src, m->cflags, rc, out);
+    ck_assert_msg(strstr(out, "built=cc") != NULL, "no cc build: %s", out);
+    if (have_clang)
+        ck_assert_msg(strstr(out, "built=clang") != NULL, "no clang build: %s", out);
+    free(out);
+
+    for (int k = 0; k < 1 + have_clang; k++) {
+        char conf[4096], text[1024];
+        snprintf(conf, sizeof(conf), "%s/check.conf", dir);
+        snprintf(text, sizeof(text), "instances = ( { module = \"./mod-%s.so\"; %s } );\n",
+                 k ? "clang" : "cc", m->settings);
+        ck_assert_int_eq(tu_write_file(conf, text), 0);
+        char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", conf,
+                        NULL};
+        rc = tu_run(argv, NULL, &out, 30000);
+        ck_assert_msg(rc == 0, "%s (%s) does not load (%d): %s", m->src, k ? "clang" : "cc", rc,
+                      out);
+        free(out);
+    }
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* mod_has built out of tree runs on the daemon: a 3.0 module on a 3.0
+ * daemon finds every member and uses new_real. */
+START_TEST(a_module_built_for_3_0_finds_every_member_on_the_daemon)
+{
+    char *dir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(dir);
+    char cmd[16384], *out = NULL;
+    install_devel(dir);
+    snprintf(cmd, sizeof(cmd),
+             "set -e; cp '%s' '%s/mod_has.c'; "
+             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
+             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
+             "cd '%s' && cc $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
+             "-fPIC -shared -fvisibility=hidden -o mod_has.so mod_has.c",
+             tu_source_path("tests/modules/has/mod_has.c"), dir, dir, dir, dir);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    int rc = tu_run(sh, NULL, &out, 120000);
+    ck_assert_msg(rc == 0, "out-of-tree build failed (%d): %s", rc, out);
+    free(out);
+
+    char conf[4096], logfile[4096], mp[4096];
+    snprintf(conf, sizeof(conf), "%s/has.conf", dir);
+    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
+    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
+    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"has\"; } );\n"), 0);
+    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
+    char *env[] = {mp, NULL};
+    struct tu_proc p;
+    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
+    long long end = tu_now_ms() + 10000;
+    while (!tu_file_has(logfile, "msg=started") && tu_now_ms() < end)
+        tu_sleep_ms(50);
+    int built = tu_file_has(logfile, "msg=started");
+    tu_stop(&p, SIGTERM, 10000);
+    char *l = tu_read_file(logfile, NULL);
+    ck_assert_msg(built, "not started: %s", l ? l : "");
+    static const char *const want[] = {
+        "has host.links: yes",     "has log.set_level: yes",
+        "has mem.strdup: yes",     "has loop.snapshot_free: yes",
+        "has http.reply: yes",     "has kube.informer_foreach: yes",
+        "has obj.new_real: yes",   "has metrics.on_collect: yes",
+        "has lb.keep_slices: yes", "has links.done: yes",
+        "built 0.5 with new_real",
+    };
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+        ck_assert_msg(strstr(l, want[i]) != NULL, "no \"%s\" in: %s", want[i], l);
+    free(l);
+    ck_assert(WIFEXITED(p.status));
+    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
+    tu_rmrf(dir);
+    free(dir);
+}
+END_TEST
+
+/* The same module on a host whose tables are cut short, as an older 3.x
+ * daemon's are: PLB_HAS finds the members from the cut on absent, and the
+ * module takes its fallback instead of calling past the table's end. */
+static char logged[4096];
+static int new_real_calls, new_str_calls;
+static plb_obj *const a_value = (plb_obj *)(void *)&new_real_calls; /* never dereferenced */
+
+static void cap_msg(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...) PLB_PRINTF(3, 4);
+
+static void
+cap_msg(plb_ctx *ctx, enum plb_log_level lvl, const char *fmt, ...)
+{
+    (void)ctx;
+    (void)lvl;
+    size_t n = strlen(logged);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(logged + n, sizeof(logged) - n, fmt, ap);
+    va_end(ap);
+    n = strlen(logged);
+    snprintf(logged + n, sizeof(logged) - n, "\n");
+}
+
+static plb_obj *
+f_new_real(double v)
+{
+    (void)v;
+    new_real_calls++;
+    return a_value;
+}
+
+static plb_obj *
+f_new_str(const char *s)
+{
+    (void)s;
+    new_str_calls++;
+    return a_value;
+}
+
+static void
+f_unref(plb_obj *o)
+{
+    ck_assert_ptr_eq(o, a_value);
+}
+
+/* Create and destroy mod_has on f; what it logged is in `logged`. */
+static void
+run_has(struct fake_host *f)
+{
+    void *dl = dlopen(tu_build_path("tests/modules/mod_has.so"), RTLD_NOW | RTLD_LOCAL);
+    ck_assert_msg(dl != NULL, "%s", dlerror());
+    const struct plb_module *mod = dlsym(dl, PLB_MODULE_SYMBOL);
+    ck_assert_ptr_nonnull(mod);
+    logged[0] = '\0';
+    new_real_calls = new_str_calls = 0;
+    void *state = NULL;
+    char err[128] = "";
+    ck_assert_int_eq(mod->create(fake_host(f), NULL, NULL, &state, err, sizeof(err)), 0);
+    mod->destroy(state);
+    dlclose(dl);
+}
+
+static void
+fake_setup(struct fake_host *f)
+{
+    fake_host_init(f);
+    f->log.msg = cap_msg;
+    f->obj.new_real = f_new_real;
+    f->obj.new_str = f_new_str;
+    f->obj.unref = f_unref;
+}
+
+START_TEST(a_member_the_daemon_lacks_is_found_absent)
+{
+    struct fake_host f;
+    fake_setup(&f);
+    run_has(&f);
+    ck_assert_msg(strstr(logged, "has obj.new_real: yes\n") != NULL, "%s", logged);
+    ck_assert_msg(strstr(logged, "built 0.5 with new_real\n") != NULL, "%s", logged);
+    ck_assert_int_eq(new_real_calls, 1);
+
+    /* An obj table that ends before new_real: set, but not the daemon's. */
+    fake_setup(&f);
+    fake_host_cut(&f.obj.size, offsetof(struct plb_host_obj, new_real));
+    run_has(&f);
+    ck_assert_msg(strstr(logged, "has obj.new_real: no\n") != NULL, "%s", logged);
+    ck_assert_msg(strstr(logged, "has obj.new_null: ") == NULL, "%s", logged);
+    ck_assert_msg(strstr(logged, "built 0.5 with new_str\n") != NULL, "%s", logged);
+    ck_assert_int_eq(new_real_calls, 0);
+    ck_assert_int_eq(new_str_calls, 1);
+    ck_assert_msg(strstr(logged, "has metrics.on_collect: yes\n") != NULL, "%s", logged);
+
+    /* A root that ends before the links table: the table is not read. */
+    fake_setup(&f);
+    fake_host_cut(&f.root.size, offsetof(struct plb_host, links));
+    f.root.links = NULL; /* what lies past an older root: never to be read */
+    run_has(&f);
+    ck_assert_msg(strstr(logged, "has host.links: no\n") != NULL, "%s", logged);
+    ck_assert_msg(strstr(logged, "has links.done: no\n") != NULL, "%s", logged);
+    ck_assert_msg(strstr(logged, "has lb.keep_slices: yes\n") != NULL, "%s", logged);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -154,6 +389,10 @@ main(void)
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, out_of_tree_module_loads_and_runs);
     tcase_add_test(tc, readme_example_compiles_and_runs);
+    tcase_add_loop_test(tc, every_test_module_builds_out_of_tree_and_loads, 0,
+                        (int)(sizeof(oot_modules) / sizeof(oot_modules[0])));
+    tcase_add_test(tc, a_module_built_for_3_0_finds_every_member_on_the_daemon);
+    tcase_add_test(tc, a_member_the_daemon_lacks_is_found_absent);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -148,11 +148,11 @@ env_daemon_start(struct env *e, const struct env_opts *o, const char *name)
                  " trace_file = \"%s/trace\"; },\n",
                  o->gate_file, dir);
     snprintf(conf, sizeof(conf),
-             "instances = (\n%s  { module = \"hetzner_lb\"; name = \"hz\";%s\n"
+             "instances = (\n%s%s  { module = \"hetzner_lb\"; name = \"hz\";%s\n"
              "  hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
              "  %s\n  %s } );\n",
-             gate, gate[0] ? " gate = \"lead\";" : "", e->hz.url, e->kc,
-             o->no_network ? "" : "default_network = \"k8s\";", o->extra ? o->extra : "");
+             gate, o->instances ? o->instances : "", gate[0] ? " gate = \"lead\";" : "", e->hz.url,
+             e->kc, o->no_network ? "" : "default_network = \"k8s\";", o->extra ? o->extra : "");
     env_spawn(&e->d, name, conf, o->resync_s, e->log);
 }
 

@@ -43,6 +43,8 @@ struct env_opts {
     const char *gate_open_after, *gate_close_after;
     /* Gate it instead by a file: open while gate_file exists (a path). */
     const char *gate_file;
+    /* More instances beside it, as config text ("{ module = ...; },"). */
+    const char *instances;
 };
 
 /* Print the daemon's log to stderr. */

@@ -183,21 +183,25 @@ START_TEST(newer_abi_minor)
 }
 END_TEST
 
-/* 2.0 and 3.0 are major versions: a module whose descriptor says 1.1 is refused,
- * and the message names both versions. */
-START_TEST(abi_1_module_is_refused)
+/* 2.0 and 3.0 are major versions: a module whose descriptor says 1.1, or
+ * 2.6 (the last 2.x), is refused, and the message names both versions. */
+static const char *const old_abis[][2] = {{"mod_lifecycle_abi1.so", "1.1"},
+                                          {"mod_lifecycle_abi26.so", "2.6"}};
+
+START_TEST(an_older_major_module_is_refused)
 {
-    char *out = NULL, text[8192];
+    char *out = NULL, text[8192], mod[600];
+    snprintf(mod, sizeof(mod), "tests/modules/%s", old_abis[_i][0]);
     snprintf(text, sizeof(text), "instances = (\n  { module = \"%s\"; " TRACE " }\n);\n",
-             tu_build_path("tests/modules/mod_lifecycle_abi1.so"));
-    int rc = check_config("abi1.conf", text, &out);
+             tu_build_path(mod));
+    int rc = check_config("old.conf", text, &out);
     ck_assert_int_eq(rc, 1);
-    assert_error(out, "abi1.conf", 2, "instances.[0]: ");
+    assert_error(out, "old.conf", 2, "instances.[0]: ");
     char want[160];
     snprintf(want, sizeof(want),
-             "was built for module ABI 1.1, this prismlb has ABI %d.%d (the major version must "
+             "was built for module ABI %s, this prismlb has ABI %d.%d (the major version must "
              "match)",
-             PLB_ABI_MAJOR, PLB_ABI_MINOR);
+             old_abis[_i][1], PLB_ABI_MAJOR, PLB_ABI_MINOR);
     ck_assert_msg(strstr(out, want) != NULL, "want %s in %s", want, out);
     ck_assert_int_eq(PLB_ABI_MAJOR, 3);
     free(out);
@@ -369,7 +373,8 @@ suite(void)
     tcase_add_test(tc, not_a_module);
     tcase_add_test(tc, other_abi_major);
     tcase_add_test(tc, newer_abi_minor);
-    tcase_add_test(tc, abi_1_module_is_refused);
+    tcase_add_loop_test(tc, an_older_major_module_is_refused, 0,
+                        (int)(sizeof(old_abis) / sizeof(old_abis[0])));
     tcase_add_loop_test(tc, settings_tables_of_any_stride_load, 0,
                         (int)(sizeof(stride_modules) / sizeof(stride_modules[0])));
     tcase_add_test(tc, cross_setting_check_names_the_setting);

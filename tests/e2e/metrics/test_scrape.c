@@ -192,6 +192,13 @@ START_TEST(two_instances_of_one_module_give_two_series)
         ck_assert_msg(count_lines(body, "lifecycle_port{module_instance=\"alpha\"} 8081\n") == 1 &&
                           count_lines(body, "lifecycle_port{module_instance=\"beta\"} 8082\n") == 1,
                       "no series per instance in:\n%s", body);
+        ck_assert_int_eq(count_lines(body, "# TYPE lifecycle_start_seconds histogram\n"), 1);
+        ck_assert_msg(
+            count_lines(body, "lifecycle_start_seconds_count{module_instance=\"alpha\"} 1\n") ==
+                    1 &&
+                count_lines(body, "lifecycle_start_seconds_count{module_instance=\"beta\"} 1\n") ==
+                    1,
+            "no observation per instance in:\n%s", body);
         ck_assert_int_eq(count_lines(body, "process_resident_memory_bytes "), 1);
         ck_assert_int_eq(count_lines(body, "process_cpu_seconds_total "), 1);
         ck_assert_int_eq(count_lines(body, "prismlb_build_info{version=\""), 1);

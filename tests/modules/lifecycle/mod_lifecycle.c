@@ -5,7 +5,8 @@
  * NAME", "gate_open NAME", ...) in trace_file, so tests can assert the
  * order of the lifecycle. Its settings exercise every setting type, and its
  * options let tests make it slow to stop, stop heartbeating, stay not ready
- * for a while, fail to start, or export its port as a metric. As a gate
+ * for a while, fail to start, or export its port as a metric (and how long
+ * its start took, as a histogram). As a gate
  * it opens and closes on timers, or while a file exists (gate_file), so a
  * test holds it shut for as long as it needs.
  */
@@ -302,6 +303,17 @@ lc_start(void *state, char *err, size_t errlen)
         if (!m)
             return -ENOMEM;
         rc = lc->host->metrics->set(m, NULL, (double)lc->cfg->port);
+        if (rc < 0)
+            return rc;
+        /* A histogram: how long this start took, observed once. */
+        static const double bounds[] = {0.001, 0.01, 0.1, 1};
+        plb_metric *hist = lc->host->metrics->new_metric(
+            lc->ctx, PLB_METRIC_HISTOGRAM, "lifecycle_start_seconds",
+            "How long the instance's start hook took.", NULL, bounds, 4);
+        if (!hist)
+            return -ENOMEM;
+        rc = lc->host->metrics->observe(
+            hist, NULL, (double)(lc->host->loop->now_ms(lc->ctx) - lc->started_ms) / 1000.0);
         if (rc < 0)
             return rc;
     }

@@ -35,6 +35,33 @@ install_devel(const char *dir)
     free(out);
 }
 
+/* Copy the module source src to dir/NAME.c and build it as a module author
+ * does, with the flags of the pkg-config file installed in dir/root alone
+ * (and cflags), -Wall -Wextra -Werror: dir/NAME.so by cc and, when clang is
+ * installed, dir/NAME-clang.so by clang. Returns 1 when clang built too. */
+static int
+build_oot(const char *dir, const char *src, const char *name, const char *cflags)
+{
+    int have_clang = system("command -v clang >/dev/null 2>&1") == 0;
+    char cmd[16384], *out = NULL;
+    snprintf(cmd, sizeof(cmd),
+             "set -e; cp '%s' '%s/%s.c'; "
+             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
+             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; cd '%s'; "
+             "for c in cc %s; do o=%s.so; [ $c = cc ] || o=%s-$c.so; "
+             "$c $(pkg-config --cflags prismlb-module) %s -std=c11 -Wall -Wextra -Werror "
+             "-fPIC -shared -fvisibility=hidden -o $o %s.c; echo built=$c; done",
+             src, dir, name, dir, dir, dir, have_clang ? "clang" : "", name, name, cflags, name);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    int rc = tu_run(sh, NULL, &out, 120000);
+    ck_assert_msg(rc == 0, "%s %s does not build out of tree (%d): %s", src, cflags, rc, out);
+    ck_assert_msg(strstr(out, "built=cc") != NULL, "no cc build: %s", out);
+    if (have_clang)
+        ck_assert_msg(strstr(out, "built=clang") != NULL, "no clang build: %s", out);
+    free(out);
+    return have_clang;
+}
+
 START_TEST(out_of_tree_module_loads_and_runs)
 {
     char *dir = tu_mkdtemp();
@@ -110,29 +137,21 @@ START_TEST(readme_example_compiles_and_runs)
     char cmd[16384], *out = NULL;
 
     install_devel(dir);
-    char *sh[] = {"sh", "-c", cmd, NULL};
-    int rc;
-
     snprintf(cmd, sizeof(cmd),
              "set -e; test -n \"$(find '%s/root' -path '*/doc/prismlb/README.md')\"; "
              "test -n \"$(find '%s/root' -path '*/doc/prismlb/module-guide.md')\"; "
              "test -n \"$(find '%s/root' -path '*/doc/prismlb/examples/proxy.conf')\"; "
-             "awk '/^```c$/ {on = 1; next} /^```$/ {if (on) exit} on' '%s' > '%s/hello.c'; "
-             "grep -q PLB_MODULE_EXPORT '%s/hello.c'; "
-             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
-             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
-             "cd '%s' && cc $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
-             "-fPIC -shared -fvisibility=hidden -o mod_hello.so hello.c; "
-             "if command -v clang >/dev/null 2>&1; then "
-             "clang $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
-             "-fPIC -shared -fvisibility=hidden -o clang-hello.so hello.c; echo clang=built; fi",
-             dir, dir, dir, tu_source_path("README.md"), dir, dir, dir, dir, dir);
-    rc = tu_run(sh, NULL, &out, 120000);
-    ck_assert_msg(rc == 0, "the README example does not build (%d): %s", rc, out);
-    /* With clang installed, it builds warning-free there too. */
-    if (system("command -v clang >/dev/null 2>&1") == 0)
-        ck_assert_msg(strstr(out, "clang=built") != NULL, "no clang build: %s", out);
+             "awk '/^```c$/ {on = 1; next} /^```$/ {if (on) exit} on' '%s' > '%s/readme.c'; "
+             "grep -q PLB_MODULE_EXPORT '%s/readme.c'",
+             dir, dir, dir, tu_source_path("README.md"), dir, dir);
+    char *sh[] = {"sh", "-c", cmd, NULL};
+    int rc = tu_run(sh, NULL, &out, 30000);
+    ck_assert_msg(rc == 0, "the installed docs or the README example are missing (%d): %s", rc,
+                  out);
     free(out);
+    char src[4200];
+    snprintf(src, sizeof(src), "%s/readme.c", dir);
+    build_oot(dir, src, "mod_hello", "");
 
     char conf[4096], logfile[4096], mp[4096];
     snprintf(conf, sizeof(conf), "%s/hello.conf", dir);
@@ -185,32 +204,18 @@ START_TEST(every_test_module_builds_out_of_tree_and_loads)
     const struct oot_module *m = &oot_modules[_i];
     char *dir = tu_mkdtemp();
     ck_assert_ptr_nonnull(dir);
-    char cmd[16384], *out = NULL;
+    char *out = NULL;
     install_devel(dir);
-    int have_clang = system("command -v clang >/dev/null 2>&1") == 0;
     char src[4096];
     snprintf(src, sizeof(src), "%s/%s", tu_source_path("tests/modules"), m->src);
-    snprintf(cmd, sizeof(cmd),
-             "set -e; cp '%s' '%s/mod.c'; "
-             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
-             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
-             "cd '%s'; for c in cc %s; do "
-             "$c $(pkg-config --cflags prismlb-module) %s -std=c11 -Wall -Wextra -Werror "
-             "-fPIC -shared -fvisibility=hidden -o mod-$c.so mod.c; echo built=$c; done",
-             src, dir, dir, dir, dir, have_clang ? "clang" : "", m->cflags);
-    char *sh[] = {"sh", "-c", cmd, NULL};
-    int rc = tu_run(sh, NULL, &out, 120000);
-    ck_assert_msg(rc == 0, "%s %s does not build out of tree (%d): %s", m->src, m->cflags, rc, out);
-    ck_assert_msg(strstr(out, "built=cc") != NULL, "no cc build: %s", out);
-    if (have_clang)
-        ck_assert_msg(strstr(out, "built=clang") != NULL, "no clang build: %s", out);
-    free(out);
+    int have_clang = build_oot(dir, src, "mod", m->cflags);
+    int rc;
 
     for (int k = 0; k < 1 + have_clang; k++) {
         char conf[4096], text[1024];
         snprintf(conf, sizeof(conf), "%s/check.conf", dir);
-        snprintf(text, sizeof(text), "instances = ( { module = \"./mod-%s.so\"; %s } );\n",
-                 k ? "clang" : "cc", m->settings);
+        snprintf(text, sizeof(text), "instances = ( { module = \"./mod%s.so\"; %s } );\n",
+                 k ? "-clang" : "", m->settings);
         ck_assert_int_eq(tu_write_file(conf, text), 0);
         char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", conf,
                         NULL};
@@ -230,19 +235,8 @@ START_TEST(a_module_built_for_3_0_finds_every_member_on_the_daemon)
 {
     char *dir = tu_mkdtemp();
     ck_assert_ptr_nonnull(dir);
-    char cmd[16384], *out = NULL;
     install_devel(dir);
-    snprintf(cmd, sizeof(cmd),
-             "set -e; cp '%s' '%s/mod_has.c'; "
-             "pc=$(dirname \"$(find '%s/root' -name prismlb-module.pc | head -n1)\"); "
-             "export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR='%s/root'; "
-             "cd '%s' && cc $(pkg-config --cflags prismlb-module) -std=c11 -Wall -Wextra -Werror "
-             "-fPIC -shared -fvisibility=hidden -o mod_has.so mod_has.c",
-             tu_source_path("tests/modules/has/mod_has.c"), dir, dir, dir, dir);
-    char *sh[] = {"sh", "-c", cmd, NULL};
-    int rc = tu_run(sh, NULL, &out, 120000);
-    ck_assert_msg(rc == 0, "out-of-tree build failed (%d): %s", rc, out);
-    free(out);
+    build_oot(dir, tu_source_path("tests/modules/has/mod_has.c"), "mod_has", "");
 
     char conf[4096], logfile[4096], mp[4096];
     snprintf(conf, sizeof(conf), "%s/has.conf", dir);

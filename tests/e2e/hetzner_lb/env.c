@@ -485,6 +485,45 @@ env_targets_of(struct env *e, const char *uid, char *buf, size_t len)
     return 1;
 }
 
+/* See env.h. */
+void
+env_selector_nodes(struct env *e)
+{
+    env_node(e, "amd", "10.0.1.221");
+    env_node(e, "arm", "10.0.1.222");
+    env_node(e, "cp", "10.0.1.223");
+    env_node(e, "excl", "10.0.1.224");
+    kube_req(e, "PATCH", "/api/v1/nodes/amd", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\"}}}", 200, NULL);
+    kube_req(e, "PATCH", "/api/v1/nodes/arm", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"arm64\"}}}", 200, NULL);
+    kube_req(e, "PATCH", "/api/v1/nodes/cp", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
+             "\"node-role.kubernetes.io/control-plane\":\"true\"}}}",
+             200, NULL);
+    kube_req(e, "PATCH", "/api/v1/nodes/excl", "application/merge-patch+json",
+             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
+             "\"node.kubernetes.io/exclude-from-external-load-balancers\":\"\"}}}",
+             200, NULL);
+}
+
+/* See env.h. */
+void
+env_local_slice(struct env *e)
+{
+    const char *slice =
+        "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
+        "\"name\":\"loc-abc\",\"namespace\":\"default\",\"labels\":{"
+        "\"kubernetes.io/service-name\":\"loc\"}},\"addressType\":\"IPv4\",\"ports\":[{"
+        "\"port\":8080,\"protocol\":\"TCP\"}],\"endpoints\":["
+        "{\"addresses\":[\"10.244.1.5\"],\"nodeName\":\"n1\",\"conditions\":{\"ready\":true}},"
+        "{\"addresses\":[\"10.244.3.5\"],\"nodeName\":\"n3\",\"conditions\":{\"ready\":true}},"
+        "{\"addresses\":[\"10.244.4.5\"],\"nodeName\":\"n4\",\"conditions\":{\"ready\":false,"
+        "\"serving\":false}}]}";
+    kube_req(e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+             "application/json", slice, 201, NULL);
+}
+
 int
 env_targets_are(struct env *e, const char *uid, const char *want)
 {

@@ -105,6 +105,13 @@ void env_fakes_stop(struct env *e);
  * out) gets the JSON body. */
 void kube_req(struct env *e, const char *method, const char *path, const char *ctype,
               const char *body, int want, json_t **out);
+/* The nodes of the node-selector cases: amd (10.0.1.221, arch amd64), arm
+ * (.222, arm64), cp (.223, amd64, control-plane) and excl (.224, amd64,
+ * excluded from external balancers). */
+void env_selector_nodes(struct env *e);
+/* The EndpointSlice loc-abc of Service default/loc: ready endpoints on n1
+ * and n3, one neither ready nor serving on n4 (its third). */
+void env_local_slice(struct env *e);
 /* A Service of type in namespace default, selector app=name, port 80 ->
  * nodePort node_port (0: none given); extra_meta/extra_spec are JSON
  * members to add. Returns its UID (new). */

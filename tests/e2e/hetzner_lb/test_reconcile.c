@@ -141,17 +141,7 @@ START_TEST(local_targets_only_the_nodes_kube_proxy_serves_the_traffic_from)
     env_node(&e, "n4", "10.0.1.24");
     char *uid =
         env_service(&e, "loc", "LoadBalancer", 30081, NULL, ",\"externalTrafficPolicy\":\"Local\"");
-    const char *slice =
-        "{\"apiVersion\":\"discovery.k8s.io/v1\",\"kind\":\"EndpointSlice\",\"metadata\":{"
-        "\"name\":\"loc-abc\",\"namespace\":\"default\",\"labels\":{"
-        "\"kubernetes.io/service-name\":\"loc\"}},\"addressType\":\"IPv4\",\"ports\":[{"
-        "\"port\":8080,\"protocol\":\"TCP\"}],\"endpoints\":["
-        "{\"addresses\":[\"10.244.1.5\"],\"nodeName\":\"n1\",\"conditions\":{\"ready\":true}},"
-        "{\"addresses\":[\"10.244.3.5\"],\"nodeName\":\"n3\",\"conditions\":{\"ready\":true}},"
-        "{\"addresses\":[\"10.244.4.5\"],\"nodeName\":\"n4\",\"conditions\":{\"ready\":false,"
-        "\"serving\":false}}]}";
-    kube_req(&e, "POST", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
-             "application/json", slice, 201, NULL);
+    env_local_slice(&e);
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.21,10.0.1.23"), 20000,
              "2 targets: the nodes with a ready endpoint");
     kube_req(&e, "PATCH", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/loc-abc",
@@ -587,22 +577,7 @@ START_TEST(without_the_dynamic_node_selector_the_node_selector_annotation_picks_
 {
     struct env e;
     env_start(&e, NULL, NULL, "dynamic_node_selector = false;", 300);
-    env_node(&e, "amd", "10.0.1.221");
-    env_node(&e, "arm", "10.0.1.222");
-    env_node(&e, "cp", "10.0.1.223");
-    env_node(&e, "excl", "10.0.1.224");
-    kube_req(&e, "PATCH", "/api/v1/nodes/amd", "application/merge-patch+json",
-             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\"}}}", 200, NULL);
-    kube_req(&e, "PATCH", "/api/v1/nodes/arm", "application/merge-patch+json",
-             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"arm64\"}}}", 200, NULL);
-    kube_req(&e, "PATCH", "/api/v1/nodes/cp", "application/merge-patch+json",
-             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
-             "\"node-role.kubernetes.io/control-plane\":\"true\"}}}",
-             200, NULL);
-    kube_req(&e, "PATCH", "/api/v1/nodes/excl", "application/merge-patch+json",
-             "{\"metadata\":{\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
-             "\"node.kubernetes.io/exclude-from-external-load-balancers\":\"\"}}}",
-             200, NULL);
+    env_selector_nodes(&e);
     char *uid = env_service(&e, "sel", "LoadBalancer", 30095,
                             ",\"annotations\":{\"robotlb/node-selector\":"
                             "\"node-role.kubernetes.io/control-plane!=true,"

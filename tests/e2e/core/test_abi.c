@@ -62,6 +62,33 @@ build_oot(const char *dir, const char *src, const char *name, const char *cflags
     return have_clang;
 }
 
+/* Run the daemon on the config text (written to dir/run.conf) with the
+ * modules of dir, until its log holds needle (10 s at most), then stop it
+ * with SIGTERM; it must have logged needle and exited 0. Its log, new. */
+static char *
+run_until(const char *dir, const char *text, const char *needle)
+{
+    char conf[4096], logfile[4096], mp[4096];
+    snprintf(conf, sizeof(conf), "%s/run.conf", dir);
+    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
+    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
+    ck_assert_int_eq(tu_write_file(conf, text), 0);
+    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
+    char *env[] = {mp, NULL};
+    struct tu_proc p;
+    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
+    long long end = tu_now_ms() + 10000;
+    while (!tu_file_has(logfile, needle) && tu_now_ms() < end)
+        tu_sleep_ms(50);
+    int seen = tu_file_has(logfile, needle);
+    tu_stop(&p, SIGTERM, 10000);
+    char *l = tu_read_file(logfile, NULL);
+    ck_assert_msg(seen, "no \"%s\" in the log: %s", needle, l ? l : "");
+    ck_assert(WIFEXITED(p.status));
+    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
+    return l;
+}
+
 START_TEST(out_of_tree_module_loads_and_runs)
 {
     char *dir = tu_mkdtemp();
@@ -153,27 +180,10 @@ START_TEST(readme_example_compiles_and_runs)
     snprintf(src, sizeof(src), "%s/readme.c", dir);
     build_oot(dir, src, "mod_hello", "");
 
-    char conf[4096], logfile[4096], mp[4096];
-    snprintf(conf, sizeof(conf), "%s/hello.conf", dir);
-    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
-    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
-    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"hello\"; every = \"1s\";\n"
-                                         "  greeting = \"hi-there\"; } );\n"),
-                     0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
-    char *env[] = {mp, NULL};
-    struct tu_proc p;
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
-    long long end = tu_now_ms() + 10000;
-    while (!tu_file_has(logfile, "module=hello msg=tick greeting=hi-there") && tu_now_ms() < end)
-        tu_sleep_ms(50);
-    int ticked = tu_file_has(logfile, "module=hello msg=tick greeting=hi-there");
-    tu_stop(&p, SIGTERM, 10000);
-    char *l = tu_read_file(logfile, NULL);
-    ck_assert_msg(ticked, "no tick in the log: %s", l ? l : "");
-    free(l);
-    ck_assert(WIFEXITED(p.status));
-    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
+    free(run_until(dir,
+                   "instances = ( { module = \"hello\"; every = \"1s\";\n"
+                   "  greeting = \"hi-there\"; } );\n",
+                   "module=hello msg=tick greeting=hi-there"));
     tu_rmrf(dir);
     free(dir);
 }
@@ -238,22 +248,7 @@ START_TEST(a_module_built_for_3_0_finds_every_member_on_the_daemon)
     install_devel(dir);
     build_oot(dir, tu_source_path("tests/modules/has/mod_has.c"), "mod_has", "");
 
-    char conf[4096], logfile[4096], mp[4096];
-    snprintf(conf, sizeof(conf), "%s/has.conf", dir);
-    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
-    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
-    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"has\"; } );\n"), 0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
-    char *env[] = {mp, NULL};
-    struct tu_proc p;
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
-    long long end = tu_now_ms() + 10000;
-    while (!tu_file_has(logfile, "msg=started") && tu_now_ms() < end)
-        tu_sleep_ms(50);
-    int built = tu_file_has(logfile, "msg=started");
-    tu_stop(&p, SIGTERM, 10000);
-    char *l = tu_read_file(logfile, NULL);
-    ck_assert_msg(built, "not started: %s", l ? l : "");
+    char *l = run_until(dir, "instances = ( { module = \"has\"; } );\n", "msg=started");
     static const char *const want[] = {
         "has host.links: yes",     "has log.set_level: yes",
         "has mem.strdup: yes",     "has loop.snapshot_free: yes",
@@ -265,8 +260,6 @@ START_TEST(a_module_built_for_3_0_finds_every_member_on_the_daemon)
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
         ck_assert_msg(strstr(l, want[i]) != NULL, "no \"%s\" in: %s", want[i], l);
     free(l);
-    ck_assert(WIFEXITED(p.status));
-    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
     tu_rmrf(dir);
     free(dir);
 }

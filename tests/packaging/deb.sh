@@ -59,4 +59,5 @@ check "the conffiles" sh -c 'dpkg-query -W -f="\${Conffiles}\n" prismlb | grep -
 check "prismlb@.service" test -f /lib/systemd/system/prismlb@.service
 check "man page prismlb(8)" test -f /usr/share/man/man8/prismlb.8.gz
 check "module.h and prismlb-module.pc" sh -c 'test -f /usr/include/prismlb/module.h && ls /usr/lib/*/pkgconfig/prismlb-module.pc'
+check "module_util.h and the module guide" sh -c 'test -f /usr/include/prismlb/module_util.h && test -f /usr/share/doc/prismlb/module-guide.md'
 exit $status

@@ -126,23 +126,15 @@ logfmt_value(FILE *f, const char *v)
     fputc('"', f);
 }
 
-/* The next key, value pair of a record's fields, from a va_list or an
- * array (whichever is set). 0 at the end. */
+/* The next key, value pair of a record's fields (a NULL-terminated array
+ * of key, value pairs, or NULL). 0 at the end. */
 struct fields {
-    va_list *ap;
     const char *const *arr;
 };
 
 static int
 next_field(struct fields *fl, const char **k, const char **v)
 {
-    if (fl->ap) {
-        *k = va_arg(*fl->ap, const char *);
-        if (!*k)
-            return 0;
-        *v = va_arg(*fl->ap, const char *);
-        return 1;
-    }
     if (!fl->arr || !fl->arr[0])
         return 0;
     *k = fl->arr[0];
@@ -228,19 +220,6 @@ core_log(enum plb_log_level lvl, const char *instance, const char *module, const
     va_start(ap, fmt);
     core_logv(lvl, instance, module, fmt, ap);
     va_end(ap);
-}
-
-void
-core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
-             va_list kv)
-{
-    if (!core_log_enabled(lvl))
-        return;
-    va_list copy;
-    va_copy(copy, kv);
-    struct fields fl = {.ap = &copy};
-    emit(lvl, instance, module, msg, &fl);
-    va_end(copy);
 }
 
 void

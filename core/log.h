@@ -35,10 +35,6 @@ void core_logv(enum plb_log_level lvl, const char *instance, const char *module,
                va_list ap) PLB_PRINTF(4, 0);
 void core_log(enum plb_log_level lvl, const char *instance, const char *module, const char *fmt,
               ...) PLB_PRINTF(4, 5);
-/* A record with fields: kv is a NULL-terminated list of const char * key,
- * value pairs (a NULL value is written as empty). */
-void core_log_kvv(enum plb_log_level lvl, const char *instance, const char *module, const char *msg,
-                  va_list kv);
 /* A record with a literal msg (not a format) and fields: kv is a
  * NULL-terminated array of key, value pairs (borrowed), or NULL. */
 void core_log_record(enum plb_log_level lvl, const char *instance, const char *module,

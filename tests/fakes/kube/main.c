@@ -31,6 +31,7 @@ struct opts {
     size_t reqlog_max;
     int verbose;
     int detached;
+    const char *schemas;
 };
 
 static void
@@ -52,6 +53,8 @@ usage(FILE *f)
             "  --bookmark-interval-ms N BOOKMARK period for watches asking (default 60000)\n"
             "  --request-log-max N      request log entries kept (default 100000)\n"
             "  --verbose                log every request to stderr\n"
+            "  --schemas PATH           OpenAPI definitions to validate writes with\n"
+            "                           (default: the source tree's schema/schemas.json)\n"
             "  --detached               keep running when the parent process exits\n"
             "                           (by default the fake exits with its parent, so a\n"
             "                           test killed on timeout leaves no fake behind)\n",
@@ -102,9 +105,11 @@ write_state(const char *path, const char *text)
  * appended as one JSON line to DIR/EXE.PPID.jsonl, EXE being the program
  * that started this fake (a test binary), so a test run leaves, per test
  * program, the requests its clients made (tests/packaging's RBAC check reads
- * them). Returns the open descriptor, -1 when unset, or -2 on error. */
+ * them); with suffix "writes", the body of every write (api.c's write log,
+ * which tests/conformance checks against the schemas). Returns the open descriptor, -1 when unset,
+ * or -2 on error. */
 static int
-open_request_log(void)
+open_request_log(const char *suffix)
 {
     const char *dir = getenv("PRISMLB_KUBE_REQUEST_LOG_DIR");
     char exe[PATH_MAX], link[64], path[PATH_MAX + 64];
@@ -122,7 +127,7 @@ open_request_log(void)
         fprintf(stderr, "fake-kube: cannot create %s: %s\n", dir, strerror(errno));
         return -2;
     }
-    snprintf(path, sizeof(path), "%s/%s.%d.jsonl", dir, base, (int)ppid);
+    snprintf(path, sizeof(path), "%s/%s.%d.%s", dir, base, (int)ppid, suffix);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "fake-kube: cannot open %s: %s\n", path, strerror(errno));
@@ -150,6 +155,7 @@ main(int argc, char **argv)
         {"request-log-max", required_argument, NULL, 'l'},
         {"verbose", no_argument, NULL, 'v'},
         {"detached", no_argument, NULL, 'D'},
+        {"schemas", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -163,6 +169,7 @@ main(int argc, char **argv)
 
     memset(&app, 0, sizeof(app));
     app.reqlog_fd = -1;
+    app.writelog_fd = -1;
     app.tokens = json_array();
     if (!app.tokens)
         return 1;
@@ -212,6 +219,9 @@ main(int argc, char **argv)
         case 'D':
             o.detached = 1;
             break;
+        case 'S':
+            o.schemas = optarg;
+            break;
         case 'h':
             usage(stdout);
             json_decref(app.tokens);
@@ -240,6 +250,13 @@ main(int argc, char **argv)
         }
     }
 
+    {
+        char err[512];
+        if (fk_schema_load(o.schemas ? o.schemas : FK_SCHEMAS_PATH, err, sizeof(err)) < 0) {
+            fprintf(stderr, "fake-kube: schemas: %s\n", err);
+            goto out;
+        }
+    }
     if (o.tls_dir) {
         struct stat st;
         snprintf(cert, sizeof(cert), "%s/server.crt", o.tls_dir);
@@ -264,7 +281,8 @@ main(int argc, char **argv)
     app.reqlog = json_array();
     if (!app.base || !app.reqlog)
         goto out;
-    if ((app.reqlog_fd = open_request_log()) == -2)
+    if ((app.reqlog_fd = open_request_log("jsonl")) == -2 ||
+        (app.writelog_fd = open_request_log("writes")) == -2)
         goto out;
     app.reqlog_max = o.reqlog_max ? o.reqlog_max : 1;
     app.bookmark_ms = o.bookmark_ms;
@@ -341,6 +359,9 @@ out:
     json_decref(app.reqlog);
     if (app.reqlog_fd >= 0)
         close(app.reqlog_fd);
+    if (app.writelog_fd >= 0)
+        close(app.writelog_fd);
+    fk_schema_unload();
     json_decref(app.tokens);
     if (app.ssl)
         SSL_CTX_free(app.ssl);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -53,6 +52,19 @@ fk_dry_run(struct fk_rq *rq)
 }
 
 #define PROTOBUF_TYPE "application/vnd.kubernetes.protobuf"
+#define APPLY_TYPE "application/apply-patch+yaml"
+
+/* 1 when media type ct (parameters after ';' ignored) is one of types. */
+static int
+media_type_in(const char *ct, const char *const *types)
+{
+    for (size_t i = 0; types[i]; i++) {
+        size_t n = strlen(types[i]);
+        if (!strncasecmp(ct, types[i], n) && (ct[n] == '\0' || ct[n] == ';'))
+            return 1;
+    }
+    return 0;
+}
 
 /* Parse the request body as a JSON object, checking the media type (where
  * JSON is accepted, a protobuf Namespace is too: fk_proto_to_json).
@@ -80,10 +92,7 @@ read_body(struct fk_rq *rq, const char *const *types, json_t **err)
         return v;
     }
     if (ct) {
-        for (size_t i = 0; types[i]; i++)
-            if (!strncasecmp(ct, types[i], strlen(types[i])) &&
-                (ct[strlen(types[i])] == '\0' || ct[strlen(types[i])] == ';'))
-                ok = 1;
+        ok = media_type_in(ct, types);
     } else {
         ok = !strcmp(types[0], "application/json");
     }
@@ -166,32 +175,25 @@ check_namespace(json_t *obj, struct fk_target *t)
     return NULL;
 }
 
-/* Append the object a write carries (body, borrowed: for a PATCH the
- * patched object) to the write log, one JSON line, as the client sent it. */
+/* Keep the object a write carries (body, borrowed: for a PATCH the
+ * patched object, as the client meant it) for the write log, which gets it
+ * with the answer's status (server.c). */
 static void
 log_write(struct fk_rq *rq, const struct fk_kind *k, json_t *body)
 {
     const char *ct = evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Content-Type");
-    json_t *e;
-    char *line;
-    size_t n;
+    json_t *copy;
 
-    if (rq->app->writelog_fd < 0)
+    if (rq->app->writelog_fd < 0 || rq->wlog)
         return;
-    e = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:O}", "method", rq->method_name, "path",
-                  evhttp_request_get_uri(rq->req), "cluster", rq->cluster, "contentType",
-                  ct ? ct : "", "kind", k->kind, "dryRun", fk_dry_run(rq), "object", body);
-    line = e ? json_dumps(e, JSON_COMPACT) : NULL;
-    json_decref(e);
-    if (!line) {
+    copy = json_deep_copy(body);
+    rq->wlog =
+        copy ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:o}", "method", rq->method_name, "path",
+                         evhttp_request_get_uri(rq->req), "cluster", rq->cluster, "contentType",
+                         ct ? ct : "", "kind", k->kind, "dryRun", fk_dry_run(rq), "object", copy)
+             : NULL;
+    if (!rq->wlog)
         fprintf(stderr, "fake-kube: write log: out of memory\n");
-        return;
-    }
-    n = strlen(line);
-    line[n] = '\n'; /* one write per line: O_APPEND keeps lines whole */
-    if (write(rq->app->writelog_fd, line, n + 1) < 0)
-        fprintf(stderr, "fake-kube: write log: %s\n", strerror(errno));
-    free(line);
 }
 
 /* A patched object that does not decode: kube-apiserver's patcher answers
@@ -273,7 +275,14 @@ check_body(struct fk_rq *rq, const struct fk_kind *k, json_t *body, const char *
                  k->version, k->kind, res.decode);
         err = fk_err_bad_request(msg);
     } else if (strict && json_array_size(res.unknown)) {
-        n = (size_t)snprintf(msg, sizeof(msg), "strict decoding error: ");
+        /* A create or update names the kind; a patch's decoder does not. */
+        if (rq->method == EVHTTP_REQ_PATCH)
+            n = (size_t)snprintf(msg, sizeof(msg), "strict decoding error: ");
+        else
+            n = (size_t)snprintf(msg, sizeof(msg),
+                                 "%s in version \"%s\" cannot be handled as a %s: strict decoding "
+                                 "error: ",
+                                 k->kind, k->version, k->kind);
         json_array_foreach(res.unknown, i, v) if (n < sizeof(msg)) n +=
             (size_t)snprintf(msg + n, sizeof(msg) - n, "%s%s", i ? ", " : "", json_string_value(v));
         err = fk_err_bad_request(msg);
@@ -684,13 +693,21 @@ fk_do_patch(struct fk_rq *rq, struct fk_target *t)
     char msg[512];
     int code;
 
-    if (!ct) {
+    if (ct && !strncasecmp(ct, APPLY_TYPE, strlen(APPLY_TYPE))) {
+        fk_reply_status(rq, fk_status_new(415, "UnsupportedMediaType",
+                                          "server-side apply (" APPLY_TYPE
+                                          ") is not modelled by prismlb-fake-kube",
+                                          NULL, NULL, NULL));
+        return;
+    }
+    if (!ct || !media_type_in(ct, types)) {
+        /* The four kube-apiserver takes for a built-in kind, in its order. */
         fk_reply_status(rq, fk_status_new(415, "UnsupportedMediaType",
                                           "the body of the request was in an unknown format - "
                                           "accepted media types include: "
                                           "application/json-patch+json, "
                                           "application/merge-patch+json, "
-                                          "application/strategic-merge-patch+json",
+                                          "application/strategic-merge-patch+json, " APPLY_TYPE,
                                           NULL, NULL, NULL));
         return;
     }

@@ -329,6 +329,7 @@ struct fk_app {
     size_t reqlog_max;
     int reqlog_fd;           /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
     int writelog_fd;         /* the same directory's write-body file, or -1 */
+    json_t *parent_args;     /* the starting program's arguments, for that file (owned) */
     struct fk_held *held;    /* list */
     struct delayed *holding; /* requests held by hold_match, oldest first */
     size_t nholding;
@@ -361,7 +362,8 @@ struct fk_rq {
     struct evkeyvalq *query; /* owned */
     char user[256];
     int readonly;
-    json_t *log; /* borrowed entry in app->reqlog, may be NULL */
+    json_t *log;  /* borrowed entry in app->reqlog, may be NULL */
+    json_t *wlog; /* the write-log entry written with the answer (owned), or NULL */
 };
 
 /* Free a request context (not the evhttp request it wraps). */

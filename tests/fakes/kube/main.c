@@ -136,6 +136,37 @@ open_request_log(const char *suffix)
     return fd;
 }
 
+/* The arguments of the program that started this fake (after its name),
+ * from /proc: new array, or NULL. The write log names the test with them. */
+static json_t *
+parent_args(void)
+{
+    char path[64], buf[4096];
+    json_t *a = json_array();
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)getppid());
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (!a || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        json_decref(a);
+        return NULL;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0)
+        n = 0;
+    buf[n] = '\0';
+    for (char *p = buf + strlen(buf) + 1; p < buf + n; p += strlen(p) + 1)
+        if (json_array_append_new(a, json_string(p)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -284,6 +315,8 @@ main(int argc, char **argv)
     if ((app.reqlog_fd = open_request_log("jsonl")) == -2 ||
         (app.writelog_fd = open_request_log("writes")) == -2)
         goto out;
+    if (app.writelog_fd >= 0)
+        app.parent_args = parent_args();
     app.reqlog_max = o.reqlog_max ? o.reqlog_max : 1;
     app.bookmark_ms = o.bookmark_ms;
     app.verbose = o.verbose;
@@ -361,6 +394,7 @@ out:
         close(app.reqlog_fd);
     if (app.writelog_fd >= 0)
         close(app.writelog_fd);
+    json_decref(app.parent_args);
     fk_schema_unload();
     json_decref(app.tokens);
     if (app.ssl)

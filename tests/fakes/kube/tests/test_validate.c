@@ -391,6 +391,58 @@ START_TEST(patch_media_types_are_the_four)
 }
 END_TEST
 
+/* What the fake stores and fills in (defaults, status, the other Event
+ * API's view) is itself valid: a strict patch of each kind is taken. */
+START_TEST(stored_objects_pass_a_strict_patch)
+{
+    static const char *const paths[] = {
+        "/api/v1/namespaces/default",
+        SVCS "/w",
+        SVCS "/w/status",
+        NODES "/n",
+        NODES "/n/status",
+        SLICES "/s",
+        LEASES "/l",
+        CORE_EV "/e",
+        NEW_EV "/e",
+    };
+    json_t *o;
+    long code;
+    char path[300];
+
+    json_decref(create_svc("w", "\"type\":\"LoadBalancer\",\"externalTrafficPolicy\":\"Local\""));
+    expect_code("PATCH", SVCS "/w/status", MERGE,
+                "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"192.0.2.1\",\"ports\":"
+                "[{\"port\":80,\"protocol\":\"TCP\"}]}]}}}",
+                200);
+    expect_code("POST", NODES, JSON,
+                "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":"
+                "\"InternalIP\",\"address\":\"10.0.0.1\"}],\"conditions\":[{\"type\":\"Ready\","
+                "\"status\":\"True\"}]}}",
+                201);
+    expect_code("POST", SLICES, JSON,
+                "{\"metadata\":{\"name\":\"s\"},\"addressType\":\"IPv4\",\"endpoints\":[{"
+                "\"addresses\":[\"10.0.0.1\"]}],\"ports\":[{\"port\":80}]}",
+                201);
+    expect_code("POST", LEASES, JSON,
+                "{\"metadata\":{\"name\":\"l\"},\"spec\":{\"holderIdentity\":\"a\","
+                "\"leaseDurationSeconds\":15,\"renewTime\":\"2026-01-01T00:00:00.000000Z\"}}",
+                201);
+    expect_code("POST", CORE_EV, JSON,
+                "{\"metadata\":{\"name\":\"e\"},\"involvedObject\":{\"kind\":\"Service\","
+                "\"name\":\"w\",\"namespace\":\"default\"},\"reason\":\"R\",\"message\":\"m\","
+                "\"type\":\"Normal\",\"count\":1,\"firstTimestamp\":\"2026-01-01T00:00:00Z\","
+                "\"source\":{\"component\":\"x\"}}",
+                201);
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        snprintf(path, sizeof(path), "%s?fieldValidation=Strict", paths[i]);
+        o = req("PATCH", path, MERGE, "{\"metadata\":{\"labels\":{\"x\":\"y\"}}}", &code);
+        ck_assert_msg(code == 200, "%s: HTTP %ld %s", paths[i], code, json_dumps(o, 0));
+        json_decref(o);
+    }
+}
+END_TEST
+
 int
 main(void)
 {
@@ -405,6 +457,7 @@ main(void)
         {"events", none, event_rules_of_both_apis},
         {"leases", none, lease_rules_and_update_resource_versions},
         {"patch-types", none, patch_media_types_are_the_four},
+        {"stored-valid", none, stored_objects_pass_a_strict_patch},
     };
     return run_cases(cases, sizeof(cases) / sizeof(cases[0])) ? 1 : 0;
 }

@@ -232,6 +232,14 @@ struct hz_req {
     char *resp_raw; /* pre-serialised body; wins over resp */
 };
 
+/* ---- input.c -------------------------------------------------------- */
+
+/* Check r's query parameters and body against what its route (r->route,
+ * set) accepts: 0, or -1 after answering 400 invalid_input with
+ * details.fields naming each unknown parameter, unknown field and value of
+ * the wrong type (or 500 on ENOMEM). Routes it does not list pass. */
+int hz_input_check(struct hz_req *r);
+
 /* ---- util.c --------------------------------------------------------- */
 
 /* Store status and body (steals resp, may be NULL) as the answer to r. */

@@ -79,10 +79,13 @@ reason(int status)
     }
 }
 
-static void
+/* Name r's route ("METHOD /v1/pattern") and check its input against it:
+ * 0, or -1 after answering invalid_input (input.c). */
+static int
 set_route(struct hz_req *r, const char *pattern)
 {
     snprintf(r->route, sizeof(r->route), "%s /v1/%s", hz_method_name(r->method), pattern);
+    return hz_input_check(r);
 }
 
 static void
@@ -201,7 +204,8 @@ route_v1(struct hz_req *r, char **seg, int n)
         goto not_found;
     if (!strcmp(seg[0], "load_balancers")) {
         if (n == 1) {
-            set_route(r, "load_balancers");
+            if (set_route(r, "load_balancers") < 0)
+                return;
             if (m == EVHTTP_REQ_GET)
                 hz_lb_list(r);
             else if (m == EVHTTP_REQ_POST)
@@ -211,7 +215,8 @@ route_v1(struct hz_req *r, char **seg, int n)
             return;
         }
         if (!strcmp(seg[1], "actions")) {
-            set_route(r, n == 2 ? "load_balancers/actions" : "load_balancers/actions/{id}");
+            if (set_route(r, n == 2 ? "load_balancers/actions" : "load_balancers/actions/{id}") < 0)
+                return;
             if (n > 3)
                 goto not_found;
             if (m != EVHTTP_REQ_GET)
@@ -223,7 +228,8 @@ route_v1(struct hz_req *r, char **seg, int n)
             return;
         }
         if (n == 2) {
-            set_route(r, "load_balancers/{id}");
+            if (set_route(r, "load_balancers/{id}") < 0)
+                return;
             if ((id = path_id(r, seg[1])) < 0)
                 return;
             if (m == EVHTTP_REQ_GET)
@@ -241,7 +247,8 @@ route_v1(struct hz_req *r, char **seg, int n)
         if ((id = path_id(r, seg[1])) < 0)
             return;
         if (n == 3) {
-            set_route(r, "load_balancers/{id}/actions");
+            if (set_route(r, "load_balancers/{id}/actions") < 0)
+                return;
             if (m != EVHTTP_REQ_GET)
                 method_not_allowed(r);
             else if (!hz_lb_find(r->f, id))
@@ -253,12 +260,14 @@ route_v1(struct hz_req *r, char **seg, int n)
         if (m == EVHTTP_REQ_POST && hz_lb_action_known(seg[3])) {
             char pat[80];
             snprintf(pat, sizeof(pat), "load_balancers/{id}/actions/%s", seg[3]);
-            set_route(r, pat);
+            if (set_route(r, pat) < 0)
+                return;
             hz_lb_action(r, id, seg[3]);
             return;
         }
         if (m == EVHTTP_REQ_GET && hz_parse_id(seg[3]) > 0) {
-            set_route(r, "load_balancers/{id}/actions/{action_id}");
+            if (set_route(r, "load_balancers/{id}/actions/{action_id}") < 0)
+                return;
             struct hz_action *a = hz_action_find(r->f, hz_parse_id(seg[3]));
             if (!a || a->lb_id != id)
                 hz_reply_error(r, 404, "not_found", "action not found", NULL);
@@ -269,7 +278,8 @@ route_v1(struct hz_req *r, char **seg, int n)
         goto not_found;
     }
     if (!strcmp(seg[0], "actions") && n <= 2) {
-        set_route(r, n == 1 ? "actions" : "actions/{id}");
+        if (set_route(r, n == 1 ? "actions" : "actions/{id}") < 0)
+            return;
         if (m != EVHTTP_REQ_GET)
             method_not_allowed(r);
         else if (n == 1)
@@ -283,7 +293,8 @@ route_v1(struct hz_req *r, char **seg, int n)
         n <= 2) {
         char pat[64];
         snprintf(pat, sizeof(pat), "%s%s", seg[0], n == 2 ? "/{id}" : "");
-        set_route(r, pat);
+        if (set_route(r, pat) < 0)
+            return;
         if (m != EVHTTP_REQ_GET)
             method_not_allowed(r);
         else if (n == 2) {
@@ -298,7 +309,7 @@ route_v1(struct hz_req *r, char **seg, int n)
         return;
     }
 not_found:
-    set_route(r, "(unknown)");
+    snprintf(r->route, sizeof(r->route), "%s /v1/(unknown)", hz_method_name(r->method));
     hz_reply_error(r, 404, "not_found", "no such endpoint", NULL);
 }
 

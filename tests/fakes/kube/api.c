@@ -2,6 +2,7 @@
  * apiserver's checks and Status errors. */
 #include "fk.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,19 @@ fk_dry_run(struct fk_rq *rq)
 }
 
 #define PROTOBUF_TYPE "application/vnd.kubernetes.protobuf"
+#define APPLY_TYPE "application/apply-patch+yaml"
+
+/* 1 when media type ct (parameters after ';' ignored) is one of types. */
+static int
+media_type_in(const char *ct, const char *const *types)
+{
+    for (size_t i = 0; types[i]; i++) {
+        size_t n = strlen(types[i]);
+        if (!strncasecmp(ct, types[i], n) && (ct[n] == '\0' || ct[n] == ';'))
+            return 1;
+    }
+    return 0;
+}
 
 /* Parse the request body as a JSON object, checking the media type (where
  * JSON is accepted, a protobuf Namespace is too: fk_proto_to_json).
@@ -78,10 +92,7 @@ read_body(struct fk_rq *rq, const char *const *types, json_t **err)
         return v;
     }
     if (ct) {
-        for (size_t i = 0; types[i]; i++)
-            if (!strncasecmp(ct, types[i], strlen(types[i])) &&
-                (ct[strlen(types[i])] == '\0' || ct[strlen(types[i])] == ';'))
-                ok = 1;
+        ok = media_type_in(ct, types);
     } else {
         ok = !strcmp(types[0], "application/json");
     }
@@ -164,6 +175,161 @@ check_namespace(json_t *obj, struct fk_target *t)
     return NULL;
 }
 
+/* Keep the object a write carries (body, borrowed: for a PATCH the
+ * patched object, as the client meant it) for the write log, which gets it
+ * with the answer's status (server.c). */
+static void
+log_write(struct fk_rq *rq, const struct fk_kind *k, json_t *body)
+{
+    const char *ct = evhttp_find_header(evhttp_request_get_input_headers(rq->req), "Content-Type");
+    json_t *copy;
+
+    if (rq->app->writelog_fd < 0 || rq->wlog)
+        return;
+    copy = json_deep_copy(body);
+    rq->wlog =
+        copy ? json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:o}", "method", rq->method_name, "path",
+                         evhttp_request_get_uri(rq->req), "cluster", rq->cluster, "contentType",
+                         ct ? ct : "", "kind", k->kind, "dryRun", fk_dry_run(rq), "object", copy)
+             : NULL;
+    if (!rq->wlog)
+        fprintf(stderr, "fake-kube: write log: out of memory\n");
+}
+
+/* A patched object that does not decode: kube-apiserver's patcher answers
+ * 422 Invalid with no kind and no name, the one cause on the field "patch"
+ * carrying the patched object as its value. New Status or NULL. */
+static json_t *
+patch_decode_error(json_t *patched, const char *why)
+{
+    char *text = json_dumps(patched, JSON_COMPACT), *detail = NULL, *msg = NULL;
+    json_t *st = NULL, *causes;
+
+    if (!text || asprintf(&detail, "Invalid value: \"%.1000s\": %s", text, why) < 0)
+        detail = NULL;
+    if (detail && asprintf(&msg, " \"\" is invalid: patch: %s", detail) < 0)
+        msg = NULL;
+    if (msg) {
+        causes = json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueInvalid", "message", detail,
+                           "field", "patch");
+        if (causes)
+            st = fk_status_new(422, "Invalid", msg, NULL, NULL, causes);
+    }
+    free(text);
+    free(detail);
+    free(msg);
+    return st;
+}
+
+/* On an update, the schema causes (borrowed array, edited) the stored
+ * object old (borrowed) has as well are not the write's doing: an Event
+ * written through core/v1 has no eventTime, which events.k8s.io/v1 lists
+ * as required. Drop them. 0 or -1 on ENOMEM. */
+static int
+drop_old_causes(const struct fk_kind *k, json_t *old, json_t *causes)
+{
+    struct fk_schema_result was;
+    json_t *copy = json_deep_copy(old), *c, *o;
+    size_t i, j;
+
+    if (!copy || fk_schema_check(k, copy, 0, &was) < 0) {
+        json_decref(copy);
+        return -1;
+    }
+    for (i = json_array_size(causes); i-- > 0;) {
+        c = json_array_get(causes, i);
+        json_array_foreach(was.causes, j, o) if (json_equal(c, o))
+        {
+            json_array_remove(causes, i);
+            break;
+        }
+    }
+    fk_schema_result_fini(&was);
+    json_decref(copy);
+    return 0;
+}
+
+/* Read body (borrowed; unknown fields are dropped from it unless the
+ * request asks for fieldValidation=Strict) as kube-apiserver decodes it
+ * into kind k: NULL, or a new Status: 400 for a value the Go types cannot
+ * hold or (Strict) an unknown field, 422 for a missing required field or a
+ * value outside its enum. With Warn (the default) every dropped field is a
+ * Warning header of the answer. */
+static json_t *
+check_body(struct fk_rq *rq, const struct fk_kind *k, json_t *body, const char *name, json_t *old)
+{
+    const char *fv = fk_rq_param(rq, "fieldValidation");
+    int strict = fv && !strcmp(fv, "Strict"), warn = !fv || !strcmp(fv, "Warn");
+    struct fk_schema_result res;
+    json_t *err = NULL, *v;
+    char msg[2048];
+    size_t i, n;
+
+    log_write(rq, k, body);
+    if (fk_schema_check(k, body, strict, &res) < 0)
+        return fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL);
+    if (res.decode[0] && rq->method == EVHTTP_REQ_PATCH) {
+        err = patch_decode_error(body, res.decode);
+    } else if (res.decode[0]) {
+        snprintf(msg, sizeof(msg), "%s in version \"%s\" cannot be handled as a %s: %s", k->kind,
+                 k->version, k->kind, res.decode);
+        err = fk_err_bad_request(msg);
+    } else if (strict && json_array_size(res.unknown)) {
+        /* A create or update names the kind; a patch's decoder does not. */
+        if (rq->method == EVHTTP_REQ_PATCH)
+            n = (size_t)snprintf(msg, sizeof(msg), "strict decoding error: ");
+        else
+            n = (size_t)snprintf(msg, sizeof(msg),
+                                 "%s in version \"%s\" cannot be handled as a %s: strict decoding "
+                                 "error: ",
+                                 k->kind, k->version, k->kind);
+        json_array_foreach(res.unknown, i, v) if (n < sizeof(msg)) n +=
+            (size_t)snprintf(msg + n, sizeof(msg) - n, "%s%s", i ? ", " : "", json_string_value(v));
+        err = fk_err_bad_request(msg);
+    } else if (old && json_array_size(res.causes) && drop_old_causes(k, old, res.causes) < 0) {
+        err = fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL);
+    } else if (json_array_size(res.causes)) {
+        err = fk_status_invalid_causes(k, name, json_incref(res.causes));
+    } else if (warn) {
+        json_array_foreach(res.unknown, i, v)
+        {
+            /* RFC 7234 warn-text: a quoted string, '"' and '\\' escaped. */
+            const char *p = json_string_value(v);
+            n = (size_t)snprintf(msg, sizeof(msg), "299 - \"");
+            for (; *p && n + 4 < sizeof(msg); p++) {
+                if (*p == '"' || *p == '\\')
+                    msg[n++] = '\\';
+                msg[n++] = *p;
+            }
+            msg[n++] = '"';
+            msg[n] = '\0';
+            if (evhttp_add_header(evhttp_request_get_output_headers(rq->req), "Warning", msg) < 0) {
+                err = fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL);
+                break;
+            }
+        }
+    }
+    fk_schema_result_fini(&res);
+    return err;
+}
+
+/* The rules of rules.c on obj (borrowed; old NULL on create): NULL or a
+ * new 422 Status with every broken rule as a cause. */
+static json_t *
+check_rules(const struct fk_kind *k, json_t *obj, json_t *old, const char *name)
+{
+    json_t *causes = json_array();
+    if (!causes || fk_rules_check(k, obj, old, causes) < 0) {
+        json_decref(causes);
+        return fk_status_new(500, "InternalError", "out of memory", NULL, NULL, NULL);
+    }
+    if (!json_array_size(causes)) {
+        json_decref(causes);
+        return NULL;
+    }
+    return fk_status_invalid_causes(k, name, causes);
+}
+
 /* Commit obj (steals; in the shape of t->k) unless dry run, then reply
  * with the stored result in the same shape. */
 static void
@@ -205,6 +371,8 @@ fk_do_create(struct fk_rq *rq, struct fk_target *t)
     if (!obj)
         goto fail;
     if ((err = check_type(obj, t->k)) || (err = check_namespace(obj, t)))
+        goto fail;
+    if ((err = check_body(rq, t->k, obj, fk_json_path_str(obj, "metadata.name"), NULL)))
         goto fail;
     meta = json_object_get(obj, "metadata");
     name = json_string_value(json_object_get(meta, "name"));
@@ -281,7 +449,8 @@ fk_do_create(struct fk_rq *rq, struct fk_target *t)
         goto oom;
     if (t->k->flags & FK_CLEAR_STATUS)
         json_object_del(obj, "status");
-    if ((err = fk_default_and_validate(t->cl, t->k, obj, NULL)))
+    if ((err = fk_default_and_validate(t->cl, t->k, obj, NULL)) ||
+        (err = check_rules(t->k, obj, NULL, name)))
         goto fail;
     commit_and_reply(rq, t, FK_ADDED, obj, 201);
     return;
@@ -308,6 +477,48 @@ fk_do_get(struct fk_rq *rq, struct fk_target *t)
         fk_reply_json(rq, 200, obj);
 }
 
+/* The resourceVersion rules of an update (rv from the body, orv the stored
+ * one): empty or "0" is an unconditional update, which a Lease does not
+ * allow (422); a value that is not a decimal number is the storage's parse
+ * error (500); any other than the stored one is a 409 Conflict. NULL or a
+ * new Status. */
+static json_t *
+check_resource_version(struct fk_target *t, const char *rv, const char *orv)
+{
+    char msg[700], *end = NULL;
+    unsigned long long v;
+
+    if (rv && rv[0]) {
+        errno = 0;
+        v = strtoull(rv, &end, 10);
+        if (errno || !end || *end || !(rv[0] >= '0' && rv[0] <= '9')) {
+            snprintf(msg, sizeof(msg), "strconv.ParseUint: parsing \"%.200s\": %s", rv,
+                     errno == ERANGE ? "value out of range" : "invalid syntax");
+            return fk_status_new(500, "", msg, NULL, NULL, NULL);
+        }
+    } else {
+        v = 0;
+    }
+    if (v == 0) {
+        json_t *causes;
+        if (strcmp(t->k->resource, "leases"))
+            return NULL;
+        causes = json_pack("[{s:s, s:s, s:s}]", "reason", "FieldValueInvalid", "message",
+                           "Invalid value: 0: must be specified for an update", "field",
+                           "metadata.resourceVersion");
+        snprintf(msg, sizeof(msg),
+                 "%s.%s \"%s\" is invalid: metadata.resourceVersion: Invalid value: 0: must be "
+                 "specified for an update",
+                 t->k->resource, t->k->group, t->name);
+        return fk_status_new(422, "Invalid", msg, t->name, t->k, causes);
+    }
+    if (strcmp(rv, orv))
+        return fk_err_conflict(t->k, t->name,
+                               "the object has been modified; please apply your changes "
+                               "to the latest version and try again");
+    return NULL;
+}
+
 /* Shared tail of PUT and PATCH: body (steals) is the client's full object. */
 static void
 do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
@@ -325,7 +536,8 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
     size_t i;
     int deleting;
 
-    if ((err = check_type(body, t->k)) || (err = check_namespace(body, t)))
+    if ((err = check_type(body, t->k)) || (err = check_namespace(body, t)) ||
+        (err = check_body(rq, t->k, body, t->name, old)))
         goto fail;
     name = fk_json_path_str(body, "metadata.name");
     if (!name || strcmp(name, t->name)) {
@@ -338,12 +550,8 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
         goto fail;
     }
     rv = fk_json_path_str(body, "metadata.resourceVersion");
-    if (rv && rv[0] && strcmp(rv, orv)) {
-        err = fk_err_conflict(t->k, t->name,
-                              "the object has been modified; please apply your changes "
-                              "to the latest version and try again");
+    if ((err = check_resource_version(t, rv, orv)))
         goto fail;
-    }
     if (t->status) {
         /* A status write changes status only. */
         nobj = json_deep_copy(old);
@@ -394,7 +602,10 @@ do_update_obj(struct fk_rq *rq, struct fk_target *t, json_t *body, json_t *old)
             }
         }
     }
-    if ((err = fk_default_and_validate(t->cl, t->k, nobj, old)))
+    if (fk_rules_prepare(t->k, nobj, t->status) < 0)
+        goto oom;
+    if ((err = fk_default_and_validate(t->cl, t->k, nobj, old)) ||
+        (err = check_rules(t->k, nobj, old, t->name)))
         goto fail;
     if (json_equal(nobj, old)) {
         /* Nothing changed: no new resourceVersion, no event. */
@@ -482,13 +693,21 @@ fk_do_patch(struct fk_rq *rq, struct fk_target *t)
     char msg[512];
     int code;
 
-    if (!ct) {
+    if (ct && !strncasecmp(ct, APPLY_TYPE, strlen(APPLY_TYPE))) {
+        fk_reply_status(rq, fk_status_new(415, "UnsupportedMediaType",
+                                          "server-side apply (" APPLY_TYPE
+                                          ") is not modelled by prismlb-fake-kube",
+                                          NULL, NULL, NULL));
+        return;
+    }
+    if (!ct || !media_type_in(ct, types)) {
+        /* The four kube-apiserver takes for a built-in kind, in its order. */
         fk_reply_status(rq, fk_status_new(415, "UnsupportedMediaType",
                                           "the body of the request was in an unknown format - "
                                           "accepted media types include: "
                                           "application/json-patch+json, "
                                           "application/merge-patch+json, "
-                                          "application/strategic-merge-patch+json",
+                                          "application/strategic-merge-patch+json, " APPLY_TYPE,
                                           NULL, NULL, NULL));
         return;
     }

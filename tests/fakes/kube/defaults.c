@@ -461,48 +461,6 @@ endpointslice_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
     return NULL;
 }
 
-static json_t *
-event_defaults(const struct fk_kind *k, json_t *obj, json_t *old)
-{
-    static const char *const types[] = {"Normal", "Warning", NULL};
-    const char *name = name_of(obj);
-    const char *ns = fk_json_path_str(obj, "metadata.namespace") ?: "";
-    /* events.k8s.io creates must be new-style; updates of an event written
-     * through core/v1 are held to the rules it was created under. */
-    int modern = (k->group[0] != 0 && !old) || json_is_string(json_object_get(obj, "eventTime"));
-    const char *ref = k->group[0] ? "regarding" : "involvedObject";
-    char field[64], msg[512];
-    const char *ons;
-
-    snprintf(field, sizeof(field), "%s.namespace", ref);
-    ons = fk_json_path_str(obj, field);
-    if (ons && ons[0] && strcmp(ons, ns)) {
-        snprintf(msg, sizeof(msg), "Invalid value: \"%s\": does not match event.namespace", ons);
-        return fk_status_invalid(k, name, field, "FieldValueInvalid", msg);
-    }
-    if (modern) {
-        static const char *const required[] = {
-            "eventTime", "reportingController", "reportingInstance", "action", "reason", NULL};
-        const char *type = json_string_value(json_object_get(obj, "type"));
-        for (size_t i = 0; required[i]; i++) {
-            if (!k->group[0] && !strcmp(required[i], "reportingController"))
-                snprintf(field, sizeof(field), "reportingComponent");
-            else
-                snprintf(field, sizeof(field), "%s", required[i]);
-            if (!json_string_length(json_object_get(obj, field)))
-                return fk_status_invalid(k, name, field, "FieldValueRequired", "Required value");
-        }
-        if (!type || !str_in(type, types)) {
-            snprintf(msg, sizeof(msg),
-                     "Unsupported value: \"%s\": supported values: \"Normal\", "
-                     "\"Warning\"",
-                     type ?: "");
-            return fk_status_invalid(k, name, "type", "FieldValueNotSupported", msg);
-        }
-    }
-    return NULL;
-}
-
 /* metadata.labels, annotations (keys and total size) and finalizers, as
  * ValidateObjectMeta checks them. NULL or a new 422 Status. */
 static json_t *
@@ -580,8 +538,6 @@ fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, json_t *
         return service_defaults(cl, k, obj, old);
     if (!strcmp(k->resource, "endpointslices"))
         return endpointslice_defaults(k, obj, old);
-    if (!strcmp(k->resource, "events"))
-        return event_defaults(k, obj, old);
     if (!strcmp(k->resource, "namespaces")) {
         json_t *labels = fk_json_path_obj(obj, "metadata.labels");
         json_t *spec = fk_json_path_obj(obj, "spec");
@@ -601,14 +557,6 @@ fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, json_t *
     if (!strcmp(k->resource, "nodes")) {
         if (!fk_json_path_obj(obj, "spec") || !fk_json_path_obj(obj, "status"))
             return oom();
-        return NULL;
-    }
-    if (!strcmp(k->resource, "leases")) {
-        json_t *spec = fk_json_path_obj(obj, "spec");
-        json_t *d = spec ? json_object_get(spec, "leaseDurationSeconds") : NULL;
-        if (d && (!json_is_integer(d) || json_integer_value(d) <= 0))
-            return fk_status_invalid(k, name_of(obj), "spec.leaseDurationSeconds",
-                                     "FieldValueInvalid", "Invalid value: must be greater than 0");
         return NULL;
     }
     return NULL;

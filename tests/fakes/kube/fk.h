@@ -240,6 +240,42 @@ json_t *fk_default_and_validate(struct fk_cluster *cl, const struct fk_kind *k, 
 /* Name validation per kind: NULL or a message (static). */
 const char *fk_validate_name(const struct fk_kind *k, const char *name);
 
+/* ---- OpenAPI schemas (schema.c) and validation rules (rules.c) --------- */
+
+/* Load the definitions document schema/extract.mjs writes (schemas.json),
+ * replacing any loaded before. 0, or -1 with a message in err. */
+int fk_schema_load(const char *path, char *err, size_t errlen);
+/* Free the loaded document. */
+void fk_schema_unload(void);
+
+/* What fk_schema_check found in a body. */
+struct fk_schema_result {
+    char decode[1024]; /* the first decoding error ("" when none): a 400 */
+    json_t *causes;    /* array of 422 causes {reason, message, field} (owned) */
+    json_t *unknown;   /* array of "unknown field \"path\"" strings (owned) */
+    int oom;
+};
+
+/* Check obj (borrowed) of kind k against its schema: decoding errors,
+ * required fields and enums into res (which the caller finishes with
+ * fk_schema_result_fini). Unknown fields are listed and, unless strict,
+ * removed from obj. Without a loaded document nothing is checked.
+ * 0, or -1 on ENOMEM (res then holds nothing). */
+int fk_schema_check(const struct fk_kind *k, json_t *obj, int strict, struct fk_schema_result *res);
+void fk_schema_result_fini(struct fk_schema_result *res);
+/* A 422 Invalid Status for causes (stolen; an array of at least one cause),
+ * its message as kube-apiserver joins them. New, or NULL on ENOMEM. */
+json_t *fk_status_invalid_causes(const struct fk_kind *k, const char *name, json_t *causes);
+
+/* Before validating a main (not /status) write of obj (borrowed, modified):
+ * a Service whose type is not LoadBalancer loses status.loadBalancer, as the
+ * Service strategy drops it. 0 or -1 on ENOMEM. */
+int fk_rules_prepare(const struct fk_kind *k, json_t *obj, int status_write);
+/* Append to causes (borrowed array) a cause per validation rule obj breaks
+ * (rules.c lists them); old is the stored object on update, NULL on create
+ * (both borrowed, in the shape of k). 0 or -1 on ENOMEM. */
+int fk_rules_check(const struct fk_kind *k, json_t *obj, json_t *old, json_t *causes);
+
 /* ---- the application (server.c, main.c) ---------------------------------- */
 
 #define FK_MAX_SERVERS 8
@@ -292,6 +328,8 @@ struct fk_app {
     json_t *reqlog; /* array */
     size_t reqlog_max;
     int reqlog_fd;           /* $PRISMLB_KUBE_REQUEST_LOG_DIR file, or -1 */
+    int writelog_fd;         /* the same directory's write-body file, or -1 */
+    json_t *parent_args;     /* the starting program's arguments, for that file (owned) */
     struct fk_held *held;    /* list */
     struct delayed *holding; /* requests held by hold_match, oldest first */
     size_t nholding;
@@ -324,7 +362,8 @@ struct fk_rq {
     struct evkeyvalq *query; /* owned */
     char user[256];
     int readonly;
-    json_t *log; /* borrowed entry in app->reqlog, may be NULL */
+    json_t *log;  /* borrowed entry in app->reqlog, may be NULL */
+    json_t *wlog; /* the write-log entry written with the answer (owned), or NULL */
 };
 
 /* Free a request context (not the evhttp request it wraps). */

@@ -31,6 +31,7 @@ struct opts {
     size_t reqlog_max;
     int verbose;
     int detached;
+    const char *schemas;
 };
 
 static void
@@ -52,6 +53,8 @@ usage(FILE *f)
             "  --bookmark-interval-ms N BOOKMARK period for watches asking (default 60000)\n"
             "  --request-log-max N      request log entries kept (default 100000)\n"
             "  --verbose                log every request to stderr\n"
+            "  --schemas PATH           OpenAPI definitions to validate writes with\n"
+            "                           (default: the source tree's schema/schemas.json)\n"
             "  --detached               keep running when the parent process exits\n"
             "                           (by default the fake exits with its parent, so a\n"
             "                           test killed on timeout leaves no fake behind)\n",
@@ -102,9 +105,11 @@ write_state(const char *path, const char *text)
  * appended as one JSON line to DIR/EXE.PPID.jsonl, EXE being the program
  * that started this fake (a test binary), so a test run leaves, per test
  * program, the requests its clients made (tests/packaging's RBAC check reads
- * them). Returns the open descriptor, -1 when unset, or -2 on error. */
+ * them); with suffix "writes", the body of every write (api.c's write log,
+ * which tests/conformance checks against the schemas). Returns the open descriptor, -1 when unset,
+ * or -2 on error. */
 static int
-open_request_log(void)
+open_request_log(const char *suffix)
 {
     const char *dir = getenv("PRISMLB_KUBE_REQUEST_LOG_DIR");
     char exe[PATH_MAX], link[64], path[PATH_MAX + 64];
@@ -122,13 +127,44 @@ open_request_log(void)
         fprintf(stderr, "fake-kube: cannot create %s: %s\n", dir, strerror(errno));
         return -2;
     }
-    snprintf(path, sizeof(path), "%s/%s.%d.jsonl", dir, base, (int)ppid);
+    snprintf(path, sizeof(path), "%s/%s.%d.%s", dir, base, (int)ppid, suffix);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         fprintf(stderr, "fake-kube: cannot open %s: %s\n", path, strerror(errno));
         return -2;
     }
     return fd;
+}
+
+/* The arguments of the program that started this fake (after its name),
+ * from /proc: new array, or NULL. The write log names the test with them. */
+static json_t *
+parent_args(void)
+{
+    char path[64], buf[4096];
+    json_t *a = json_array();
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)getppid());
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (!a || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        json_decref(a);
+        return NULL;
+    }
+    n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n < 0)
+        n = 0;
+    buf[n] = '\0';
+    for (char *p = buf + strlen(buf) + 1; p < buf + n; p += strlen(p) + 1)
+        if (json_array_append_new(a, json_string(p)) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
 }
 
 int
@@ -150,6 +186,7 @@ main(int argc, char **argv)
         {"request-log-max", required_argument, NULL, 'l'},
         {"verbose", no_argument, NULL, 'v'},
         {"detached", no_argument, NULL, 'D'},
+        {"schemas", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -163,6 +200,7 @@ main(int argc, char **argv)
 
     memset(&app, 0, sizeof(app));
     app.reqlog_fd = -1;
+    app.writelog_fd = -1;
     app.tokens = json_array();
     if (!app.tokens)
         return 1;
@@ -212,6 +250,9 @@ main(int argc, char **argv)
         case 'D':
             o.detached = 1;
             break;
+        case 'S':
+            o.schemas = optarg;
+            break;
         case 'h':
             usage(stdout);
             json_decref(app.tokens);
@@ -240,6 +281,13 @@ main(int argc, char **argv)
         }
     }
 
+    {
+        char err[512];
+        if (fk_schema_load(o.schemas ? o.schemas : FK_SCHEMAS_PATH, err, sizeof(err)) < 0) {
+            fprintf(stderr, "fake-kube: schemas: %s\n", err);
+            goto out;
+        }
+    }
     if (o.tls_dir) {
         struct stat st;
         snprintf(cert, sizeof(cert), "%s/server.crt", o.tls_dir);
@@ -264,8 +312,11 @@ main(int argc, char **argv)
     app.reqlog = json_array();
     if (!app.base || !app.reqlog)
         goto out;
-    if ((app.reqlog_fd = open_request_log()) == -2)
+    if ((app.reqlog_fd = open_request_log("jsonl")) == -2 ||
+        (app.writelog_fd = open_request_log("writes")) == -2)
         goto out;
+    if (app.writelog_fd >= 0)
+        app.parent_args = parent_args();
     app.reqlog_max = o.reqlog_max ? o.reqlog_max : 1;
     app.bookmark_ms = o.bookmark_ms;
     app.verbose = o.verbose;
@@ -341,6 +392,10 @@ out:
     json_decref(app.reqlog);
     if (app.reqlog_fd >= 0)
         close(app.reqlog_fd);
+    if (app.writelog_fd >= 0)
+        close(app.writelog_fd);
+    json_decref(app.parent_args);
+    fk_schema_unload();
     json_decref(app.tokens);
     if (app.ssl)
         SSL_CTX_free(app.ssl);

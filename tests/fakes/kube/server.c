@@ -47,6 +47,7 @@ fk_rq_free(struct fk_rq *rq)
         free(rq->query);
     }
     json_decref(rq->log);
+    json_decref(rq->wlog);
     free(rq);
 }
 
@@ -96,6 +97,23 @@ log_status(struct fk_rq *rq, int code)
 {
     if (rq->log)
         json_object_set_new(rq->log, "status", json_integer(code));
+    if (rq->wlog) {
+        /* The write's line, now that its answer is known. */
+        char *line = json_object_set_new(rq->wlog, "status", json_integer(code)) < 0
+                         ? NULL
+                         : json_dumps(rq->wlog, JSON_COMPACT);
+        size_t n = line ? strlen(line) : 0;
+        if (line) {
+            line[n] = '\n'; /* one write per line: O_APPEND keeps lines whole */
+            if (write(rq->app->writelog_fd, line, n + 1) < 0)
+                fprintf(stderr, "fake-kube: write log: %s\n", strerror(errno));
+        } else {
+            fprintf(stderr, "fake-kube: write log: out of memory\n");
+        }
+        free(line);
+        json_decref(rq->wlog);
+        rq->wlog = NULL;
+    }
 }
 
 /* See fk.h. */
@@ -148,6 +166,9 @@ void
 fk_reply_status(struct fk_rq *rq, json_t *st)
 {
     int code = (int)json_integer_value(json_object_get(st, "code"));
+    /* A refused write's log line carries the refusal (best effort). */
+    if (rq->wlog && st && code >= 400)
+        json_object_set(rq->wlog, "answer", st);
     if (!st) {
         /* The Status itself could not be built: answer bare 500. */
         log_status(rq, 500);

@@ -75,6 +75,15 @@ str(json_t *o, const char *path)
     return json_is_string(o) ? json_string_value(o) : "";
 }
 
+/* Key ("field", "reason", "message") of a Status' details.causes[i], or "". */
+static inline const char *
+cause_at(json_t *st, size_t i, const char *key)
+{
+    json_t *c = json_array_get(json_object_get(json_object_get(st, "details"), "causes"), i);
+    return json_is_string(json_object_get(c, key)) ? json_string_value(json_object_get(c, key))
+                                                   : "";
+}
+
 static inline void
 assert_status(json_t *st, long code, long want, const char *reason)
 {

@@ -334,8 +334,9 @@ START_TEST(malformed_requests_get_status_errors)
         {"POST", SVCS, JSON, "[1,2,3]", 400},
         {"POST", SVCS, JSON, "\"just a string\"", 400},
         {"POST", SVCS, JSON, "{\"metadata\":[]}", 400},
-        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":\"80\"}}", 422},
-        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":[7]}}", 422},
+        /* Values the Go types cannot hold fail the decoding: 400, as kube-apiserver. */
+        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":\"80\"}}", 400},
+        {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\"},\"spec\":{\"ports\":[7]}}", 400},
         {"POST", SVCS, JSON, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"a\"}}", 400},
         {"POST", SVCS, JSON, "{\"apiVersion\":\"v2\",\"metadata\":{\"name\":\"a\"}}", 400},
         {"POST", SVCS, JSON, "{\"metadata\":{\"name\":\"a\xff\"}}", 400},

@@ -451,6 +451,42 @@ START_TEST(finalizer_and_delete_wait)
 }
 END_TEST
 
+/* kubectl reports the fake's refusals as it reports kube-apiserver's: an
+ * unknown field under its default --validate=strict, a status the rules
+ * refuse; --validate=false (fieldValidation=Ignore) drops the field. */
+START_TEST(kubectl_reports_refused_writes)
+{
+    char yaml[4300], *out = NULL;
+    FILE *f;
+
+    apply_objects();
+    snprintf(yaml, sizeof(yaml), "%s/colour.yaml", fk.dir);
+    f = fopen(yaml, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("apiVersion: v1\nkind: Service\nmetadata:\n  name: colour\n  namespace: lb\n"
+          "spec:\n  colour: red\n  ports:\n  - port: 80\n",
+          f);
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_ne(kc(&out, "apply", "-f", yaml, NULL), 0);
+    ck_assert_msg(strstr(out, "strict decoding error: unknown field \"spec.colour\""), "%s", out);
+    free(out);
+    ck_assert_int_eq(kc(&out, "apply", "--validate=false", "-f", yaml, NULL), 0);
+    free(out);
+    ck_assert_int_eq(kc(&out, "get", "service", "colour", "-n", "lb", "-o", "json", NULL), 0);
+    ck_assert_msg(!strstr(out, "colour\": \"red"), "%s", out);
+    free(out);
+    /* colour is a ClusterIP Service: no load balancer status for it. */
+    ck_assert_int_ne(
+        kc(&out, "patch", "service", "colour", "-n", "lb", "--subresource=status", "--type=merge",
+           "-p", "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.9\"}]}}}", NULL),
+        0);
+    ck_assert_msg(strstr(out, "status.loadBalancer.ingress: Forbidden: may only be used when "
+                              "`spec.type` is 'LoadBalancer'"),
+                  "%s", out);
+    free(out);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -463,6 +499,7 @@ suite(void)
     tcase_add_test(tc, patch_label_annotate_cordon);
     tcase_add_test(tc, finalizer_and_delete_wait);
     tcase_add_test(tc, create_namespace_with_a_protobuf_body);
+    tcase_add_test(tc, kubectl_reports_refused_writes);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -307,6 +307,7 @@ redial(struct tp_conn *c, const char *why)
     int was_draining = !c->lp->w && c->d->up->draining;
     detach(c);
     attach(c, nd);
+    c->last = (uint8_t)last;
     dial_begin(c); /* c may be gone after this */
     /* It may have been the last connection of a draining upstream. */
     if (was_draining)
@@ -328,14 +329,14 @@ tp_conn_dial_failed(struct tp_conn *c, int err, const char *why)
     PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", why), "dial failed");
     if (c->lp->w) {
         /* The main loop counts it against the upstream. */
-        tp_loop_report(c->lp, d, TP_EV_DIAL_FAILED);
+        tp_loop_report(c->lp, d, c->last ? TP_EV_LAST_DIAL_FAILED : TP_EV_DIAL_FAILED);
         snprintf(what, sizeof(what), "failed (%s)", why);
         if (!(err == 0 || tp_conn_retryable(err)) || !redial(c, what))
             tp_conn_close(c);
         return;
     }
     tp_pool_dial_result(tp->pool, d->up, 0);
-    tp_metrics_conn_error(tp, d);
+    tp_metrics_dial(tp, d, 0, c->last);
     int changed = was != (int)d->up->healthy;
     if (changed)
         PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr),
@@ -359,10 +360,12 @@ established(struct tp_conn *c, int what)
 
     c->state = TP_CONN_OPEN;
     conn_count(c->lp, 1, 1);
-    if (c->lp->w)
-        tp_loop_report(c->lp, c->d, TP_EV_DIAL_OK);
-    else
+    if (c->lp->w) {
+        tp_loop_report(c->lp, c->d, c->last ? TP_EV_LAST_DIAL_OK : TP_EV_DIAL_OK);
+    } else {
         tp_pool_dial_result(tp->pool, c->d->up, 1);
+        tp_metrics_dial(tp, c->d, 1, c->last);
+    }
     /* Both sockets take data until they say EAGAIN. The client has most
      * likely spoken already (a TLS hello, a request): read it now rather
      * than an event later. */
@@ -549,6 +552,7 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     if (lp->client_opts == TP_OPTS_PER_SOCKET)
         tp_sockopts(fd);
     attach(c, d);
+    c->last = (uint8_t)last;
     conn_drive(c, TP_EV_START);
 }
 

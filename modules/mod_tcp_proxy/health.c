@@ -94,15 +94,9 @@ probe_start(struct tp_upd *d)
         return;
     }
     snprintf(url, sizeof(url), "https://%s/readyz", d->up->addr);
-    /* A new connection, and so a new TLS handshake, for every probe: the
-     * serving certificate is verified each time (a kept-alive connection
-     * would go on passing probes after a rotation to one the CA does not
-     * sign, while new clients fail). */
-    static const char *const headers[] = {"Connection: close", NULL};
     struct plb_http_opts o = {
         .size = sizeof(o),
         .url = url,
-        .headers = headers,
         .ca_file = c->health_check_ca_file,
         .cert_file = c->health_check_cert_file,
         .key_file = c->health_check_key_file,
@@ -114,6 +108,12 @@ probe_start(struct tp_upd *d)
         .max_body = 64 * 1024,
         .done = probe_done,
         .arg = d,
+        /* A new connection, and so a new TLS handshake, for every probe:
+         * the serving certificate is verified each time, as new clients
+         * see it. A kept connection (HTTP/1.1 keep-alive, or HTTP/2, where
+         * "Connection: close" means nothing) would go on passing probes
+         * after a rotation to one the CA does not sign. */
+        .fresh_connection = 1,
     };
     d->probe = tp->host->http_request(tp->ctx, &o, &err);
     if (!d->probe) {

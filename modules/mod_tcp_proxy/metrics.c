@@ -14,6 +14,7 @@
 
 static const char *const l_proxy[] = {"proxy", NULL};
 static const char *const l_up[] = {"proxy", "upstream", NULL};
+static const char *const l_result[] = {"proxy", "result", NULL};
 
 /* Log a failed registry update (once per process: the registry only fails
  * when out of memory, and one line says it). */
@@ -49,9 +50,16 @@ tp_metrics_init(struct tp *tp)
                       "Connections established to upstreams since start", l_proxy, NULL, 0);
     m->connection_errors = h->metric_new(
         x, PLB_METRIC_COUNTER, "prismlb_connection_errors_total",
-        "Failed connection attempts to an upstream (none when no upstream was available; "
-        "not those caused by proxy shutdown); deleted once the upstream is drained and removed",
+        "Failed connection attempts to an upstream that was pickable (none when no upstream was "
+        "available: last-resort dials are counted in prismlb_last_resort_dials_total; not "
+        "those caused by proxy shutdown); deleted once the upstream is drained and removed",
         l_up, NULL, 0);
+    m->last_resort = h->metric_new(
+        x, PLB_METRIC_COUNTER, "prismlb_last_resort_dials_total",
+        "Dials to an unhealthy upstream because none was pickable (the last resort), by result: "
+        "success (the connect completed) or failure (refused, unreachable, timed out, or reset "
+        "before the upstream's first byte)",
+        l_result, NULL, 0);
     m->dial_retries = h->metric_new(
         x, PLB_METRIC_COUNTER, "prismlb_dial_retries_total",
         "Client connections moved to another upstream before any upstream byte reached the "
@@ -77,7 +85,7 @@ tp_metrics_init(struct tp *tp)
                               l_up, NULL, 0);
     if (!m->upstreams_active || !m->upstreams_known || !m->connections_active ||
         !m->connections_total || !m->connection_errors || !m->dial_retries || !m->rtt || !m->tier ||
-        !m->ready || !m->health)
+        !m->ready || !m->health || !m->last_resort)
         return -ENOMEM;
     const char *lv[] = {tp->name};
     int rc = h->metric_set(m->connections_active, lv, 0);
@@ -89,6 +97,11 @@ tp_metrics_init(struct tp *tp)
         rc = h->metric_set(m->upstreams_active, lv, 0);
     if (rc == 0)
         rc = h->metric_set(m->upstreams_known, lv, 0);
+    const char *ls[] = {tp->name, "success"}, *lf[] = {tp->name, "failure"};
+    if (rc == 0)
+        rc = h->metric_add(m->last_resort, ls, 0);
+    if (rc == 0)
+        rc = h->metric_add(m->last_resort, lf, 0);
     return rc;
 }
 
@@ -141,10 +154,18 @@ tp_metrics_conn(struct tp *tp, int established_delta, int total_inc)
 }
 
 void
-tp_metrics_conn_error(struct tp *tp, struct tp_upd *d)
+tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last)
 {
     if (tp->stopping)
         return; /* failures caused by proxy shutdown are not counted */
+    if (last) {
+        const char *lr[] = {tp->name, ok ? "success" : "failure"};
+        check_rc(tp, tp->host->metric_add(tp->m.last_resort, lr, 1),
+                 "prismlb_last_resort_dials_total");
+        return;
+    }
+    if (ok)
+        return;
     const char *lv[] = {tp->name, d->up->addr};
     d->errors_series = 1;
     check_rc(tp, tp->host->metric_add(tp->m.connection_errors, lv, 1),
@@ -190,4 +211,7 @@ tp_metrics_fini(struct tp *tp)
     h->metric_remove(tp->m.connections_active, lp);
     h->metric_remove(tp->m.connections_total, lp);
     h->metric_remove(tp->m.dial_retries, lp);
+    const char *ls[] = {tp->name, "success"}, *lf[] = {tp->name, "failure"};
+    h->metric_remove(tp->m.last_resort, ls);
+    h->metric_remove(tp->m.last_resort, lf);
 }

@@ -106,7 +106,7 @@ struct tp_upd {
 
 struct tp_metrics {
     plb_metric *upstreams_active, *upstreams_known, *connections_active, *connections_total,
-        *connection_errors, *dial_retries, *rtt, *tier, *ready, *health;
+        *connection_errors, *dial_retries, *rtt, *tier, *ready, *health, *last_resort;
 };
 
 struct tp_pipe {
@@ -229,7 +229,14 @@ plb_obj *tp_status(void *state);
 /* Worker loops (workers.c)                                                 */
 
 /* Event kinds a worker reports to the main loop about an upstream. */
-enum tp_event_kind { TP_EV_OPENED, TP_EV_CLOSED, TP_EV_DIAL_OK, TP_EV_DIAL_FAILED };
+enum tp_event_kind {
+    TP_EV_OPENED,
+    TP_EV_CLOSED,
+    TP_EV_DIAL_OK,
+    TP_EV_DIAL_FAILED,
+    TP_EV_LAST_DIAL_OK, /* the same, for a last-resort dial */
+    TP_EV_LAST_DIAL_FAILED,
+};
 
 /* Start the data path on every worker (threads > 1): each listens on
  * bind_address (an IP) with SO_REUSEPORT, paused while `paused`. 0 or
@@ -267,7 +274,10 @@ int tp_metrics_init(struct tp *tp);
 /* Refresh every upstream gauge and the instance gauges. */
 void tp_metrics_refresh(struct tp *tp);
 void tp_metrics_conn(struct tp *tp, int established_delta, int total_inc);
-void tp_metrics_conn_error(struct tp *tp, struct tp_upd *d);
+/* A dial to d ended (ok or failed). last: d was picked as the last resort
+ * (no upstream was pickable): counted in prismlb_last_resort_dials_total;
+ * else a failure is a connection error of d. Nothing while stopping. */
+void tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last);
 /* A fresh connection moved to another upstream. */
 void tp_metrics_dial_retry(struct tp *tp);
 /* Remove the series of one upstream (drained and removed). */

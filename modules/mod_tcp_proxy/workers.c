@@ -286,13 +286,17 @@ on_report(void *arg)
                 tp_pool_conn_closed(tp->pool, u);
             break;
         case TP_EV_DIAL_OK:
-        case TP_EV_DIAL_FAILED: {
+        case TP_EV_DIAL_FAILED:
+        case TP_EV_LAST_DIAL_OK:
+        case TP_EV_LAST_DIAL_FAILED: {
             if (!u)
                 break;
-            int ok = r->ev[i].kind == TP_EV_DIAL_OK, was = u->healthy;
+            int kind = r->ev[i].kind, was = u->healthy;
+            int ok = kind == TP_EV_DIAL_OK || kind == TP_EV_LAST_DIAL_OK;
             tp_pool_dial_result(tp->pool, u, ok);
-            if (!ok && u->data)
-                tp_metrics_conn_error(tp, u->data);
+            if (u->data)
+                tp_metrics_dial(tp, u->data, ok,
+                                kind == TP_EV_LAST_DIAL_OK || kind == TP_EV_LAST_DIAL_FAILED);
             if (was != (int)u->healthy)
                 r->ev[i].flip = u->healthy ? FLIP_UP : FLIP_DOWN;
             break;

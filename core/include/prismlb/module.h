@@ -131,6 +131,9 @@
  *     re-list, only the differences).
  *
  * Changelog (every ABI change, newest first):
+ *   2026-12-02  2.7  plb_http_opts.fresh_connection: a request on a new
+ *                    connection that is closed after it (2.0-2.6 options
+ *                    are shorter and reuse connections as before).
  *   2026-12-01  2.6  plb_informer_opts.keep: an informer caches only the
  *                    fields it names (and always an object's identity:
  *                    metadata name, namespace, uid and resourceVersion)
@@ -280,7 +283,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 2
-#define PLB_ABI_MINOR 6
+#define PLB_ABI_MINOR 7
 
 /* The symbol every module exports. */
 #define PLB_MODULE_SYMBOL "prismlb_module"
@@ -540,6 +543,13 @@ struct plb_http_opts {
     plb_http_data_cb on_data; /* CHUNKS and LINES */
     plb_http_done_cb done;    /* required */
     void *arg;
+    /* 2.7: 1 = open a new connection for this request (its own TCP and TLS
+     * handshake, never one kept from an earlier request nor a multiplexed
+     * HTTP/2 stream) and close it after the answer. For a request that
+     * checks the server itself, whatever its protocol: a readiness probe
+     * that must see the serving certificate as new clients see it. Costs
+     * a handshake each time: leave 0 for API calls and watches. */
+    int fresh_connection;
 };
 
 /* ------------------------------------------------------------------------ */

@@ -103,5 +103,9 @@ void tp_reap_all(void);
 int http_get(int port, const char *path, int *status, char **body);
 /* The value of one series ("name{labels}") in Prometheus text. 0 or -1. */
 int metric_value(const char *text, const char *series, double *v);
+/* Scrape http://127.0.0.1:port/metrics and run `promtool check metrics`
+ * (lint included) on it. 0 when promtool is content, else -1 with what it
+ * said and the exposition in *why (new). */
+int promtool_check_metrics(int port, char **why);
 
 #endif

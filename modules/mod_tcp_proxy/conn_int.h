@@ -70,6 +70,8 @@ struct tp_conn {
     uint32_t *tried;
     uint32_t rlen, ntried, tcap;
     int64_t deadline_ms; /* accept + health_timeout: the end of redialing */
+    double accepted_us;  /* monotonic: when the client was accepted */
+    double dial_us;      /* monotonic: when the current dial began */
     struct tp_dir dir[2];
     int cfd, ufd;
     uint8_t state;

@@ -14,18 +14,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tp.h"
-
-static double
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* Close the check's socket and watch. */
 static void
@@ -130,7 +121,7 @@ static void
 check_done(struct tp_upd *d, int ok)
 {
     struct tp *tp = d->tp;
-    double ms = (mono_us() - d->check_started_us) / 1000.0;
+    double ms = (tp_mono_us() - d->check_started_us) / 1000.0;
 
     check_close(d);
     if (d->up->draining || tp->stopping)
@@ -226,7 +217,7 @@ on_check_timer(plb_timer *t, void *arg)
     if (d->up->draining || tp->stopping || d->check_fd >= 0 || d->check_res || d->probe)
         return;
     d->check_started_ms = tp->host->now_ms(tp->ctx);
-    d->check_started_us = mono_us();
+    d->check_started_us = tp_mono_us();
     if (d->literal) {
         check_connect(d, (const struct sockaddr *)&d->sa, d->salen);
         return;

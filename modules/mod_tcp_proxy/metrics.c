@@ -15,6 +15,17 @@
 static const char *const l_proxy[] = {"proxy", NULL};
 static const char *const l_up[] = {"proxy", "upstream", NULL};
 static const char *const l_result[] = {"proxy", "result", NULL};
+static const char *const l_up_result[] = {"proxy", "upstream", "result", NULL};
+
+/* Dials: from a loopback connect (tens of microseconds) to health_timeout
+ * (15 s by default, 60 s at most). */
+static const double dial_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                      0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5,
+                                      5,      10,      15,     30,    60};
+/* Proxied connections: a request's second to a kubelet watch's days. */
+static const double conn_buckets[] = {0.01, 0.1,  1,     10,    60,    300,
+                                      900,  3600, 14400, 43200, 86400, 604800};
+#define NBUCKETS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Log a failed registry update (once per process: the registry only fails
  * when out of memory, and one line says it). */
@@ -83,9 +94,20 @@ tp_metrics_init(struct tp *tp)
                               "Upstream health state after the consecutive-failure threshold, fed "
                               "by health checks and client dials (1 healthy, 0 unhealthy)",
                               l_up, NULL, 0);
+    m->dial_duration = h->metric_new(
+        x, PLB_METRIC_HISTOGRAM, "prismlb_dial_duration_seconds",
+        "Time from the start of a client connection's dial to an upstream (name resolution "
+        "included) until the connect completed (result success) or failed (result failure: "
+        "refused, unreachable, timed out); deleted once the upstream is drained and removed",
+        l_up_result, dial_buckets, NBUCKETS(dial_buckets));
+    m->conn_duration = h->metric_new(
+        x, PLB_METRIC_HISTOGRAM, "prismlb_connection_duration_seconds",
+        "Lifetime of proxied connections that reached an upstream, from the accept until both "
+        "sides closed (or a drain, readiness close or shutdown closed them)",
+        l_proxy, conn_buckets, NBUCKETS(conn_buckets));
     if (!m->upstreams_active || !m->upstreams_known || !m->connections_active ||
         !m->connections_total || !m->connection_errors || !m->dial_retries || !m->rtt || !m->tier ||
-        !m->ready || !m->health || !m->last_resort)
+        !m->ready || !m->health || !m->last_resort || !m->dial_duration || !m->conn_duration)
         return -ENOMEM;
     const char *lv[] = {tp->name};
     int rc = h->metric_set(m->connections_active, lv, 0);
@@ -154,10 +176,15 @@ tp_metrics_conn(struct tp *tp, int established_delta, int total_inc)
 }
 
 void
-tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last)
+tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last, double secs)
 {
     if (tp->stopping)
         return; /* failures caused by proxy shutdown are not counted */
+    if (secs >= 0) {
+        const char *lr[] = {tp->name, d->up->addr, ok ? "success" : "failure"};
+        check_rc(tp, tp->host->metric_observe(tp->m.dial_duration, lr, secs),
+                 "prismlb_dial_duration_seconds");
+    }
     if (last) {
         const char *lr[] = {tp->name, ok ? "success" : "failure"};
         check_rc(tp, tp->host->metric_add(tp->m.last_resort, lr, 1),
@@ -170,6 +197,14 @@ tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last)
     d->errors_series = 1;
     check_rc(tp, tp->host->metric_add(tp->m.connection_errors, lv, 1),
              "prismlb_connection_errors_total");
+}
+
+void
+tp_metrics_conn_ended(struct tp *tp, double secs)
+{
+    const char *lp[] = {tp->name};
+    check_rc(tp, tp->host->metric_observe(tp->m.conn_duration, lp, secs),
+             "prismlb_connection_duration_seconds");
 }
 
 void
@@ -191,6 +226,10 @@ tp_metrics_forget(struct tp *tp, struct tp_upd *d)
     h->metric_remove(tp->m.tier, lv);
     h->metric_remove(tp->m.ready, lv);
     h->metric_remove(tp->m.health, lv);
+    const char *ls[] = {tp->name, d->up->addr, "success"},
+               *lf[] = {tp->name, d->up->addr, "failure"};
+    h->metric_remove(tp->m.dial_duration, ls);
+    h->metric_remove(tp->m.dial_duration, lf);
     d->errors_series = 0;
 }
 
@@ -214,4 +253,5 @@ tp_metrics_fini(struct tp *tp)
     const char *ls[] = {tp->name, "success"}, *lf[] = {tp->name, "failure"};
     h->metric_remove(tp->m.last_resort, ls);
     h->metric_remove(tp->m.last_resort, lf);
+    h->metric_remove(tp->m.conn_duration, lp);
 }

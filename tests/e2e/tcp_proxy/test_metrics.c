@@ -74,6 +74,30 @@ series(const char *name, const char *upstream)
     return b;
 }
 
+/* The _count series of prismlb_dial_duration_seconds for upstream and
+ * result. */
+static const char *
+dial_count(const char *upstream, const char *result)
+{
+    static char slots[2][256];
+    static int next;
+    char *b = slots[next++ % 2];
+    snprintf(
+        b, 256,
+        "prismlb_dial_duration_seconds_count{module_instance=\"kubeprism\",proxy=\"kubeprism\","
+        "upstream=\"%s\",result=\"%s\"}",
+        upstream, result);
+    return b;
+}
+
+/* A series' value, 0 when absent. */
+static double
+scrape0(const char *s)
+{
+    double v = 0;
+    return scrape(s, &v) == 0 ? v : 0;
+}
+
 /* With latency selection each sampled upstream has an RTT and a tier. Which
  * tier the slower of two is in depends on the RTTs this machine measures
  * (2 ms more is another tier), so only this is certain: the faster one is
@@ -144,8 +168,18 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     wait_metric(series("prismlb_connections_active", NULL), 1, 3000);
     ck_assert_int_eq(scrape(series("prismlb_connections_total", NULL), &total1), 0);
     ck_assert(total1 == total0 + 1);
+    /* Its dial is in the histogram of the upstream it went to (from a
+     * worker, with its next report). */
+    long long end = tu_now_ms() + 3000;
+    while (scrape0(dial_count(ea, "success")) + scrape0(dial_count(eb, "success")) < 1) {
+        ck_assert_msg(tu_now_ms() < end, "no dial in prismlb_dial_duration_seconds");
+        tu_sleep_ms(20);
+    }
+    ck_assert(scrape0(dial_count(ea, "success")) + scrape0(dial_count(eb, "success")) == 1);
     close(fd);
     wait_metric(series("prismlb_connections_active", NULL), 0, 3000);
+    /* Closed: its lifetime is in the connection histogram. */
+    wait_metric(series("prismlb_connection_duration_seconds_count", NULL), 1, 3000);
 
     /* b dies: client dials to it fail and are counted, and the clients are
      * moved to a (counted too) without noticing; b is excluded. */
@@ -163,6 +197,11 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
             errs = 0;
     }
     ck_assert(errs >= 1);
+    /* Each failed dial was timed, in the same report as its error. */
+    ck_assert_msg(scrape0(dial_count(eb, "failure")) >= errs, "failed dials %g, errors %g",
+                  scrape0(dial_count(eb, "failure")), errs);
+    char *why = NULL;
+    ck_assert_msg(promtool_check_metrics(mport, &why) == 0, "%s", why);
     ck_assert_int_eq(scrape(series("prismlb_dial_retries_total", NULL), &retries), 0);
     ck_assert(retries >= 1);
     wait_metric(series("prismlb_health_check_status", eb), 0, 4000);
@@ -175,6 +214,7 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     wait_metric(series("prismlb_upstreams", NULL), 1, 3000);
     ck_assert_int_eq(scrape(series("prismlb_health_check_status", eb), &v), -1);
     ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &v), -1);
+    ck_assert_int_eq(scrape(dial_count(eb, "failure"), &v), -1);
     ck_assert_int_eq(proxy_stop(&px), 0);
     srv_stop(&a);
 }

@@ -56,6 +56,14 @@ const struct plb_setting ew_settings[] = {
      .format = PLB_FMT_DNS_LABEL,
      .doc = "Name of the EndpointSlice port the endpoints are reached on (\"\" for an "
             "unnamed port); slices without it contribute nothing"},
+    {.name = "state_file", .type = PLB_SET_PATH, .offset = OFF(state_file),
+     .doc = "File (in a directory kept across restarts) holding the endpoints discovery last "
+            "found, written when they change (at most once a second); read at start and used "
+            "beside the static endpoints until discovery answers; a missing, unreadable, "
+            "malformed or oversized file is a warning and ignored. Unset: none"},
+    {.name = "state_file_max_age", .type = PLB_SET_DURATION,
+     .offset = OFF(state_file_max_age_ms), .def = "168h", .min = 1000,
+     .doc = "A state file written longer ago than this is ignored at start"},
     PLB_SETTINGS_END,
 };
 /* clang-format on */
@@ -66,10 +74,15 @@ ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
 {
     const struct ew_config *c = config;
     (void)host;
-    /* Each setting is checked on its own by its validator; the only rule
+    /* Each setting is checked on its own by its validator; the rules
      * between settings: a TLS server name needs TLS somewhere to apply. */
     if (plb_kube_settings_tls_name_unused(&c->kube)) {
         report(chk, "tls_server_name", "has no effect with a plain http:// server");
+        return 1;
+    }
+    /* The file holds what discovery found: without it, nothing. */
+    if (c->state_file && *c->state_file && !c->enable_discovery) {
+        report(chk, "state_file", "has no effect with enable_discovery = false");
         return 1;
     }
     return 0;

@@ -24,12 +24,13 @@
 /* clang-format off */
 const struct plb_setting ew_settings[] = {
     {.name = "endpoints", .type = PLB_SET_STRING_LIST, .offset = OFF(endpoints),
+     .env = "EP_ENDPOINTS",
      .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .format = PLB_FMT_HOST_PORT,
      .doc = "Static (bootstrap) API server endpoints, available at once without cluster "
             "access: each host:port, host an IP address ([addr] for IPv6) or RFC 1123 "
             "hostname, port 1-65535; must not be empty"},
     {.name = "enable_discovery", .type = PLB_SET_BOOL, .offset = OFF(enable_discovery),
-     .def = "true",
+     .def = "true", .env = "EP_ENABLE_DISCOVERY",
      .doc = "Watch the EndpointSlices of service_name in namespace for the API servers "
             "(the Kubernetes provider)"},
     PLB_SETTING_KUBECONFIG(OFF(kube.kubeconfig),

@@ -54,11 +54,7 @@ teardown(void)
 static const char *
 pki_path(const char *name)
 {
-    static char slots[4][4200];
-    static int next;
-    char *b = slots[next++ % 4];
-    snprintf(b, 4200, "%s/%s", pki, name);
-    return b;
+    return dir_path(pki, name);
 }
 
 /* Start an HTTPS readyz server; extra: NULL-terminated options or NULL. */

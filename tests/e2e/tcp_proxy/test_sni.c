@@ -21,11 +21,7 @@ static char kubectl[4096];
 static const char *
 pki_path(const char *name)
 {
-    static char slots[4][4200];
-    static int next;
-    char *b = slots[next++ % 4];
-    snprintf(b, 4200, "%s/%s", pki, name);
-    return b;
+    return dir_path(pki, name);
 }
 
 /* The test CA (gen_certs.sh) and a certificate of the shared endpoint for

@@ -458,6 +458,16 @@ proxy_stop(struct proxy *p)
     return st;
 }
 
+const char *
+dir_path(const char *dir, const char *name)
+{
+    static char slots[8][4200];
+    static int next;
+    char *b = slots[next++ % 8];
+    snprintf(b, sizeof(slots[0]), "%s/%s", dir, name);
+    return b;
+}
+
 int
 http_get(int port, const char *path, int *status, char **body)
 {

@@ -45,6 +45,10 @@ void srv_stop(struct srv *s);
 int srv_accepts(struct srv *s);
 long long srv_accept_at(struct srv *s, int i);
 
+/* "dir/name" in one of 8 static buffers used in turn (valid until the
+ * eighth call after). */
+const char *dir_path(const char *dir, const char *name);
+
 /* A free TCP port on 127.0.0.1 (bound and released: a small race). */
 int free_port(void);
 

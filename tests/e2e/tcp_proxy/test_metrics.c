@@ -323,6 +323,11 @@ START_TEST(last_resort_dials_are_counted_apart_from_connection_errors)
         errs1 += v;
     }
     ck_assert_msg(errs1 == errs0, "connection errors moved from %g to %g", errs0, errs1);
+    printf("last resort: connection errors %g -> %g, last-resort failures %g -> %g, "
+           "successes %g -> %g\n",
+           errs0, errs1, fail0, scrape0(last_resort("failure")), ok0,
+           scrape0(last_resort("success")));
+    fflush(stdout);
     ck_assert_int_eq(scrape(last_resort("failure"), &fail1), 0);
     ck_assert_msg(fail1 >= fail0 + 3 && fail1 <= fail0 + 5, "last-resort failures %g -> %g", fail0,
                   fail1);

@@ -378,7 +378,12 @@ START_TEST(readyz_probes_over_http2_use_a_new_connection_each)
     ck_assert_int_eq(log_count(&p, "readyz probe failed"), 0);
 
     ck_assert_int_eq(tu_write_file(rotate, marker), 0);
+    long long rotated = tu_now_ms();
     assert_unready_at_the_second_failed_probe(&p, unready);
+    printf("http2: probes on connections %d, %d, %d; not ready %lld ms after the rotation "
+           "(health_interval 1100 ms)\n",
+           conns[0], conns[1], conns[2], tu_now_ms() - rotated);
+    fflush(stdout);
     ck_assert_int_eq(proxy_stop(&p), 0);
     tu_stop(&srv, SIGTERM, 5000);
 }

@@ -36,7 +36,7 @@ const struct plb_setting core_settings_table[] = {
             "$PRISMLB_MODULE_PATH, else the installed module directory"},
     {.name = "log_level", .type = PLB_SET_ENUM,
      .offset = offsetof(struct core_config, log_level), .def = "info",
-     .enum_values = log_levels,
+     .enum_values = log_levels, .env = "EP_LOG_LEVEL",
      .doc = "Least severe level written (dpanic, panic and fatal, extractedprism's, mean "
             "error)"},
     {.name = "log_format", .type = PLB_SET_ENUM,
@@ -286,6 +286,44 @@ check_links(struct core *c, const config_setting_t *list, struct core_errors *er
     }
 }
 
+/* A setting's environment variable (plb_setting.env) overrides it in one
+ * instance: with two or more instances of its module, set, it is refused,
+ * named, with where the second instance is. */
+static void
+check_env(struct core *c, const config_setting_t *list, struct core_errors *err)
+{
+    for (size_t i = 0; i < c->ninst; i++) {
+        const struct plb_module *mod = c->inst[i]->cm->mod;
+        size_t n = 0, first = i, second = i;
+        for (size_t k = 0; k < c->ninst; k++) {
+            if (c->inst[k]->cm->mod != mod)
+                continue;
+            if (n == 0)
+                first = k;
+            else if (n == 1)
+                second = k;
+            n++;
+        }
+        if (first != i || n < 2)
+            continue; /* once per module, with two instances or more */
+        for (const struct plb_setting *s = mod->settings; s && s->name; s++) {
+            const char *v = s->env ? getenv(s->env) : NULL;
+            if (!v || !*v)
+                continue;
+            char where[512], path[512];
+            core_setting_where(config_setting_get_elem(list, (unsigned)second), c->config_file,
+                               where, sizeof(where));
+            snprintf(path, sizeof(path), "instances.%s.%s", c->inst[second]->name, s->name);
+            core_errors_add(err, where, path,
+                            "environment variable %s is ambiguous: %zu instances of module %s "
+                            "(\"%s\", \"%s\"%s) would each take it; unset it, or keep one "
+                            "instance of the module",
+                            s->env, n, mod->name, c->inst[first]->name, c->inst[second]->name,
+                            n > 2 ? ", ..." : "");
+        }
+    }
+}
+
 /*
  * Included files, before libconfig sees them. libconfig 1.5 opens an
  * @include with fopen and hands it to its flex scanner: a FIFO blocks that
@@ -438,6 +476,7 @@ core_config_load(struct core *c, const char *file, struct core_errors *err)
     /* Links only mean something once every instance parsed. */
     if (err->n == ok_before && (size_t)config_setting_length(list) == c->ninst) {
         check_links(c, list, err);
+        check_env(c, list, err);
         core_ports_check(c, list, err);
     }
     if (c->ninst == 0 && err->n == before) {

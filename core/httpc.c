@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <openssl/ssl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1251,6 +1252,11 @@ setup_easy(plb_http_req *req, const struct plb_http_opts *o)
         curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L) != CURLE_OK ||
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)o->timeout_ms) != CURLE_OK)
         return -ENOMEM;
+    /* Neither an idle connection nor a running HTTP/2 one is taken, and
+     * this one is closed after the answer, not kept for the next. */
+    if (o->fresh_connection && (curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, 1L) != CURLE_OK ||
+                                curl_easy_setopt(e, CURLOPT_FORBID_REUSE, 1L) != CURLE_OK))
+        return -ENOMEM;
     /* HTTP/2 only where tls_chose_h2 can tell it from HTTP/1. */
     if (req->https && !curl_tls_is_openssl() &&
         curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1) != CURLE_OK)
@@ -1303,10 +1309,33 @@ setup_easy(plb_http_req *req, const struct plb_http_opts *o)
     return 0;
 }
 
+/* The size of the options a 3.0 module passes: every field up to arg. */
+#define HTTPC_OPTS_3_0_SIZE (offsetof(struct plb_http_opts, arg) + sizeof(void *))
+
+/* A size some version of the options has: 3.0's, or at least ours. */
+static int
+opts_size_ok(size_t size)
+{
+    return size == HTTPC_OPTS_3_0_SIZE || size >= sizeof(struct plb_http_opts);
+}
+
+/* o in a structure of the daemon's size: fields beyond o->size zero. Returns full, or NULL when
+ * o is NULL or of no version's size. */
+static const struct plb_http_opts *
+opts_full(const struct plb_http_opts *o, struct plb_http_opts *full)
+{
+    if (!o || !opts_size_ok(o->size))
+        return NULL;
+    memset(full, 0, sizeof(*full));
+    memcpy(full, o, o->size < sizeof(*full) ? o->size : sizeof(*full));
+    full->size = sizeof(*full);
+    return full;
+}
+
 static int
 valid_opts(const struct plb_http_opts *o)
 {
-    if (!o || o->size < sizeof(*o) || !o->url || !o->done)
+    if (!o || !o->url || !o->done)
         return 0;
     if (strncasecmp(o->url, "http://", 7) != 0 && strncasecmp(o->url, "https://", 8) != 0)
         return 0;
@@ -1324,10 +1353,12 @@ plb_http_req *
 core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err)
 {
     plb_http_req *req = NULL;
+    struct plb_http_opts full;
     int rc = -EINVAL, dummy;
 
     if (!err)
         err = &dummy;
+    o = opts_full(o, &full);
     if (!c || !valid_opts(o))
         goto fail;
     if (!(req = core_calloc(1, sizeof(*req)))) {
@@ -1415,7 +1446,7 @@ core_http_request_fenced(struct core_httpc *c, const struct plb_http_opts *o,
     int dummy;
     if (!err)
         err = &dummy;
-    if (!fence || !o || o->size < sizeof(*o) || !is_write(o->method))
+    if (!fence || !o || !opts_size_ok(o->size) || !is_write(o->method))
         return core_http_request(c, o, err);
     if (!fence->open) {
         *err = -EPERM;

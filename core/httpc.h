@@ -55,7 +55,7 @@ void core_httpc_free(struct core_httpc *c);
  * the body are copied). New handle, valid until its done callback returns or
  * core_http_cancel is called; the client frees it. NULL with *err = -EINVAL
  * for bad options (no url or done, url not http(s), on_data missing in
- * CHUNKS/LINES, bad connect_to, o->size too small) or -ENOMEM. Files named in
+ * CHUNKS/LINES, bad connect_to, o->size of no version) or -ENOMEM. Files named in
  * o are read now; a file that cannot be read makes done report
  * PLB_HTTP_E_LOCAL from the loop. */
 plb_http_req *core_http_request(struct core_httpc *c, const struct plb_http_opts *o, int *err);

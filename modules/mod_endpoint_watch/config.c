@@ -26,12 +26,13 @@
 /* clang-format off */
 const struct plb_setting ew_settings[] = {
     {.name = "endpoints", .type = PLB_SET_STRING_LIST, .offset = OFF(endpoints),
+     .env = "EP_ENDPOINTS",
      .flags = PLB_SET_REQUIRED | PLB_SET_NONEMPTY, .format = PLB_FMT_HOST_PORT,
      .doc = "Static (bootstrap) API server endpoints, available at once without cluster "
             "access: each host:port, host an IP address ([addr] for IPv6) or RFC 1123 "
             "hostname, port 1-65535; must not be empty"},
     {.name = "enable_discovery", .type = PLB_SET_BOOL, .offset = OFF(enable_discovery),
-     .def = "true",
+     .def = "true", .env = "EP_ENABLE_DISCOVERY",
      .doc = "Watch the EndpointSlices of service_name in namespace for the API servers "
             "(the Kubernetes provider)"},
     PLB_SETTING_KUBECONFIG(OFF(kube.kubeconfig),
@@ -58,6 +59,14 @@ const struct plb_setting ew_settings[] = {
      .format = PLB_FMT_DNS_LABEL,
      .doc = "Name of the EndpointSlice port the endpoints are reached on (\"\" for an "
             "unnamed port); slices without it contribute nothing"},
+    {.name = "state_file", .type = PLB_SET_PATH, .offset = OFF(state_file),
+     .doc = "File (in a directory kept across restarts) holding the endpoints discovery last "
+            "found, written when they change (at most once a second); read at start and used "
+            "beside the static endpoints until discovery answers; a missing, unreadable, "
+            "malformed or oversized file is a warning and ignored. Unset: none"},
+    {.name = "state_file_max_age", .type = PLB_SET_DURATION,
+     .offset = OFF(state_file_max_age_ms), .def = "168h", .min = 1000,
+     .doc = "A state file written longer ago than this is ignored at start"},
     PLB_SETTINGS_END,
 };
 /* clang-format on */
@@ -68,10 +77,15 @@ ew_config_check(const struct plb_host *host, plb_check *chk, const void *config,
 {
     const struct ew_config *c = config;
     (void)host;
-    /* Each setting is checked on its own by its validator; the only rule
+    /* Each setting is checked on its own by its validator; the rules
      * between settings: a TLS server name needs TLS somewhere to apply. */
     if (plb_kube_settings_tls_name_unused(&c->kube)) {
         report(chk, "tls_server_name", "has no effect with a plain http:// server");
+        return 1;
+    }
+    /* The file holds what discovery found: without it, nothing. */
+    if (c->state_file && *c->state_file && !c->enable_discovery) {
+        report(chk, "state_file", "has no effect with enable_discovery = false");
         return 1;
     }
     return 0;

@@ -5,6 +5,8 @@
  *   config.c             settings table, validators, the cross-setting check
  *   slices.c             EndpointSlices -> "host:port" list (no I/O)
  *   kube.c               the Kubernetes provider: client, informer, status
+ *   state.c              the state file: the last discovered endpoints,
+ *                        kept across restarts
  *   mod_endpoint_watch.c descriptor, lifecycle, static provider, metrics,
  *                        provider health
  *
@@ -24,6 +26,7 @@
 
 #define EW_PROVIDER_STATIC "static"
 #define EW_PROVIDER_KUBE "kubernetes"
+#define EW_PROVIDER_STATE "state" /* the state file's, until discovery answers */
 
 /* ------------------------------------------------------------------------ */
 /* Configuration (config.c)                                                 */
@@ -36,6 +39,8 @@ struct ew_config {
     char *ns;
     char *service_name;
     char *port_name;
+    char *state_file;
+    int64_t state_file_max_age_ms;
 };
 
 extern const struct plb_setting ew_settings[];
@@ -84,6 +89,12 @@ struct ew {
     int kube_enabled; /* the Kubernetes provider runs */
     int kube_failed;
     int stopping;
+    /* state.c */
+    int state_published;      /* the "state" provider holds the file's list */
+    plb_timer *state_timer;   /* writes a pending list once the second is over */
+    char *pending;            /* the list to write (joined), or NULL */
+    char *written;            /* the list last written (joined), or NULL */
+    int64_t state_written_ms; /* monotonic: the last write */
 };
 
 /* Count one update or error of provider (mod_endpoint_watch.c). */
@@ -101,5 +112,32 @@ int ew_kube_start(struct ew *ew);
 /* Stop: cancel the watch and every call, free client and informer. Safe
  * when never started; no callback runs afterwards. */
 void ew_kube_stop(struct ew *ew);
+
+/* ------------------------------------------------------------------------ */
+/* The state file (state.c)                                                 */
+
+#define EW_STATE_MAX_BYTES ((size_t)256 << 10)
+#define EW_STATE_MAX_ENTRIES 1024
+
+/* 1 if s is "host:port" (host an IPv4 address, [IPv6] or RFC 1123
+ * hostname, port 1-65535). */
+int ew_state_valid_endpoint(const char *s);
+/* Parse a state file's text (len bytes, changed in place: lines are cut at
+ * their '\n'). v (EW_STATE_MAX_ENTRIES slots, the caller's) gets *n
+ * pointers into text; *written the time it was written (Unix seconds). 0,
+ * or -EINVAL with *why a phrase (static). */
+int ew_state_parse(char *text, size_t len, char **v, size_t *n, int64_t *written, const char **why);
+/* At start: read state_file (if set) and publish its endpoints as provider
+ * "state" when it is sound and young enough; otherwise one warning. Never
+ * fails. */
+void ew_state_load(struct ew *ew);
+/* The Kubernetes provider published a list (joined with ',', borrowed; n
+ * entries): the "state" list is dropped, and a non-empty list that
+ * changed is written (at most once a second). */
+void ew_state_discovered(struct ew *ew, const char *joined, size_t n);
+/* At stop: write a pending list now. */
+void ew_state_stop(struct ew *ew);
+/* Free what the state file keeps (destroy). */
+void ew_state_free(struct ew *ew);
 
 #endif

@@ -125,6 +125,8 @@ on_recompute(plb_timer *t, void *arg)
                   "kubernetes endpoints unchanged: %zu", l.n);
     h->mem->free(ew->last);
     ew->last = joined;
+    if (joined)
+        ew_state_discovered(ew, joined, l.n);
     ew_list_clear(h, &l);
 }
 

@@ -188,6 +188,8 @@ ew_start(void *state, char *err, size_t errlen)
     if ((rc = h->loop->timer_arm(ew->beat, BEAT_MS, BEAT_MS, 0)) < 0)
         return rc;
     publish_static(ew);
+    if (ew->cfg->enable_discovery)
+        ew_state_load(ew); /* the check refuses state_file without discovery */
     if (!ew->cfg->enable_discovery) {
         PLB_INFO(ew->host, ew->ctx, NULL,
                  "EndpointSlice discovery disabled (enable_discovery = false)");
@@ -204,6 +206,7 @@ ew_stop(void *state, int64_t grace_ms, plb_done *d)
     ew->stopping = 1;
     ew->host->loop->timer_cancel(ew->beat);
     ew_kube_stop(ew); /* cancels the watch and every call: nothing to wait for */
+    ew_state_stop(ew);
     ew->host->links->done(d);
 }
 
@@ -216,6 +219,7 @@ ew_destroy(void *state)
     ew_kube_stop(ew);
     h->loop->timer_free(ew->beat);
     h->loop->timer_free(ew->recompute);
+    ew_state_free(ew);
     h->mem->free(ew->selector);
     h->mem->free(ew->last);
     h->mem->free(ew);

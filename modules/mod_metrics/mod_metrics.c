@@ -147,17 +147,20 @@ validate_bind_address(const void *value)
 static const struct plb_setting mm_settings[] = {
     {.name = "bind_address", .type = PLB_SET_STRING,
      .offset = offsetof(struct mm_config, bind_address), .validate = validate_bind_address,
+     .env = "EP_HEALTH_BIND_ADDRESS",
      .doc = "Address the HTTP server listens on: an IP address or an RFC 1123 hostname "
             "(resolved without blocking, to its first IPv4 address when it has one); unset: "
             "the bind_address of the config's tcp_proxy instance (extractedprism's "
             "--health-bind-address default), else 127.0.0.1."},
     PLB_SETTING_LISTEN_PORT("port", offsetof(struct mm_config, port), "bind_address",
-        .def = "7446", .doc = "TCP port of the HTTP server (the spec's health port)."),
+        .def = "7446", .env = "EP_HEALTH_PORT", .doc = "TCP port of the HTTP server (the spec's health port)."),
     {.name = "liveness_interval", .type = PLB_SET_DURATION,
      .offset = offsetof(struct mm_config, liveness_interval_ms), .def = "5s", .min = 1000,
+     .env = "EP_LIVENESS_INTERVAL",
      .doc = "How often the event loop's heartbeat (check \"event-loop\") beats."},
     {.name = "liveness_threshold", .type = PLB_SET_DURATION,
      .offset = offsetof(struct mm_config, liveness_threshold_ms), .def = "15s", .min = 1000,
+     .env = "EP_LIVENESS_THRESHOLD",
      .doc = "Longest time since a liveness check's last heartbeat before /healthz fails; must "
             "be greater than liveness_interval."},
     {.name = "metrics", .type = PLB_SET_BOOL, .offset = offsetof(struct mm_config, metrics),

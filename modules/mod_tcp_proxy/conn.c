@@ -33,11 +33,20 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <prismlb/module_util.h>
 
 #include "conn_int.h"
+
+double
+tp_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
 
 static void conn_drive(struct tp_conn *c, enum tp_conn_event ev);
 static void on_cio(plb_io *io, int fd, int what, void *arg);
@@ -115,6 +124,13 @@ tp_conn_close(struct tp_conn *c)
     int was_open = c->state == TP_CONN_OPEN;
     int draining = !c->lp->w && c->d && c->d->up->draining;
 
+    if (was_open) {
+        double secs = (tp_mono_us() - c->accepted_us) / 1e6;
+        if (c->lp->w)
+            tp_loop_report_value(c->lp, c->d, TP_EV_CONN_ENDED, secs);
+        else
+            tp_metrics_conn_ended(tp, secs);
+    }
     c->state = TP_CONN_CLOSED;
     tp_resolve_cancel(c->res);
     h->loop->io_free(c->cio);
@@ -158,6 +174,7 @@ static void
 dial_begin(struct tp_conn *c)
 {
     struct tp_upd *d = c->d;
+    c->dial_us = tp_mono_us();
     if (d->literal || d->have_sa) {
         c->state = TP_CONN_RESOLVING; /* resolved at once */
         conn_drive(c, TP_EV_RESOLVED);
@@ -309,6 +326,7 @@ redial(struct tp_conn *c, const char *why)
     int was_draining = !c->lp->w && c->d->up->draining;
     detach(c);
     attach(c, nd);
+    c->last = (uint8_t)last;
     dial_begin(c); /* c may be gone after this */
     /* It may have been the last connection of a draining upstream. */
     if (was_draining)
@@ -326,18 +344,20 @@ tp_conn_dial_failed(struct tp_conn *c, int err, const char *why)
     struct tp_upd *d = c->d;
     int was = d->up->healthy;
     char what[160];
+    /* A reset right after a completed connect is no dial's duration. */
+    double secs = c->state == TP_CONN_OPEN ? -1 : (tp_mono_us() - c->dial_us) / 1e6;
 
     PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr, "error", why), "dial failed");
     if (c->lp->w) {
         /* The main loop counts it against the upstream. */
-        tp_loop_report(c->lp, d, TP_EV_DIAL_FAILED);
+        tp_loop_report_value(c->lp, d, c->last ? TP_EV_LAST_DIAL_FAILED : TP_EV_DIAL_FAILED, secs);
         snprintf(what, sizeof(what), "failed (%s)", why);
         if (!(err == 0 || tp_conn_retryable(err)) || !redial(c, what))
             tp_conn_close(c);
         return;
     }
     tp_pool_dial_result(tp->pool, d->up, 0);
-    tp_metrics_conn_error(tp, d);
+    tp_metrics_dial(tp, d, 0, c->last, secs);
     int changed = was != (int)d->up->healthy;
     if (changed)
         PLB_WARN(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr),
@@ -358,13 +378,16 @@ established(struct tp_conn *c, int what)
     struct tp *tp = c->tp;
     const struct plb_host *h = tp->host;
     int was = c->d->up->healthy;
+    double secs = (tp_mono_us() - c->dial_us) / 1e6;
 
     c->state = TP_CONN_OPEN;
     conn_count(c->lp, 1, 1);
-    if (c->lp->w)
-        tp_loop_report(c->lp, c->d, TP_EV_DIAL_OK);
-    else
+    if (c->lp->w) {
+        tp_loop_report_value(c->lp, c->d, c->last ? TP_EV_LAST_DIAL_OK : TP_EV_DIAL_OK, secs);
+    } else {
         tp_pool_dial_result(tp->pool, c->d->up, 1);
+        tp_metrics_dial(tp, c->d, 1, c->last, secs);
+    }
     /* Both sockets take data until they say EAGAIN. The client has most
      * likely spoken already (a TLS hello, a request): read it now rather
      * than an event later. */
@@ -541,6 +564,7 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     c->state = TP_CONN_NEW;
     c->fresh = 1;
     c->deadline_ms = tp->host->loop->now_ms(tp->ctx) + tp->cfg->health_timeout_ms;
+    c->accepted_us = tp_mono_us();
     if (lp->client_opts == TP_OPTS_UNVERIFIED) {
         lp->client_opts = tp_sockopts_present(fd) ? TP_OPTS_INHERITED : TP_OPTS_PER_SOCKET;
         if (lp->client_opts == TP_OPTS_PER_SOCKET)
@@ -551,6 +575,7 @@ tp_on_accept(plb_listener *l, int fd, const char *peer, void *arg)
     if (lp->client_opts == TP_OPTS_PER_SOCKET)
         tp_sockopts(fd);
     attach(c, d);
+    c->last = (uint8_t)last;
     conn_drive(c, TP_EV_START);
 }
 

@@ -70,6 +70,8 @@ struct tp_conn {
     uint32_t *tried;
     uint32_t rlen, ntried, tcap;
     int64_t deadline_ms; /* accept + health_timeout: the end of redialing */
+    double accepted_us;  /* monotonic: when the client was accepted */
+    double dial_us;      /* monotonic: when the current dial began */
     struct tp_dir dir[2];
     int cfd, ufd;
     uint8_t state;
@@ -77,6 +79,9 @@ struct tp_conn {
     uint8_t rdy;      /* R_*, W_*, H_* */
     uint8_t ev_what;  /* PLB_IO_* of the upstream event being driven */
     uint8_t dial_err; /* errno of a dial that failed at once (0: timeout) */
+    uint8_t last;     /* the current dial is a last-resort pick: its outcome
+                         is counted in prismlb_last_resort_dials_total, not
+                         as a connection error */
 };
 
 /* What each socket is known to allow; an upstream bit is its client bit

@@ -14,20 +14,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <prismlb/module_util.h>
 
 #include "tp.h"
-
-static double
-mono_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
 
 /* Close the check's socket and watch. */
 static void
@@ -96,15 +87,9 @@ probe_start(struct tp_upd *d)
         return;
     }
     snprintf(url, sizeof(url), "https://%s/readyz", d->up->addr);
-    /* A new connection, and so a new TLS handshake, for every probe: the
-     * serving certificate is verified each time (a kept-alive connection
-     * would go on passing probes after a rotation to one the CA does not
-     * sign, while new clients fail). */
-    static const char *const headers[] = {"Connection: close", NULL};
     struct plb_http_opts o = {
         .size = sizeof(o),
         .url = url,
-        .headers = headers,
         .ca_file = c->health_check_ca_file,
         .cert_file = c->health_check_cert_file,
         .key_file = c->health_check_key_file,
@@ -116,6 +101,12 @@ probe_start(struct tp_upd *d)
         .max_body = 64 * 1024,
         .done = probe_done,
         .arg = d,
+        /* A new connection, and so a new TLS handshake, for every probe:
+         * the serving certificate is verified each time, as new clients
+         * see it. A kept connection (HTTP/1.1 keep-alive, or HTTP/2, where
+         * "Connection: close" means nothing) would go on passing probes
+         * after a rotation to one the CA does not sign. */
+        .fresh_connection = 1,
     };
     d->probe = tp->host->http->request(tp->ctx, &o, &err);
     if (!d->probe) {
@@ -132,7 +123,7 @@ static void
 check_done(struct tp_upd *d, int ok)
 {
     struct tp *tp = d->tp;
-    double ms = (mono_us() - d->check_started_us) / 1000.0;
+    double ms = (tp_mono_us() - d->check_started_us) / 1000.0;
 
     check_close(d);
     if (d->up->draining || tp->stopping)
@@ -228,7 +219,7 @@ on_check_timer(plb_timer *t, void *arg)
     if (d->up->draining || tp->stopping || d->check_fd >= 0 || d->check_res || d->probe)
         return;
     d->check_started_ms = tp->host->loop->now_ms(tp->ctx);
-    d->check_started_us = mono_us();
+    d->check_started_us = tp_mono_us();
     if (d->literal) {
         check_connect(d, (const struct sockaddr *)&d->sa, d->salen);
         return;

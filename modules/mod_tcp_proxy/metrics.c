@@ -16,6 +16,18 @@
 
 static const char *const l_proxy[] = {"proxy", NULL};
 static const char *const l_up[] = {"proxy", "upstream", NULL};
+static const char *const l_result[] = {"proxy", "result", NULL};
+static const char *const l_up_result[] = {"proxy", "upstream", "result", NULL};
+
+/* Dials: from a loopback connect (tens of microseconds) to health_timeout
+ * (15 s by default, 60 s at most). */
+static const double dial_buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                      0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5,
+                                      5,      10,      15,     30,    60};
+/* Proxied connections: a request's second to a kubelet watch's days. */
+static const double conn_buckets[] = {0.01, 0.1,  1,     10,    60,    300,
+                                      900,  3600, 14400, 43200, 86400, 604800};
+#define NBUCKETS(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Log a failed registry update (once per process: the registry only fails
  * when out of memory, and one line says it). */
@@ -51,9 +63,16 @@ tp_metrics_init(struct tp *tp)
         "Connections established to upstreams since start", l_proxy, NULL, 0);
     m->connection_errors = h->metrics->new_metric(
         x, PLB_METRIC_COUNTER, "prismlb_connection_errors_total",
-        "Failed connection attempts to an upstream (none when no upstream was available; "
-        "not those caused by proxy shutdown); deleted once the upstream is drained and removed",
+        "Failed connection attempts to an upstream that was pickable (none when no upstream was "
+        "available: last-resort dials are counted in prismlb_last_resort_dials_total; not "
+        "those caused by proxy shutdown); deleted once the upstream is drained and removed",
         l_up, NULL, 0);
+    m->last_resort = h->metrics->new_metric(
+        x, PLB_METRIC_COUNTER, "prismlb_last_resort_dials_total",
+        "Dials to an unhealthy upstream because none was pickable (the last resort), by result: "
+        "success (the connect completed) or failure (refused, unreachable, timed out, or reset "
+        "before the upstream's first byte)",
+        l_result, NULL, 0);
     m->dial_retries = h->metrics->new_metric(
         x, PLB_METRIC_COUNTER, "prismlb_dial_retries_total",
         "Client connections moved to another upstream before any upstream byte reached the "
@@ -81,9 +100,20 @@ tp_metrics_init(struct tp *tp)
                                "Upstream health state after the consecutive-failure threshold, fed "
                                "by health checks and client dials (1 healthy, 0 unhealthy)",
                                l_up, NULL, 0);
+    m->dial_duration = h->metrics->new_metric(
+        x, PLB_METRIC_HISTOGRAM, "prismlb_dial_duration_seconds",
+        "Time from the start of a client connection's dial to an upstream (name resolution "
+        "included) until the connect completed (result success) or failed (result failure: "
+        "refused, unreachable, timed out); deleted once the upstream is drained and removed",
+        l_up_result, dial_buckets, NBUCKETS(dial_buckets));
+    m->conn_duration = h->metrics->new_metric(
+        x, PLB_METRIC_HISTOGRAM, "prismlb_connection_duration_seconds",
+        "Lifetime of proxied connections that reached an upstream, from the accept until both "
+        "sides closed (or a drain, readiness close or shutdown closed them)",
+        l_proxy, conn_buckets, NBUCKETS(conn_buckets));
     if (!m->upstreams_active || !m->upstreams_known || !m->connections_active ||
         !m->connections_total || !m->connection_errors || !m->dial_retries || !m->rtt || !m->tier ||
-        !m->ready || !m->health)
+        !m->ready || !m->health || !m->last_resort || !m->dial_duration || !m->conn_duration)
         return -ENOMEM;
     const char *lv[] = {tp->name};
     int rc = h->metrics->set(m->connections_active, lv, 0);
@@ -95,6 +125,11 @@ tp_metrics_init(struct tp *tp)
         rc = h->metrics->set(m->upstreams_active, lv, 0);
     if (rc == 0)
         rc = h->metrics->set(m->upstreams_known, lv, 0);
+    const char *ls[] = {tp->name, "success"}, *lf[] = {tp->name, "failure"};
+    if (rc == 0)
+        rc = h->metrics->add(m->last_resort, ls, 0);
+    if (rc == 0)
+        rc = h->metrics->add(m->last_resort, lf, 0);
     return rc;
 }
 
@@ -147,14 +182,35 @@ tp_metrics_conn(struct tp *tp, int established_delta, int total_inc)
 }
 
 void
-tp_metrics_conn_error(struct tp *tp, struct tp_upd *d)
+tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last, double secs)
 {
     if (tp->stopping)
         return; /* failures caused by proxy shutdown are not counted */
+    if (secs >= 0) {
+        const char *lr[] = {tp->name, d->up->addr, ok ? "success" : "failure"};
+        check_rc(tp, tp->host->metrics->observe(tp->m.dial_duration, lr, secs),
+                 "prismlb_dial_duration_seconds");
+    }
+    if (last) {
+        const char *lr[] = {tp->name, ok ? "success" : "failure"};
+        check_rc(tp, tp->host->metrics->add(tp->m.last_resort, lr, 1),
+                 "prismlb_last_resort_dials_total");
+        return;
+    }
+    if (ok)
+        return;
     const char *lv[] = {tp->name, d->up->addr};
     d->errors_series = 1;
     check_rc(tp, tp->host->metrics->add(tp->m.connection_errors, lv, 1),
              "prismlb_connection_errors_total");
+}
+
+void
+tp_metrics_conn_ended(struct tp *tp, double secs)
+{
+    const char *lp[] = {tp->name};
+    check_rc(tp, tp->host->metrics->observe(tp->m.conn_duration, lp, secs),
+             "prismlb_connection_duration_seconds");
 }
 
 void
@@ -176,6 +232,10 @@ tp_metrics_forget(struct tp *tp, struct tp_upd *d)
     h->metrics->remove(tp->m.tier, lv);
     h->metrics->remove(tp->m.ready, lv);
     h->metrics->remove(tp->m.health, lv);
+    const char *ls[] = {tp->name, d->up->addr, "success"},
+               *lf[] = {tp->name, d->up->addr, "failure"};
+    h->metrics->remove(tp->m.dial_duration, ls);
+    h->metrics->remove(tp->m.dial_duration, lf);
     d->errors_series = 0;
 }
 
@@ -196,4 +256,8 @@ tp_metrics_fini(struct tp *tp)
     h->metrics->remove(tp->m.connections_active, lp);
     h->metrics->remove(tp->m.connections_total, lp);
     h->metrics->remove(tp->m.dial_retries, lp);
+    const char *ls[] = {tp->name, "success"}, *lf[] = {tp->name, "failure"};
+    h->metrics->remove(tp->m.last_resort, ls);
+    h->metrics->remove(tp->m.last_resort, lf);
+    h->metrics->remove(tp->m.conn_duration, lp);
 }

@@ -106,7 +106,8 @@ struct tp_upd {
 
 struct tp_metrics {
     plb_metric *upstreams_active, *upstreams_known, *connections_active, *connections_total,
-        *connection_errors, *dial_retries, *rtt, *tier, *ready, *health;
+        *connection_errors, *dial_retries, *rtt, *tier, *ready, *health, *last_resort,
+        *dial_duration, *conn_duration;
 };
 
 struct tp_pipe {
@@ -194,6 +195,8 @@ void tp_after_event(struct tp *tp);
 /* ------------------------------------------------------------------------ */
 /* Health checks (health.c)                                                 */
 
+/* The monotonic clock in microseconds (conn.c). */
+double tp_mono_us(void);
 /* Start checking u now, then every health_interval. 0 or -errno. */
 int tp_health_start(struct tp_upd *d);
 /* Cancel any check in flight (timer kept). */
@@ -229,7 +232,15 @@ plb_obj *tp_status(void *state);
 /* Worker loops (workers.c)                                                 */
 
 /* Event kinds a worker reports to the main loop about an upstream. */
-enum tp_event_kind { TP_EV_OPENED, TP_EV_CLOSED, TP_EV_DIAL_OK, TP_EV_DIAL_FAILED };
+enum tp_event_kind {
+    TP_EV_OPENED,
+    TP_EV_CLOSED,
+    TP_EV_DIAL_OK,
+    TP_EV_DIAL_FAILED,
+    TP_EV_LAST_DIAL_OK, /* the same, for a last-resort dial */
+    TP_EV_LAST_DIAL_FAILED,
+    TP_EV_CONN_ENDED, /* a served connection closed (value: its duration) */
+};
 
 /* Start the data path on every worker (threads > 1): each listens on
  * bind_address (an IP) with SO_REUSEPORT, paused while `paused`. 0 or
@@ -257,6 +268,10 @@ void tp_workers_fini(struct tp *tp);
 struct tp_upd *tp_loop_pick(struct tp_loop *lp, const uint32_t *tried, size_t ntried, int *last);
 /* Report an event about upstream d to the main loop. */
 void tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind);
+/* The same with a value: a duration in seconds (dials: -1 for none; a
+ * connection that ended: how long it lasted). */
+void tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind,
+                          double v);
 /* A watch on the loop's own base. */
 plb_io *tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg);
 
@@ -267,7 +282,13 @@ int tp_metrics_init(struct tp *tp);
 /* Refresh every upstream gauge and the instance gauges. */
 void tp_metrics_refresh(struct tp *tp);
 void tp_metrics_conn(struct tp *tp, int established_delta, int total_inc);
-void tp_metrics_conn_error(struct tp *tp, struct tp_upd *d);
+/* A dial to d ended (ok or failed) after secs seconds (< 0: not a dial's
+ * duration, a reset right after it). last: d was picked as the last resort
+ * (no upstream was pickable): counted in prismlb_last_resort_dials_total;
+ * else a failure is a connection error of d. Nothing while stopping. */
+void tp_metrics_dial(struct tp *tp, struct tp_upd *d, int ok, int last, double secs);
+/* A served connection closed after secs seconds. */
+void tp_metrics_conn_ended(struct tp *tp, double secs);
 /* A fresh connection moved to another upstream. */
 void tp_metrics_dial_retry(struct tp *tp);
 /* Remove the series of one upstream (drained and removed). */

@@ -242,6 +242,7 @@ tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg)
 /* Reports: worker to main                                                  */
 
 struct tp_event {
+    float value; /* a duration in seconds (see tp_loop_report_value) */
     uint32_t id;
     uint8_t kind; /* enum tp_event_kind */
     uint8_t flip; /* set by the main loop: the dial outcome changed the
@@ -287,14 +288,22 @@ on_report(void *arg)
             if (u)
                 tp_pool_conn_closed(tp->pool, u);
             break;
+        case TP_EV_CONN_ENDED:
+            tp_metrics_conn_ended(tp, r->ev[i].value);
+            break;
         case TP_EV_DIAL_OK:
-        case TP_EV_DIAL_FAILED: {
+        case TP_EV_DIAL_FAILED:
+        case TP_EV_LAST_DIAL_OK:
+        case TP_EV_LAST_DIAL_FAILED: {
             if (!u)
                 break;
-            int ok = r->ev[i].kind == TP_EV_DIAL_OK, was = u->healthy;
+            int kind = r->ev[i].kind, was = u->healthy;
+            int ok = kind == TP_EV_DIAL_OK || kind == TP_EV_LAST_DIAL_OK;
             tp_pool_dial_result(tp->pool, u, ok);
-            if (!ok && u->data)
-                tp_metrics_conn_error(tp, u->data);
+            if (u->data)
+                tp_metrics_dial(tp, u->data, ok,
+                                kind == TP_EV_LAST_DIAL_OK || kind == TP_EV_LAST_DIAL_FAILED,
+                                r->ev[i].value);
             if (was != (int)u->healthy)
                 r->ev[i].flip = u->healthy ? FLIP_UP : FLIP_DOWN;
             break;
@@ -347,6 +356,12 @@ on_flush(plb_timer *t, void *arg)
 void
 tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind)
 {
+    tp_loop_report_value(lp, d, kind, 0);
+}
+
+void
+tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind, double v)
+{
     const struct plb_host *h = lp->tp->host;
     if (lp->stopping)
         return;
@@ -360,7 +375,7 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
         lp->ev = nv;
         lp->cev = cap;
     }
-    lp->ev[lp->nev] = (struct tp_event){.id = d->up->id, .kind = (uint8_t)kind};
+    lp->ev[lp->nev] = (struct tp_event){.value = (float)v, .id = d->up->id, .kind = (uint8_t)kind};
     /* The first report of a batch arms the flush; an open brings it to the
      * end of this pass. */
     int arm = lp->nev++ == 0 || (kind == TP_EV_OPENED && !lp->flush_now);

@@ -110,7 +110,10 @@ instances = (
     tls_server_name = {{ .Values.discovery.tlsServerName | toJson }};
     namespace = {{ .Values.discovery.namespace | toJson }};
     service_name = {{ .Values.discovery.serviceName | toJson }};
-    port_name = {{ .Values.discovery.portName | toJson }}; },
+    port_name = {{ .Values.discovery.portName | toJson }};
+    {{- if and .Values.stateDir.enabled .Values.enableDiscovery }}
+    state_file = {{ printf "%s/endpoints" .Values.stateDir.mountPath | toJson }};
+    {{- end }} },
 
   { module = "tcp_proxy"; name = "kubeprism"; upstreams = [ "apiservers" ];
     bind_address = {{ .Values.bindAddress | toJson }}; bind_port = {{ int .Values.bindPort }};

@@ -1,5 +1,5 @@
 /*
- * prismlb/module.h — the public module ABI of prismlb, version 3.0.
+ * prismlb/module.h — the public module ABI of prismlb, version 3.1.
  *
  * Versioning (Varnish's rule). A module built against 3.N loads on a daemon of 3.M when M >= N;
  * the loader refuses any other module (another major, a newer minor) naming both versions. A minor
@@ -65,6 +65,7 @@
  * http->resp_in_flight_at_close): its effect is unknown. Reads are never fenced.
  *
  * Changelog (newest first, one line per change):
+ *   3.1 2026-12-03 plb_http_opts.fresh_connection: a request on a connection of its own.
  *   3.0 2026-12-02 Topic tables under a root: host->TOPIC->member, PLB_HAS for PLB_HOST_HAS;
  *       2.x modules are refused. Every member, by table (old→new; same name unless shown):
  *       log: log_enabled→enabled, logf→msg, log_fields→fields, log_set_level→set_level; cut
@@ -121,7 +122,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 3
-#define PLB_ABI_MINOR 0
+#define PLB_ABI_MINOR 1
 
 #define PLB_MODULE_SYMBOL "prismlb_module"
 #define PLB_MODULE_EXPORT                                                                          \
@@ -322,6 +323,11 @@ struct plb_http_opts {
     plb_http_data_cb on_data; /* CHUNKS and LINES */
     plb_http_done_cb done;    /* required */
     void *arg;
+    /* 3.1. 1: a new connection (TCP and TLS handshakes; no kept one, no shared HTTP/2 one),
+     * closed after the answer. For checks of the server itself, e.g. a readiness probe that must
+     * see the certificate new clients see; 0 for API calls and watches. A 3.0 module's shorter
+     * options read as 0; a 3.0 daemon loads no 3.1 module and reads no field past its own size. */
+    int fresh_connection;
 };
 
 /* --- Metrics. --- */
@@ -455,8 +461,7 @@ struct plb_informer_status {
     const char *message; /* borrowed */
     int64_t retry_in_ms; /* delay before the next list or watch */
 };
-/* Informer callbacks; objects are borrowed for the call. Changes come after the cache was
- * updated; old is the state before. */
+/* Informer callbacks (objects borrowed for the call) run after the cache's update; old: before. */
 typedef void (*plb_informer_add_cb)(plb_informer *inf, const plb_obj *obj, void *arg);
 typedef void (*plb_informer_update_cb)(plb_informer *inf, const plb_obj *old, const plb_obj *obj,
                                        void *arg);
@@ -538,8 +543,7 @@ struct plb_host_log {
     void (*set_level)(plb_ctx *ctx, int lvl);
 };
 
-/* The allocator every module should use, so tests can fail allocations. [any]. alloc zeroes;
- * free takes NULL. */
+/* [any] The modules' allocator, so tests can fail allocations; alloc zeroes, free takes NULL. */
 struct plb_host_mem {
     size_t size;
     void *(*alloc)(size_t n);
@@ -644,8 +648,7 @@ struct plb_host_http {
                   size_t len, const char *const *headers);
 };
 
-/* A client is a configuration bound to the main loop; calls complete through a callback, always
- * from the loop. */
+/* A client: a configuration bound to the main loop; its calls complete by callback, on the loop. */
 struct plb_host_kube {
     size_t size;
     /* New client (client_free). Reads the kubeconfig or service account files now. NULL with a
@@ -685,8 +688,7 @@ struct plb_host_kube {
     void (*informer_free)(plb_informer *inf); /* no callback afterwards; NULL is fine */
     int (*informer_synced)(const plb_informer *inf);
     size_t (*informer_count)(const plb_informer *inf);
-    /* The cached ns/name (ns NULL for cluster-scoped) or NULL; borrowed until control returns to
-     * the loop. */
+    /* The cached ns/name (ns NULL: cluster-scoped) or NULL; borrowed until back in the loop. */
     const plb_obj *(*informer_get)(const plb_informer *inf, const char *ns, const char *name);
     /* Visit every cached object (borrowed for the call). */
     void (*informer_foreach)(const plb_informer *inf, void (*cb)(const plb_obj *obj, void *arg),
@@ -851,8 +853,7 @@ struct plb_host {
          (table)->size)
 
 /* --- The module descriptor. --- */
-/* How a check hook reports one problem: the setting it concerns and a printf-style message (the
- * daemon adds FILE:LINE). */
+/* How a check hook reports a problem: its setting, a printf-style message (FILE:LINE added). */
 typedef void plb_check_report(plb_check *chk, const char *setting, const char *fmt, ...)
     PLB_PRINTF(3, 4);
 

@@ -162,6 +162,9 @@ START_TEST(kubernetes_client_settings_are_checked)
              "must consist of lower case letters");
     rejected(EP "port_name = \"-https\";", "port_name", "must start and end with a letter");
     rejected(EP "enable_discovery = \"maybe\";", "enable_discovery", "");
+    rejected(EP "enable_discovery = false; state_file = \"/var/lib/prismlb/state/endpoints\";",
+             "state_file", "has no effect with enable_discovery = false");
+    rejected(EP "state_file_max_age = \"10ms\";", "state_file_max_age", "");
 #undef EP
 }
 END_TEST

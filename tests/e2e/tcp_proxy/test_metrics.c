@@ -1,7 +1,8 @@
 /*
  * tcp_proxy end to end with mod_metrics: the spec's metric table (names
  * prefixed prismlb_, a `proxy` label) follows upstreams, connections and
- * dial errors, upstream series go once drained and removed, and the
+ * dial errors (last-resort dials apart), upstream series go once drained
+ * and removed, and the
  * proxy's readiness contribution drives the daemon's /readyz.
  */
 #include <check.h>
@@ -71,6 +72,30 @@ series(const char *name, const char *upstream)
     else
         snprintf(b, 256, "%s{module_instance=\"kubeprism\",proxy=\"kubeprism\"}", name);
     return b;
+}
+
+/* The _count series of prismlb_dial_duration_seconds for upstream and
+ * result. */
+static const char *
+dial_count(const char *upstream, const char *result)
+{
+    static char slots[2][256];
+    static int next;
+    char *b = slots[next++ % 2];
+    snprintf(
+        b, 256,
+        "prismlb_dial_duration_seconds_count{module_instance=\"kubeprism\",proxy=\"kubeprism\","
+        "upstream=\"%s\",result=\"%s\"}",
+        upstream, result);
+    return b;
+}
+
+/* A series' value, 0 when absent. */
+static double
+scrape0(const char *s)
+{
+    double v = 0;
+    return scrape(s, &v) == 0 ? v : 0;
 }
 
 /* With latency selection each sampled upstream has an RTT and a tier. Which
@@ -143,8 +168,18 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     wait_metric(series("prismlb_connections_active", NULL), 1, 3000);
     ck_assert_int_eq(scrape(series("prismlb_connections_total", NULL), &total1), 0);
     ck_assert(total1 == total0 + 1);
+    /* Its dial is in the histogram of the upstream it went to (from a
+     * worker, with its next report). */
+    long long end = tu_now_ms() + 3000;
+    while (scrape0(dial_count(ea, "success")) + scrape0(dial_count(eb, "success")) < 1) {
+        ck_assert_msg(tu_now_ms() < end, "no dial in prismlb_dial_duration_seconds");
+        tu_sleep_ms(20);
+    }
+    ck_assert(scrape0(dial_count(ea, "success")) + scrape0(dial_count(eb, "success")) == 1);
     close(fd);
     wait_metric(series("prismlb_connections_active", NULL), 0, 3000);
+    /* Closed: its lifetime is in the connection histogram. */
+    wait_metric(series("prismlb_connection_duration_seconds_count", NULL), 1, 3000);
 
     /* b dies: client dials to it fail and are counted, and the clients are
      * moved to a (counted too) without noticing; b is excluded. */
@@ -162,6 +197,11 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
             errs = 0;
     }
     ck_assert(errs >= 1);
+    /* Each failed dial was timed, in the same report as its error. */
+    ck_assert_msg(scrape0(dial_count(eb, "failure")) >= errs, "failed dials %g, errors %g",
+                  scrape0(dial_count(eb, "failure")), errs);
+    char *why = NULL;
+    ck_assert_msg(promtool_check_metrics(mport, &why) == 0, "%s", why);
     ck_assert_int_eq(scrape(series("prismlb_dial_retries_total", NULL), &retries), 0);
     ck_assert(retries >= 1);
     wait_metric(series("prismlb_health_check_status", eb), 0, 4000);
@@ -174,8 +214,128 @@ START_TEST(metrics_follow_upstreams_connections_and_errors)
     wait_metric(series("prismlb_upstreams", NULL), 1, 3000);
     ck_assert_int_eq(scrape(series("prismlb_health_check_status", eb), &v), -1);
     ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eb), &v), -1);
+    ck_assert_int_eq(scrape(dial_count(eb, "failure"), &v), -1);
     ck_assert_int_eq(proxy_stop(&px), 0);
     srv_stop(&a);
+}
+END_TEST
+
+/* The series of prismlb_last_resort_dials_total with result r. */
+static const char *
+last_resort(const char *r)
+{
+    static char slots[2][160];
+    static int next;
+    char *b = slots[next++ % 2];
+    snprintf(b, 160,
+             "prismlb_last_resort_dials_total{module_instance=\"kubeprism\",proxy=\"kubeprism\","
+             "result=\"%s\"}",
+             r);
+    return b;
+}
+
+/* prismlb_connection_errors_total over n upstreams plus the last-resort
+ * failures (every failed dial, whichever way it was counted). */
+static double
+failed_dials(const char *const *eps, size_t n)
+{
+    double sum = 0, v;
+    for (size_t i = 0; i < n; i++)
+        if (scrape(series("prismlb_connection_errors_total", eps[i]), &v) == 0)
+            sum += v;
+    ck_assert_int_eq(scrape(last_resort("failure"), &v), 0);
+    return sum + v;
+}
+
+/* A client through the proxy: the first byte it reads (a SRV_HELLO id), or
+ * 0 when the proxy closes it unserved. */
+static char
+client_hello(void)
+{
+    int fd = tcp_connect(px.port, 3000);
+    ck_assert_int_ge(fd, 0);
+    char b[2] = {0};
+    long n = read_full(fd, b, 2, 5000);
+    close(fd);
+    return n == 2 ? b[0] : 0;
+}
+
+/* With every upstream unhealthy the last resort dials them anyway: those
+ * dials are counted in prismlb_last_resort_dials_total by result, and
+ * prismlb_connection_errors_total (dials to pickable upstreams) does not
+ * move. */
+START_TEST(last_resort_dials_are_counted_apart_from_connection_errors)
+{
+    struct srv s[3];
+    char eps_buf[3][32];
+    const char *eps[3];
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(srv_start(&s[i], SRV_HELLO, (char)('A' + i)), 0);
+        snprintf(eps_buf[i], sizeof(eps_buf[i]), "%s", srv_ep(&s[i]));
+        eps[i] = eps_buf[i];
+    }
+    int port_b = s[1].port;
+    /* One check at the start, the next 30 s later: only client dials move
+     * the health state during the test. */
+    start("health_interval = \"30s\"; health_timeout = \"1s\";", eps, 3);
+    wait_metric(series("prismlb_upstreams_active", NULL), 3, 3000);
+    wait_metric(last_resort("success"), 0, 1000);
+    wait_metric(last_resort("failure"), 0, 1000);
+    ck_assert(client_hello() != 0);
+
+    /* Every upstream dies; two clients dial each twice (counted as
+     * connection errors while they are pickable): all unhealthy. */
+    for (int i = 0; i < 3; i++)
+        srv_stop(&s[i]);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(client_hello(), 0);
+    wait_metric(series("prismlb_upstreams_active", NULL), 0, 3000);
+    long long end = tu_now_ms() + 3000;
+    while (failed_dials(eps, 3) < 6) {
+        ck_assert_msg(tu_now_ms() < end, "%g failed dials, not 6", failed_dials(eps, 3));
+        tu_sleep_ms(20);
+    }
+    double errs0 = 0, v;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eps[i]), &v), 0);
+        errs0 += v;
+    }
+    double fail0 = -1, ok0 = -1;
+    ck_assert_int_eq(scrape(last_resort("failure"), &fail0), 0);
+    ck_assert_int_eq(scrape(last_resort("success"), &ok0), 0);
+
+    /* None answers: the last resort dials all three, and fails. */
+    ck_assert_int_eq(client_hello(), 0);
+    wait_metric(last_resort("failure"), fail0 + 3, 3000);
+    /* B answers again, unchecked since: the last resort serves the
+     * client, and B's successful dial makes it pickable for the next. */
+    struct srv b2;
+    ck_assert_int_eq(srv_start_port(&b2, SRV_HELLO, 'B', port_b), 0);
+    ck_assert_int_eq(client_hello(), 'B');
+    wait_metric(last_resort("success"), ok0 + 1, 3000);
+    wait_metric(series("prismlb_upstreams_active", NULL), 1, 3000);
+    ck_assert_int_eq(client_hello(), 'B');
+    ck_assert_int_eq(client_hello(), 'B');
+
+    double errs1 = 0, fail1 = -1;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(scrape(series("prismlb_connection_errors_total", eps[i]), &v), 0);
+        errs1 += v;
+    }
+    ck_assert_msg(errs1 == errs0, "connection errors moved from %g to %g", errs0, errs1);
+    printf("last resort: connection errors %g -> %g, last-resort failures %g -> %g, "
+           "successes %g -> %g\n",
+           errs0, errs1, fail0, scrape0(last_resort("failure")), ok0,
+           scrape0(last_resort("success")));
+    fflush(stdout);
+    ck_assert_int_eq(scrape(last_resort("failure"), &fail1), 0);
+    ck_assert_msg(fail1 >= fail0 + 3 && fail1 <= fail0 + 5, "last-resort failures %g -> %g", fail0,
+                  fail1);
+    wait_metric(last_resort("success"), ok0 + 1, 1000);
+    char *why = NULL;
+    ck_assert_msg(promtool_check_metrics(mport, &why) == 0, "%s", why);
+    ck_assert_int_eq(proxy_stop(&px), 0);
+    srv_stop(&b2);
 }
 END_TEST
 
@@ -269,6 +429,7 @@ suite(void)
     tcase_add_test(tc, metrics_follow_upstreams_connections_and_errors);
     tcase_add_test(tc, latency_tiers_and_rtts_follow_the_upstreams);
     tcase_add_test(tc, the_daemons_readyz_follows_the_proxys_upstreams);
+    tcase_add_test(tc, last_resort_dials_are_counted_apart_from_connection_errors);
 #ifndef __SANITIZE_THREAD__
     /* Not under ThreadSanitizer: glibc's getaddrinfo_a runs its lookups on
      * threads libc starts itself, which ThreadSanitizer does not set up

@@ -2,7 +2,10 @@
  * tcp_proxy end to end, health_check = readyz: the daemon probes HTTPS
  * upstreams (readyz_server.py, certificates from gen_certs.sh) with a
  * client certificate or a bearer token file re-read on every probe; a
- * missing credential fails the probe, not the start; an upstream turning
+ * missing credential fails the probe, not the start; every probe is a new
+ * TLS connection, over HTTP/1.1 and HTTP/2 (h2srv.py), so a serving
+ * certificate rotated to another CA's turns the upstream not ready; an
+ * upstream turning
  * unready loses its connections after drain_timeout while another is ready,
  * and keeps them when none is.
  */
@@ -51,11 +54,7 @@ teardown(void)
 static const char *
 pki_path(const char *name)
 {
-    static char slots[4][4200];
-    static int next;
-    char *b = slots[next++ % 4];
-    snprintf(b, 4200, "%s/%s", pki, name);
-    return b;
+    return dir_path(pki, name);
 }
 
 /* Start an HTTPS readyz server; extra: NULL-terminated options or NULL. */
@@ -248,13 +247,12 @@ rz_count(const struct rz *r, const char *needle)
     return n;
 }
 
-/* Every probe makes a new TLS connection: a serving certificate rotated to
- * one another CA signed fails the next probes, where a kept-alive
- * connection would go on passing them. */
-START_TEST(a_serving_certificate_from_another_ca_turns_the_upstream_not_ready)
+/* A second PKI in pki/other: the same names, another CA. Writes
+ * "CERT KEY" of its serving certificate into marker (len bytes). */
+static void
+other_pki(char *marker, size_t len)
 {
-    /* A second PKI: the same names, another CA. */
-    char other[4300], script[4096], marker[8700];
+    char other[4300], script[4096];
     snprintf(other, sizeof(other), "%s/other", pki);
     ck_assert_int_eq(mkdir(other, 0700), 0);
     snprintf(script, sizeof(script), "%s", tu_source_path("tests/e2e/tcp_proxy/gen_certs.sh"));
@@ -262,6 +260,32 @@ START_TEST(a_serving_certificate_from_another_ca_turns_the_upstream_not_ready)
     char *out = NULL;
     ck_assert_msg(tu_run(argv, NULL, &out, 60000) == 0, "gen_certs.sh: %s", out);
     free(out);
+    snprintf(marker, len, "%s/server.crt %s/server.key\n", other, other);
+}
+
+/* Not ready at the second failed probe, that is within two intervals (one
+ * probe an interval): no probe had failed before the rotation. */
+static void
+assert_unready_at_the_second_failed_probe(struct proxy *p, const char *unready)
+{
+    ck_assert_msg(proxy_wait_log(p, unready, 15000) == 0, "%s", proxy_log(p));
+    char *log = proxy_log(p);
+    const char *at = strstr(log, unready);
+    ck_assert_ptr_nonnull(at);
+    int failed = 0;
+    for (const char *q = log; (q = strstr(q, "readyz probe failed")) && q < at; q++)
+        failed++;
+    ck_assert_msg(failed == 2, "not ready after %d failed probes: %s", failed, log);
+    free(log);
+}
+
+/* Every probe makes a new TLS connection: a serving certificate rotated to
+ * one another CA signed fails the next probes, where a kept-alive
+ * connection would go on passing them. */
+START_TEST(a_serving_certificate_from_another_ca_turns_the_upstream_not_ready)
+{
+    char marker[8700];
+    other_pki(marker, sizeof(marker));
 
     struct rz a;
     rz_start(&a, 'A', NULL);
@@ -280,22 +304,88 @@ START_TEST(a_serving_certificate_from_another_ca_turns_the_upstream_not_ready)
         ck_assert_msg(tu_now_ms() < end, "no second probe");
         tu_sleep_ms(20);
     }
-    snprintf(marker, sizeof(marker), "%s/server.crt %s/server.key\n", other, other);
     ck_assert_int_eq(tu_write_file(pki_path("A.cert"), marker), 0);
-    /* Not ready at the second failed probe, that is within two intervals
-     * (one probe an interval): no probe had failed before the rotation. */
     ck_assert_int_eq(log_count(&p, "readyz probe failed"), 0);
-    ck_assert_msg(proxy_wait_log(&p, unready, 15000) == 0, "%s", proxy_log(&p));
-    char *log = proxy_log(&p);
-    const char *at = strstr(log, unready);
-    ck_assert_ptr_nonnull(at);
-    int failed = 0;
-    for (const char *q = log; (q = strstr(q, "readyz probe failed")) && q < at; q++)
-        failed++;
-    ck_assert_msg(failed == 2, "not ready after %d failed probes: %s", failed, log);
-    free(log);
+    assert_unready_at_the_second_failed_probe(&p, unready);
     ck_assert_int_eq(proxy_stop(&p), 0);
     rz_stop(&a);
+}
+END_TEST
+
+/* The connection numbers of the first n "req N GET /readyz" lines of
+ * h2srv.py's log, into conns; how many there are. */
+static int
+h2_probe_conns(const char *log, int *conns, int n)
+{
+    char *s = tu_read_file(log, NULL);
+    int got = 0;
+    for (const char *q = s; q && *q && got < n;) {
+        int c;
+        char path[32];
+        if (sscanf(q, "req %d GET %31s", &c, path) == 2 && strcmp(path, "/readyz") == 0)
+            conns[got++] = c;
+        const char *nl = strchr(q, '\n');
+        q = nl ? nl + 1 : "";
+    }
+    free(s);
+    return got;
+}
+
+/* The same over HTTP/2, which every kube-apiserver offers by ALPN and
+ * where "Connection: close" means nothing (h2srv.py, hyper-h2): three
+ * probes are three TLS connections, counted by the server, and a rotation
+ * to another CA's certificate turns the upstream not ready within two
+ * probe intervals. */
+START_TEST(readyz_probes_over_http2_use_a_new_connection_each)
+{
+    char marker[8700], script[4096], log[4200], rotate[4200], line[32];
+    other_pki(marker, sizeof(marker));
+    snprintf(script, sizeof(script), "%s", tu_source_path("tests/unit/httpc/h2srv.py"));
+    snprintf(log, sizeof(log), "%s/h2.log", pki);
+    snprintf(rotate, sizeof(rotate), "%s/h2.cert", pki);
+    /* The system's python3, which python3-h2 is installed for. */
+    char *argv[] = {"/usr/bin/python3",
+                    script,
+                    "h2",
+                    (char *)pki_path("server.crt"),
+                    (char *)pki_path("server.key"),
+                    rotate,
+                    NULL};
+    struct tu_proc srv;
+    ck_assert_int_eq(tu_spawn(&srv, argv, NULL, log), 0);
+    tp_track(srv.pid);
+    ck_assert_msg(tu_wait_line(log, "port ", line, sizeof(line), 10000) == 0,
+                  "h2srv.py did not start");
+    char ep[32], settings[16384], ready[128], unready[128];
+    snprintf(ep, sizeof(ep), "127.0.0.1:%d", atoi(line));
+    const char *eps[] = {ep};
+    snprintf(ready, sizeof(ready), "msg=\"upstream is ready\" upstream=%s", ep);
+    snprintf(unready, sizeof(unready), "msg=\"upstream is not ready\" upstream=%s", ep);
+    readyz_settings(settings, sizeof(settings), NULL);
+    struct proxy p;
+    assert_proxy_started(&p, settings, eps, 1);
+    ck_assert_msg(wait_count(&p, ready, 1, 6000) == 0, "%s", proxy_log(&p));
+
+    /* Three probes, each on a connection of its own. */
+    int conns[3];
+    long long end = tu_now_ms() + 8000;
+    while (h2_probe_conns(log, conns, 3) < 3) {
+        ck_assert_msg(tu_now_ms() < end, "fewer than three probes");
+        tu_sleep_ms(20);
+    }
+    ck_assert_msg(conns[0] != conns[1] && conns[1] != conns[2] && conns[0] != conns[2],
+                  "probes on connections %d, %d, %d", conns[0], conns[1], conns[2]);
+    ck_assert_int_eq(log_count(&p, "readyz probe failed"), 0);
+
+    ck_assert_int_eq(tu_write_file(rotate, marker), 0);
+    long long rotated = tu_now_ms();
+    assert_unready_at_the_second_failed_probe(&p, unready);
+    printf("http2: probes on connections %d, %d, %d; not ready %lld ms after the rotation "
+           "(health_interval 1100 ms)\n",
+           conns[0], conns[1], conns[2], tu_now_ms() - rotated);
+    fflush(stdout);
+    ck_assert_int_eq(proxy_stop(&p), 0);
+    tu_stop(&srv, SIGTERM, 5000);
 }
 END_TEST
 
@@ -399,6 +489,7 @@ suite(void)
     tcase_add_test(tc, readyz_probes_reread_a_rotated_token_file);
     tcase_add_test(tc, a_missing_credential_fails_the_probe_not_the_start);
     tcase_add_test(tc, a_serving_certificate_from_another_ca_turns_the_upstream_not_ready);
+    tcase_add_test(tc, readyz_probes_over_http2_use_a_new_connection_each);
     tcase_add_test(
         tc, an_unready_upstream_loses_its_connections_after_drain_timeout_while_another_is_ready);
     tcase_add_test(tc, with_no_upstream_ready_existing_connections_stay);

@@ -458,6 +458,16 @@ proxy_stop(struct proxy *p)
     return st;
 }
 
+const char *
+dir_path(const char *dir, const char *name)
+{
+    static char slots[8][4200];
+    static int next;
+    char *b = slots[next++ % 8];
+    snprintf(b, sizeof(slots[0]), "%s/%s", dir, name);
+    return b;
+}
+
 int
 http_get(int port, const char *path, int *status, char **body)
 {
@@ -515,6 +525,35 @@ metric_value(const char *text, const char *series, double *v)
         }
     }
     return -1;
+}
+
+int
+promtool_check_metrics(int port, char **why)
+{
+    int status = 0, rc = -1;
+    char *body = NULL, *out = NULL, *dir = tu_mkdtemp();
+    char path[4200], cmd[8600];
+    *why = NULL;
+    if (!dir || http_get(port, "/metrics", &status, &body) < 0 || status != 200)
+        goto out;
+    snprintf(path, sizeof(path), "%s/metrics.txt", dir);
+    if (tu_write_file(path, body) < 0)
+        goto out;
+    snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < '%s'", path);
+    char *argv[] = {"/bin/sh", "-c", cmd, NULL};
+    int exit = tu_run(argv, NULL, &out, 30000);
+    if (exit == 0 && out && !out[0])
+        rc = 0;
+out:
+    if (rc < 0 && asprintf(why, "promtool: %s\non:\n%s", out ? out : "(not run)",
+                           body ? body : "(no scrape)") < 0)
+        *why = NULL;
+    free(out);
+    free(body);
+    if (dir)
+        tu_rmrf(dir);
+    free(dir);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

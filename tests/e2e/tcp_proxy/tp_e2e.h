@@ -45,6 +45,10 @@ void srv_stop(struct srv *s);
 int srv_accepts(struct srv *s);
 long long srv_accept_at(struct srv *s, int i);
 
+/* "dir/name" in one of 8 static buffers used in turn (valid until the
+ * eighth call after). */
+const char *dir_path(const char *dir, const char *name);
+
 /* A free TCP port on 127.0.0.1 (bound and released: a small race). */
 int free_port(void);
 
@@ -103,5 +107,9 @@ void tp_reap_all(void);
 int http_get(int port, const char *path, int *status, char **body);
 /* The value of one series ("name{labels}") in Prometheus text. 0 or -1. */
 int metric_value(const char *text, const char *series, double *v);
+/* Scrape http://127.0.0.1:port/metrics and run `promtool check metrics`
+ * (lint included) on it. 0 when promtool is content, else -1 with what it
+ * said and the exposition in *why (new). */
+int promtool_check_metrics(int port, char **why);
 
 #endif

@@ -10,12 +10,17 @@
  * the root lacks is not read). Then it
  * builds the value 0.5 for its status: with obj->new_real when the daemon
  * has it ("built 0.5 with new_real"), else as the string "0.5" with
- * obj->new_str ("built 0.5 with new_str").
+ * obj->new_str ("built 0.5 with new_str"). Built with -DHAS_ABI_MINOR=N, its
+ * descriptor says 3.N (a module of an older minor than the header's).
  */
 #include <errno.h>
 #include <stdio.h>
 
 #include <prismlb/module.h>
+
+#ifndef HAS_ABI_MINOR
+#define HAS_ABI_MINOR PLB_ABI_MINOR
+#endif
 
 struct has {
     const struct plb_host *host;
@@ -84,7 +89,7 @@ has_destroy(void *state)
 
 PLB_MODULE_EXPORT = {
     .abi_major = PLB_ABI_MAJOR,
-    .abi_minor = PLB_ABI_MINOR,
+    .abi_minor = HAS_ABI_MINOR,
     .size = sizeof(struct plb_module),
     .name = "has",
     .version = "1.0",

@@ -7,7 +7,8 @@
  * server; refused without; certificate files re-read on every request).
  * HTTP/2 against h2srv.py (hyper-h2): an answer over a connection whose
  * ALPN chose h2 is taken, an "HTTP/2 200" status line from a peer that
- * chose http/1.1 is refused.
+ * chose http/1.1 is refused; fresh_connection opens a connection per
+ * request over HTTP/2 too.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -373,6 +374,80 @@ START_TEST(test_tls_http2_by_alpn)
 }
 END_TEST
 
+/* Lines of h2srv.py's log (mode h2) that begin with prefix. */
+static int
+h2srv_count(const char *prefix)
+{
+    char log[4200];
+    snprintf(log, sizeof(log), "%s/h2srv-h2.log", tmpdir);
+    char *s = tu_read_file(log, NULL);
+    int n = 0;
+    size_t len = strlen(prefix);
+    for (const char *q = s; q && *q; q = strchr(q, '\n') ? strchr(q, '\n') + 1 : "")
+        n += strncmp(q, prefix, len) == 0;
+    free(s);
+    return n;
+}
+
+/* fresh_connection: each request its own TCP and TLS connection, also
+ * where HTTP/2 would multiplex it onto the last one; a 3.0 module's shorter
+ * options still reuse. */
+START_TEST(test_tls_fresh_connection_over_http2)
+{
+    struct tu_proc proc;
+    int port = h2srv_start(&proc, "h2");
+    char url[64];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d/readyz", port);
+    struct result r = {0};
+    size_t before = core_httpc_connects(hc);
+    for (int i = 0; i < 3; i++) {
+        struct plb_http_opts o = opts_for(url, &r);
+        o.tls_server_name = "server.test";
+        o.ca_file = pki_path("ca.pem");
+        o.fresh_connection = 1;
+        run_one(&o, &r);
+        ck_assert_msg(r.err == PLB_HTTP_OK, "error %d: %s", r.err, r.text);
+        ck_assert_str_eq(r.body, "h2 GET /readyz");
+    }
+    ck_assert_uint_eq(core_httpc_connects(hc) - before, 3);
+    /* The server saw three connections, one request on each. */
+    long long end = tu_now_ms() + 5000;
+    while (h2srv_count("req ") < 3 && tu_now_ms() < end)
+        tu_sleep_ms(10);
+    ck_assert_int_eq(h2srv_count("conn "), 3);
+    ck_assert_int_eq(h2srv_count("req 1 "), 1);
+    ck_assert_int_eq(h2srv_count("req 2 "), 1);
+    ck_assert_int_eq(h2srv_count("req 3 "), 1);
+
+    /* Options of the 3.0 size: no fresh_connection, the connections are
+     * kept: the second request goes on the first one's. */
+    before = core_httpc_connects(hc);
+    for (int i = 0; i < 2; i++) {
+        struct plb_http_opts o = opts_for(url, &r);
+        o.size = offsetof(struct plb_http_opts, fresh_connection);
+        o.tls_server_name = "server.test";
+        o.ca_file = pki_path("ca.pem");
+        o.fresh_connection = 1; /* beyond size: not read */
+        run_one(&o, &r);
+        ck_assert_msg(r.err == PLB_HTTP_OK, "error %d: %s", r.err, r.text);
+    }
+    ck_assert_uint_eq(core_httpc_connects(hc) - before, 1);
+    /* A size of no version (one byte short of 3.0's, or into the 3.1
+     * field) is refused. */
+    struct plb_http_opts o = opts_for(url, &r);
+    size_t bad[] = {offsetof(struct plb_http_opts, fresh_connection) - 1,
+                    offsetof(struct plb_http_opts, fresh_connection) + 1};
+    for (size_t i = 0; i < 2; i++) {
+        o.size = bad[i];
+        int err = 0;
+        ck_assert_ptr_null(core_http_request(hc, &o, &err));
+        ck_assert_int_eq(err, -EINVAL);
+    }
+    result_clear(&r);
+    ck_assert_int_eq(tu_stop(&proc, SIGTERM, 5000) >= 0, 1);
+}
+END_TEST
+
 START_TEST(test_tls_http2_status_line_over_http1)
 {
     struct tu_proc proc;
@@ -402,6 +477,7 @@ tls_suite(void)
     tcase_add_test(tc, test_tls_bearer_and_cancel);
     tcase_add_test(tc, test_tls_http2_by_alpn);
     tcase_add_test(tc, test_tls_http2_status_line_over_http1);
+    tcase_add_test(tc, test_tls_fresh_connection_over_http2);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -49,6 +49,8 @@ tp_mono_us(void)
 }
 
 static void conn_drive(struct tp_conn *c, enum tp_conn_event ev);
+static void tp_conn_close(struct tp_conn *c);
+static void tp_conn_dial_failed(struct tp_conn *c, int err, const char *why);
 static void on_cio(plb_io *io, int fd, int what, void *arg);
 static void on_uio(plb_io *io, int fd, int what, void *arg);
 
@@ -116,7 +118,7 @@ conn_count(struct tp_loop *lp, int delta, int total)
 }
 
 /* Close everything of c and free it. */
-void
+static void
 tp_conn_close(struct tp_conn *c)
 {
     struct tp *tp = c->tp;
@@ -148,7 +150,7 @@ tp_conn_close(struct tp_conn *c)
     h->mem->free(c);
     /* The last connection of a draining upstream completes its drain. */
     if (draining)
-        tp_after_event(tp);
+        tp->after_event(tp);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -238,27 +240,6 @@ dial_abort(struct tp_conn *c)
     c->ufd = -1;
 }
 
-/* Errors of a dial, or of an upstream right after it, that another
- * upstream may not have: refused, reset, unreachable, timed out. */
-int
-tp_conn_retryable(int err)
-{
-    switch (err) {
-    case ECONNREFUSED:
-    case ECONNRESET:
-    case ECONNABORTED:
-    case EPIPE:
-    case EHOSTUNREACH:
-    case ENETUNREACH:
-    case EHOSTDOWN:
-    case ENETDOWN:
-    case ETIMEDOUT:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* Move a fresh connection off its upstream (why: for the log) to another
  * one: an untried pickable upstream, else an untried unhealthy one (the
  * last resort), while health_timeout since the accept is not over. Returns
@@ -330,14 +311,14 @@ redial(struct tp_conn *c, const char *why)
     dial_begin(c); /* c may be gone after this */
     /* It may have been the last connection of a draining upstream. */
     if (was_draining)
-        tp_after_event(tp);
+        tp->after_event(tp);
     return 1;
 }
 
 /* The dial to c's upstream failed (err: errno, 0 for a timeout), or the
  * upstream reset c before its first byte: counted against the upstream,
  * then c redials or closes. */
-void
+static void
 tp_conn_dial_failed(struct tp_conn *c, int err, const char *why)
 {
     struct tp *tp = c->tp;
@@ -366,7 +347,23 @@ tp_conn_dial_failed(struct tp_conn *c, int err, const char *why)
     if (!(err == 0 || tp_conn_retryable(err)) || !redial(c, what))
         tp_conn_close(c); /* d may be gone after this (a drain completed) */
     if (changed)
-        tp_after_event(tp);
+        tp->after_event(tp);
+}
+
+/* Pump direction i (pump.c) and act on what it says: c closes, or its
+ * upstream failed it before the first byte (a failed dial: c redials or
+ * closes). 0, or -1 when c is gone (the caller touches c no more). */
+static int
+pump(struct tp_conn *c, int i)
+{
+    int rc = tp_pump(c, i);
+    if (rc == 0)
+        return 0;
+    if (rc > 0)
+        tp_conn_dial_failed(c, rc, strerror(rc));
+    else
+        tp_conn_close(c);
+    return -1;
 }
 
 /* The dial succeeded (what: the upstream event that said so): start
@@ -403,9 +400,9 @@ established(struct tp_conn *c, int what)
     if (changed)
         PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", c->d->up->addr),
                  "upstream is healthy (a client dial succeeded)");
-    int closed = tp_pump(c, 0) < 0 || tp_pump(c, 1) < 0;
+    int closed = pump(c, 0) < 0 || pump(c, 1) < 0;
     if (changed)
-        tp_after_event(tp);
+        tp->after_event(tp);
     return closed;
 }
 
@@ -477,8 +474,8 @@ conn_drive(struct tp_conn *c, enum tp_conn_event ev)
         switch (ev) {
         case TP_EV_CLIENT_READY:
         case TP_EV_UPSTREAM_READY:
-            if (tp_pump(c, 0) == 0)
-                tp_pump(c, 1);
+            if (pump(c, 0) == 0)
+                pump(c, 1);
             return;
         default:
             return; /* a change of tier or a drain does not move it */

@@ -104,23 +104,17 @@ tp_reported(int what)
                      ((what & PLB_IO_CLOSED) ? H_C : 0));
 }
 
-/* conn.c */
+/* pump.c (conn.c calls it; it calls nothing of conn.c) */
 
-/* Close everything of c and free it. */
-void tp_conn_close(struct tp_conn *c);
 /* Errors of a dial, or of an upstream right after it, that another
  * upstream may not have: refused, reset, unreachable, timed out. */
 int tp_conn_retryable(int err);
-/* The dial to c's upstream failed (err: errno, 0 for a timeout), or the
- * upstream reset c before its first byte: counted against the upstream,
- * then c redials or closes (the caller touches c no more). */
-void tp_conn_dial_failed(struct tp_conn *c, int err, const char *why);
-
-/* pump.c */
-
+/* tp_pump: c must be closed (by the caller). */
+#define TP_PUMP_CLOSE (-1)
 /* Move data in direction i (0: client to upstream) as far as the sockets
- * allow. 0, or -1 when c was closed or moved to another upstream (the
- * caller touches c no more). */
+ * allow. 0: go on; TP_PUMP_CLOSE; or an errno > 0: the upstream failed c
+ * before its first byte (reset, refused...), which the caller counts as a
+ * failed dial (c may redial). c is not freed here either way. */
 int tp_pump(struct tp_conn *c, int i);
 /* Release what a direction holds (pipe, buffer). */
 void tp_dir_release(struct tp_loop *lp, struct tp_dir *dr);

@@ -67,7 +67,7 @@ probe_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
     if (was != (int)d->up->ready)
         PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", d->up->addr), "upstream is %s",
                  d->up->ready ? "ready" : "not ready");
-    tp_after_event(tp);
+    tp->after_event(tp);
 }
 
 static void
@@ -135,7 +135,7 @@ check_done(struct tp_upd *d, int ok)
         PLB_LOG(tp->host, tp->ctx, d->up->healthy ? PLB_LOG_INFO : PLB_LOG_WARN,
                 PLB_KV("upstream", d->up->addr), "upstream is %s",
                 d->up->healthy ? "healthy" : "unhealthy");
-    tp_after_event(tp);
+    tp->after_event(tp);
 }
 
 static void

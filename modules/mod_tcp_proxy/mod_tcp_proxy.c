@@ -144,8 +144,9 @@ set_ready(struct tp *tp)
                                 ok ? NULL : "no upstream is healthy and not draining");
 }
 
-void
-tp_after_event(struct tp *tp)
+/* tp.after_event (see tp.h). */
+static void
+after_event(struct tp *tp)
 {
     int64_t next;
 
@@ -183,7 +184,7 @@ static void
 on_tick(plb_timer *t, void *arg)
 {
     (void)t;
-    tp_after_event(arg);
+    after_event(arg);
 }
 
 static void
@@ -231,7 +232,7 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
         /* The first set is here: publish it before the workers accept. */
         tp->paused = 0;
         if (tp->nloops) {
-            tp_after_event(tp);
+            after_event(tp);
             tp_workers_resume(tp);
         } else if (tp->listener) {
             tp->host->loop->listener_pause(tp->listener, 0);
@@ -240,7 +241,7 @@ on_endpoints(const struct plb_endpoint_set *set, void *arg)
     if (rc < 0)
         PLB_ERR(tp->host, tp->ctx, NULL, "endpoint update partly applied: error %d", rc);
     tp->host->mem->free(v);
-    tp_after_event(tp);
+    after_event(tp);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -328,6 +329,7 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
         return -ENOMEM;
     tp->name = host->links->instance_name(ctx);
     tp->ready_state = -1;
+    tp->after_event = after_event;
     tp->main_loop.tp = tp;
     /* With the daemon's worker loops, the data path runs on them. */
     tp->nloops = PLB_HAS(host->loop, worker_count) ? host->loop->worker_count(ctx) : 0;

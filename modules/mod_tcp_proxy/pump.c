@@ -169,6 +169,27 @@ tp_redial_free(struct tp *tp, struct tp_conn *c)
     c->rlen = c->ntried = c->tcap = 0;
 }
 
+/* Errors of a dial, or of an upstream right after it, that another
+ * upstream may not have: refused, reset, unreachable, timed out. */
+int
+tp_conn_retryable(int err)
+{
+    switch (err) {
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case ECONNABORTED:
+    case EPIPE:
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EHOSTDOWN:
+    case ENETDOWN:
+    case ETIMEDOUT:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* The first upstream byte is on its way to the client (or the replay
  * would grow too large): no redial from now on. */
 static void
@@ -323,8 +344,7 @@ pending(const struct tp_dir *dr)
     return (dr->pipe && dr->len) || (dr->buf && dr->off < dr->len);
 }
 
-/* Move data in direction i as far as the sockets allow. 0, or -1 when c
- * was closed. */
+/* Move data in direction i as far as the sockets allow (see conn_int.h). */
 int
 tp_pump(struct tp_conn *c, int i)
 {
@@ -398,10 +418,7 @@ tp_pump(struct tp_conn *c, int i)
     }
 close:
     /* An upstream that resets before its first byte is a failed dial. */
-    if (c->fresh && bad >= 0 && bad == c->ufd && tp_conn_retryable(err)) {
-        tp_conn_dial_failed(c, err, strerror(err));
-        return -1;
-    }
-    tp_conn_close(c);
-    return -1;
+    if (c->fresh && bad >= 0 && bad == c->ufd && tp_conn_retryable(err))
+        return err;
+    return TP_PUMP_CLOSE;
 }

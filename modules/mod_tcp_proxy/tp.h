@@ -8,10 +8,20 @@
  *   health.c    per-upstream health checks: TCP connect timing + /readyz
  *   conn.c      the data path: one state machine per proxied connection
  *   pump.c      its forwarding, socket options and pipes (conn_int.h)
+ *   loop.c      the loop it runs on: watches, picks from the workers'
+ *               snapshot, reports to the main loop (loop.h)
  *   metrics.c   the metric families and their series
  *   status.c    the instance as `prismlb status` shows it
  *   workers.c   the data path on the core's worker loops (threads > 1)
  *   mod_tcp_proxy.c  descriptor, lifecycle, endpoint links, pool glue
+ *
+ * No file calls back into one that calls it. From the top: mod_tcp_proxy.c
+ * calls the others; workers.c calls conn.c, loop.c, pump.c, metrics.c and
+ * select.c; conn.c calls pump.c, loop.c, resolve.c, metrics.c and
+ * select.c; health.c calls conn.c (the clock), resolve.c and select.c;
+ * loop.c and metrics.c call select.c; status.c calls workers.c. What goes
+ * back up is a callback registered from above: tp.after_event,
+ * tp_loop.on_report, the pool's ops.
  */
 #ifndef TP_H
 #define TP_H
@@ -139,8 +149,9 @@ struct tp_loop {
     const void *last_snap; /* the snapshot the records were swept against */
     struct tp_event *ev;   /* reports not yet posted to the main loop */
     size_t nev, cev;
-    int flush_now;    /* an open is among them: post at the end of this pass */
-    plb_timer *flush; /* posts them once per pass through the loop */
+    int flush_now;                   /* an open is among them: post at the end of this pass */
+    plb_timer *flush;                /* posts them once per pass through the loop */
+    void (*on_report)(void *report); /* main loop: applies a batch (workers.c) */
     _Atomic uint64_t conns_total, retries, active;
 };
 
@@ -162,8 +173,14 @@ struct tp {
     struct tp_metrics m;
     uint64_t nconns;        /* connections passing through now (main loop) */
     struct plb_clock clock; /* the pool's time and picks (main loop) */
-    int in_event;           /* inside a pool update or tick: defer ticks */
-    int again;              /* a deferred tick is owed */
+    /* After any event that may change the pool (a check, a dial's outcome,
+     * a drain completed, a worker's reports): run its deadlines, re-arm the
+     * tick timer, refresh readiness, the upstream gauges and the workers'
+     * snapshot. Registered by mod_tcp_proxy.c at create; conn.c, health.c
+     * and workers.c call it (main loop only). */
+    void (*after_event)(struct tp *tp);
+    int in_event; /* inside a pool update or tick: defer ticks */
+    int again;    /* a deferred tick is owed */
     int stopping;
     int paused;               /* listener paused until the first endpoint set */
     int ready_state;          /* last value given to health_set, -1 none */
@@ -187,10 +204,6 @@ enum tp_client_opts {
     TP_OPTS_INHERITED,      /* accepted sockets have them */
     TP_OPTS_PER_SOCKET,     /* set on each accepted socket */
 };
-
-/* After any event that may change the pool: run its deadlines, re-arm the
- * tick timer, refresh readiness and the upstream gauges. */
-void tp_after_event(struct tp *tp);
 
 /* ------------------------------------------------------------------------ */
 /* Health checks (health.c)                                                 */
@@ -262,7 +275,7 @@ uint64_t tp_conns_active(const struct tp *tp);
 /* Free what the instance keeps for the workers (after the stop). */
 void tp_workers_fini(struct tp *tp);
 
-/* A worker's data path reaches the pool through these (conn.c). */
+/* A worker's data path reaches the pool through these (loop.c). */
 /* The record of a pick from the snapshot (made on first use); NULL when
  * nothing fits. *last: it came from the last resort. */
 struct tp_upd *tp_loop_pick(struct tp_loop *lp, const uint32_t *tried, size_t ntried, int *last);

@@ -8,7 +8,8 @@
  * every worker has moved on). Each worker accepts on its own SO_REUSEPORT
  * listener and runs conn.c and pump.c on its own loop, with its own pipes,
  * copy buffer and per-upstream records (made from the snapshot on first
- * use). What the pool must know comes back as reports, posted once per
+ * use: loop.c). What the pool must know comes back as reports (loop.c
+ * batches them, on_report here applies them), posted once per
  * pass through the worker's loop: connections opened and closed per
  * upstream (for draining) and dial outcomes (for the health streak and
  * prismlb_connection_errors_total). Drains, readiness closes, the first
@@ -25,37 +26,14 @@
 
 #include <prismlb/module_util.h>
 
-#include "tp.h"
+#include "loop.h"
 
 #define BACKLOG 4096
-/* A connection opened is reported at the end of the pass through the
- * worker's loop (the pool must never count fewer connections than there
- * are: a removed upstream it thinks idle is closed at once, not drained).
- * Other reports (closes, dial outcomes) wait up to REPORT_MS to go out
- * together, or with the next open: a busy worker wakes the main loop less
- * often than once per pass, and a close is learned of at most that late. */
-#define REPORT_MS 20
 /* How often a stop looks again for a worker whose stop report was lost. */
 #define STOP_POLL_MS 50
 
 /* ------------------------------------------------------------------------ */
 /* The snapshot                                                             */
-
-struct tp_snap {
-    const struct plb_host *host;
-    size_t n;
-    struct tp_up **ups; /* n records, each the first member of its entry */
-    enum tp_selection sel;
-    enum tp_check_kind check;
-};
-
-/* One upstream as published: a copy of the pool's record and the address
- * client dials go to. */
-struct snap_ent {
-    struct tp_up up; /* up.addr owned, up.data unused */
-    struct sockaddr_storage sa;
-    socklen_t salen;
-};
 
 static void
 snap_release(void *p)
@@ -120,143 +98,9 @@ oom:
 }
 
 /* ------------------------------------------------------------------------ */
-/* A worker's upstream records                                              */
-
-/* A worker's record of an upstream: what conn.c works with. */
-struct wrec {
-    struct tp_upd d;
-    struct tp_up up; /* up.addr owned */
-};
-
-static struct tp_upd *
-rec_find(struct tp_loop *lp, uint32_t id)
-{
-    for (size_t i = 0; i < lp->nups; i++)
-        if (lp->ups[i]->up->id == id)
-            return lp->ups[i];
-    return NULL;
-}
-
-static void
-rec_free(struct tp_loop *lp, size_t i)
-{
-    const struct plb_host *h = lp->tp->host;
-    struct wrec *r = (struct wrec *)(void *)lp->ups[i];
-    h->mem->free(r->up.addr);
-    h->mem->free(r);
-    lp->ups[i] = lp->ups[--lp->nups];
-}
-
-static struct tp_upd *
-rec_new(struct tp_loop *lp, const struct snap_ent *e)
-{
-    const struct plb_host *h = lp->tp->host;
-    if (lp->nups == lp->cups) {
-        size_t cap = lp->cups ? lp->cups * 2 : 8;
-        struct tp_upd **nv = h->mem->realloc(lp->ups, cap * sizeof(*nv));
-        if (!nv)
-            return NULL;
-        lp->ups = nv;
-        lp->cups = cap;
-    }
-    struct wrec *r = h->mem->alloc(sizeof(*r));
-    if (!r)
-        return NULL;
-    r->up = e->up;
-    r->up.addr = h->mem->strdup(e->up.addr);
-    if (!r->up.addr) {
-        h->mem->free(r);
-        return NULL;
-    }
-    r->up.data = &r->d;
-    r->d.tp = lp->tp;
-    r->d.up = &r->up;
-    r->d.check_fd = -1;
-    r->d.literal = r->d.have_sa = 1;
-    memcpy(&r->d.sa, &e->sa, sizeof(r->d.sa));
-    r->d.salen = e->salen;
-    lp->ups[lp->nups++] = &r->d;
-    return &r->d;
-}
-
-/* A new snapshot: records without connections follow it (an address that
- * changed) or go (an upstream that is gone). */
-static void
-rec_sweep(struct tp_loop *lp, const struct tp_snap *s)
-{
-    for (size_t i = lp->nups; i-- > 0;) {
-        struct tp_upd *d = lp->ups[i];
-        if (d->conns)
-            continue;
-        const struct snap_ent *e = NULL;
-        for (size_t k = 0; k < s->n && !e; k++)
-            if (s->ups[k]->id == d->up->id)
-                e = (const struct snap_ent *)(const void *)s->ups[k];
-        if (!e) {
-            rec_free(lp, i);
-            continue;
-        }
-        memcpy(&d->sa, &e->sa, sizeof(d->sa));
-        d->salen = e->salen;
-        d->up->draining = e->up.draining;
-    }
-    lp->last_snap = s;
-}
-
-static double
-loop_random(void *arg)
-{
-    struct tp_loop *lp = arg;
-    return plb_random_unit(&lp->rng);
-}
-
-struct tp_upd *
-tp_loop_pick(struct tp_loop *lp, const uint32_t *tried, size_t ntried, int *last)
-{
-    const struct tp_snap *s = lp->tp->host->loop->snapshot_get(lp->tp->snap);
-    *last = 0;
-    if (!s)
-        return NULL;
-    if (s != lp->last_snap)
-        rec_sweep(lp, s);
-    struct tp_up *u = tp_pick_in(s->ups, s->n, s->sel, s->check, tried, ntried, 0, loop_random, lp);
-    if (!u) {
-        u = tp_pick_in(s->ups, s->n, s->sel, s->check, tried, ntried, 1, loop_random, lp);
-        *last = 1;
-    }
-    if (!u)
-        return NULL;
-    struct tp_upd *d = rec_find(lp, u->id);
-    return d ? d : rec_new(lp, (const struct snap_ent *)(const void *)u);
-}
-
-plb_io *
-tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg)
-{
-    const struct plb_host *h = lp->tp->host;
-    return lp->w ? h->loop->worker_io_new(lp->w, fd, what, cb, arg)
-                 : h->loop->io_new(lp->tp->ctx, fd, what, cb, arg);
-}
-
-/* ------------------------------------------------------------------------ */
 /* Reports: worker to main                                                  */
 
-struct tp_event {
-    float value; /* a duration in seconds (see tp_loop_report_value) */
-    uint32_t id;
-    uint8_t kind; /* enum tp_event_kind */
-    uint8_t flip; /* set by the main loop: the dial outcome changed the
-                     upstream's health (FLIP_UP, FLIP_DOWN), or 0 */
-};
-
-enum { FLIP_UP = 1, FLIP_DOWN = 2 };
-
-struct report {
-    struct tp *tp;
-    struct tp_loop *lp;
-    struct tp_event *ev;
-    size_t n;
-};
+enum { FLIP_UP = 1, FLIP_DOWN = 2 }; /* tp_event.flip */
 
 struct wmsg;
 static void post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id);
@@ -267,7 +111,7 @@ enum wmsg_kind { W_LISTEN, W_RESUME, W_DRAINING, W_CLOSE, W_STOP };
 static void
 on_report(void *arg)
 {
-    struct report *r = arg;
+    struct tp_report *r = arg;
     struct tp *tp = r->tp;
     const struct plb_host *h = tp->host;
 
@@ -310,7 +154,7 @@ on_report(void *arg)
         }
         }
     }
-    tp_after_event(tp);
+    tp->after_event(tp);
     /* A change of health is logged once the snapshot that carries it is
      * published: a connection accepted after the line is picked by it. An
      * upstream removed meanwhile is not logged again. */
@@ -324,65 +168,6 @@ on_report(void *arg)
     }
     h->mem->free(r->ev);
     h->mem->free(r);
-}
-
-static void
-on_flush(plb_timer *t, void *arg)
-{
-    struct tp_loop *lp = arg;
-    const struct plb_host *h = lp->tp->host;
-    (void)t;
-    if (!lp->nev)
-        return;
-    struct report *r = h->mem->alloc(sizeof(*r));
-    if (r) {
-        r->tp = lp->tp;
-        r->lp = lp;
-        r->ev = lp->ev;
-        r->n = lp->nev;
-        if (h->loop->post(lp->tp->ctx, NULL, on_report, r) == 0) {
-            lp->flush_now = 0;
-            lp->ev = NULL;
-            lp->nev = lp->cev = 0;
-            return;
-        }
-        h->mem->free(r);
-    }
-    /* Out of memory: the reports wait for the next try. */
-    if (h->loop->timer_arm(lp->flush, 10, 0, 0) < 0)
-        PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
-}
-
-void
-tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind)
-{
-    tp_loop_report_value(lp, d, kind, 0);
-}
-
-void
-tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind, double v)
-{
-    const struct plb_host *h = lp->tp->host;
-    if (lp->stopping)
-        return;
-    if (lp->nev == lp->cev) {
-        size_t cap = lp->cev ? lp->cev * 2 : 64;
-        struct tp_event *nv = h->mem->realloc(lp->ev, cap * sizeof(*nv));
-        if (!nv) {
-            PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "out of memory: a connection report is lost");
-            return;
-        }
-        lp->ev = nv;
-        lp->cev = cap;
-    }
-    lp->ev[lp->nev] = (struct tp_event){.value = (float)v, .id = d->up->id, .kind = (uint8_t)kind};
-    /* The first report of a batch arms the flush; an open brings it to the
-     * end of this pass. */
-    int arm = lp->nev++ == 0 || (kind == TP_EV_OPENED && !lp->flush_now);
-    if (kind == TP_EV_OPENED)
-        lp->flush_now = 1;
-    if (arm && h->loop->timer_arm(lp->flush, lp->flush_now ? 0 : REPORT_MS, 0, 0) < 0)
-        PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -409,11 +194,7 @@ worker_stop(struct tp_loop *lp)
     lp->listener = NULL;
     for (size_t i = 0; i < lp->nups; i++)
         tp_conns_close_upstream(lp->ups[i]);
-    while (lp->nups)
-        rec_free(lp, lp->nups - 1);
-    h->mem->free(lp->ups);
-    lp->ups = NULL;
-    lp->cups = 0;
+    tp_loop_recs_free(lp);
     tp_pipes_free(lp);
     h->loop->timer_free(lp->flush);
     lp->flush = NULL;
@@ -442,7 +223,7 @@ on_wmsg(void *arg)
     switch ((enum wmsg_kind)m->kind) {
     case W_LISTEN: {
         int err = 0;
-        lp->flush = h->loop->worker_timer_new(lp->w, on_flush, lp);
+        lp->flush = h->loop->worker_timer_new(lp->w, tp_loop_flush, lp);
         if (!lp->flush) {
             close(m->fd);
             err = -ENOMEM;
@@ -467,13 +248,13 @@ on_wmsg(void *arg)
             h->loop->listener_pause(lp->listener, 0);
         break;
     case W_DRAINING:
-        if ((d = rec_find(lp, m->id))) {
+        if ((d = tp_loop_rec_find(lp, m->id))) {
             d->up->draining = 1;
             tp_conns_upstream_draining(d);
         }
         break;
     case W_CLOSE:
-        if ((d = rec_find(lp, m->id)))
+        if ((d = tp_loop_rec_find(lp, m->id)))
             tp_conns_close_upstream(d);
         break;
     case W_STOP:
@@ -623,6 +404,7 @@ tp_workers_start(struct tp *tp, const char *ip, int paused)
             if (getrandom(&lp->rng, sizeof(lp->rng), GRND_NONBLOCK) != (ssize_t)sizeof(lp->rng) ||
                 !lp->rng)
                 lp->rng = 0x9e3779b97f4a7c15ull + i;
+            lp->on_report = on_report;
             atomic_init(&lp->conns_total, 0);
             atomic_init(&lp->retries, 0);
             atomic_init(&lp->active, 0);

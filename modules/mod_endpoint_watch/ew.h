@@ -7,8 +7,12 @@
  *   kube.c               the Kubernetes provider: client, informer, status
  *   state.c              the state file: the last discovered endpoints,
  *                        kept across restarts
- *   mod_endpoint_watch.c descriptor, lifecycle, static provider, metrics,
- *                        provider health
+ *   health.c             metrics and provider health
+ *   mod_endpoint_watch.c descriptor, lifecycle, static provider
+ *
+ * No file calls back into one that calls it: mod_endpoint_watch.c calls
+ * config.c, kube.c, state.c and health.c; kube.c calls slices.c, state.c
+ * and health.c; the others call none.
  *
  * Two providers publish under the instance (host->links->endpoints_publish): the
  * static one ("static", the configured endpoints, once at start) and the
@@ -97,14 +101,25 @@ struct ew {
     int64_t state_written_ms; /* monotonic: the last write */
 };
 
-/* Count one update or error of provider (mod_endpoint_watch.c). */
+/* ------------------------------------------------------------------------ */
+/* Metrics and provider health (health.c)                                   */
+
+/* At start: register the metric families (each series of the instance at
+ * 0) and the liveness check, beaten once. 0 or -errno. */
+int ew_health_start(struct ew *ew);
+/* Beat the liveness check unless every running provider has failed. */
+void ew_health_beat(struct ew *ew);
+/* Count one update or error of provider. */
 void ew_count_update(struct ew *ew, const char *provider);
 void ew_count_error(struct ew *ew, const char *provider);
 /* Mark a provider failed or recovered, and re-evaluate the instance's
  * health: unhealthy only while every running provider has failed. */
 void ew_provider_failed(struct ew *ew, const char *provider, int failed);
 
-/* The Kubernetes provider (kube.c). Start: decide the client configuration
+/* ------------------------------------------------------------------------ */
+/* The Kubernetes provider (kube.c)                                         */
+
+/* Start: decide the client configuration
  * (explicit kubeconfig, in-cluster, $KUBECONFIG, or none: static only with
  * one log line), create the client and the informer. 0, or -ENOMEM (other
  * failures are provider failures: counted, logged, not fatal). */

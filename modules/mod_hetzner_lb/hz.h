@@ -13,9 +13,10 @@
  *   hz_keytab.c       the index of elements by a string key (pure)
  *   hz_lbs.c          the balancers kept (parsed, shared) and their index
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
- *   hz_api.c          the Hetzner API client: pacing, lanes, retries
- *   hz_api_answer.c   ... an answer arriving, its verdict acted on
+ *   hz_api.c          the Hetzner API client: its life, hz_api_call, stats
+ *   hz_api_answer.c   ... sending; an answer arriving, its verdict acted on
  *   hz_api_list.c     ... lists, page by page
+ *   hz_api_lane.c     ... a call's life: queue, lane, retry, finish
  *   hz_api_action.c   ... action waits: one batched poll
  *   hz_answer.c       what one API answer means (retry, failed, done...; pure)
  *   hz_queue.c        the per-Service work queue (pure)

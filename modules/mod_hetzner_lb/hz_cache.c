@@ -29,7 +29,8 @@ hz_svc_current(const struct hz_kside *ks, const char *key, const char *uid)
         return NULL;
     snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
     svc = ks->host->informer_get(ks->svc_inf, ns, slash + 1);
-    if (!svc || !(have = hz_ks_str(ks, svc, "metadata", "uid", NULL)) || strcmp(have, uid) != 0)
+    if (!svc || !(have = hz_ks_str(ks, svc, "metadata", "uid", NULL)) || strcmp(have, uid) != 0 ||
+        !hz_kube_is_ours(ks, svc) || ks->host->obj_get(svc, "metadata", "deletionTimestamp", NULL))
         return NULL;
     return svc;
 }

@@ -7,7 +7,13 @@
  * hz_status_phase, hz_state.h): one write in flight at a time, a sync that
  * meets one asks for a look after it.
  *
- * A write that fails is written again refused_recheck_interval later.
+ * Never a status the API server would refuse: just before a write is sent
+ * the latest cached Service must still be ours (type LoadBalancer, a class
+ * served, the same UID, no deletion; since Kubernetes 1.29 the API server
+ * refuses a non-empty ingress on any other type). A write the API server
+ * refuses all the same (422) is logged and not sent again as it is (the
+ * same ingress onto the Service unchanged, by its resourceVersion); any
+ * other failure is written again refused_recheck_interval later.
  */
 #include <errno.h>
 #include <string.h>
@@ -73,8 +79,8 @@ hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, const str
 /* A status write of Service key ended (r NULL: not written, cancelled or
  * never started): its machine back to IDLE, then written again at a sync
  * refused_recheck_interval from now when it failed (none may come sooner:
- * a write that keeps failing is not retried faster than a refusal), or at
- * once when AGAIN asked for a look. */
+ * a write that keeps failing is not retried faster than a refusal), not
+ * as it is when refused, or at once when AGAIN asked for a look. */
 static void
 status_ended(struct hz_kside *ks, const char *key, const struct plb_kube_result *r)
 {
@@ -84,12 +90,24 @@ status_ended(struct hz_kside *ks, const char *key, const struct plb_kube_result 
         return;
     again = st->status == HZ_STATUS_AGAIN;
     st->status = HZ_STATUS_IDLE;
-    if (!r || r->status < 200 || r->status >= 300) {
+    /* kept past here only as the refused write's */
+    if (r && r->status == 422) {
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key, "error", r->message ? r->message : ""),
+                "the API server refused the status: not written again as it is");
+        json_decref(st->status_refused);
+        st->status_refused = st->status_sent;
+        st->status_sent = NULL;
+        hz_free(st->refused_rv);
+        st->refused_rv = st->status_rv;
+        st->status_rv = NULL;
+    } else if (!r || r->status < 200 || r->status >= 300) {
         json_decref(st->status_sent);
         st->status_sent = NULL;
         if (!again)
             hz_work_add_after(ks, st->key, ks->cfg->refused_recheck_ms);
     }
+    hz_free(st->status_rv);
+    st->status_rv = NULL;
     if (again)
         hz_work_add(ks, st->key);
 }
@@ -126,30 +144,51 @@ status_send(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, js
     }
     PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", w.ips[0],
              w.n > 1 ? ", " : "", w.n > 1 ? w.ips[1] : "");
+    const char *rv = hz_ks_str(ks, svc, "metadata", "resourceVersion", NULL);
+    char *rvc = rv ? hz_strdup(rv) : NULL;
+    if (rv && !rvc)
+        return -ENOMEM;
     /* in flight from here: status_ended undoes this if it fails */
     json_decref(st->status_sent);
     st->status_sent = json_incref(want);
+    hz_free(st->status_rv);
+    st->status_rv = rvc;
     st->status = HZ_STATUS_WRITING;
     if ((rc = hz_kop_run(ks, "status write", start_status_write, &w, status_ended, st->key)) < 0) {
+        /* not started (status_ended ran) or not tracked (it did not) */
         st->status = HZ_STATUS_IDLE;
         json_decref(st->status_sent);
         st->status_sent = NULL;
+        hz_free(st->status_rv);
+        st->status_rv = NULL;
         /* out of memory: synced again; fenced: the gate decides */
         return rc == -ENOMEM ? rc : 0;
     }
     return 0;
 }
 
+/* 1 when want (borrowed) is what the API server refused for the Service
+ * svc (borrowed) as it is now: the same ingress, the Service unchanged. */
+static int
+refused(const struct hz_kside *ks, const struct hz_svc_state *st, const plb_obj *svc,
+        const json_t *want)
+{
+    const char *rv = hz_ks_str(ks, svc, "metadata", "resourceVersion", NULL);
+    return st->status_refused && json_equal(want, st->status_refused) && rv && st->refused_rv &&
+           strcmp(rv, st->refused_rv) == 0;
+}
+
 int
 hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const struct hz_actual *lb)
 {
-    /* the Service as the cache has it now */
+    /* the Service as the cache has it now: one that is no longer ours
+     * gets no status (its sync drops it and deletes the balancer) */
     const plb_obj *svc = hz_svc_current(ks, st->key, st->uid);
     json_t *want, *have;
     int oom, rc = 0;
     if (!svc) {
         PLB_DEBUG(ks->host, ks->ctx, PLB_KV("service", st->key),
-                  "status not written: the Service is gone");
+                  "status not written: the Service is no longer ours");
         return 0;
     }
     want = ingress_of(ks, st, lb, &oom);
@@ -162,6 +201,9 @@ hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const struct hz_a
         st->status_sent = NULL;
     } else if (want && st->status != HZ_STATUS_IDLE) {
         st->status = HZ_STATUS_AGAIN; /* one write at a time: look again after it */
+    } else if (want && refused(ks, st, svc, want)) {
+        PLB_DEBUG(ks->host, ks->ctx, PLB_KV("service", st->key),
+                  "status not written: the API server refused it for the Service as it is");
     } else if (want && !json_equal(want, st->status_sent)) {
         rc = status_send(ks, st, svc, want);
     }

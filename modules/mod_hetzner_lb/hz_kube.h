@@ -76,7 +76,8 @@ HZ_HIDDEN void hz_kube_free(struct hz_kside *ks);
  * served (hz_class_served under ks->cfg->load_balancer_class). */
 HZ_HIDDEN int hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc);
 /* Service key ("ns/name") as the cache has it now (borrowed), when it is
- * still the one of UID uid; else NULL. */
+ * still the one of UID uid and ours, with no deletion under way; else
+ * NULL. */
 HZ_HIDDEN const plb_obj *hz_svc_current(const struct hz_kside *ks, const char *key,
                                         const char *uid);
 

@@ -75,10 +75,12 @@ HZ_HIDDEN int hz_delete_labelled(struct hz_kside *ks, const char *uid);
 /* The status write (hz_ingress.c)                                      */
 
 /* Write st's Service's status.loadBalancer.ingress from lb (borrowed)
- * when it differs from what the Service, as the cache has it now, shows:
- * at most one write in flight per Service, and none while the last one
- * written is what it should show (the cache has not caught up yet). 0, or -ENOMEM when a write it
- * needs could not be allocated or started (the caller has the Service synced again). */
+ * when it differs from what the Service shows, the Service as the cache
+ * has it just then still ours (else nothing is written): at most one
+ * write in flight per Service, none while the last one written is what it
+ * should show (the cache has not caught up yet), none of the ingress the
+ * API server refused. 0, or -ENOMEM when a write it needs could not be
+ * allocated or started (the caller has the Service synced again). */
 HZ_HIDDEN int hz_status_update(struct hz_kside *ks, struct hz_svc_state *st,
                                const struct hz_actual *lb);
 /* 1 when balancer lb (borrowed) serves st's Service: it asks for no

@@ -149,7 +149,8 @@ struct hz_rec_result {
                                 after the writes when that answered; NULL when
                                 no plan ran */
     const plb_obj *svc;      /* the Service as the cache has it now; NULL when
-                                it is gone, no longer ours or recreated */
+                                it is gone, no longer ours (type, class,
+                                deletion) or recreated */
     struct hz_svc_state *st; /* its state, with svc */
 };
 

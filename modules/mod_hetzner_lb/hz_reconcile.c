@@ -97,7 +97,8 @@ qenc(const char *s)
 }
 
 /* The Service of r as the cache has it now (borrowed), with its state in
- * *stp; NULL when it is gone, no longer tracked or recreated. */
+ * *stp; NULL when it is gone, no longer ours (type, class, deletion), no
+ * longer tracked or recreated. */
 static const plb_obj *
 rec_svc(const struct rec *r, struct hz_svc_state **stp)
 {

@@ -22,10 +22,11 @@
 static void
 state_free(struct hz_svc_state *s)
 {
-    hz_free_each(&s->key, &s->uid, NULL);
+    hz_free_each(&s->key, &s->uid, &s->status_rv, &s->refused_rv, NULL);
     hz_annot_clear(&s->good);
     json_decref(s->warned);
     json_decref(s->status_sent);
+    json_decref(s->status_refused);
     hz_free(s);
 }
 

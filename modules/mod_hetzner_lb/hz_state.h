@@ -13,6 +13,7 @@
  *             the core); `prismlb status` shows the first as last_error
  *   phase     the Service's sync: annotations known, a reconcile running
  *   status    the status write: in flight or not, the ingress last written
+ *             and the one last refused
  *   recheck   the fingerprint of what failed and when it is tried again
  *
  * The event side (hz_sync.c, hz_ingress.c, hz_work.c, hz_status.c) and the
@@ -88,10 +89,15 @@ struct hz_svc_state {
     int by_name;          /* look its names up one by one (a create met a
                              name the lists did not show) */
     enum hz_status_phase status;
-    json_t *status_sent; /* the ingress last written (owned): not written
-                            again until the cache shows another one */
-    uint64_t fail_fp;    /* fingerprint of the desired state that failed */
-    int64_t retry_at;    /* ... not tried again before this (monotonic ms) */
+    json_t *status_sent;    /* the ingress last written (owned): not written
+                               again until the cache shows another one */
+    char *status_rv;        /* the resourceVersion of the Service the write
+                               in flight was made for (owned) */
+    json_t *status_refused; /* the ingress the API server refused (422;
+                               owned): not sent again as it is, to the ... */
+    char *refused_rv;       /* ... Service of this resourceVersion (owned) */
+    uint64_t fail_fp;       /* fingerprint of the desired state that failed */
+    int64_t retry_at;       /* ... not tried again before this (monotonic ms) */
     struct hz_svc_state *prev, *next;
 };
 

@@ -17,8 +17,9 @@
  *     completion callback, rec_done, decides when the Service is looked
  *     at again;
  *   - the status (hz_ingress.c) follows the labelled balancer once that
- *     serves the Service: when it needs no write, or after the reconcile's
- *     writes;
+ *     serves the Service: attached to its network, with its services and
+ *     the targets Hetzner accepted (a refused target does not withhold
+ *     the Service's IP);
  *   - a Service that stops being ours gets its labelled balancer deleted;
  *   - the robotlb/finalizer of earlier releases is removed (hz_writes.c).
  *
@@ -103,6 +104,7 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
             json_object_set_new(ks->fresh, res->uid, json_integer(ks->host->now_ms(ks->ctx))) < 0)
             retry = 1; /* the balancer is not remembered: looked up again */
         if (res->svc) {
+            /* with the targets Hetzner accepted, also when it refused one */
             if (status_follow(ks, res->st, &res->lb->a) < 0)
                 retry = 1;
         } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid) < 0) {
@@ -247,8 +249,9 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
         hz_desired_clear(d);
         return status_follow(ks, st, &lb->a);
     case HZ_SYNC_HELD:
+        /* the balancer as the last reconcile left it: what Hetzner took */
         hz_desired_clear(d);
-        return 0;
+        return lb ? status_follow(ks, st, &lb->a) : 0;
     case HZ_SYNC_RECONCILE:
         break;
     }

@@ -1,8 +1,9 @@
 /*
  * The Service status the module writes, against both fakes: never onto a
  * Service the API server would refuse it for (since Kubernetes 1.29 a
- * non-empty status.loadBalancer.ingress needs spec.type LoadBalancer), and
- * not sent again as it is when the API server refused it.
+ * non-empty status.loadBalancer.ingress needs spec.type LoadBalancer), not
+ * sent again as it is when the API server refused it, and not withheld by
+ * one target Hetzner refuses.
  *
  * Each moment of a reconcile is held by construction: the fake Hetzner API
  * holds the create's action running (hold_actions), or the daemon is
@@ -159,6 +160,100 @@ START_TEST(a_service_that_stops_being_a_load_balancer_gets_no_status_written)
 }
 END_TEST
 
+/* "robotlb writes the address once the balancer exists with the targets
+ * Hetzner accepted": one node Hetzner refuses as a target (the fake's
+ * refuse_ip) does not take the Service's external IP away; the refusal is
+ * a TargetRefused Event and the node is tried again every
+ * refused_recheck_interval (2 s here). */
+START_TEST(a_refused_target_does_not_withhold_the_external_ip)
+{
+    struct env e;
+    char ip[64], t[256];
+    env_start(&e, NULL, NULL, "refused_recheck_interval = \"2s\";", 300);
+    env_faults(&e, "{\"refuse_ip\":{\"ip\":\"10.0.1.33\",\"code\":\"ip_not_owned\","
+                   "\"status\":422}}");
+    env_node(&e, "in1", "10.0.1.31");
+    env_node(&e, "in2", "10.0.1.32");
+    env_node(&e, "bad", "10.0.2.33");
+    char *uid = env_service(&e, "edge", "LoadBalancer", 30084, NULL, NULL);
+    WAIT_FOR(&e, env_ingress(&e, "edge", ip, sizeof(ip), NULL, 0, NULL), 30000,
+             "the external IP despite the refused target");
+    /* written once the accepted targets and the service are in place */
+    ck_assert(env_targets_of(&e, uid, t, sizeof(t)));
+    ck_assert_str_eq(t, "10.0.1.31,10.0.1.32");
+    json_t *l = env_lbs_of(&e, uid);
+    json_t *lb = json_array_get(l, 0);
+    json_t *svcs = json_object_get(lb, "services");
+    ck_assert_uint_eq(json_array_size(svcs), 1);
+    ck_assert_int_eq(json_integer_value(json_object_get(json_array_get(svcs, 0), "listen_port")),
+                     80);
+    const char *v4 = json_string_value(
+        json_object_get(json_object_get(json_object_get(lb, "public_net"), "ipv4"), "ip"));
+    ck_assert_ptr_nonnull(v4);
+    ck_assert_str_eq(ip, v4);
+    json_decref(l);
+    WAIT_FOR(&e, env_has_event(&e, "TargetRefused", "10.0.2.33"), 20000, "TargetRefused");
+    /* the refused node is still tried again on the recheck cycle */
+    const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
+    long adds = env_count_route(&e, route);
+    WAIT_FOR(&e, env_count_route(&e, route) >= adds + 2, 30000,
+             "the refused target tried again twice");
+    json_t *all = env_requests_since(&e, 0), *q;
+    long long last = -1;
+    size_t i;
+    json_array_foreach(all, i, q)
+    {
+        if (strcmp(json_string_value(json_object_get(q, "route")), route) != 0 ||
+            json_integer_value(json_object_get(q, "status")) < 400)
+            continue;
+        long long at = (long long)json_integer_value(json_object_get(q, "t_ms"));
+        ck_assert_msg(last < 0 || at - last >= 1900, "refused add_target %lld ms after the last",
+                      at - last);
+        last = at;
+    }
+    json_decref(all);
+    ck_assert(env_targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
+    /* the status is not written again on every recheck */
+    long refused;
+    ck_assert_int_eq(kube_count(&e, "PATCH", "/services/edge/status", 0, &refused), 1);
+    ck_assert_int_eq(refused, 0);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* The same while the refused node waits for its recheck (300 s here): a
+ * status someone cleared is written again at the sync that sees it, from
+ * the balancer with the targets Hetzner accepted, with no Hetzner write. */
+START_TEST(a_status_cleared_while_a_refused_target_waits_is_written_again_at_once)
+{
+    struct env e;
+    char ip[64], again[64];
+    env_start(&e, NULL, NULL, "refused_recheck_interval = \"300s\";", 300);
+    env_faults(&e, "{\"refuse_ip\":{\"ip\":\"10.0.1.33\",\"code\":\"ip_not_owned\","
+                   "\"status\":422}}");
+    env_node(&e, "in1", "10.0.1.31");
+    env_node(&e, "bad", "10.0.1.33");
+    char *uid = env_service(&e, "held", "LoadBalancer", 30086, NULL, NULL);
+    WAIT_FOR(&e, env_ingress(&e, "held", ip, sizeof(ip), NULL, 0, NULL), 30000,
+             "the external IP despite the refused target");
+    WAIT_FOR(&e, env_has_event(&e, "TargetRefused", "10.0.1.33"), 20000, "TargetRefused");
+    const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
+    long adds = env_count_route(&e, route);
+    kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/held/status",
+             "application/merge-patch+json", "{\"status\":{\"loadBalancer\":{\"ingress\":null}}}",
+             200, NULL);
+    WAIT_FOR(&e, env_ingress(&e, "held", again, sizeof(again), NULL, 0, NULL), 20000,
+             "the status written again before the recheck");
+    ck_assert_str_eq(again, ip);
+    ck_assert(env_targets_are(&e, uid, "10.0.1.31"));
+    /* no reconcile: the recheck and the resync are minutes away */
+    ck_assert_int_eq(env_count_route(&e, route), adds);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* A status write the API server refuses (422) is an error that is logged
  * and not sent again as it is: not at the syncs that follow (two resyncs
  * here), only once the Service changed. */
@@ -208,6 +303,8 @@ suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, a_service_that_stops_being_a_load_balancer_gets_no_status_written);
+    tcase_add_test(tc, a_refused_target_does_not_withhold_the_external_ip);
+    tcase_add_test(tc, a_status_cleared_while_a_refused_target_waits_is_written_again_at_once);
     tcase_add_test(tc, a_refused_status_write_is_not_sent_again_as_it_is);
     suite_add_tcase(s, tc);
     return s;

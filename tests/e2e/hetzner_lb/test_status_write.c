@@ -18,6 +18,8 @@
 
 #include "env.h"
 
+#define ADD_TARGET "POST /v1/load_balancers/{id}/actions/add_target"
+
 /* The fake API server's log entries of method on a path holding needle,
  * after the first skip entries of the log, and how many of them were
  * refused (status >= 400) into *refused. */
@@ -160,6 +162,31 @@ START_TEST(a_service_that_stops_being_a_load_balancer_gets_no_status_written)
 }
 END_TEST
 
+/* Both fakes and the daemon with refused_recheck_interval recheck, the
+ * nodes in1 (10.0.1.31), in2 (10.0.1.32) when two, and bad (10.0.1.33),
+ * which the fake Hetzner API refuses as a target, and the Service name of
+ * type LoadBalancer: its UID (new), once its external IP is written (into
+ * ip) and the TargetRefused Event is there. */
+static char *
+refused_target_start(struct env *e, const char *recheck, int two, const char *name, int node_port,
+                     char *ip, size_t len)
+{
+    char extra[128];
+    snprintf(extra, sizeof(extra), "refused_recheck_interval = \"%s\";", recheck);
+    env_start(e, NULL, NULL, extra, 300);
+    env_faults(e, "{\"refuse_ip\":{\"ip\":\"10.0.1.33\",\"code\":\"ip_not_owned\","
+                  "\"status\":422}}");
+    env_node(e, "in1", "10.0.1.31");
+    if (two)
+        env_node(e, "in2", "10.0.1.32");
+    env_node(e, "bad", "10.0.1.33");
+    char *uid = env_service(e, name, "LoadBalancer", node_port, NULL, NULL);
+    WAIT_FOR(e, env_ingress(e, name, ip, len, NULL, 0, NULL), 30000,
+             "the external IP despite the refused target");
+    WAIT_FOR(e, env_has_event(e, "TargetRefused", "10.0.1.33"), 20000, "TargetRefused");
+    return uid;
+}
+
 /* "robotlb writes the address once the balancer exists with the targets
  * Hetzner accepted": one node Hetzner refuses as a target (the fake's
  * refuse_ip) does not take the Service's external IP away; the refusal is
@@ -169,15 +196,8 @@ START_TEST(a_refused_target_does_not_withhold_the_external_ip)
 {
     struct env e;
     char ip[64], t[256];
-    env_start(&e, NULL, NULL, "refused_recheck_interval = \"2s\";", 300);
-    env_faults(&e, "{\"refuse_ip\":{\"ip\":\"10.0.1.33\",\"code\":\"ip_not_owned\","
-                   "\"status\":422}}");
-    env_node(&e, "in1", "10.0.1.31");
-    env_node(&e, "in2", "10.0.1.32");
-    env_node(&e, "bad", "10.0.2.33");
-    char *uid = env_service(&e, "edge", "LoadBalancer", 30084, NULL, NULL);
-    WAIT_FOR(&e, env_ingress(&e, "edge", ip, sizeof(ip), NULL, 0, NULL), 30000,
-             "the external IP despite the refused target");
+    long refused;
+    char *uid = refused_target_start(&e, "2s", 1, "edge", 30084, ip, sizeof(ip));
     /* written once the accepted targets and the service are in place */
     ck_assert(env_targets_of(&e, uid, t, sizeof(t)));
     ck_assert_str_eq(t, "10.0.1.31,10.0.1.32");
@@ -192,29 +212,13 @@ START_TEST(a_refused_target_does_not_withhold_the_external_ip)
     ck_assert_ptr_nonnull(v4);
     ck_assert_str_eq(ip, v4);
     json_decref(l);
-    WAIT_FOR(&e, env_has_event(&e, "TargetRefused", "10.0.2.33"), 20000, "TargetRefused");
     /* the refused node is still tried again on the recheck cycle */
-    const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
-    long adds = env_count_route(&e, route);
-    WAIT_FOR(&e, env_count_route(&e, route) >= adds + 2, 30000,
+    long adds = env_count_route(&e, ADD_TARGET);
+    WAIT_FOR(&e, env_count_route(&e, ADD_TARGET) >= adds + 2, 30000,
              "the refused target tried again twice");
-    json_t *all = env_requests_since(&e, 0), *q;
-    long long last = -1;
-    size_t i;
-    json_array_foreach(all, i, q)
-    {
-        if (strcmp(json_string_value(json_object_get(q, "route")), route) != 0 ||
-            json_integer_value(json_object_get(q, "status")) < 400)
-            continue;
-        long long at = (long long)json_integer_value(json_object_get(q, "t_ms"));
-        ck_assert_msg(last < 0 || at - last >= 1900, "refused add_target %lld ms after the last",
-                      at - last);
-        last = at;
-    }
-    json_decref(all);
+    ck_assert_int_ge(env_refusals_spaced(&e, ADD_TARGET, 1900), 3);
     ck_assert(env_targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
     /* the status is not written again on every recheck */
-    long refused;
     ck_assert_int_eq(kube_count(&e, "PATCH", "/services/edge/status", 0, &refused), 1);
     ck_assert_int_eq(refused, 0);
     free(uid);
@@ -229,17 +233,8 @@ START_TEST(a_status_cleared_while_a_refused_target_waits_is_written_again_at_onc
 {
     struct env e;
     char ip[64], again[64];
-    env_start(&e, NULL, NULL, "refused_recheck_interval = \"300s\";", 300);
-    env_faults(&e, "{\"refuse_ip\":{\"ip\":\"10.0.1.33\",\"code\":\"ip_not_owned\","
-                   "\"status\":422}}");
-    env_node(&e, "in1", "10.0.1.31");
-    env_node(&e, "bad", "10.0.1.33");
-    char *uid = env_service(&e, "held", "LoadBalancer", 30086, NULL, NULL);
-    WAIT_FOR(&e, env_ingress(&e, "held", ip, sizeof(ip), NULL, 0, NULL), 30000,
-             "the external IP despite the refused target");
-    WAIT_FOR(&e, env_has_event(&e, "TargetRefused", "10.0.1.33"), 20000, "TargetRefused");
-    const char *route = "POST /v1/load_balancers/{id}/actions/add_target";
-    long adds = env_count_route(&e, route);
+    char *uid = refused_target_start(&e, "300s", 0, "held", 30086, ip, sizeof(ip));
+    long adds = env_count_route(&e, ADD_TARGET);
     kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/held/status",
              "application/merge-patch+json", "{\"status\":{\"loadBalancer\":{\"ingress\":null}}}",
              200, NULL);
@@ -248,7 +243,7 @@ START_TEST(a_status_cleared_while_a_refused_target_waits_is_written_again_at_onc
     ck_assert_str_eq(again, ip);
     ck_assert(env_targets_are(&e, uid, "10.0.1.31"));
     /* no reconcile: the recheck and the resync are minutes away */
-    ck_assert_int_eq(env_count_route(&e, route), adds);
+    ck_assert_int_eq(env_count_route(&e, ADD_TARGET), adds);
     free(uid);
     env_stop(&e);
 }
@@ -260,18 +255,11 @@ END_TEST
 START_TEST(a_refused_status_write_is_not_sent_again_as_it_is)
 {
     struct env e;
-    struct http_res r = {0};
     char ip[64];
     long refused;
     struct env_opts o = {.resync_s = 1, .extra = "resync_budget_percent = 100;"};
     env_start_opts(&e, &o);
-    ck_assert_int_eq(
-        fake_admin(&e.kube, "POST", "/faults",
-                   "{\"fail_count\":1,\"fail_status\":422,"
-                   "\"fail_match\":\"/services/web/status\",\"fail_method\":\"PATCH\"}",
-                   &r),
-        0);
-    http_res_free(&r);
+    env_kube_fail_patch(&e, "/services/web/status", 422);
     env_node(&e, "n1", "10.0.1.11");
     char *uid = env_service(&e, "web", "LoadBalancer", 30085, NULL, NULL);
     WAIT_FOR(&e, tu_file_has(e.log, "the API server refused the status"), 30000, "the refusal");

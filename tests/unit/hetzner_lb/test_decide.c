@@ -55,69 +55,65 @@ decide(const struct hz_desired *d, const struct hz_actual *a, uint64_t fail_fp, 
     return v;
 }
 
+/* The fixture: what the Service asks for, its labelled balancer, the plan
+ * decided (each test's, cleared after it). */
+static struct hz_desired d;
+static struct hz_actual a;
+static struct hz_plan p;
+
+/* d asks for the first n of two nodes; a (balancer 5) targets the first. */
+static void
+given(size_t n)
+{
+    static const char *const ips[] = {"10.0.1.10", "10.0.1.11"};
+    desired(&d, ips, n);
+    actual(&a, one_target);
+}
+
+static void
+clear_all(void)
+{
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+
 START_TEST(a_balancer_as_asked_is_served_without_a_request)
 {
-    const char *ips[] = {"10.0.1.10"};
-    struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
-    desired(&d, ips, 1);
-    actual(&a, one_target);
+    given(1);
     ck_assert_int_eq(decide(&d, &a, 0, 0, 0, &p), HZ_SYNC_SERVED);
     ck_assert_uint_eq(p.n, 0);
     /* served also while an old failure of the same request is in force */
     ck_assert_int_eq(decide(&d, &a, hz_desired_fp(&d), 5000, 0, &p), HZ_SYNC_SERVED);
-    hz_actual_clear(&a);
-    hz_desired_clear(&d);
 }
 END_TEST
 
 START_TEST(a_difference_is_reconciled_with_the_plan_built_once)
 {
-    const char *ips[] = {"10.0.1.10", "10.0.1.11"};
-    struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
-    desired(&d, ips, 2);
-    actual(&a, one_target);
+    given(2);
     ck_assert_int_eq(decide(&d, &a, 0, 0, 0, &p), HZ_SYNC_RECONCILE);
     ck_assert_uint_eq(p.n, 1);
     ck_assert_int_eq(p.ops[0].kind, HZ_OP_ADD_TARGET);
     ck_assert_str_eq(p.ops[0].target_ip, "10.0.1.11");
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
-    hz_desired_clear(&d);
 }
 END_TEST
 
 START_TEST(without_a_balancer_or_its_networks_id_the_reconcile_builds_the_plan)
 {
-    const char *ips[] = {"10.0.1.10"};
-    struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
-    desired(&d, ips, 1);
+    given(2);
     ck_assert_int_eq(decide(&d, NULL, 0, 0, 0, &p), HZ_SYNC_RECONCILE);
     ck_assert_uint_eq(p.n, 0);
-    actual(&a, "[]");
     struct hz_sync_in in = {.d = &d, .fp = hz_desired_fp(&d), .lb = &a, .now = 1000};
     enum hz_sync_verdict v;
     ck_assert_int_eq(hz_sync_decide(&in, &v, &p), 0); /* network id not known */
     ck_assert_int_eq(v, HZ_SYNC_RECONCILE);
     ck_assert_uint_eq(p.n, 0);
-    hz_actual_clear(&a);
-    hz_desired_clear(&d);
 }
 END_TEST
 
 START_TEST(what_failed_is_held_until_its_recheck)
 {
-    const char *ips[] = {"10.0.1.10", "10.0.1.11"};
-    struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
-    desired(&d, ips, 2);
-    actual(&a, one_target);
+    given(2);
     uint64_t fp = hz_desired_fp(&d);
     ck_assert_int_eq(decide(&d, &a, fp, 5000, 0, &p), HZ_SYNC_HELD);
     ck_assert_uint_eq(p.n, 0);
@@ -126,39 +122,29 @@ START_TEST(what_failed_is_held_until_its_recheck)
     hz_plan_clear(&p);
     /* another request than the one that failed: at once */
     ck_assert_int_eq(decide(&d, &a, fp ^ 1, 5000, 0, &p), HZ_SYNC_RECONCILE);
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
-    hz_desired_clear(&d);
 }
 END_TEST
 
 START_TEST(a_running_reconcile_leaves_the_work_to_the_sync_after_it)
 {
-    const char *ips[] = {"10.0.1.10", "10.0.1.11"};
-    struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
-    desired(&d, ips, 2);
-    actual(&a, one_target);
+    given(2);
     ck_assert_int_eq(decide(&d, &a, 0, 0, 1, &p), HZ_SYNC_LATER);
     ck_assert_uint_eq(p.n, 0);
-    hz_actual_clear(&a);
-    hz_desired_clear(&d);
 }
 END_TEST
 
 START_TEST(the_fingerprint_changes_with_every_field_asked_for)
 {
-    const char *a[] = {"10.0.1.10", "10.0.1.11"}, *b[] = {"10.0.1.1", "010.0.1.11"};
+    const char *x[] = {"10.0.1.10", "10.0.1.11"}, *y[] = {"10.0.1.1", "010.0.1.11"};
     struct hz_desired d1, d2;
-    desired(&d1, a, 2);
-    desired(&d2, a, 2);
+    desired(&d1, x, 2);
+    desired(&d2, x, 2);
     ck_assert(hz_desired_fp(&d1) == hz_desired_fp(&d2));
     d2.interval++;
     ck_assert(hz_desired_fp(&d1) != hz_desired_fp(&d2));
     hz_desired_clear(&d2);
     /* the same bytes split otherwise between two targets differ */
-    desired(&d2, b, 2);
+    desired(&d2, y, 2);
     ck_assert(hz_desired_fp(&d1) != hz_desired_fp(&d2));
     hz_desired_clear(&d2);
     hz_desired_clear(&d1);
@@ -170,6 +156,7 @@ suite(void)
 {
     Suite *s = suite_create("hetzner_lb decide");
     TCase *tc = tcase_create("decide");
+    tcase_add_checked_fixture(tc, NULL, clear_all);
     tcase_add_test(tc, a_balancer_as_asked_is_served_without_a_request);
     tcase_add_test(tc, a_difference_is_reconciled_with_the_plan_built_once);
     tcase_add_test(tc, without_a_balancer_or_its_networks_id_the_reconcile_builds_the_plan);

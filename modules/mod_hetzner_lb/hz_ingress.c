@@ -197,6 +197,9 @@ hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const struct hz_a
         rc = -ENOMEM;
     } else if (want && json_equal(want, have)) {
         /* the Service shows it: a later change of it is written again */
+        if (st->status_sent)
+            PLB_DEBUG(ks->host, ks->ctx, PLB_KV("service", st->key),
+                      "the Service shows the status written");
         json_decref(st->status_sent);
         st->status_sent = NULL;
     } else if (want && st->status != HZ_STATUS_IDLE) {

@@ -24,6 +24,13 @@ HZ_HIDDEN void hz_work_arm(struct hz_kside *ks);
 /* Sync Service key ("ns/name") shortly; out of memory, every Service a
  * little later. */
 HZ_HIDDEN void hz_work_add(struct hz_kside *ks, const char *key);
+/* The drain callback's next queued Service key (borrowed, valid until
+ * hz_work_done for it), or NULL when none is queued (or after stop). */
+HZ_HIDDEN const char *hz_work_next(struct hz_kside *ks);
+/* The sync of key (from hz_work_next) ended: failed (out of memory) syncs
+ * it again after its backoff, else its backoff starts over; added again
+ * meanwhile, it is queued again. */
+HZ_HIDDEN void hz_work_done(struct hz_kside *ks, const char *key, int failed);
 /* Sync Service key delay_ms from now (of two delays the earlier wins). */
 HZ_HIDDEN void hz_work_add_after(struct hz_kside *ks, const char *key, int64_t delay_ms);
 /* A sync of Service key ran out of memory: sync it again after its

@@ -32,7 +32,6 @@
 #include <string.h>
 
 #include "hz_kube_int.h"
-#include "hz_queue.h"
 #include "hz_rec.h"
 #include "hz_refusal.h"
 
@@ -387,7 +386,7 @@ hz_sync_fire(plb_timer *t, void *arg)
     if (ks->by_uid)
         ks->ndeleted = kept;
     size_t n = 0;
-    while ((k = hz_queue_get(ks->queue))) {
+    while ((k = hz_work_next(ks))) {
         char key[512];
         const char *slash = strchr(k, '/');
         int rc = 0;
@@ -400,11 +399,7 @@ hz_sync_fire(plb_timer *t, void *arg)
                 n++;
             }
         }
-        if (rc < 0)
-            hz_work_retry(ks, k);
-        else
-            hz_queue_forget(ks->queue, k);
-        hz_queue_done(ks->queue, k);
+        hz_work_done(ks, k, rc < 0);
     }
     if (n && ks->m_syncs) {
         const char *iv[] = {ks->host->instance_name(ks->ctx), NULL};

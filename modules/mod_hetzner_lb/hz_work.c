@@ -82,6 +82,22 @@ hz_work_add(struct hz_kside *ks, const char *key)
     hz_work_arm(ks);
 }
 
+const char *
+hz_work_next(struct hz_kside *ks)
+{
+    return ks->queue ? hz_queue_get(ks->queue) : NULL;
+}
+
+void
+hz_work_done(struct hz_kside *ks, const char *key, int failed)
+{
+    if (failed)
+        hz_work_retry(ks, key);
+    else
+        hz_queue_forget(ks->queue, key);
+    hz_queue_done(ks->queue, key);
+}
+
 void
 hz_work_add_after(struct hz_kside *ks, const char *key, int64_t delay_ms)
 {

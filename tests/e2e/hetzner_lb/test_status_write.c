@@ -234,6 +234,10 @@ START_TEST(a_status_cleared_while_a_refused_target_waits_is_written_again_at_onc
     struct env e;
     char ip[64], again[64];
     char *uid = refused_target_start(&e, "300s", 0, "held", 30086, ip, sizeof(ip));
+    /* cleared only once the daemon saw its write: a status cleared before
+     * the cache showed it is taken for the cache not having caught up */
+    WAIT_FOR(&e, tu_file_has(e.log, "shows the status written\" service=default/held"), 20000,
+             "the daemon to see the status it wrote");
     long adds = env_count_route(&e, ADD_TARGET);
     kube_req(&e, "PATCH", "/api/v1/namespaces/default/services/held/status",
              "application/merge-patch+json", "{\"status\":{\"loadBalancer\":{\"ingress\":null}}}",

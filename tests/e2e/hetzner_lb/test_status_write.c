@@ -20,22 +20,29 @@
 
 #define ADD_TARGET "POST /v1/load_balancers/{id}/actions/add_target"
 
+/* The fake API server's request log (new: {"items": [...]}). */
+static json_t *
+kube_requests(struct env *e)
+{
+    struct http_res r = {0};
+    ck_assert_int_eq(fake_admin(&e->kube, "GET", "/requests", NULL, &r), 0);
+    json_t *o = json_loads(r.body, 0, NULL);
+    http_res_free(&r);
+    ck_assert_ptr_nonnull(o);
+    return o;
+}
+
 /* The fake API server's log entries of method on a path holding needle,
  * after the first skip entries of the log, and how many of them were
  * refused (status >= 400) into *refused. */
 static long
 kube_count(struct env *e, const char *method, const char *needle, size_t skip, long *refused)
 {
-    struct http_res r = {0};
-    ck_assert_int_eq(fake_admin(&e->kube, "GET", "/requests", NULL, &r), 0);
-    json_t *o = json_loads(r.body, 0, NULL), *it;
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(o);
-    json_t *items = json_object_get(o, "items");
+    json_t *o = kube_requests(e), *it;
     long n = 0;
     size_t i;
     *refused = 0;
-    json_array_foreach(items, i, it)
+    json_array_foreach(json_object_get(o, "items"), i, it)
     {
         const char *m = json_string_value(json_object_get(it, "method"));
         const char *p = json_string_value(json_object_get(it, "path"));
@@ -53,11 +60,7 @@ kube_count(struct env *e, const char *method, const char *needle, size_t skip, l
 static size_t
 kube_log_len(struct env *e)
 {
-    struct http_res r = {0};
-    ck_assert_int_eq(fake_admin(&e->kube, "GET", "/requests", NULL, &r), 0);
-    json_t *o = json_loads(r.body, 0, NULL);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(o);
+    json_t *o = kube_requests(e);
     size_t n = json_array_size(json_object_get(o, "items"));
     json_decref(o);
     return n;

@@ -13,17 +13,24 @@
  *   hz_keytab.c       the index of elements by a string key (pure)
  *   hz_lbs.c          the balancers kept (parsed, shared) and their index
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
- *   hz_api.c          the Hetzner API client: pacing, lanes, retries
- *   hz_api_answer.c   ... an answer arriving, its verdict acted on
+ *   hz_api.c          the Hetzner API client: its life, hz_api_call, stats
+ *   hz_api_answer.c   ... sending; an answer arriving, its verdict acted on
  *   hz_api_list.c     ... lists, page by page
+ *   hz_api_lane.c     ... a call's life: queue, lane, retry, finish
  *   hz_api_action.c   ... action waits: one batched poll
  *   hz_answer.c       what one API answer means (retry, failed, done...; pure)
  *   hz_queue.c        the per-Service work queue (pure)
  *   hz_index.c        which Services an informer event can change (pure)
  *   hz_state.c        per-Service state, warnings in force (pure, a leaf)
- *   hz_watch.c        informers, what their events queue, full passes
+ *   hz_kube.c         the event side's lifecycle: client, informers, timers
+ *   hz_watch.c        informers and what their events queue
+ *   hz_work.c         the work queue on the loop and its two timers
  *   hz_sync.c         the per-Service sync; a reconcile's completion
- *   hz_kube.c         Kubernetes writes (status, Events, finalizers), deletes
+ *   hz_decide.c       what a sync does: reconcile or not, its plan (pure)
+ *   hz_cache.c        the Services as the cache has them: ours, current
+ *   hz_ingress.c      the status write (status.loadBalancer.ingress)
+ *   hz_writes.c       Kubernetes writes in flight, Events, the finalizer,
+ *                     Hetzner deletes
  *   hz_rec_step.c     the reconcile's steps and answers (pure; hz_rec.h)
  *   hz_reconcile.c    one Service's reconcile with Hetzner: the driver
  *   hz_status.c       what `prismlb status` shows
@@ -132,7 +139,12 @@ HZ_HIDDEN void hz_strv_free(char **v, size_t n);
 
 /* FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3)
  * over the bytes of s. */
+#define HZ_FNV1A64_BASIS 0xcbf29ce484222325ULL
 HZ_HIDDEN uint64_t hz_fnv1a64(const char *s);
+/* Fold the bytes of s (NULL as empty), then one 0xff byte that no string
+ * holds, into the FNV-1a hash *h: a fingerprint of several fields, where
+ * ("ab", "c") and ("a", "bc") differ. */
+HZ_HIDDEN void hz_fnv1a64_field(uint64_t *h, const char *s);
 /* Fit name into Hetzner's 128 characters: a name of at most 128 bytes is
  * copied; a longer one is cut to its first 111 bytes (fewer if that would
  * split a UTF-8 sequence), then "-" and the 16 lowercase hex digits of

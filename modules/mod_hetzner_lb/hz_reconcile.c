@@ -46,7 +46,10 @@ struct rec {
     int64_t net_id;
     int with_targets; /* CREATE: the create carries the targets */
     enum rec_attach attach;
-    int name_taken; /* the create met a taken name */
+    int name_taken;              /* the create met a taken name */
+    struct hz_plan plan;         /* the sync's plan (owned; empty: none) */
+    const struct hz_lb *plan_lb; /* ... built on this balancer */
+    int64_t plan_net;            /* ... with this network id */
     hz_rec_done_fn done;
     struct rec *qnext; /* in ks->nameq or ks->netq */
 };
@@ -96,22 +99,16 @@ qenc(const char *s)
 }
 
 /* The Service of r as the cache has it now (borrowed), with its state in
- * *stp; NULL when it is gone, no longer tracked or recreated. */
+ * *stp; NULL when it is gone, no longer ours (type, class, deletion), no
+ * longer tracked or recreated. */
 static const plb_obj *
 rec_svc(const struct rec *r, struct hz_svc_state **stp)
 {
-    struct hz_kside *ks = r->ks;
-    struct hz_svc_state *st = hz_state_get(&ks->states, r->key, 0);
-    char ns[256];
-    const char *slash = strchr(r->key, '/');
+    struct hz_svc_state *st = hz_state_get(&r->ks->states, r->key, 0);
     const plb_obj *svc;
     *stp = NULL;
-    if (!st || !st->uid || strcmp(st->uid, r->uid) != 0 || !slash || !ks->svc_inf)
-        return NULL;
-    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - r->key), r->key);
-    svc = ks->host->kube->informer_get(ks->svc_inf, ns, slash + 1);
-    if (!svc || !hz_ks_str(ks, svc, "metadata", "uid", NULL) ||
-        strcmp(hz_ks_str(ks, svc, "metadata", "uid", NULL), r->uid) != 0)
+    if (!st || !st->uid || strcmp(st->uid, r->uid) != 0 ||
+        !(svc = hz_svc_current(r->ks, r->key, r->uid)))
         return NULL;
     *stp = st;
     return svc;
@@ -123,6 +120,7 @@ rec_free(struct rec *r)
 {
     hz_free_each(&r->key, &r->uid, NULL);
     hz_desired_clear(&r->d);
+    hz_plan_clear(&r->plan);
     hz_lb_unref(r->named);
     hz_lb_unref(r->legacy_lb);
     hz_lb_unref(r->lb);
@@ -644,23 +642,28 @@ refresh_done(void *arg, const struct hz_result *res)
     rec_run(r);
 }
 
-/* Send the writes that turn r->lb into what the Service asks for, then
- * read it back. */
+/* Send the writes that turn r->lb into what the Service asks for (the
+ * sync's plan when it was built on this balancer and network, else built
+ * here), then read it back. */
 static void
 step_plan(struct rec *r)
 {
     const struct hz_actual *a = &r->lb->a;
-    struct hz_plan p;
+    struct hz_plan p = r->plan;
     char path[64], id[24];
     int rc;
 
     snprintf(id, sizeof(id), "%lld", (long long)a->id);
-    if ((rc = hz_plan_build(&r->d, a, r->net_id, &p)) < 0) {
-        PLB_WARN(r->ks->host, r->ks->ctx,
-                 PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
-                 "no plan for the balancer");
-        rec_add(r, HZ_REC_RECHECK);
-        return;
+    r->plan = (struct hz_plan){0};
+    if (!p.n || r->plan_lb != r->lb || r->plan_net != r->net_id) {
+        hz_plan_clear(&p);
+        if ((rc = hz_plan_build(&r->d, a, r->net_id, &p)) < 0) {
+            PLB_WARN(r->ks->host, r->ks->ctx,
+                     PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
+                     "no plan for the balancer");
+            rec_add(r, HZ_REC_RECHECK);
+            return;
+        }
     }
     for (size_t i = 0; i < p.n; i++) {
         struct rop *o = hz_calloc(sizeof(*o));
@@ -743,6 +746,8 @@ hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req)
             hz_free(r->key);
         hz_free(r);
         hz_desired_clear(req->d);
+        if (req->plan)
+            hz_plan_clear(req->plan);
         return -ENOMEM;
     }
     r->ks = ks;
@@ -754,6 +759,12 @@ hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req)
     r->by_name = req->by_name;
     r->done = req->done;
     r->lb = hz_lb_ref(req->labelled);
+    if (req->plan) {
+        r->plan = *req->plan;
+        *req->plan = (struct hz_plan){0};
+        r->plan_lb = req->labelled;
+        r->plan_net = req->plan_net;
+    }
     /* Not labelled yet: the balancer under the name it asks for, and under
      * the earlier release's "<service>" (which a robotlb/balancer name
      * replaces). */

@@ -95,7 +95,7 @@ static const char *
 source_of(const struct hz_svc_state *st, const char *ann, const char *setting)
 {
     const char *v = NULL;
-    if (st->have_good)
+    if (hz_state_good(st))
         v = !strcmp(ann, HZ_ANN_TYPE)       ? st->good.type
             : !strcmp(ann, HZ_ANN_LOCATION) ? st->good.location
                                             : st->good.network;

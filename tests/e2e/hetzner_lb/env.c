@@ -328,6 +328,42 @@ env_requests_since(struct env *e, long since)
     return list;
 }
 
+void
+env_kube_fail_patch(struct env *e, const char *match, int status)
+{
+    struct http_res r = {0};
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"fail_count\":1,\"fail_status\":%d,\"fail_match\":\"%s\","
+             "\"fail_method\":\"PATCH\"}",
+             status, match);
+    ck_assert_int_eq(fake_admin(&e->kube, "POST", "/faults", body, &r), 0);
+    ck_assert_msg(r.status == 200, "POST /faults: %ld %s", r.status, r.body);
+    http_res_free(&r);
+}
+
+long
+env_refusals_spaced(struct env *e, const char *route, long long min_gap_ms)
+{
+    json_t *all = env_requests_since(e, 0), *q;
+    long long last = -1;
+    long n = 0;
+    size_t i;
+    json_array_foreach(all, i, q)
+    {
+        const char *r = json_string_value(json_object_get(q, "route"));
+        if (!r || strcmp(r, route) != 0 || json_integer_value(json_object_get(q, "status")) < 400)
+            continue;
+        long long t = (long long)json_integer_value(json_object_get(q, "t_ms"));
+        ck_assert_msg(last < 0 || t - last >= min_gap_ms, "%s refused %lld ms after the last",
+                      route, t - last);
+        last = t;
+        n++;
+    }
+    json_decref(all);
+    return n;
+}
+
 long
 env_last_request(struct env *e)
 {

@@ -51,21 +51,6 @@ ipt(const char *a, const char *b)
     return buf;
 }
 
-/* desired: uid-1, port 80 → 30080, targets as given, on network 7. */
-static void
-desired(struct hz_desired *d, const char *const *ips, size_t n)
-{
-    static const struct hz_port p[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
-    struct hz_config c = default_config();
-    struct hz_annot a;
-    char err[256];
-    memset(&a, 0, sizeof(a));
-    hz_annot_clear(&a);
-    c.default_network = (char *)"k8s";
-    ck_assert_int_eq(hz_desired_build(&c, &a, &s, ips, n, d, err, sizeof(err)), 0);
-}
-
 static size_t
 index_of(const struct hz_plan *p, enum hz_op_kind k)
 {

@@ -53,6 +53,9 @@
 
 /* The ownership label robotlb puts on every balancer it manages. */
 #define HZ_LABEL_UID "robotlb/service-uid"
+/* The label hcloud-cloud-controller-manager puts on the balancer of each
+ * Service it serves (the Service's UID): such a balancer is taken over. */
+#define HZ_LABEL_HCCM_UID "hcloud-ccm/service-uid"
 /* Hetzner's limit on balancer names, in bytes (names are ASCII in practice). */
 #define HZ_NAME_MAX 128
 /* The most targets a balancer type holds (Hetzner's lb11, lb21, lb31);
@@ -310,6 +313,8 @@ HZ_HIDDEN int hz_actual_parse(const json_t *lb, struct hz_actual *out);
 HZ_HIDDEN void hz_actual_clear(struct hz_actual *a);
 /* 1 when the balancer is attached to network id. */
 HZ_HIDDEN int hz_actual_on_network(const struct hz_actual *a, int64_t network);
+/* The balancer's hcloud-ccm/service-uid label (borrowed from a), or NULL. */
+HZ_HIDDEN const char *hz_actual_hccm_uid(const struct hz_actual *a);
 
 /* ------------------------------------------------------------------ */
 /* Balancers kept (hz_lbs.c)                                            */
@@ -412,7 +417,8 @@ HZ_HIDDEN const char *hz_op_name(enum hz_op_kind k);
 /* Ownership: which balancer a Service uses. */
 enum hz_own_kind {
     HZ_OWN_MANAGE = 1, /* labelled for this Service: manage it */
-    HZ_OWN_ADOPT,      /* unlabelled and targets its nodes: label, manage */
+    HZ_OWN_ADOPT,      /* unlabelled and targets its nodes, or hccm's for its UID:
+                          label, manage */
     HZ_OWN_CREATE,     /* none: create under create_name */
     HZ_OWN_WAIT,       /* no target nodes: cannot tell; warn and wait */
     HZ_OWN_BLOCKED,    /* the name is taken by another's balancer: warn */
@@ -428,6 +434,9 @@ struct hz_own_in {
     const struct hz_actual *labelled;
     const struct hz_actual *by_name;
     const struct hz_actual *by_legacy;
+    /* Not labelled by us, labelled hcloud-ccm/service-uid=uid (the lowest id
+     * when several): the balancer hccm made for the Service. */
+    const struct hz_actual *by_hccm;
     const char *const *node_ips; /* the Service's target node IPs */
     size_t nnode_ips;
 };

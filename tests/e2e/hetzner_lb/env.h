@@ -168,6 +168,13 @@ long env_held_actions(struct env *e);
  * --cache-dir in the test's directory) with the NULL-ended arguments; its
  * exit code, combined output in *out (new). */
 int env_kubectl(struct env *e, char **out, ...) __attribute__((sentinel));
+/* Run the hcloud CLI (HCLOUD_ENDPOINT at the fake, token tok-a, HOME and
+ * HCLOUD_CONFIG in the test's directory) with the NULL-ended arguments
+ * (at most 20); its exit code, combined output in *out (new). */
+int env_hcloud(struct env *e, char **out, ...) __attribute__((sentinel));
+/* The same with -o json added: the JSON it printed (new; an empty array
+ * for hcloud's null), failing the test unless it exits 0 with JSON. */
+json_t *env_hcloud_json(struct env *e, ...) __attribute__((sentinel));
 /* The Warning Event of reason about Service default/name whose message
  * holds every one of the NULL-ended needles, as `kubectl get events -o
  * json` shows it: its count (0: none such). */

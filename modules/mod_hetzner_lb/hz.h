@@ -178,6 +178,11 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_ANN_TYPE "robotlb/balancer-type"
 #define HZ_ANN_IP_MODE "robotlb/ip-mode"
 #define HZ_ANN_PUBLIC "robotlb/lb-public-interface"
+/* hcloud-cloud-controller-manager's names for the same things. */
+#define HZ_HCCM_NAME "load-balancer.hetzner.cloud/name"
+#define HZ_HCCM_TYPE "load-balancer.hetzner.cloud/type"
+#define HZ_HCCM_LOCATION "load-balancer.hetzner.cloud/location"
+#define HZ_HCCM_ALGORITHM "load-balancer.hetzner.cloud/algorithm-type"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -187,9 +192,12 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HC_RETRIES_MIN 0
 #define HZ_HC_RETRIES_MAX 5
 
-/* The robotlb/ annotations of one Service; absent ones are NULL or -1. */
+/* The robotlb/ annotations of one Service, and those of hccm's
+ * load-balancer.hetzner.cloud/ family that say the same thing (name, type,
+ * location, algorithm-type: read into the same fields); absent ones are
+ * NULL or -1. */
 struct hz_annot {
-    char *balancer;      /* robotlb/balancer */
+    char *balancer;      /* robotlb/balancer, hccm's name */
     char *network;       /* robotlb/lb-network */
     char *private_ip;    /* robotlb/lb-private-ip (IPv4 literal) */
     char *node_selector; /* robotlb/node-selector, raw (the core's target
@@ -198,19 +206,25 @@ struct hz_annot {
     int timeout;         /* robotlb/lb-timeout */
     int retries;         /* robotlb/lb-retries */
     int proxy_mode;      /* robotlb/lb-proxy-mode: 0, 1 */
-    char *location;      /* robotlb/lb-location */
-    int algorithm;       /* robotlb/lb-algorithm: enum hz_algorithm */
-    char *type;          /* robotlb/balancer-type */
+    char *location;      /* robotlb/lb-location, hccm's location */
+    int algorithm;       /* robotlb/lb-algorithm, hccm's algorithm-type: enum
+                            hz_algorithm */
+    char *type;          /* robotlb/balancer-type, hccm's type */
     int ip_mode;         /* robotlb/ip-mode: enum hz_ip_mode */
     int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
+    /* The annotation type and location came from (static strings; NULL
+     * when absent), for the messages that name it. */
+    const char *type_key, *location_key;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
 typedef const char *(*hz_annot_get_fn)(void *arg, const char *key);
 
-/* Read every robotlb/ annotation through get. On success fills *out (new
- * strings; release with hz_annot_clear) and returns 0. When any value is
- * bad returns -EINVAL, leaves *out empty and writes one message naming
+/* Read every robotlb/ annotation, and hccm's of the same meaning, through
+ * get. Where both families name one thing, either may be given, or both
+ * with the same value; two different values are bad, named together. On
+ * success fills *out (new strings; release with hz_annot_clear) and
+ * returns 0. When any value is bad returns -EINVAL, leaves *out empty and writes one message naming
  * every bad annotation and its value into err (for a warning Event; the
  * caller keeps the last good state). -ENOMEM when out of memory. */
 HZ_HIDDEN int hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err,

@@ -175,6 +175,123 @@ START_TEST(a_balancer_hccm_made_for_another_service_is_left_alone)
 }
 END_TEST
 
+/* The one balancer labelled for uid, as `hcloud load-balancer list
+ * --selector robotlb/service-uid=<uid> -o json` shows it (new), or NULL
+ * while there is none. */
+static json_t *
+cli_balancer_of(struct env *e, const char *uid)
+{
+    char sel[256];
+    snprintf(sel, sizeof(sel), "robotlb/service-uid=%s", uid);
+    json_t *a = env_hcloud_json(e, "load-balancer", "list", "--selector", sel, NULL);
+    json_t *lb = json_array_size(a) == 1 ? json_incref(json_array_get(a, 0)) : NULL;
+    json_decref(a);
+    return lb;
+}
+
+/* A member two levels down of o, as a string (borrowed), or NULL. */
+static const char *
+str2(json_t *o, const char *a, const char *b)
+{
+    return json_string_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* hccm's load-balancer.hetzner.cloud/name, type, location and
+ * algorithm-type make the balancer as hccm would have: the hcloud CLI shows
+ * its name, type lb21, location fsn1 and round_robin (the instance's
+ * defaults are hel1, lb11 and least_connections). A location changed after
+ * the create moves nothing (Hetzner cannot): a LocationUnchangeable warning
+ * naming hccm's annotation. */
+START_TEST(hccms_name_type_location_and_algorithm_type_shape_the_balancer)
+{
+    struct env e;
+    json_t *lb = NULL;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = apply_service(&e, "web",
+                              "    load-balancer.hetzner.cloud/name: web-hccm\n"
+                              "    load-balancer.hetzner.cloud/type: lb21\n"
+                              "    load-balancer.hetzner.cloud/location: fsn1\n"
+                              "    load-balancer.hetzner.cloud/algorithm-type: round_robin\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    lb = cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_str_eq(json_string_value(json_object_get(lb, "name")), "web-hccm");
+    ck_assert_str_eq(str2(lb, "load_balancer_type", "name"), "lb21");
+    ck_assert_str_eq(str2(lb, "location", "name"), "fsn1");
+    ck_assert_str_eq(str2(lb, "algorithm", "type"), "round_robin");
+    char *out = NULL;
+    ck_assert_int_eq(env_kubectl(&e, &out, "annotate", "--overwrite", "service", "web", "-n",
+                                 "default", "load-balancer.hetzner.cloud/location=nbg1", NULL),
+                     0);
+    free(out);
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "LocationUnchangeable", "\"nbg1\"",
+                               "load-balancer.hetzner.cloud/location", NULL) > 0,
+             30000, "the LocationUnchangeable warning");
+    json_t *after = cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(after);
+    ck_assert_int_eq(json_integer_value(json_object_get(after, "id")),
+                     json_integer_value(json_object_get(lb, "id")));
+    ck_assert_str_eq(str2(after, "location", "name"), "fsn1");
+    json_decref(after);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* Both families naming one thing with two values: an InvalidAnnotation
+ * warning naming both, and the balancer stays as the last good set made
+ * it (nothing moved, nothing deleted). */
+START_TEST(both_families_in_conflict_give_one_warning_naming_both_and_keep_the_balancer)
+{
+    struct env e;
+    char *out = NULL;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = apply_service(&e, "web",
+                              "    load-balancer.hetzner.cloud/location: fsn1\n"
+                              "    load-balancer.hetzner.cloud/algorithm-type: round_robin\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    char ip[64];
+    /* the status comes once the reconcile that made it has ended */
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    json_t *before = cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(before);
+    long writes = env_last_request(&e);
+    ck_assert_int_eq(env_kubectl(&e, &out, "annotate", "service", "web", "-n", "default",
+                                 "robotlb/lb-algorithm=least-connections", NULL),
+                     0);
+    free(out);
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation", "robotlb/lb-algorithm",
+                               "load-balancer.hetzner.cloud/algorithm-type", NULL) > 0,
+             30000, "the InvalidAnnotation warning naming both");
+    json_t *after = cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(after);
+    ck_assert_int_eq(json_integer_value(json_object_get(after, "id")),
+                     json_integer_value(json_object_get(before, "id")));
+    ck_assert_str_eq(str2(after, "location", "name"), "fsn1");
+    ck_assert_str_eq(str2(after, "algorithm", "type"), "round_robin");
+    /* nothing was written to Hetzner for the rejected set */
+    json_t *since = env_requests_since(&e, writes);
+    size_t i;
+    json_t *r;
+    json_array_foreach(since, i, r)
+    {
+        const char *m = json_string_value(json_object_get(r, "method"));
+        ck_assert_msg(m && strcmp(m, "GET") == 0, "%s %s after the conflict", m,
+                      json_string_value(json_object_get(r, "path")));
+    }
+    json_decref(since);
+    json_decref(before);
+    json_decref(after);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -184,6 +301,9 @@ suite(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, hccms_balancer_is_taken_over_with_its_name_and_both_ips);
     tcase_add_test(tc, a_balancer_hccm_made_for_another_service_is_left_alone);
+    tcase_add_test(tc, hccms_name_type_location_and_algorithm_type_shape_the_balancer);
+    tcase_add_test(tc,
+                   both_families_in_conflict_give_one_warning_naming_both_and_keep_the_balancer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -183,6 +183,8 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_TYPE "load-balancer.hetzner.cloud/type"
 #define HZ_HCCM_LOCATION "load-balancer.hetzner.cloud/location"
 #define HZ_HCCM_ALGORITHM "load-balancer.hetzner.cloud/algorithm-type"
+/* hccm's own: the balancer's IPv6 left out of the status. */
+#define HZ_HCCM_IPV6_DISABLED "load-balancer.hetzner.cloud/ipv6-disabled"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -212,6 +214,8 @@ struct hz_annot {
     char *type;          /* robotlb/balancer-type, hccm's type */
     int ip_mode;         /* robotlb/ip-mode: enum hz_ip_mode */
     int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
+    int ipv6_disabled;   /* hccm's ipv6-disabled: 0, 1 (-1: ipv6_ingress
+                            decides) */
     /* The annotation type and location came from (static strings; NULL
      * when absent), for the messages that name it. */
     const char *type_key, *location_key;

@@ -1,7 +1,8 @@
 /*
  * hz_annot.c: the robotlb/ annotations of a Service (the spec's example
  * Service lists them all), and those of hcloud-cloud-controller-manager's
- * load-balancer.hetzner.cloud/ family that mean the same, parsed and
+ * load-balancer.hetzner.cloud/ family read so far (the README's hccm table
+ * says which), parsed and
  * validated as a whole: one bad value rejects the set, so the caller keeps
  * the balancer as it was and reports the message in a warning Event.
  */
@@ -40,7 +41,7 @@ hz_annot_clear(struct hz_annot *a)
                  &a->type, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
-    a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = -1;
+    a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
 }
 
 /* Error text accumulated as "key: why (value "v"); key2: ...". */
@@ -207,6 +208,7 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     /* robotlb reads booleans as a Rust bool: exactly "true" or "false". */
     get_bool(get, arg, HZ_ANN_PROXY_MODE, &a.proxy_mode, &e);
     get_bool(get, arg, HZ_ANN_PUBLIC, &a.public_iface, &e);
+    get_bool(get, arg, HZ_HCCM_IPV6_DISABLED, &a.ipv6_disabled, &e);
     if ((rc = get_word(get, arg, HZ_ANN_LOCATION, &a.location, &e)) < 0)
         goto fail;
     if ((v = get(arg, HZ_ANN_ALGORITHM))) {

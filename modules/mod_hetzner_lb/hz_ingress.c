@@ -23,7 +23,8 @@
 #include "hz_kube_int.h"
 
 /* Status ingress of lb for st's Service (new) or NULL: the public IPv4
- * (and IPv6 with ipv6_ingress); for a balancer whose public interface is
+ * (and IPv6 with ipv6_ingress, or per Service with hccm's ipv6-disabled
+ * "false"; never with "true"); for a balancer whose public interface is
  * disabled, its first private network IP. NULL with *oom set when out of
  * memory. */
 static json_t *
@@ -38,6 +39,9 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
     int mode =
         hz_state_good(st) && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
     const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
+    if (hz_state_good(st) && st->good.ipv6_disabled >= 0 ? st->good.ipv6_disabled
+                                                         : !ks->cfg->ipv6_ingress)
+        v6 = NULL;
     json_t *arr = json_array();
     *oom = 0;
     if (!arr) {
@@ -45,10 +49,9 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
         return NULL;
     }
     if ((v4 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v4, "ipMode", ms)) < 0) ||
-        (v6 && ks->cfg->ipv6_ingress &&
-         json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
+        (v6 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
         json_array_size(arr) == 0) {
-        *oom = v4 || (v6 && ks->cfg->ipv6_ingress); /* one to write, not written */
+        *oom = v4 || v6; /* one to write, not written */
         json_decref(arr);
         return NULL;
     }

@@ -292,6 +292,42 @@ START_TEST(both_families_in_conflict_give_one_warning_naming_both_and_keep_the_b
 }
 END_TEST
 
+/* The status has both of the balancer's addresses under
+ * load-balancer.hetzner.cloud/ipv6-disabled "false" (hccm's default; the
+ * instance's ipv6_ingress is false here), only the IPv4 once it is
+ * "true". */
+START_TEST(ipv6_disabled_takes_the_ipv6_out_of_the_status)
+{
+    struct env e;
+    char ip[64], *out = NULL;
+    size_t n = 0;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid =
+        apply_service(&e, "web", "    load-balancer.hetzner.cloud/ipv6-disabled: \"false\"\n");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 2, 30000,
+             "the status with the IPv4 and the IPv6");
+    json_t *lb = cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_str_eq(ip, ip_of(lb, "ipv4"));
+    ck_assert_int_eq(env_kubectl(&e, &out, "get", "service", "web", "-n", "default", "-o",
+                                 "jsonpath={.status.loadBalancer.ingress[1].ip}", NULL),
+                     0);
+    ck_assert_str_eq(out, ip_of(lb, "ipv6"));
+    free(out);
+    ck_assert_int_eq(env_kubectl(&e, &out, "annotate", "--overwrite", "service", "web", "-n",
+                                 "default", "load-balancer.hetzner.cloud/ipv6-disabled=true", NULL),
+                     0);
+    free(out);
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 1, 30000,
+             "the status with the IPv4 only");
+    ck_assert_str_eq(ip, ip_of(lb, "ipv4"));
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -304,6 +340,7 @@ suite(void)
     tcase_add_test(tc, hccms_name_type_location_and_algorithm_type_shape_the_balancer);
     tcase_add_test(tc,
                    both_families_in_conflict_give_one_warning_naming_both_and_keep_the_balancer);
+    tcase_add_test(tc, ipv6_disabled_takes_the_ipv6_out_of_the_status);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -78,6 +78,7 @@ START_TEST(absent_annotations_leave_the_defaults_to_the_settings)
     ck_assert_int_eq(a.proxy_mode, -1);
     ck_assert_int_eq(a.algorithm, -1);
     ck_assert_int_eq(a.ip_mode, -1);
+    ck_assert_int_eq(a.ipv6_disabled, -1);
     hz_annot_clear(&a);
 }
 END_TEST
@@ -232,6 +233,8 @@ START_TEST(hccms_name_type_location_and_algorithm_type_are_read)
                         "fsn1",
                         "load-balancer.hetzner.cloud/algorithm-type",
                         "round_robin",
+                        "load-balancer.hetzner.cloud/ipv6-disabled",
+                        "true",
                         NULL};
     struct hz_annot a;
     char err[512];
@@ -240,11 +243,13 @@ START_TEST(hccms_name_type_location_and_algorithm_type_are_read)
     ck_assert_str_eq(a.type, "lb21");
     ck_assert_str_eq(a.location, "fsn1");
     ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
+    ck_assert_int_eq(a.ipv6_disabled, 1);
     /* the messages about type and location name the annotation given */
     ck_assert_str_eq(a.type_key, "load-balancer.hetzner.cloud/type");
     ck_assert_str_eq(a.location_key, "load-balancer.hetzner.cloud/location");
     hz_annot_clear(&a);
     expect_bad("load-balancer.hetzner.cloud/algorithm-type", "round-robin", "\"round-robin\"");
+    expect_bad("load-balancer.hetzner.cloud/ipv6-disabled", "yes", "\"yes\"");
     expect_bad("load-balancer.hetzner.cloud/name", "web lb", "blanks");
 }
 END_TEST

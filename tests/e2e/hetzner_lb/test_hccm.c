@@ -37,6 +37,17 @@ apply_service(struct env *e, const char *name, const char *annot)
     return out;
 }
 
+/* kubectl annotate --overwrite Service default/web with kv ("key=value"). */
+static void
+annotate(struct env *e, const char *kv)
+{
+    char *out = NULL;
+    int rc = env_kubectl(e, &out, "annotate", "--overwrite", "service", "web", "-n", "default", kv,
+                         NULL);
+    ck_assert_msg(rc == 0, "kubectl annotate %s: %s", kv, out ? out : "");
+    free(out);
+}
+
 /* Make the balancer hccm makes for Service uid with the hcloud CLI; its
  * name into name. */
 static void
@@ -220,11 +231,7 @@ START_TEST(hccms_name_type_location_and_algorithm_type_shape_the_balancer)
     ck_assert_str_eq(str2(lb, "load_balancer_type", "name"), "lb21");
     ck_assert_str_eq(str2(lb, "location", "name"), "fsn1");
     ck_assert_str_eq(str2(lb, "algorithm", "type"), "round_robin");
-    char *out = NULL;
-    ck_assert_int_eq(env_kubectl(&e, &out, "annotate", "--overwrite", "service", "web", "-n",
-                                 "default", "load-balancer.hetzner.cloud/location=nbg1", NULL),
-                     0);
-    free(out);
+    annotate(&e, "load-balancer.hetzner.cloud/location=nbg1");
     WAIT_FOR(&e,
              env_kubectl_event(&e, "web", "LocationUnchangeable", "\"nbg1\"",
                                "load-balancer.hetzner.cloud/location", NULL) > 0,
@@ -247,7 +254,6 @@ END_TEST
 START_TEST(both_families_in_conflict_give_one_warning_naming_both_and_keep_the_balancer)
 {
     struct env e;
-    char *out = NULL;
     env_start(&e, NULL, NULL, NULL, 300);
     env_node(&e, "n1", "10.0.1.41");
     char *uid = apply_service(&e, "web",
@@ -260,10 +266,7 @@ START_TEST(both_families_in_conflict_give_one_warning_naming_both_and_keep_the_b
     json_t *before = cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(before);
     long writes = env_last_request(&e);
-    ck_assert_int_eq(env_kubectl(&e, &out, "annotate", "service", "web", "-n", "default",
-                                 "robotlb/lb-algorithm=least-connections", NULL),
-                     0);
-    free(out);
+    annotate(&e, "robotlb/lb-algorithm=least-connections");
     WAIT_FOR(&e,
              env_kubectl_event(&e, "web", "InvalidAnnotation", "robotlb/lb-algorithm",
                                "load-balancer.hetzner.cloud/algorithm-type", NULL) > 0,
@@ -315,10 +318,7 @@ START_TEST(ipv6_disabled_takes_the_ipv6_out_of_the_status)
                      0);
     ck_assert_str_eq(out, ip_of(lb, "ipv6"));
     free(out);
-    ck_assert_int_eq(env_kubectl(&e, &out, "annotate", "--overwrite", "service", "web", "-n",
-                                 "default", "load-balancer.hetzner.cloud/ipv6-disabled=true", NULL),
-                     0);
-    free(out);
+    annotate(&e, "load-balancer.hetzner.cloud/ipv6-disabled=true");
     WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 1, 30000,
              "the status with the IPv4 only");
     ck_assert_str_eq(ip, ip_of(lb, "ipv4"));

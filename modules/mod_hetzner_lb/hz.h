@@ -13,17 +13,24 @@
  *   hz_keytab.c       the index of elements by a string key (pure)
  *   hz_lbs.c          the balancers kept (parsed, shared) and their index
  *   hz_plan.c         ownership/adoption decisions; desired vs actual diff
- *   hz_api.c          the Hetzner API client: pacing, lanes, retries
- *   hz_api_answer.c   ... an answer arriving, its verdict acted on
+ *   hz_api.c          the Hetzner API client: its life, hz_api_call, stats
+ *   hz_api_answer.c   ... sending; an answer arriving, its verdict acted on
  *   hz_api_list.c     ... lists, page by page
+ *   hz_api_lane.c     ... a call's life: queue, lane, retry, finish
  *   hz_api_action.c   ... action waits: one batched poll
  *   hz_answer.c       what one API answer means (retry, failed, done...; pure)
  *   hz_queue.c        the per-Service work queue (pure)
  *   hz_index.c        which Services an informer event can change (pure)
  *   hz_state.c        per-Service state, warnings in force (pure, a leaf)
- *   hz_watch.c        informers, what their events queue, full passes
+ *   hz_kube.c         the event side's lifecycle: client, informers, timers
+ *   hz_watch.c        informers and what their events queue
+ *   hz_work.c         the work queue on the loop and its two timers
  *   hz_sync.c         the per-Service sync; a reconcile's completion
- *   hz_kube.c         Kubernetes writes (status, Events, finalizers), deletes
+ *   hz_decide.c       what a sync does: reconcile or not, its plan (pure)
+ *   hz_cache.c        the Services as the cache has them: ours, current
+ *   hz_ingress.c      the status write (status.loadBalancer.ingress)
+ *   hz_writes.c       Kubernetes writes in flight, Events, the finalizer,
+ *                     Hetzner deletes
  *   hz_rec_step.c     the reconcile's steps and answers (pure; hz_rec.h)
  *   hz_reconcile.c    one Service's reconcile with Hetzner: the driver
  *   hz_status.c       what `prismlb status` shows
@@ -46,6 +53,9 @@
 
 /* The ownership label robotlb puts on every balancer it manages. */
 #define HZ_LABEL_UID "robotlb/service-uid"
+/* The label hcloud-cloud-controller-manager puts on the balancer of each
+ * Service it serves (the Service's UID): such a balancer is taken over. */
+#define HZ_LABEL_HCCM_UID "hcloud-ccm/service-uid"
 /* Hetzner's limit on balancer names, in bytes (names are ASCII in practice). */
 #define HZ_NAME_MAX 128
 /* The most targets a balancer type holds (Hetzner's lb11, lb21, lb31);
@@ -132,7 +142,12 @@ HZ_HIDDEN void hz_strv_free(char **v, size_t n);
 
 /* FNV-1a, 64 bits (offset basis 0xcbf29ce484222325, prime 0x100000001b3)
  * over the bytes of s. */
+#define HZ_FNV1A64_BASIS 0xcbf29ce484222325ULL
 HZ_HIDDEN uint64_t hz_fnv1a64(const char *s);
+/* Fold the bytes of s (NULL as empty), then one 0xff byte that no string
+ * holds, into the FNV-1a hash *h: a fingerprint of several fields, where
+ * ("ab", "c") and ("a", "bc") differ. */
+HZ_HIDDEN void hz_fnv1a64_field(uint64_t *h, const char *s);
 /* Fit name into Hetzner's 128 characters: a name of at most 128 bytes is
  * copied; a longer one is cut to its first 111 bytes (fewer if that would
  * split a UTF-8 sequence), then "-" and the 16 lowercase hex digits of
@@ -163,6 +178,13 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_ANN_TYPE "robotlb/balancer-type"
 #define HZ_ANN_IP_MODE "robotlb/ip-mode"
 #define HZ_ANN_PUBLIC "robotlb/lb-public-interface"
+/* hcloud-cloud-controller-manager's names for the same things. */
+#define HZ_HCCM_NAME "load-balancer.hetzner.cloud/name"
+#define HZ_HCCM_TYPE "load-balancer.hetzner.cloud/type"
+#define HZ_HCCM_LOCATION "load-balancer.hetzner.cloud/location"
+#define HZ_HCCM_ALGORITHM "load-balancer.hetzner.cloud/algorithm-type"
+/* hccm's own: the balancer's IPv6 left out of the status. */
+#define HZ_HCCM_IPV6_DISABLED "load-balancer.hetzner.cloud/ipv6-disabled"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -172,9 +194,12 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HC_RETRIES_MIN 0
 #define HZ_HC_RETRIES_MAX 5
 
-/* The robotlb/ annotations of one Service; absent ones are NULL or -1. */
+/* The robotlb/ annotations of one Service, and those of hccm's
+ * load-balancer.hetzner.cloud/ family that say the same thing (name, type,
+ * location, algorithm-type: read into the same fields); absent ones are
+ * NULL or -1. */
 struct hz_annot {
-    char *balancer;      /* robotlb/balancer */
+    char *balancer;      /* robotlb/balancer, hccm's name */
     char *network;       /* robotlb/lb-network */
     char *private_ip;    /* robotlb/lb-private-ip (IPv4 literal) */
     char *node_selector; /* robotlb/node-selector, raw (the core's target
@@ -183,19 +208,27 @@ struct hz_annot {
     int timeout;         /* robotlb/lb-timeout */
     int retries;         /* robotlb/lb-retries */
     int proxy_mode;      /* robotlb/lb-proxy-mode: 0, 1 */
-    char *location;      /* robotlb/lb-location */
-    int algorithm;       /* robotlb/lb-algorithm: enum hz_algorithm */
-    char *type;          /* robotlb/balancer-type */
+    char *location;      /* robotlb/lb-location, hccm's location */
+    int algorithm;       /* robotlb/lb-algorithm, hccm's algorithm-type: enum
+                            hz_algorithm */
+    char *type;          /* robotlb/balancer-type, hccm's type */
     int ip_mode;         /* robotlb/ip-mode: enum hz_ip_mode */
     int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
+    int ipv6_disabled;   /* hccm's ipv6-disabled: 0, 1 (-1: ipv6_ingress
+                            decides) */
+    /* The annotation type and location came from (static strings; NULL
+     * when absent), for the messages that name it. */
+    const char *type_key, *location_key;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
 typedef const char *(*hz_annot_get_fn)(void *arg, const char *key);
 
-/* Read every robotlb/ annotation through get. On success fills *out (new
- * strings; release with hz_annot_clear) and returns 0. When any value is
- * bad returns -EINVAL, leaves *out empty and writes one message naming
+/* Read every robotlb/ annotation, and hccm's of the same meaning, through
+ * get. Where both families name one thing, either may be given, or both
+ * with the same value; two different values are bad, named together. On
+ * success fills *out (new strings; release with hz_annot_clear) and
+ * returns 0. When any value is bad returns -EINVAL, leaves *out empty and writes one message naming
  * every bad annotation and its value into err (for a warning Event; the
  * caller keeps the last good state). -ENOMEM when out of memory. */
 HZ_HIDDEN int hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err,
@@ -298,6 +331,8 @@ HZ_HIDDEN int hz_actual_parse(const json_t *lb, struct hz_actual *out);
 HZ_HIDDEN void hz_actual_clear(struct hz_actual *a);
 /* 1 when the balancer is attached to network id. */
 HZ_HIDDEN int hz_actual_on_network(const struct hz_actual *a, int64_t network);
+/* The balancer's hcloud-ccm/service-uid label (borrowed from a), or NULL. */
+HZ_HIDDEN const char *hz_actual_hccm_uid(const struct hz_actual *a);
 
 /* ------------------------------------------------------------------ */
 /* Balancers kept (hz_lbs.c)                                            */
@@ -400,7 +435,8 @@ HZ_HIDDEN const char *hz_op_name(enum hz_op_kind k);
 /* Ownership: which balancer a Service uses. */
 enum hz_own_kind {
     HZ_OWN_MANAGE = 1, /* labelled for this Service: manage it */
-    HZ_OWN_ADOPT,      /* unlabelled and targets its nodes: label, manage */
+    HZ_OWN_ADOPT,      /* unlabelled and targets its nodes, or hccm's for its UID:
+                          label, manage */
     HZ_OWN_CREATE,     /* none: create under create_name */
     HZ_OWN_WAIT,       /* no target nodes: cannot tell; warn and wait */
     HZ_OWN_BLOCKED,    /* the name is taken by another's balancer: warn */
@@ -416,6 +452,9 @@ struct hz_own_in {
     const struct hz_actual *labelled;
     const struct hz_actual *by_name;
     const struct hz_actual *by_legacy;
+    /* Not labelled by us, labelled hcloud-ccm/service-uid=uid (the lowest id
+     * when several): the balancer hccm made for the Service. */
+    const struct hz_actual *by_hccm;
     const char *const *node_ips; /* the Service's target node IPs */
     size_t nnode_ips;
 };

@@ -1,8 +1,10 @@
 /*
  * hz_annot.c: the robotlb/ annotations of a Service (the spec's example
- * Service lists them all), parsed and validated as a whole: one bad value
- * rejects the set, so the caller keeps the balancer as it was and reports
- * the message in a warning Event.
+ * Service lists them all), and those of hcloud-cloud-controller-manager's
+ * load-balancer.hetzner.cloud/ family read so far (the README's hccm table
+ * says which), parsed and
+ * validated as a whole: one bad value rejects the set, so the caller keeps
+ * the balancer as it was and reports the message in a warning Event.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -39,7 +41,7 @@ hz_annot_clear(struct hz_annot *a)
                  &a->type, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
-    a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = -1;
+    a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
 }
 
 /* Error text accumulated as "key: why (value "v"); key2: ...". */
@@ -127,6 +129,50 @@ get_word(hz_annot_get_fn get, void *arg, const char *key, char **out, struct err
     return 0;
 }
 
+/* One thing named by both families: *val (robotlb's, already read, owned)
+ * takes hccm's word hv (read here) when robotlb's is absent; the same value
+ * twice is fine; two different ones are bad, named together. 0 or
+ * -ENOMEM. */
+static int
+merge_word(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, char **val,
+           struct errbuf *e)
+{
+    char *hv = NULL;
+    int rc = get_word(get, arg, hkey, &hv, e);
+    if (rc < 0 || !hv)
+        return rc;
+    if (*val && strcmp(*val, hv) != 0)
+        bad(e, rkey, "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)", *val, hkey,
+            hv);
+    if (!*val) {
+        *val = hv;
+        hv = NULL;
+    }
+    hz_free(hv);
+    return 0;
+}
+
+/* hccm's algorithm-type (round_robin, least_connections, Hetzner's own
+ * words) beside robotlb's already read into *alg: as merge_word. */
+static void
+merge_algorithm(hz_annot_get_fn get, void *arg, int *alg, struct errbuf *e)
+{
+    const char *v = get(arg, HZ_HCCM_ALGORITHM);
+    int h;
+    if (!v)
+        return;
+    if ((h = hz_algorithm_from_api(v)) < 0) {
+        bad(e, HZ_HCCM_ALGORITHM, "\"%.64s\" is not an algorithm (round_robin, least_connections)",
+            v);
+        return;
+    }
+    if (*alg >= 0 && *alg != h)
+        bad(e, HZ_ANN_ALGORITHM, "%s and %s \"%.64s\" disagree (give one, or both alike)",
+            *alg == HZ_ALG_ROUND_ROBIN ? "round-robin" : "least-connections", HZ_HCCM_ALGORITHM, v);
+    else
+        *alg = h;
+}
+
 int
 hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, size_t errlen)
 {
@@ -162,6 +208,7 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     /* robotlb reads booleans as a Rust bool: exactly "true" or "false". */
     get_bool(get, arg, HZ_ANN_PROXY_MODE, &a.proxy_mode, &e);
     get_bool(get, arg, HZ_ANN_PUBLIC, &a.public_iface, &e);
+    get_bool(get, arg, HZ_HCCM_IPV6_DISABLED, &a.ipv6_disabled, &e);
     if ((rc = get_word(get, arg, HZ_ANN_LOCATION, &a.location, &e)) < 0)
         goto fail;
     if ((v = get(arg, HZ_ANN_ALGORITHM))) {
@@ -183,6 +230,15 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         else
             bad(&e, HZ_ANN_IP_MODE, "\"%.64s\" is neither VIP nor Proxy", v);
     }
+    if ((rc = merge_word(get, arg, HZ_ANN_BALANCER, HZ_HCCM_NAME, &a.balancer, &e)) < 0 ||
+        (rc = merge_word(get, arg, HZ_ANN_TYPE, HZ_HCCM_TYPE, &a.type, &e)) < 0 ||
+        (rc = merge_word(get, arg, HZ_ANN_LOCATION, HZ_HCCM_LOCATION, &a.location, &e)) < 0)
+        goto fail;
+    merge_algorithm(get, arg, &a.algorithm, &e);
+    if (a.type)
+        a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
+    if (a.location)
+        a.location_key = get(arg, HZ_ANN_LOCATION) ? HZ_ANN_LOCATION : HZ_HCCM_LOCATION;
     if (e.count) {
         if (errlen)
             err[e.n] = '\0';

@@ -20,13 +20,6 @@
 #include "hz_dlist.h"
 
 void
-hz_api_poll_arm(struct hz_api *api, int64_t ms)
-{
-    if (!api->host->loop->timer_pending(api->poll_timer))
-        api->host->loop->timer_arm(api->poll_timer, ms, 0, 0);
-}
-
-void
 hz_api_poll_fire(plb_timer *t, void *arg)
 {
     struct hz_api *api = arg;

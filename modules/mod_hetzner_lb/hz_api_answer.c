@@ -4,7 +4,9 @@
  * request counter counts it by route and status, its body is parsed once,
  * hz_answer_classify (hz_answer.c, pure) says what it means, and one switch
  * acts on the verdict: pause and resend (429), retry on a timer (locked,
- * 5xx, conflict), fail, next page, wait for the action, or complete.
+ * 5xx, conflict), fail, next page, wait for the action, or complete. And
+ * the sending that answer follows: the pacer's driver, hz_api_dispatch,
+ * which sends the queued calls (or, in a dry run, finishes the writes).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -171,4 +173,97 @@ hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, void *arg)
         break;
     }
     json_decref(in.body);
+}
+
+/* ------------------------------------------------------------------ */
+/* Sending                                                             */
+
+static void
+send_call(struct hz_call *c)
+{
+    struct hz_api *api = c->api;
+    char *url = hz_asprintf("%s%s", api->endpoint, c->path);
+    int err = 0;
+    if (!url) {
+        hz_call_finish_err(c, -ENOMEM, 0, NULL, "out of memory");
+        return;
+    }
+    struct plb_http_opts o = {
+        .size = sizeof(o),
+        .method = c->method,
+        .url = url,
+        .headers = api->headers,
+        .body = c->body,
+        .body_len = c->body_len,
+        .bearer_token_file = api->token_file,
+        .bearer_token = api->token_file ? NULL : api->token,
+        .timeout_ms = api->timeout_ms,
+        .body_mode = PLB_HTTP_BUFFER,
+        .max_body = 64u << 20,
+        .done = hz_call_on_done,
+        .arg = c,
+    };
+    c->seq = ++api->seq;
+    c->st = CS_FLIGHT;
+    c->req = api->host->http->request(api->ctx, &o, &err);
+    hz_free(url);
+    if (!c->req) {
+        PLB_ERR(api->host, api->ctx,
+                PLB_KV("method", c->method, "path", c->path, "error", strerror(-err)),
+                "hetzner: the request could not start");
+        hz_call_finish_err(c, err ? err : -EIO, 0, NULL, "the request could not be started");
+        return;
+    }
+    api->in_flight++;
+    api->st.sent++;
+    if (c->write)
+        api->st.writes++;
+    if (c->is_poll)
+        api->st.action_polls++;
+    PLB_DEBUG(api->host, api->ctx, PLB_KV("method", c->method, "path", c->path),
+              "hetzner: request");
+}
+
+static void
+dry_run_finish(struct hz_call *c)
+{
+    struct hz_api *api = c->api;
+    struct hz_result r = {.dry_run = 1};
+    api->st.dry_run++;
+    PLB_INFO(api->host, api->ctx, NULL, "hetzner dry run: would %s %s %.*s", c->method, c->path,
+             (int)(c->body_len > 2000 ? 2000 : c->body_len), c->body ? c->body : "");
+    hz_call_finish(c, &r);
+}
+
+void
+hz_api_dispatch(plb_timer *t, void *arg)
+{
+    struct hz_api *api = arg;
+    (void)t;
+    while (api->q_head) {
+        struct hz_call *c = api->q_head;
+        if (c->write && api->dry_run) {
+            api->q_head = c->q_next;
+            if (!api->q_head)
+                api->q_tail = NULL;
+            dry_run_finish(c);
+            continue;
+        }
+        if (api->in_flight >= api->max_in_flight)
+            break;
+        int64_t now = hz_api_now(api);
+        int64_t d = hz_pace_delay(&api->pace, now, api->in_flight);
+        if (d < 0)
+            break; /* an answer will kick */
+        if (d > 0) {
+            api->host->loop->timer_arm(api->kick_timer, d, 0, 0);
+            break;
+        }
+        api->q_head = c->q_next;
+        if (!api->q_head)
+            api->q_tail = NULL;
+        c->q_next = NULL;
+        api->st.paced_ms += now - c->ready_ms;
+        send_call(c);
+    }
 }

@@ -20,7 +20,7 @@
  *   RETRY    waiting on its own timer (423 locked, 5xx, 409 conflict,
  *            transport error of a read), then QUEUED again
  *
- * One driver (dispatch, hz_api.c) moves QUEUED calls out; every transition
+ * One driver (hz_api_dispatch, hz_api_answer.c) moves QUEUED calls out; every transition
  * back into the queue arms it with a zero delay, so nothing runs
  * re-entrantly inside a caller of hz_api_call. Everything runs on the
  * loop thread.
@@ -120,7 +120,7 @@ hz_api_now(struct hz_api *api)
 }
 
 /* ------------------------------------------------------------------ */
-/* The calls (hz_api.c)                                                 */
+/* A call's life (hz_api_lane.c): calls nothing above it               */
 
 /* A call of method on path (borrowed; below the endpoint, beginning with
  * "/") for api: new, not linked, no callback yet. NULL when api is
@@ -153,10 +153,15 @@ HZ_HIDDEN void hz_call_finish_err(struct hz_call *c, int err, int status, const 
 HZ_HIDDEN void hz_call_unlink(struct hz_call *c);
 /* Free c and what it owns (unlinked already); NULL is fine. */
 HZ_HIDDEN void hz_call_free(struct hz_call *c);
+/* Arm the poll of the running actions in ms, unless it is armed. */
+HZ_HIDDEN void hz_api_poll_arm(struct hz_api *api, int64_t ms);
 
 /* ------------------------------------------------------------------ */
-/* Answers, lists, actions                                              */
+/* Sending and answers, lists, actions                                  */
 
+/* The kick timer (arg is the client): send the queued calls the pacer
+ * lets go now, or finish the writes of a dry run (hz_api_answer.c). */
+HZ_HIDDEN void hz_api_dispatch(plb_timer *t, void *arg);
 /* The HTTP client's completion of c's request (arg is c): the one way an
  * answer enters the client (hz_api_answer.c). */
 HZ_HIDDEN void hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, void *arg);
@@ -164,9 +169,6 @@ HZ_HIDDEN void hz_call_on_done(plb_http_req *req, const plb_http_resp *resp, voi
  * (or hand it to the page callback), then fetch the next page or complete
  * c (hz_api_list.c). */
 HZ_HIDDEN void hz_call_list_page(struct hz_call *c, int status, json_t *body);
-/* Arm the poll of the running actions in ms, unless it is armed
- * (hz_api_action.c). */
-HZ_HIDDEN void hz_api_poll_arm(struct hz_api *api, int64_t ms);
 /* The poll timer (arg is the client): one GET /actions for up to 50 of
  * the calls waiting on an action. */
 HZ_HIDDEN void hz_api_poll_fire(plb_timer *t, void *arg);

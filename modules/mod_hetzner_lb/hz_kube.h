@@ -1,5 +1,14 @@
 /*
- * hz_kube.h: the Kubernetes side of mod_hetzner_lb (private; see hz_kube.c).
+ * hz_kube.h: the event side of mod_hetzner_lb (private): its context, what
+ * the module's lifecycle calls (hz_kube.c, hz_work.c, hz_status.c) and the
+ * Services as the cache has them (hz_cache.c), which the reconcile reads
+ * too. Its files call each other downwards only:
+ *
+ *   hz_kube.c (lifecycle) -> hz_watch.c (informers) -> hz_work.c (queue,
+ *   timers); hz_kube.c -> hz_sync.c (the sync, the reconciles' end) ->
+ *   hz_ingress.c (status write) -> hz_writes.c (Kubernetes writes,
+ *   Events, deletes), hz_work.c, hz_cache.c; hz_work.c hands the queued
+ *   Services to the sync through the callback it was started with.
  */
 #ifndef PRISMLB_MOD_HETZNER_LB_HZ_KUBE_H
 #define PRISMLB_MOD_HETZNER_LB_HZ_KUBE_H
@@ -41,7 +50,7 @@ struct hz_kside {
     char **deleted;           /* UIDs of deleted Services not yet handled */
     size_t ndeleted;
     int lost; /* an event or a retry was lost to memory: every Service is
-                 synced again HZ_LOST_RETRY_MS later */
+                 synced again HZ_LOST_RETRY_MS later (hz_work.c) */
 };
 
 /* A string at a, b[, c] of o (borrowed from o), or NULL. */
@@ -55,10 +64,8 @@ hz_ks_str(const struct hz_kside *ks, const plb_obj *o, const char *a, const char
 /* Create the client and the three informers (fields host, ctx, cfg and
  * api set by the caller). 0 or -errno. */
 HZ_HIDDEN int hz_kube_start(struct hz_kside *ks);
-/* Sync every Service shortly (after a resync, on gate open). */
-HZ_HIDDEN void hz_kube_sync_soon(struct hz_kside *ks);
-/* Sync the Service key ("ns/name") shortly. */
-HZ_HIDDEN void hz_kube_sync_key(struct hz_kside *ks, const char *key);
+/* Sync every Service shortly (after a resync, on gate open; hz_work.c). */
+HZ_HIDDEN void hz_work_all(struct hz_kside *ks);
 /* Cancel the Kubernetes writes in flight (gate closed). */
 HZ_HIDDEN void hz_kube_cancel_writes(struct hz_kside *ks);
 /* Stop informers and timers (stop). */
@@ -68,6 +75,11 @@ HZ_HIDDEN void hz_kube_free(struct hz_kside *ks);
 /* 1 when svc is a Service of ours: type LoadBalancer, loadBalancerClass
  * served (hz_class_served under ks->cfg->load_balancer_class). */
 HZ_HIDDEN int hz_kube_is_ours(const struct hz_kside *ks, const plb_obj *svc);
+/* Service key ("ns/name") as the cache has it now (borrowed), when it is
+ * still the one of UID uid and ours, with no deletion under way; else
+ * NULL. */
+HZ_HIDDEN const plb_obj *hz_svc_current(const struct hz_kside *ks, const char *key,
+                                        const char *uid);
 
 /* The instance for `prismlb status` (hz_status.c): kind "reconciler", the
  * gate, each Service's balancer, targets, last error and next check

@@ -292,6 +292,12 @@ hz_actual_on_network(const struct hz_actual *a, int64_t network)
     return 0;
 }
 
+const char *
+hz_actual_hccm_uid(const struct hz_actual *a)
+{
+    return json_string_value(json_object_get(a->labels, HZ_LABEL_HCCM_UID));
+}
+
 /* ------------------------------------------------------------------ */
 
 json_t *

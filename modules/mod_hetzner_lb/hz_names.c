@@ -19,15 +19,30 @@
 #define HZ_HASH_HEX 16
 #define HZ_CUT_KEEP (HZ_NAME_MAX - 1 - HZ_HASH_HEX) /* 111 */
 
+#define FNV1A64_PRIME 0x100000001b3ULL
+
+/* Fold byte c into the FNV-1a hash h. */
+static uint64_t
+fnv1a64_byte(uint64_t h, unsigned char c)
+{
+    return (h ^ c) * FNV1A64_PRIME;
+}
+
 uint64_t
 hz_fnv1a64(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
-        h *= 0x100000001b3ULL;
-    }
+    uint64_t h = HZ_FNV1A64_BASIS;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        h = fnv1a64_byte(h, *p);
     return h;
+}
+
+void
+hz_fnv1a64_field(uint64_t *h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++)
+        *h = fnv1a64_byte(*h, *p);
+    *h = fnv1a64_byte(*h, 0xff);
 }
 
 void

@@ -259,6 +259,14 @@ hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out)
         out->lb = in->labelled;
         return;
     }
+    /* hcloud-cloud-controller-manager served the Service: its label names
+     * the Service's UID, so the balancer is the Service's whatever it
+     * targets, and it is taken over as it stands (name and IPs kept). */
+    if (in->by_hccm && !in->by_hccm->uid) {
+        out->kind = HZ_OWN_ADOPT;
+        out->lb = in->by_hccm;
+        return;
+    }
     /* Every rule below looks at unlabelled balancers, which can only be
      * told apart by whether they target the Service's nodes. */
     if (in->nnode_ips == 0) {

@@ -97,6 +97,42 @@ HZ_HIDDEN enum hz_rec_answer hz_rec_get_answer(const struct hz_result *res);
 HZ_HIDDEN const char *hz_rec_step_name(enum hz_rec_step s);
 
 /* ------------------------------------------------------------------ */
+/* Whether to run one (hz_decide.c, pure)                               */
+
+/* The fingerprint of everything d asks for (FNV-1a over its fields). */
+HZ_HIDDEN uint64_t hz_desired_fp(const struct hz_desired *d);
+
+/* What a sync does with a Service whose targets it selected and whose
+ * desired balancer it built. */
+enum hz_sync_verdict {
+    HZ_SYNC_SERVED,    /* its labelled balancer is as asked: nothing to send */
+    HZ_SYNC_HELD,      /* what failed is not sent again before its recheck */
+    HZ_SYNC_LATER,     /* a reconcile of it runs: the sync after it looks */
+    HZ_SYNC_RECONCILE, /* reconcile, with the plan when one was built */
+};
+
+/* What the decision is over (borrowed). */
+struct hz_sync_in {
+    const struct hz_desired *d; /* what it asks for */
+    uint64_t fp;                /* ... its fingerprint */
+    const struct hz_actual *lb; /* its labelled balancer, or NULL */
+    int net_known;              /* d asks for no network, or its id is known */
+    int64_t net_id;             /* ... that id (0: none) */
+    uint64_t fail_fp;           /* what failed last (0: nothing) */
+    int64_t retry_at, now;      /* ... tried again from retry_at on */
+    int running;                /* a reconcile of it runs */
+};
+
+/* Decide: LATER while one runs; SERVED when the labelled balancer (with
+ * the network's id known) needs no write; HELD when what it asks for is
+ * what failed and its recheck is not due; else RECONCILE, with the writes
+ * on the labelled balancer in *plan (new; empty when none was built),
+ * which the reconcile sends instead of building them again. *plan is
+ * empty for every other verdict. 0, or -ENOMEM. */
+HZ_HIDDEN int hz_sync_decide(const struct hz_sync_in *in, enum hz_sync_verdict *out,
+                             struct hz_plan *plan);
+
+/* ------------------------------------------------------------------ */
 /* Running one (hz_reconcile.c)                                         */
 
 /* What a reconcile found, handed to its completion callback (everything
@@ -113,7 +149,8 @@ struct hz_rec_result {
                                 after the writes when that answered; NULL when
                                 no plan ran */
     const plb_obj *svc;      /* the Service as the cache has it now; NULL when
-                                it is gone, no longer ours or recreated */
+                                it is gone, no longer ours (type, class,
+                                deletion) or recreated */
     struct hz_svc_state *st; /* its state, with svc */
 };
 
@@ -132,6 +169,9 @@ struct hz_rec_req {
     int by_name;            /* look its names up one by one */
     struct hz_lb *labelled; /* its labelled balancer of the resync list
                                (borrowed), or NULL: find it by name */
+    struct hz_plan *plan;   /* the writes on labelled (stolen: emptied, also
+                               on error; NULL or empty: built when needed) */
+    int64_t plan_net;       /* ... built with this network id */
     hz_rec_done_fn done;
 };
 

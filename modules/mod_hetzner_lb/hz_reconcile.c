@@ -1,7 +1,8 @@
 /*
  * hz_reconcile.c: one Service's reconcile for mod_hetzner_lb, the state
  * machine of hz_rec.h (the diagram is there): find its balancer (labelled;
- * else by name in one shared list of unlabelled balancers), adopt or
+ * else by name or by hcloud-cloud-controller-manager's label for its UID
+ * in one shared list of unlabelled balancers), adopt or
  * create it, send the plan's writes on the Service's lane, read it back
  * once, and hand what it found to the completion callback. One driver,
  * rec_run(), moves a reconcile from step to step once every call of its
@@ -40,13 +41,17 @@ struct rec {
     char legacy[HZ_NAME_MAX + 1];
     struct hz_lb *named, *legacy_lb; /* NAMES, LOOKUP: the balancers under its
                                         names (owned) */
+    struct hz_lb *hccm_lb;           /* ... and hccm's for its UID (owned) */
     struct hz_lb *lb;                /* the balancer to change (owned): labelled,
                                         decided on or created; after the plan,
                                         as read back */
     int64_t net_id;
     int with_targets; /* CREATE: the create carries the targets */
     enum rec_attach attach;
-    int name_taken; /* the create met a taken name */
+    int name_taken;              /* the create met a taken name */
+    struct hz_plan plan;         /* the sync's plan (owned; empty: none) */
+    const struct hz_lb *plan_lb; /* ... built on this balancer */
+    int64_t plan_net;            /* ... with this network id */
     hz_rec_done_fn done;
     struct rec *qnext; /* in ks->nameq or ks->netq */
 };
@@ -58,10 +63,12 @@ struct rop {
     char *ip;
 };
 
-/* A name lookup in flight. */
+/* A lookup of LOOKUP in flight: its answer's first balancer goes to slot
+ * (a member of r); what names it in the log. */
 struct lookup {
     struct rec *r;
-    int legacy;
+    struct hz_lb **slot;
+    const char *what;
 };
 
 static void rec_run(struct rec *r);
@@ -96,22 +103,16 @@ qenc(const char *s)
 }
 
 /* The Service of r as the cache has it now (borrowed), with its state in
- * *stp; NULL when it is gone, no longer tracked or recreated. */
+ * *stp; NULL when it is gone, no longer ours (type, class, deletion), no
+ * longer tracked or recreated. */
 static const plb_obj *
 rec_svc(const struct rec *r, struct hz_svc_state **stp)
 {
-    struct hz_kside *ks = r->ks;
-    struct hz_svc_state *st = hz_state_get(&ks->states, r->key, 0);
-    char ns[256];
-    const char *slash = strchr(r->key, '/');
+    struct hz_svc_state *st = hz_state_get(&r->ks->states, r->key, 0);
     const plb_obj *svc;
     *stp = NULL;
-    if (!st || !st->uid || strcmp(st->uid, r->uid) != 0 || !slash || !ks->svc_inf)
-        return NULL;
-    snprintf(ns, sizeof(ns), "%.*s", (int)(slash - r->key), r->key);
-    svc = ks->host->kube->informer_get(ks->svc_inf, ns, slash + 1);
-    if (!svc || !hz_ks_str(ks, svc, "metadata", "uid", NULL) ||
-        strcmp(hz_ks_str(ks, svc, "metadata", "uid", NULL), r->uid) != 0)
+    if (!st || !st->uid || strcmp(st->uid, r->uid) != 0 ||
+        !(svc = hz_svc_current(r->ks, r->key, r->uid)))
         return NULL;
     *stp = st;
     return svc;
@@ -123,8 +124,10 @@ rec_free(struct rec *r)
 {
     hz_free_each(&r->key, &r->uid, NULL);
     hz_desired_clear(&r->d);
+    hz_plan_clear(&r->plan);
     hz_lb_unref(r->named);
     hz_lb_unref(r->legacy_lb);
+    hz_lb_unref(r->hccm_lb);
     hz_lb_unref(r->lb);
     hz_free(r);
 }
@@ -245,8 +248,31 @@ find_named(struct rec *r, json_t *items, const char *name, struct hz_lb **out)
     return 0;
 }
 
-/* The unlabelled list answered: every waiting reconcile finds its names in
- * it (or among the labelled balancers) and moves on. */
+/* The balancer among the unlabelled list's items that hccm labelled for
+ * r's UID (the lowest id when several) into *out (new; NULL when none). 0,
+ * or < 0 when that item is no balancer (r rechecks). */
+static int
+find_hccm(struct rec *r, json_t *items, struct hz_lb **out)
+{
+    size_t i;
+    json_t *it;
+    const json_t *best = NULL;
+    *out = NULL;
+    json_array_foreach(items, i, it)
+    {
+        const char *u =
+            json_string_value(json_object_get(json_object_get(it, "labels"), HZ_LABEL_HCCM_UID));
+        json_int_t id = json_integer_value(json_object_get(it, "id"));
+        if (u && strcmp(u, r->uid) == 0 &&
+            (!best || id < json_integer_value(json_object_get(best, "id"))))
+            best = it;
+    }
+    return best ? rec_parse(r, best, out) : 0;
+}
+
+/* The unlabelled list answered: every waiting reconcile finds its names and
+ * hccm's balancer for its UID in it (or its names among the labelled
+ * balancers) and moves on. */
 static void
 unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
 {
@@ -267,7 +293,8 @@ unlabelled_done(void *arg, const struct hz_result *res, json_t *items)
             rec_add(r, HZ_REC_CANCELLED);
         else if (!items)
             rec_add(r, HZ_REC_RECHECK);
-        else if (find_named(r, items, r->d.name, &r->named) == 0 && !r->annotated &&
+        else if (find_hccm(r, items, &r->hccm_lb) == 0 &&
+                 find_named(r, items, r->d.name, &r->named) == 0 && !r->annotated &&
                  strcmp(r->legacy, r->d.name) != 0)
             find_named(r, items, r->legacy, &r->legacy_lb);
         rec_run(r);
@@ -302,37 +329,36 @@ step_names(struct rec *r)
 /* ------------------------------------------------------------------ */
 /* LOOKUP: its names one by one                                         */
 
-/* The answer to one name's GET (arg: its struct lookup, freed here): the
- * balancer of that name, if any, kept for DECIDE. */
+/* The answer to one lookup's GET (arg: its struct lookup, freed here): the
+ * first balancer it lists, if any, kept for DECIDE. */
 static void
 lookup_done(void *arg, const struct hz_result *res)
 {
     struct lookup *l = arg;
     struct rec *r = l->r;
     json_t *item = json_array_get(json_object_get(res->body, "load_balancers"), 0);
-    struct hz_lb **slot = l->legacy ? &r->legacy_lb : &r->named, *lb;
-    if (rec_got(r, l->legacy ? "looking up the earlier release's name" : "name lookup", res) &&
-        item && rec_parse(r, item, &lb) == 0) {
-        hz_lb_unref(*slot);
-        *slot = lb;
+    struct hz_lb *lb;
+    if (rec_got(r, l->what, res) && item && rec_parse(r, item, &lb) == 0) {
+        hz_lb_unref(*l->slot);
+        *l->slot = lb;
     }
     hz_free(l);
     rec_run(r);
 }
 
-/* GET the balancer named name (legacy: the earlier release's name).
- * 0 or -errno (r rechecks). */
+/* GET /load_balancers?KEY=VALUE (value percent-encoded; sorted by id, so
+ * the first is the lowest), its first balancer into slot. 0 or -errno (r
+ * rechecks). */
 static int
-rec_lookup(struct rec *r, const char *name, int legacy)
+rec_lookup(struct rec *r, const char *key, const char *value, struct hz_lb **slot, const char *what)
 {
     struct lookup *l = hz_calloc(sizeof(*l));
-    char *enc = qenc(name);
-    char *path = enc ? hz_asprintf("/load_balancers?name=%s", enc) : NULL;
+    char *enc = qenc(value);
+    char *path = enc ? hz_asprintf("/load_balancers?%s=%s&sort=id:asc", key, enc) : NULL;
     int rc = -ENOMEM;
     hz_free(enc);
     if (l && path) {
-        l->r = r;
-        l->legacy = legacy;
+        *l = (struct lookup){.r = r, .slot = slot, .what = what};
         if ((rc = rec_call(r, "GET", path, NULL, lookup_done, l)) == 0)
             l = NULL;
     } else {
@@ -343,12 +369,17 @@ rec_lookup(struct rec *r, const char *name, int legacy)
     return rc;
 }
 
-/* LOOKUP: GET its name, and the earlier release's name when it has one. */
+/* LOOKUP: GET hccm's balancer for its UID, its name, and the earlier
+ * release's name when it has one. */
 static void
 step_lookup(struct rec *r)
 {
-    if (rec_lookup(r, r->d.name, 0) == 0 && !r->annotated && strcmp(r->legacy, r->d.name) != 0)
-        rec_lookup(r, r->legacy, 1);
+    char sel[HZ_NAME_MAX + 64];
+    snprintf(sel, sizeof(sel), "%s=%s,!%s", HZ_LABEL_HCCM_UID, r->uid, HZ_LABEL_UID);
+    if (rec_lookup(r, "label_selector", sel, &r->hccm_lb, "looking up hccm's balancer") == 0 &&
+        rec_lookup(r, "name", r->d.name, &r->named, "name lookup") == 0 && !r->annotated &&
+        strcmp(r->legacy, r->d.name) != 0)
+        rec_lookup(r, "name", r->legacy, &r->legacy_lb, "looking up the earlier release's name");
 }
 
 /* ------------------------------------------------------------------ */
@@ -371,6 +402,7 @@ step_decide(struct rec *r)
     in.legacy_name = r->legacy;
     in.by_name = r->named ? &r->named->a : NULL;
     in.by_legacy = r->legacy_lb ? &r->legacy_lb->a : NULL;
+    in.by_hccm = r->hccm_lb ? &r->hccm_lb->a : NULL;
     in.node_ips = (const char *const *)r->d.targets;
     in.nnode_ips = r->d.ntargets;
     hz_own_decide(&in, &out);
@@ -397,9 +429,14 @@ step_decide(struct rec *r)
             snprintf(id, sizeof(id), "%lld", (long long)out.lb->id);
             PLB_INFO(r->ks->host, r->ks->ctx,
                      PLB_KV("service", r->key, "balancer", id, "name", out.lb->name),
-                     "adopting the unlabelled balancer (it targets the service's nodes)");
+                     out.lb == in.by_hccm
+                         ? "taking over hcloud-cloud-controller-manager's balancer (labelled "
+                           "with the service's UID; its name and IPs are kept)"
+                         : "adopting the unlabelled balancer (it targets the service's nodes)");
         }
-        r->lb = hz_lb_ref(out.lb == in.by_name ? r->named : r->legacy_lb);
+        r->lb = hz_lb_ref(out.lb == in.by_name   ? r->named
+                          : out.lb == in.by_hccm ? r->hccm_lb
+                                                 : r->legacy_lb);
         break;
     }
 }
@@ -644,23 +681,28 @@ refresh_done(void *arg, const struct hz_result *res)
     rec_run(r);
 }
 
-/* Send the writes that turn r->lb into what the Service asks for, then
- * read it back. */
+/* Send the writes that turn r->lb into what the Service asks for (the
+ * sync's plan when it was built on this balancer and network, else built
+ * here), then read it back. */
 static void
 step_plan(struct rec *r)
 {
     const struct hz_actual *a = &r->lb->a;
-    struct hz_plan p;
+    struct hz_plan p = r->plan;
     char path[64], id[24];
     int rc;
 
     snprintf(id, sizeof(id), "%lld", (long long)a->id);
-    if ((rc = hz_plan_build(&r->d, a, r->net_id, &p)) < 0) {
-        PLB_WARN(r->ks->host, r->ks->ctx,
-                 PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
-                 "no plan for the balancer");
-        rec_add(r, HZ_REC_RECHECK);
-        return;
+    r->plan = (struct hz_plan){0};
+    if (!p.n || r->plan_lb != r->lb || r->plan_net != r->net_id) {
+        hz_plan_clear(&p);
+        if ((rc = hz_plan_build(&r->d, a, r->net_id, &p)) < 0) {
+            PLB_WARN(r->ks->host, r->ks->ctx,
+                     PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
+                     "no plan for the balancer");
+            rec_add(r, HZ_REC_RECHECK);
+            return;
+        }
     }
     for (size_t i = 0; i < p.n; i++) {
         struct rop *o = hz_calloc(sizeof(*o));
@@ -743,6 +785,8 @@ hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req)
             hz_free(r->key);
         hz_free(r);
         hz_desired_clear(req->d);
+        if (req->plan)
+            hz_plan_clear(req->plan);
         return -ENOMEM;
     }
     r->ks = ks;
@@ -754,6 +798,12 @@ hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req)
     r->by_name = req->by_name;
     r->done = req->done;
     r->lb = hz_lb_ref(req->labelled);
+    if (req->plan) {
+        r->plan = *req->plan;
+        *req->plan = (struct hz_plan){0};
+        r->plan_lb = req->labelled;
+        r->plan_net = req->plan_net;
+    }
     /* Not labelled yet: the balancer under the name it asks for, and under
      * the earlier release's "<service>" (which a robotlb/balancer name
      * replaces). */

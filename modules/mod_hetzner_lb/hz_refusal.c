@@ -89,17 +89,19 @@ refused(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, const 
         PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key), "out of memory");
 }
 
-/* Where a value of the Service comes from: its annotation (one of type,
- * location, network), or the setting. */
+/* Where a value of the Service comes from: the annotation that gave it
+ * (ann names robotlb's for type, location or network; type and location
+ * may have come from hccm's), or the setting. */
 static const char *
 source_of(const struct hz_svc_state *st, const char *ann, const char *setting)
 {
-    const char *v = NULL;
-    if (st->have_good)
-        v = !strcmp(ann, HZ_ANN_TYPE)       ? st->good.type
-            : !strcmp(ann, HZ_ANN_LOCATION) ? st->good.location
-                                            : st->good.network;
-    return v ? ann : setting;
+    if (!hz_state_good(st))
+        return setting;
+    if (!strcmp(ann, HZ_ANN_TYPE))
+        return st->good.type ? st->good.type_key : setting;
+    if (!strcmp(ann, HZ_ANN_LOCATION))
+        return st->good.location ? st->good.location_key : setting;
+    return st->good.network ? ann : setting;
 }
 
 void
@@ -173,8 +175,8 @@ hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
              "the Service asks for the location \"%s\" (%s) but its balancer \"%s\" is in "
              "%s, and Hetzner cannot move a balancer: it stays in %s (delete the balancer to "
              "have a new one, with a new IP, created in %s)",
-             d->location, st->good.location ? HZ_ANN_LOCATION : "default_lb_location",
-             name ? name : "-", have, have, d->location);
+             d->location, source_of(st, HZ_ANN_LOCATION, "default_lb_location"), name ? name : "-",
+             have, have, d->location);
     hz_warn_once(st, svc, "LocationUnchangeable", msg);
 }
 

@@ -22,10 +22,11 @@
 static void
 state_free(struct hz_svc_state *s)
 {
-    hz_free_each(&s->key, &s->uid, NULL);
+    hz_free_each(&s->key, &s->uid, &s->status_rv, &s->refused_rv, NULL);
     hz_annot_clear(&s->good);
     json_decref(s->warned);
     json_decref(s->status_sent);
+    json_decref(s->status_refused);
     hz_free(s);
 }
 
@@ -82,6 +83,10 @@ void
 hz_states_forget_status(struct hz_states *t)
 {
     for (struct hz_svc_state *s = t->head; s; s = s->next) {
+        /* a write in flight keeps what it sends: its end decides (a
+         * refused one is kept as the refused ingress) */
+        if (s->status != HZ_STATUS_IDLE)
+            continue;
         json_decref(s->status_sent);
         s->status_sent = NULL;
     }

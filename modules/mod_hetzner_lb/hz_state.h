@@ -11,10 +11,12 @@
  *             reason's text once until it is cleared or changes;
  *             hz_warn_each sends every time and leaves the aggregation to
  *             the core); `prismlb status` shows the first as last_error
- *   status    the ingress last written and whether a write is in flight
+ *   phase     the Service's sync: annotations known, a reconcile running
+ *   status    the status write: in flight or not, the ingress last written
+ *             and the one last refused
  *   recheck   the fingerprint of what failed and when it is tried again
  *
- * The event side (hz_kube.c, hz_watch.c, hz_sync.c, hz_status.c) and the
+ * The event side (hz_sync.c, hz_ingress.c, hz_work.c, hz_status.c) and the
  * reconcile (hz_reconcile.c, hz_refusal.c) both use this file; it includes
  * neither. A warning Event leaves through the table's sink, which the event
  * side sets (it owns the Kubernetes writes).
@@ -40,26 +42,71 @@ struct hz_states {
     void *warn_arg;
 };
 
+/* A Service's sync, one machine per Service (hz_sync.c moves it):
+ *
+ *          good annotations                 a reconcile starts
+ *   NEW ---------------------------> IDLE -----------------------> RUNNING
+ *    ^                                ^  <----------------------- |     |
+ *    |                                |        it ends            |     | a sync
+ *    | another UID under its key      |  it ends: synced again    |     | meanwhile
+ *    +---- (from any phase)           +-------------------------- AGAIN <-+
+ *
+ * NEW: no good robotlb/ annotations yet (no reconcile; the ip mode and
+ * network are the settings'). At most one reconcile per Service runs; a
+ * sync that finds one RUNNING leaves the work to the sync after it. A
+ * reconcile of the UID before is not the new one's: its end changes
+ * nothing here. */
+enum hz_svc_phase {
+    HZ_SVC_NEW = 0,
+    HZ_SVC_IDLE,
+    HZ_SVC_RUNNING,
+    HZ_SVC_AGAIN,
+};
+
+/* A Service's status write, one machine per Service (hz_ingress.c):
+ *
+ *          a write starts              a sync wants one meanwhile
+ *   IDLE -----------------> WRITING -----------------------------> AGAIN
+ *    ^  <------------------ |                                       |
+ *    |       it ends                                                |
+ *    +------------------ it ends: synced again ---------------------+
+ *
+ * One write in flight per Service. */
+enum hz_status_phase {
+    HZ_STATUS_IDLE = 0,
+    HZ_STATUS_WRITING,
+    HZ_STATUS_AGAIN,
+};
+
 /* One Service we track (by namespace/name). */
 struct hz_svc_state {
     struct hz_states *tab; /* the table it is in (borrowed) */
     char *key;             /* "ns/name" */
     char *uid;
-    struct hz_annot good; /* last good annotations */
-    int have_good;
-    json_t *warned;      /* reason -> message of the warnings in force */
-    int busy;            /* a reconcile is in flight */
-    int dirty;           /* something changed meanwhile: sync again after it */
-    int by_name;         /* look its names up one by one (a create met a
-                            name the lists did not show) */
-    json_t *status_sent; /* the ingress last written (owned): not written
-                            again until the cache shows another one */
-    int status_busy;     /* a status write is in flight */
-    int status_again;    /* a sync met it in flight: sync again after it */
-    uint64_t fail_fp;    /* fingerprint of the desired state that failed */
-    int64_t retry_at;    /* ... not tried again before this (monotonic ms) */
+    enum hz_svc_phase phase;
+    struct hz_annot good; /* last good annotations (phase past NEW) */
+    json_t *warned;       /* reason -> message of the warnings in force */
+    int by_name;          /* look its names up one by one (a create met a
+                             name the lists did not show) */
+    enum hz_status_phase status;
+    json_t *status_sent;    /* the ingress last written (owned): not written
+                               again until the cache shows another one */
+    char *status_rv;        /* the resourceVersion of the Service the write
+                               in flight was made for (owned) */
+    json_t *status_refused; /* the ingress the API server refused (422;
+                               owned): not sent again as it is, to the ... */
+    char *refused_rv;       /* ... Service of this resourceVersion (owned) */
+    uint64_t fail_fp;       /* fingerprint of the desired state that failed */
+    int64_t retry_at;       /* ... not tried again before this (monotonic ms) */
     struct hz_svc_state *prev, *next;
 };
+
+/* 1 when st has good annotations (st->good holds them). */
+static inline int
+hz_state_good(const struct hz_svc_state *st)
+{
+    return st->phase != HZ_SVC_NEW;
+}
 
 /* The state of Service key ("ns/name") in t (borrowed from t), in O(1);
  * created, empty, at the head when create is set. NULL when absent (or
@@ -75,7 +122,9 @@ HZ_HIDDEN void hz_states_clear(struct hz_states *t);
  * failed (fail_fp set), or 0 when none is ahead. */
 HZ_HIDDEN int64_t hz_states_next_retry(const struct hz_states *t, int64_t now);
 /* Forget every status written (each is written again if the Service does
- * not show it: a write overwritten before the cache showed it). */
+ * not show it: a write overwritten before the cache showed it), but the
+ * one of a write in flight (status not IDLE), which its end needs: a 422
+ * keeps it as the ingress not to send again as it is. */
 HZ_HIDDEN void hz_states_forget_status(struct hz_states *t);
 
 /* A warning Event for st's Service svc (borrowed) once while the same

@@ -10,13 +10,20 @@
  *     set stays;
  *   - target nodes from the daemon's lb_select_targets, capped at the
  *     balancer type's max targets (a warning names the limit);
- *   - the desired balancer compared with the labelled one of the resync
- *     list: when they are the same, its status is written; when they
- *     differ, a reconcile starts (hz_reconcile.c), at most one per Service,
- *     and its completion callback, rec_done, writes the status and decides
- *     when the Service is looked at again;
+ *   - what to do, decided purely (hz_sync_decide, hz_decide.c): nothing
+ *     when the labelled balancer of the resync list is as asked, wait for
+ *     a recheck or a running reconcile, or a reconcile (hz_reconcile.c),
+ *     at most one per Service, handed the plan the decision built; its
+ *     completion callback, rec_done, decides when the Service is looked
+ *     at again;
+ *   - the status (hz_ingress.c) follows the labelled balancer once that
+ *     serves the Service: attached to its network, with its services and
+ *     the targets Hetzner accepted (a refused target does not withhold
+ *     the Service's IP);
  *   - a Service that stops being ours gets its labelled balancer deleted;
- *   - the robotlb/finalizer of earlier releases is removed (hz_kube.c).
+ *   - the robotlb/finalizer of earlier releases is removed (hz_writes.c).
+ *
+ * The Service's sync is a machine (enum hz_svc_phase, hz_state.h).
  *
  * Every write happens only while the gate is open.
  */
@@ -27,54 +34,15 @@
 #include <prismlb/module_util.h>
 
 #include "hz_kube_int.h"
-#include "hz_queue.h"
 #include "hz_rec.h"
 #include "hz_refusal.h"
 
-/* Fold string s (NULL as empty) into the FNV-1a hash *h. */
-static void
-fp_s(uint64_t *h, const char *s)
+/* The status of st's Service follows balancer lb (borrowed) once lb
+ * serves it. 0 or -ENOMEM (synced again). */
+static int
+status_follow(struct hz_kside *ks, struct hz_svc_state *st, const struct hz_actual *lb)
 {
-    for (; s && *s; s++) {
-        *h ^= (unsigned char)*s;
-        *h *= 0x100000001b3ULL;
-    }
-    *h ^= 0xff;
-    *h *= 0x100000001b3ULL;
-}
-
-/* Fold number v into the hash *h. */
-static void
-fp_i(uint64_t *h, long long v)
-{
-    char b[24];
-    snprintf(b, sizeof(b), "%lld", v);
-    fp_s(h, b);
-}
-
-/* Fingerprint of everything the Service asks for. */
-static uint64_t
-desired_fp(const struct hz_desired *d)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    fp_s(&h, d->name);
-    fp_s(&h, d->type);
-    fp_s(&h, d->location);
-    fp_i(&h, d->algorithm);
-    fp_s(&h, d->network);
-    fp_s(&h, d->private_ip);
-    fp_i(&h, d->interval);
-    fp_i(&h, d->timeout);
-    fp_i(&h, d->retries);
-    fp_i(&h, d->proxy);
-    fp_i(&h, d->public_iface);
-    for (size_t i = 0; i < d->nservices; i++) {
-        fp_i(&h, d->services[i].listen);
-        fp_i(&h, d->services[i].dest);
-    }
-    for (size_t i = 0; i < d->ntargets; i++)
-        fp_s(&h, d->targets[i]);
-    return h;
+    return hz_lb_serves(ks, st, lb) ? hz_status_update(ks, st, lb) : 0;
 }
 
 /* Read svc's ports (new array in *out). 0 or -ENOMEM. */
@@ -107,10 +75,12 @@ static void
 rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
 {
     struct hz_svc_state *st = hz_state_get(&ks->states, res->key, 0);
-    int cancelled = res->end == HZ_REC_CANCELLED;
+    int cancelled = res->end == HZ_REC_CANCELLED, again = 0;
 
     if (st && st->uid && strcmp(st->uid, res->uid) == 0) {
-        st->busy = 0;
+        /* RUNNING or AGAIN: this reconcile was its one */
+        again = st->phase == HZ_SVC_AGAIN && !cancelled;
+        st->phase = HZ_SVC_IDLE;
         if (res->end == HZ_REC_RECHECK || res->end == HZ_REC_WAIT) {
             int64_t wait =
                 res->end == HZ_REC_WAIT ? ks->cfg->resync_interval_ms : ks->cfg->refused_recheck_ms;
@@ -125,58 +95,51 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
         } /* cancelled: the next leader (or this one, when the gate opens) decides */
         if (res->by_name)
             st->by_name = 1;
-        if (res->attached)
-            st->dirty = 1; /* the next pass leaves the network it asked for before */
+        if (res->attached && !cancelled)
+            again = 1; /* the next pass leaves the network it asked for before */
     }
     if (!cancelled && res->lb && res->lb->a.uid && strcmp(res->lb->a.uid, res->uid) == 0) {
-        int again = 0;
+        int retry = 0;
         if (!(ks->by_uid || (ks->by_uid = hz_lbs_new())) || hz_lbs_put(ks->by_uid, res->lb) < 0 ||
             !(ks->fresh || (ks->fresh = json_object())) ||
             json_object_set_new(ks->fresh, res->uid,
                                 json_integer(ks->host->loop->now_ms(ks->ctx))) < 0)
-            again = 1; /* the balancer is not remembered: looked up again */
+            retry = 1; /* the balancer is not remembered: looked up again */
         if (res->svc) {
-            /* a balancer outside its network reaches nothing: the status
-             * stays as it is */
-            if (hz_lb_serves(ks, res->st, &res->lb->a) &&
-                hz_status_update(ks, res->st, res->svc, &res->lb->a) < 0)
-                again = 1;
+            /* with the targets Hetzner accepted, also when it refused one */
+            if (status_follow(ks, res->st, &res->lb->a) < 0)
+                retry = 1;
         } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid) < 0) {
             /* deleted or no longer ours while its balancer was created:
              * the deletion found nothing to delete then */
             ks->lost = 1;
         }
-        if (again)
-            hz_kube_retry(ks, res->key);
+        if (retry)
+            hz_work_retry(ks, res->key);
     }
-    if (st && st->dirty && !cancelled) {
-        st->dirty = 0;
-        hz_kube_sync_key(ks, st->key);
-    }
-    hz_recheck_arm(ks);
+    if (again)
+        hz_work_add(ks, res->key);
+    hz_work_recheck(ks);
 }
 
-/* Select the Service's target nodes, build what it asks for, and reconcile
- * when that differs from its labelled balancer (or it has none). The steady
- * state costs no request: the resync list is compared. annot_bad: this
- * sync found st's annotations invalid (warned of; st->good is the last good
- * set), else an InvalidAnnotation in force ends when the set checks out.
- * 0 (started, nothing to do, or a problem the Service was warned of), or
- * -ENOMEM (-errno) when it could not be decided or started: the caller
- * syncs the Service again. */
+/* Select the Service's target nodes (with the warnings that selection
+ * gives) and build what it asks for into *d. annot_bad: this sync found
+ * st's annotations invalid (warned of; st->good is the last good set),
+ * else an InvalidAnnotation in force ends when the set checks out. 1:
+ * built; 0: nothing to reconcile (a problem the Service was warned of);
+ * -ENOMEM (-errno) when it could not be decided: synced again. */
 static int
-sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int annot_bad)
+sync_build(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int annot_bad,
+           struct hz_desired *d)
 {
     const struct plb_host *h = ks->host;
     struct plb_lb_targets t = {.size = sizeof(t)};
     struct hz_port *ports = NULL;
-    struct hz_desired d;
     struct hz_svc hs;
     const char **ips = NULL;
     size_t nports = 0, nips = 0, max;
     const char *type = st->good.type ? st->good.type : ks->cfg->default_balancer_type;
     char err[1024];
-    uint64_t fp;
     int rc;
 
     max = hz_type_max_targets(type);
@@ -222,7 +185,7 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                          .ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL),
                          .ports = ports,
                          .nports = nports};
-    rc = hz_desired_build(ks->cfg, &st->good, &hs, ips, nips, &d, err, sizeof(err));
+    rc = hz_desired_build(ks->cfg, &st->good, &hs, ips, nips, d, err, sizeof(err));
     hz_free(ips);
     hz_free(ports);
     h->lb->targets_clear(&t);
@@ -241,47 +204,72 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
         return 0;
     }
     hz_warn_clear(st, "NoExposablePort");
-    fp = desired_fp(&d);
-    if (st->busy) {
-        st->dirty = 1;
-        hz_desired_clear(&d);
-        return 0;
-    }
+    return 1;
+}
+
+/* Reconcile st's Service svc when what it asks for (d, stolen) differs
+ * from its labelled balancer, or it has none: hz_sync_decide says whether,
+ * and the plan it built is the reconcile's. The steady state costs no
+ * request: the resync list is compared. 0 (started, nothing to do), or
+ * -ENOMEM (-errno) when it could not be decided or started: the caller
+ * syncs the Service again. */
+static int
+sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+               struct hz_desired *d)
+{
     struct hz_lb *lb = hz_lbs_get(ks->by_uid, st->uid);
-    json_t *netid = d.network ? json_object_get(ks->nets, d.network) : NULL;
-    if (lb) {
-        hz_location_check(ks, st, svc, &d, &lb->a);
-        hz_targets_check(ks, st, svc, d.ntargets, &lb->a);
+    json_t *netid = d->network ? json_object_get(ks->nets, d->network) : NULL;
+    struct hz_sync_in in = {.d = d,
+                            .fp = hz_desired_fp(d),
+                            .lb = lb ? &lb->a : NULL,
+                            .net_known = !d->network || netid,
+                            .net_id = netid ? json_integer_value(netid) : 0,
+                            .fail_fp = st->fail_fp,
+                            .retry_at = st->retry_at,
+                            .now = ks->host->loop->now_ms(ks->ctx),
+                            .running = st->phase == HZ_SVC_RUNNING || st->phase == HZ_SVC_AGAIN};
+    enum hz_sync_verdict v;
+    struct hz_plan plan;
+    int rc;
+
+    if (lb && !in.running) {
+        hz_location_check(ks, st, svc, d, &lb->a);
+        hz_targets_check(ks, st, svc, d->ntargets, &lb->a);
     }
-    if (lb && (!d.network || netid)) {
-        /* Compare with the list: nothing to send when nothing differs, and
-         * then the balancer serves the Service: its status follows it. */
-        struct hz_plan p = {0};
-        rc = hz_plan_build(&d, &lb->a, netid ? json_integer_value(netid) : 0, &p);
-        if (rc == 0 && p.n == 0) {
-            st->fail_fp = 0;
-            st->retry_at = 0;
-            hz_desired_clear(&d);
-            return hz_lb_serves(ks, st, &lb->a) ? hz_status_update(ks, st, svc, &lb->a) : 0;
-        }
-        hz_plan_clear(&p);
+    if ((rc = hz_sync_decide(&in, &v, &plan)) < 0) {
+        hz_desired_clear(d);
+        return rc;
     }
-    /* What failed is not sent again before its recheck. */
-    if (st->fail_fp == fp && h->loop->now_ms(ks->ctx) < st->retry_at) {
-        hz_desired_clear(&d);
+    switch (v) {
+    case HZ_SYNC_LATER:
+        st->phase = HZ_SVC_AGAIN;
+        hz_desired_clear(d);
         return 0;
+    case HZ_SYNC_SERVED:
+        st->fail_fp = 0;
+        st->retry_at = 0;
+        hz_desired_clear(d);
+        return status_follow(ks, st, &lb->a);
+    case HZ_SYNC_HELD:
+        /* the balancer as the last reconcile left it: what Hetzner took */
+        hz_desired_clear(d);
+        return lb ? status_follow(ks, st, &lb->a) : 0;
+    case HZ_SYNC_RECONCILE:
+        break;
     }
     struct hz_rec_req req = {.key = st->key,
                              .uid = st->uid,
-                             .d = &d,
-                             .fp = fp,
+                             .d = d,
+                             .fp = in.fp,
                              .annotated = st->good.balancer != NULL,
                              .by_name = st->by_name,
                              .labelled = lb,
+                             .plan = &plan,
+                             .plan_net = in.net_id,
                              .done = rec_done};
-    st->busy = 1;
+    st->phase = HZ_SVC_RUNNING;
     if ((rc = hz_rec_start(ks, &req)) < 0)
-        st->busy = 0;
+        st->phase = HZ_SVC_IDLE;
     return rc;
 }
 
@@ -314,15 +302,20 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     hz_kube_drop_finalizer(ks, svc, key, ns, name);
     if (!hz_kube_is_ours(ks, svc) || h->obj->get(svc, "metadata", "deletionTimestamp", NULL)) {
-        hz_state_drop(&ks->states, key);
+        if (hz_state_get(&ks->states, key, 0)) {
+            PLB_INFO(ks->host, ks->ctx, PLB_KV("service", key),
+                     "no longer a LoadBalancer of ours: dropped");
+            hz_state_drop(&ks->states, key);
+        }
         return hz_delete_labelled(ks, uid);
     }
     if (!(st = hz_state_get(&ks->states, key, 1)))
         return -ENOMEM;
     if (!st->uid || strcmp(st->uid, uid) != 0) {
-        /* new, or recreated under the same name: another Service to robotlb */
+        /* new, or recreated under the same name: another Service to
+         * robotlb (a reconcile of the one before ends unheard) */
         hz_annot_clear(&st->good);
-        st->have_good = 0;
+        st->phase = HZ_SVC_NEW;
         hz_free(st->uid);
         if (!(st->uid = hz_strdup(uid)))
             return -ENOMEM;
@@ -340,7 +333,8 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     if (rc == 0) {
         hz_annot_clear(&st->good);
         st->good = a;
-        st->have_good = 1;
+        if (st->phase == HZ_SVC_NEW)
+            st->phase = HZ_SVC_IDLE;
     } else if (rc == -EINVAL) {
         /* in force until a sync finds the whole set valid: the reconcile
          * then (whose checks of the set come later), else here */
@@ -353,12 +347,15 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
      * or after its writes; here only for a Service no reconcile looks at
      * (no good annotations yet). */
     const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
-    if (lb && !st->have_good && hz_lb_serves(ks, st, &lb->a))
-        return hz_status_update(ks, st, svc, &lb->a);
+    if (lb && !hz_state_good(st))
+        return status_follow(ks, st, &lb->a);
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */
-    if (st->have_good && ks->by_uid)
-        return sync_reconcile(ks, st, svc, rc == -EINVAL);
+    if (hz_state_good(st) && ks->by_uid) {
+        struct hz_desired d;
+        int built = sync_build(ks, st, svc, rc == -EINVAL, &d);
+        return built > 0 ? sync_reconcile(ks, st, svc, &d) : built;
+    }
     if (rc == 0)
         hz_warn_clear(st, "InvalidAnnotation");
     return 0;
@@ -393,7 +390,7 @@ hz_sync_fire(plb_timer *t, void *arg)
     if (ks->by_uid)
         ks->ndeleted = kept;
     size_t n = 0;
-    while ((k = hz_queue_get(ks->queue))) {
+    while ((k = hz_work_next(ks))) {
         char key[512];
         const char *slash = strchr(k, '/');
         int rc = 0;
@@ -407,53 +404,11 @@ hz_sync_fire(plb_timer *t, void *arg)
                 n++;
             }
         }
-        if (rc < 0)
-            hz_kube_retry(ks, k);
-        else
-            hz_queue_forget(ks->queue, k);
-        hz_queue_done(ks->queue, k);
+        hz_work_done(ks, k, rc < 0);
     }
     if (n && ks->m_syncs) {
         const char *iv[] = {ks->host->links->instance_name(ks->ctx), NULL};
         ks->host->metrics->add(ks->m_syncs, iv, (double)n);
     }
-    hz_recheck_arm(ks);
-}
-
-/* Queue the Services whose recheck is due. */
-void
-hz_recheck_fire(plb_timer *t, void *arg)
-{
-    struct hz_kside *ks = arg;
-    int64_t now = ks->host->loop->now_ms(ks->ctx);
-    (void)t;
-    for (const struct hz_svc_state *s = ks->states.head; s; s = s->next)
-        if (s->fail_fp && s->retry_at <= now)
-            hz_kube_sync_key(ks, s->key);
-    if (ks->lost) {
-        ks->lost = 0;
-        PLB_INFO(ks->host, ks->ctx, NULL,
-                 "syncing every Service again after an allocation failure");
-        hz_kube_sync_soon(ks);
-    }
-    hz_recheck_arm(ks);
-}
-
-/* Arm the recheck timer for the earliest retry still ahead. */
-void
-hz_recheck_arm(struct hz_kside *ks)
-{
-    int64_t now = ks->host->loop->now_ms(ks->ctx), first = 0, next;
-    if (!ks->svc_inf)
-        return; /* stopped */
-    first = hz_states_next_retry(&ks->states, now);
-    /* the work queue's delayed keys (a sync that ran out of memory) */
-    if (ks->queue && (next = hz_queue_tick(ks->queue, now)) >= 0 && (!first || now + next < first))
-        first = now + next;
-    if (ks->queue && hz_queue_len(ks->queue))
-        hz_kube_sync_arm(ks);
-    if (ks->lost && (!first || now + HZ_LOST_RETRY_MS < first))
-        first = now + HZ_LOST_RETRY_MS;
-    if (first && ks->recheck_timer)
-        ks->host->loop->timer_arm(ks->recheck_timer, first > now ? first - now : 1, 0, 0);
+    hz_work_recheck(ks);
 }

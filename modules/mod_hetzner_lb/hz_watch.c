@@ -1,8 +1,7 @@
 /*
  * hz_watch.c: the informers of mod_hetzner_lb and what their events queue
- * (see hz_index.h for which Services an event can change), the work
- * queue's timer, and the full passes (every Service: resync, the caches'
- * first sync, the gate's opening). hz_kube.c syncs what is queued.
+ * (see hz_index.h for which Services an event can change) in the work
+ * queue (hz_work.c), which hands them to the sync.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,83 +11,14 @@
 
 #include "hz_index.h"
 #include "hz_kube_int.h"
-#include "hz_queue.h"
 
-#define SYNC_DELAY_MS 200
 #define SLICE_SERVICE_LABEL "kubernetes.io/service-name"
-
-void
-hz_kube_sync_arm(struct hz_kside *ks)
-{
-    if (ks->sync_timer && !ks->host->loop->timer_pending(ks->sync_timer))
-        ks->host->loop->timer_arm(ks->sync_timer, SYNC_DELAY_MS, 0, 0);
-}
 
 /* hz_index_emit: queue key. */
 static void
 enqueue(const char *key, void *arg)
 {
-    struct hz_kside *ks = arg;
-    int rc = hz_queue_add(ks->queue, key);
-    if (rc == -ESHUTDOWN)
-        return; /* stopped */
-    if (rc == -ENOMEM) {
-        /* the event is not lost: every Service is synced again shortly */
-        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key),
-                "out of memory: not queued; every Service synced again in %d ms", HZ_LOST_RETRY_MS);
-        ks->lost = 1;
-        hz_recheck_arm(ks);
-        return;
-    }
-    hz_kube_sync_arm(ks);
-}
-
-void
-hz_kube_retry(struct hz_kside *ks, const char *key)
-{
-    int64_t delay = 0;
-    int rc = hz_queue_add_rate_limited(ks->queue, key, ks->host->loop->now_ms(ks->ctx), &delay);
-    if (rc == -ESHUTDOWN)
-        return; /* stopped */
-    if (rc < 0) {
-        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key),
-                "out of memory: every Service synced again in %d ms", HZ_LOST_RETRY_MS);
-        ks->lost = 1;
-    } else {
-        PLB_WARN(ks->host, ks->ctx, PLB_KV("service", key),
-                 "the sync ran out of memory: synced again in %lld ms", (long long)delay);
-    }
-    hz_recheck_arm(ks);
-}
-
-static void
-enqueue_svc(const plb_obj *svc, void *arg)
-{
-    struct hz_kside *ks = arg;
-    const char *ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL);
-    const char *name = hz_ks_str(ks, svc, "metadata", "name", NULL);
-    char key[512];
-    if (!ns || !name)
-        return;
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    enqueue(key, ks);
-}
-
-void
-hz_kube_sync_soon(struct hz_kside *ks)
-{
-    /* A status written but overwritten before the cache showed it would
-     * otherwise wait for the Service's next change. */
-    hz_states_forget_status(&ks->states);
-    if (ks->svc_inf && ks->queue)
-        ks->host->kube->informer_foreach(ks->svc_inf, enqueue_svc, ks);
-}
-
-void
-hz_kube_sync_key(struct hz_kside *ks, const char *key)
-{
-    if (ks->queue)
-        enqueue(key, ks);
+    hz_work_add(arg, key);
 }
 
 /* ------------------------------------------------------------------ */
@@ -106,17 +36,6 @@ key_of(const struct hz_kside *ks, const plb_obj *o, char *key, size_t len)
     return 0;
 }
 
-static void
-fp_str(uint64_t *h, const char *s)
-{
-    for (; s && *s; s++) {
-        *h ^= (unsigned char)*s;
-        *h *= 0x100000001b3ULL;
-    }
-    *h ^= 0xff;
-    *h *= 0x100000001b3ULL;
-}
-
 /* Fingerprint of what makes a node a target: its Ready condition,
  * spec.unschedulable, its labels (the exclusion label, node selectors) and
  * InternalIPs; heartbeats' timestamps are not in it. */
@@ -124,7 +43,7 @@ static uint64_t
 node_fp(const struct hz_kside *ks, const plb_obj *node)
 {
     const struct plb_host *h = ks->host;
-    uint64_t fp = 0xcbf29ce484222325ULL;
+    uint64_t fp = HZ_FNV1A64_BASIS;
     const plb_obj *v, *conds = h->obj->get(node, "status", "conditions", NULL);
     const plb_obj *addrs = h->obj->get(node, "status", "addresses", NULL);
     const plb_obj *labels = h->obj->get(node, "metadata", "labels", NULL);
@@ -133,18 +52,19 @@ node_fp(const struct hz_kside *ks, const plb_obj *node)
     for (size_t i = 0; i < h->obj->len(conds); i++) {
         const char *type = h->obj->str(h->obj->get(h->obj->at(conds, i), "type", NULL));
         if (type && strcmp(type, "Ready") == 0)
-            fp_str(&fp, h->obj->str(h->obj->get(h->obj->at(conds, i), "status", NULL)));
+            hz_fnv1a64_field(&fp, h->obj->str(h->obj->get(h->obj->at(conds, i), "status", NULL)));
     }
-    fp_str(&fp, h->obj->boolean(h->obj->get(node, "spec", "unschedulable", NULL), 0) ? "u" : "s");
+    hz_fnv1a64_field(
+        &fp, h->obj->boolean(h->obj->get(node, "spec", "unschedulable", NULL), 0) ? "u" : "s");
     while ((k = h->obj->iter(labels, &it, &v))) {
-        fp_str(&fp, k);
-        fp_str(&fp, h->obj->str(v));
+        hz_fnv1a64_field(&fp, k);
+        hz_fnv1a64_field(&fp, h->obj->str(v));
     }
     for (size_t i = 0; i < h->obj->len(addrs); i++) {
         const plb_obj *a = h->obj->at(addrs, i);
         const char *type = h->obj->str(h->obj->get(a, "type", NULL));
         if (type && strcmp(type, "InternalIP") == 0)
-            fp_str(&fp, h->obj->str(h->obj->get(a, "address", NULL)));
+            hz_fnv1a64_field(&fp, h->obj->str(h->obj->get(a, "address", NULL)));
     }
     return fp;
 }
@@ -155,7 +75,7 @@ index_failed(struct hz_kside *ks, const char *what, const char *key)
     /* the index lost this change: sync everything rather than miss it */
     PLB_ERR(ks->host, ks->ctx, PLB_KV("kind", what, "key", key),
             "out of memory in the event index");
-    hz_kube_sync_soon(ks);
+    hz_work_all(ks);
 }
 
 static void
@@ -255,7 +175,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
             ks->ndeleted++;
     }
     on_event(inf, old, 1, ks);
-    hz_kube_sync_arm(ks);
+    hz_work_arm(ks);
 }
 
 static void
@@ -268,33 +188,18 @@ static void
 on_synced(plb_informer *inf, void *arg)
 {
     (void)inf;
-    hz_kube_sync_soon(arg);
+    hz_work_all(arg);
 }
 
-/* What the informers keep of each object (plb_informer_opts.keep): the
- * fields this module and the daemon's target selection read (the identity
- * is always kept). A heartbeat changes none of them, so it reaches no
+/* What the Service informer keeps of each object (plb_informer_opts.keep)
+ * for this module, beside what the daemon's target selection reads
+ * (host->lb->keep_services, keep_nodes, keep_slices: the Node and
+ * EndpointSlice fields this module reads are among those). The identity is
+ * always kept. A heartbeat changes none of them, so it reaches no
  * callback. */
-static const char *const keep_services[] = {
-    "/metadata/annotations",
-    "/metadata/finalizers",
-    "/metadata/deletionTimestamp",
-    "/spec/type",
-    "/spec/loadBalancerClass",
-    "/spec/ports",
-    "/spec/externalTrafficPolicy",
-    "/status/loadBalancer",
-    NULL,
-};
-static const char *const keep_nodes[] = {
-    "/metadata/labels",          "/spec/unschedulable", "/status/conditions/type",
-    "/status/conditions/status", "/status/addresses",   NULL,
-};
-static const char *const keep_slices[] = {
-    "/metadata/labels/kubernetes.io~1service-name",
-    "/endpoints/nodeName",
-    "/endpoints/conditions",
-    NULL,
+static const char *const own_service_paths[] = {
+    "/metadata/annotations",   "/metadata/finalizers", "/metadata/deletionTimestamp", "/spec/type",
+    "/spec/loadBalancerClass", "/spec/ports",          "/status/loadBalancer",        NULL,
 };
 
 static const struct plb_informer_handlers svc_handlers = {on_add, on_update, on_svc_delete,
@@ -302,13 +207,19 @@ static const struct plb_informer_handlers svc_handlers = {on_add, on_update, on_
 static const struct plb_informer_handlers handlers = {on_add, on_update, on_delete, on_synced,
                                                       NULL};
 
+/* An informer of resource keeping own's paths and lb's (either may be NULL),
+ * or NULL (logged). */
 static plb_informer *
-informer(struct hz_kside *ks, const char *api_version, const char *resource,
-         const char *const *keep, const struct plb_informer_handlers *cb)
+informer(struct hz_kside *ks, const char *api_version, const char *resource, const char *const *own,
+         const char *const *lb, const struct plb_informer_handlers *cb)
 {
-    int err = 0;
-    plb_informer *inf = plb_informer_watch(ks->host, ks->kube, api_version, resource, NULL, NULL,
-                                           keep, cb, ks, &err);
+    int err = -ENOMEM;
+    const char **keep = plb_keep_join(ks->host, own, lb);
+    plb_informer *inf = NULL;
+    if (keep)
+        inf = plb_informer_watch(ks->host, ks->kube, api_version, resource, NULL, NULL, keep, cb,
+                                 ks, &err);
+    ks->host->mem->free(keep); /* the informer copied the paths */
     if (!inf)
         PLB_ERR(ks->host, ks->ctx, PLB_KV("resource", resource, "error", strerror(-err)),
                 "cannot start the informer");
@@ -319,10 +230,12 @@ informer(struct hz_kside *ks, const char *api_version, const char *resource,
 int
 hz_watch_start(struct hz_kside *ks)
 {
-    if (!(ks->svc_inf = informer(ks, "v1", "services", keep_services, &svc_handlers)) ||
-        !(ks->node_inf = informer(ks, "v1", "nodes", keep_nodes, &handlers)) ||
-        !(ks->slice_inf =
-              informer(ks, "discovery.k8s.io/v1", "endpointslices", keep_slices, &handlers)))
+    const struct plb_host_lb *lb = ks->host->lb;
+    if (!(ks->svc_inf = informer(ks, "v1", "services", own_service_paths, lb->keep_services,
+                                 &svc_handlers)) ||
+        !(ks->node_inf = informer(ks, "v1", "nodes", NULL, lb->keep_nodes, &handlers)) ||
+        !(ks->slice_inf = informer(ks, "discovery.k8s.io/v1", "endpointslices", NULL,
+                                   lb->keep_slices, &handlers)))
         return -EIO;
     return 0;
 }

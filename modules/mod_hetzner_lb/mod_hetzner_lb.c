@@ -225,7 +225,7 @@ on_list(void *arg, const struct hz_result *r, json_t *items)
         m->host->metrics->add(m->m_resyncs, iv, 1);
     budget_apply(m, nitems);
     metrics_sync(m);
-    hz_kube_sync_soon(&m->ks);
+    hz_work_all(&m->ks);
 }
 
 static void
@@ -359,7 +359,7 @@ hz_gate_open(void *state)
     PLB_INFO(m->host, m->ctx, NULL, "gate open: writing to Hetzner");
     /* Act at once: the caches are warm on every replica. */
     m->host->loop->timer_arm(m->resync, 0, m->budget.interval_ms, 0.1);
-    hz_kube_sync_soon(&m->ks);
+    hz_work_all(&m->ks);
 }
 
 static void

@@ -328,6 +328,42 @@ env_requests_since(struct env *e, long since)
     return list;
 }
 
+void
+env_kube_fail_patch(struct env *e, const char *match, int status)
+{
+    struct http_res r = {0};
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"fail_count\":1,\"fail_status\":%d,\"fail_match\":\"%s\","
+             "\"fail_method\":\"PATCH\"}",
+             status, match);
+    ck_assert_int_eq(fake_admin(&e->kube, "POST", "/faults", body, &r), 0);
+    ck_assert_msg(r.status == 200, "POST /faults: %ld %s", r.status, r.body);
+    http_res_free(&r);
+}
+
+long
+env_refusals_spaced(struct env *e, const char *route, long long min_gap_ms)
+{
+    json_t *all = env_requests_since(e, 0), *q;
+    long long last = -1;
+    long n = 0;
+    size_t i;
+    json_array_foreach(all, i, q)
+    {
+        const char *r = json_string_value(json_object_get(q, "route"));
+        if (!r || strcmp(r, route) != 0 || json_integer_value(json_object_get(q, "status")) < 400)
+            continue;
+        long long t = (long long)json_integer_value(json_object_get(q, "t_ms"));
+        ck_assert_msg(last < 0 || t - last >= min_gap_ms, "%s refused %lld ms after the last",
+                      route, t - last);
+        last = t;
+        n++;
+    }
+    json_decref(all);
+    return n;
+}
+
 long
 env_last_request(struct env *e)
 {
@@ -548,4 +584,73 @@ env_held_actions(struct env *e)
     long n = (long)json_integer_value(json_object_get(f.body, "held_actions"));
     hzt_resp_free(&f);
     return n;
+}
+
+/* Run hcloud with the n arguments args (then -o json when json): as
+ * env_hcloud. */
+static int
+hcloud_run(struct env *e, const char *const *args, int n, int json, char **out)
+{
+    char endpoint[300], home[4400], config[4400], *argv[28];
+    int k = 0;
+    snprintf(endpoint, sizeof(endpoint), "HCLOUD_ENDPOINT=%s", e->hz.url);
+    snprintf(home, sizeof(home), "HOME=%s", dir);
+    snprintf(config, sizeof(config), "HCLOUD_CONFIG=%s/cli.toml", dir);
+    argv[k++] = "hcloud";
+    argv[k++] = "--poll-interval";
+    argv[k++] = "50ms";
+    for (int i = 0; i < n; i++)
+        argv[k++] = (char *)args[i];
+    if (json) {
+        argv[k++] = "-o";
+        argv[k++] = "json";
+    }
+    argv[k] = NULL;
+    char *envp[] = {endpoint, "HCLOUD_TOKEN=tok-a", home, config, NULL};
+    return tu_run(argv, envp, out, 30000);
+}
+
+/* The NULL-ended arguments of ap into args (at most 20); their number. */
+static int
+args_of(const char **args, va_list ap)
+{
+    int n = 0;
+    const char *a;
+    while ((a = va_arg(ap, const char *))) {
+        ck_assert_int_lt(n, 20);
+        args[n++] = a;
+    }
+    return n;
+}
+
+int
+env_hcloud(struct env *e, char **out, ...)
+{
+    const char *args[20];
+    va_list ap;
+    va_start(ap, out);
+    int n = args_of(args, ap);
+    va_end(ap);
+    return hcloud_run(e, args, n, 0, out);
+}
+
+json_t *
+env_hcloud_json(struct env *e, ...)
+{
+    const char *args[20];
+    char *out = NULL;
+    va_list ap;
+    va_start(ap, e);
+    int n = args_of(args, ap);
+    va_end(ap);
+    int rc = hcloud_run(e, args, n, 1, &out);
+    ck_assert_msg(rc == 0, "hcloud %s %s: %d %s", n ? args[0] : "", n > 1 ? args[1] : "", rc,
+                  out ? out : "");
+    /* the JSON from its first bracket; hcloud prints null for an empty list */
+    const char *p = out ? strpbrk(out, "[{") : NULL;
+    json_t *j = p ? json_loads(p, JSON_DISABLE_EOF_CHECK, NULL)
+                  : (out && strstr(out, "null") ? json_array() : NULL);
+    ck_assert_msg(j != NULL, "hcloud printed no JSON: %s", out ? out : "");
+    free(out);
+    return j;
 }

@@ -138,6 +138,11 @@ long env_count_requests(struct env *e);
  * it holds), oldest first: {seq, t_ms, method, path, route, status,
  * identity} (new array). */
 json_t *env_requests_since(struct env *e, long since);
+/* How many requests of route the fake Hetzner API refused (status >= 400)
+ * in its log, asserting that each came at least min_gap_ms after the one
+ * before by the fake's clock (a refusal retried on a cycle, not in a hot
+ * loop). */
+long env_refusals_spaced(struct env *e, const char *route, long long min_gap_ms);
 /* The sequence number of the fake Hetzner API's newest log entry. */
 long env_last_request(struct env *e);
 
@@ -151,6 +156,9 @@ int env_targets_of(struct env *e, const char *uid, char *buf, size_t len);
 /* 1 when env_targets_of gives want. */
 int env_targets_are(struct env *e, const char *uid, const char *want);
 
+/* Make the fake API server answer the next PATCH of a path holding match
+ * with status (once). */
+void env_kube_fail_patch(struct env *e, const char *match, int status);
 /* Set the fake Hetzner API's faults (JSON body of POST /_admin/faults). */
 void env_faults(struct env *e, const char *body);
 /* Actions the fake holds running ({"hold_actions":true}). */
@@ -160,6 +168,13 @@ long env_held_actions(struct env *e);
  * --cache-dir in the test's directory) with the NULL-ended arguments; its
  * exit code, combined output in *out (new). */
 int env_kubectl(struct env *e, char **out, ...) __attribute__((sentinel));
+/* Run the hcloud CLI (HCLOUD_ENDPOINT at the fake, token tok-a, HOME and
+ * HCLOUD_CONFIG in the test's directory) with the NULL-ended arguments
+ * (at most 20); its exit code, combined output in *out (new). */
+int env_hcloud(struct env *e, char **out, ...) __attribute__((sentinel));
+/* The same with -o json added: the JSON it printed (new; an empty array
+ * for hcloud's null), failing the test unless it exits 0 with JSON. */
+json_t *env_hcloud_json(struct env *e, ...) __attribute__((sentinel));
 /* The Warning Event of reason about Service default/name whose message
  * holds every one of the NULL-ended needles, as `kubectl get events -o
  * json` shows it: its count (0: none such). */

@@ -175,24 +175,7 @@ START_TEST(a_node_outside_the_vswitch_subnet_keeps_its_service_on_the_recheck_cy
      * cycle: consecutive refusals at least an interval apart by the fake's
      * clock, not a hot loop. */
     WAIT_FOR(&e, env_count_route(&e, route) >= 5, 30000, "the refused target to be tried again");
-    json_t *all = env_requests_since(&e, 0);
-    long long last = -1;
-    int refused = 0;
-    size_t i;
-    json_t *q;
-    json_array_foreach(all, i, q)
-    {
-        if (strcmp(json_string_value(json_object_get(q, "route")), route) != 0 ||
-            json_integer_value(json_object_get(q, "status")) < 400)
-            continue;
-        long long t = (long long)json_integer_value(json_object_get(q, "t_ms"));
-        ck_assert_msg(last < 0 || t - last >= 1900, "refused add_target %lld ms after the last",
-                      t - last);
-        last = t;
-        refused++;
-    }
-    json_decref(all);
-    ck_assert_int_ge(refused, 3);
+    ck_assert_int_ge(env_refusals_spaced(&e, route, 1900), 3);
     ck_assert(env_targets_are(&e, uid, "10.0.1.31,10.0.1.32"));
     ck_assert_int_eq(total_lbs(&e), 1);
     free(uid);
@@ -712,13 +695,7 @@ START_TEST(a_refused_status_write_is_written_again_at_the_recheck)
     char ip[64];
     struct env_opts o = {.resync_s = 3600, .extra = "refused_recheck_interval = \"2s\";"};
     env_start_opts(&e, &o);
-    ck_assert_int_eq(
-        fake_admin(&e.kube, "POST", "/faults",
-                   "{\"fail_count\":1,\"fail_status\":500,"
-                   "\"fail_match\":\"/services/web/status\",\"fail_method\":\"PATCH\"}",
-                   &r),
-        0);
-    http_res_free(&r);
+    env_kube_fail_patch(&e, "/services/web/status", 500);
     env_node(&e, "n1", "10.0.1.11");
     char *uid = env_service(&e, "web", "LoadBalancer", 30080, NULL, NULL);
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.11"), 20000, "the balancer");

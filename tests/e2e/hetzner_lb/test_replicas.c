@@ -17,7 +17,6 @@
  */
 #include <check.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,35 +24,8 @@
 
 #include "env.h"
 
-static char home[4400], hz_endpoint[300], hz_config[700];
-
-static void
-tools_init(struct env *e)
-{
-    snprintf(home, sizeof(home), "HOME=%s", dir);
-    snprintf(hz_endpoint, sizeof(hz_endpoint), "HCLOUD_ENDPOINT=%s", e->hz.url);
-    snprintf(hz_config, sizeof(hz_config), "HCLOUD_CONFIG=%s/cli.toml", dir);
-}
-
-/* Run hcloud likewise. */
-static int
-hc(char **out, ...)
-{
-    char *argv[24];
-    int n = 0;
-    va_list ap;
-    const char *a;
-    argv[n++] = "hcloud";
-    argv[n++] = "--poll-interval";
-    argv[n++] = "50ms";
-    va_start(ap, out);
-    while ((a = va_arg(ap, const char *)) && n < 22)
-        argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n] = NULL;
-    char *envp[] = {hz_endpoint, "HCLOUD_TOKEN=tok-a", home, hz_config, NULL};
-    return tu_run(argv, envp, out, 30000);
-}
+/* The test's env, for the hcloud CLI (env_hcloud). */
+static struct env *cli_env;
 
 /* The JSON value in text starting at its first c ('[' or '{'), or NULL. */
 static json_t *
@@ -90,7 +62,8 @@ cli_list(const char *uid, char *name, size_t nlen, char *targets, size_t tlen)
 {
     char sel[256], *out = NULL;
     snprintf(sel, sizeof(sel), "robotlb/service-uid=%s", uid);
-    int rc = hc(&out, "load-balancer", "list", "--selector", sel, "-o", "json", NULL);
+    int rc =
+        env_hcloud(cli_env, &out, "load-balancer", "list", "--selector", sel, "-o", "json", NULL);
     ck_assert_msg(rc == 0, "hcloud load-balancer list: %d %s", rc, out ? out : "");
     json_t *a = json_in(out, '[');
     /* hcloud prints null for an empty list */
@@ -114,7 +87,7 @@ static void
 cli_describe_targets(const char *name, char *targets, size_t tlen)
 {
     char *out = NULL;
-    int rc = hc(&out, "load-balancer", "describe", name, "-o", "json", NULL);
+    int rc = env_hcloud(cli_env, &out, "load-balancer", "describe", name, "-o", "json", NULL);
     ck_assert_msg(rc == 0, "hcloud load-balancer describe: %d %s", rc, out ? out : "");
     json_t *lb = json_in(out, '{');
     ck_assert_msg(lb != NULL, "hcloud describe printed no JSON: %s", out);
@@ -153,7 +126,7 @@ START_TEST(kubectl_apply_then_hcloud_list_by_the_service_uid_finds_the_balancer)
     char path[700], *out = NULL;
     const char *names[] = {"n1", "n2", "n3"}, *ips[] = {"10.0.1.21", "10.0.1.22", "10.0.1.23"};
     env_start(&e, NULL, NULL, NULL, 300);
-    tools_init(&e);
+    cli_env = &e;
 
     snprintf(path, sizeof(path), "%s/cluster.yaml", dir);
     ck_assert_int_eq(

@@ -36,6 +36,22 @@ default_config(void)
     return c;
 }
 
+/* What Service shop/web (uid-1) asks for: port 80 -> nodePort 30080, the
+ * targets ips, on the network "k8s" (id 7 in the balancers of the tests). */
+static inline void
+desired(struct hz_desired *d, const char *const *ips, size_t n)
+{
+    static const struct hz_port p[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_config c = default_config();
+    struct hz_annot a;
+    char err[256];
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, ips, n, d, err, sizeof(err)), 0);
+}
+
 static inline json_t *
 parse_json(const char *text)
 {

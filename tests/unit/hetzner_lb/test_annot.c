@@ -78,6 +78,7 @@ START_TEST(absent_annotations_leave_the_defaults_to_the_settings)
     ck_assert_int_eq(a.proxy_mode, -1);
     ck_assert_int_eq(a.algorithm, -1);
     ck_assert_int_eq(a.ip_mode, -1);
+    ck_assert_int_eq(a.ipv6_disabled, -1);
     hz_annot_clear(&a);
 }
 END_TEST
@@ -219,6 +220,82 @@ START_TEST(every_bad_annotation_is_named_in_one_message)
 }
 END_TEST
 
+/* hccm's load-balancer.hetzner.cloud/name, type, location and
+ * algorithm-type (round_robin, least_connections) say what robotlb's
+ * balancer, balancer-type, lb-location and lb-algorithm say. */
+START_TEST(hccms_name_type_location_and_algorithm_type_are_read)
+{
+    const char *kv[] = {"load-balancer.hetzner.cloud/name",
+                        "web-lb",
+                        "load-balancer.hetzner.cloud/type",
+                        "lb21",
+                        "load-balancer.hetzner.cloud/location",
+                        "fsn1",
+                        "load-balancer.hetzner.cloud/algorithm-type",
+                        "round_robin",
+                        "load-balancer.hetzner.cloud/ipv6-disabled",
+                        "true",
+                        NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.balancer, "web-lb");
+    ck_assert_str_eq(a.type, "lb21");
+    ck_assert_str_eq(a.location, "fsn1");
+    ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
+    ck_assert_int_eq(a.ipv6_disabled, 1);
+    /* the messages about type and location name the annotation given */
+    ck_assert_str_eq(a.type_key, "load-balancer.hetzner.cloud/type");
+    ck_assert_str_eq(a.location_key, "load-balancer.hetzner.cloud/location");
+    hz_annot_clear(&a);
+    expect_bad("load-balancer.hetzner.cloud/algorithm-type", "round-robin", "\"round-robin\"");
+    expect_bad("load-balancer.hetzner.cloud/ipv6-disabled", "yes", "\"yes\"");
+    expect_bad("load-balancer.hetzner.cloud/name", "web lb", "blanks");
+}
+END_TEST
+
+/* "Where a Service carries both families for the same thing, one
+ * documented rule decides (and a conflicting pair is an InvalidAnnotation
+ * warning naming both)": the same value twice is taken, two different
+ * ones reject the set with both named. */
+START_TEST(both_families_alike_are_taken_and_a_conflict_names_both)
+{
+    const char *alike[] = {"robotlb/lb-location",
+                           "fsn1",
+                           "load-balancer.hetzner.cloud/location",
+                           "fsn1",
+                           "robotlb/lb-algorithm",
+                           "round-robin",
+                           "load-balancer.hetzner.cloud/algorithm-type",
+                           "round_robin",
+                           NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)alike, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.location, "fsn1");
+    ck_assert_str_eq(a.location_key, "robotlb/lb-location");
+    ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
+    hz_annot_clear(&a);
+    const char *pairs[][4] = {
+        {"robotlb/balancer", "one", "load-balancer.hetzner.cloud/name", "two"},
+        {"robotlb/balancer-type", "lb11", "load-balancer.hetzner.cloud/type", "lb21"},
+        {"robotlb/lb-location", "hel1", "load-balancer.hetzner.cloud/location", "fsn1"},
+        {"robotlb/lb-algorithm", "least-connections", "load-balancer.hetzner.cloud/algorithm-type",
+         "round_robin"},
+    };
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        const char *kv[] = {pairs[i][0], pairs[i][1], pairs[i][2], pairs[i][3], NULL};
+        ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);
+        for (int k = 0; k < 4; k++)
+            ck_assert_msg(strstr(err, pairs[i][k]) != NULL, "\"%s\" not named: %s", pairs[i][k],
+                          err);
+        ck_assert_ptr_null(a.balancer);
+        ck_assert_ptr_null(a.location);
+        hz_annot_clear(&a);
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -234,6 +311,8 @@ suite(void)
     tcase_add_test(tc, lb_private_ip_is_an_ipv4_address);
     tcase_add_test(tc, a_balancer_name_with_blanks_is_refused);
     tcase_add_test(tc, every_bad_annotation_is_named_in_one_message);
+    tcase_add_test(tc, hccms_name_type_location_and_algorithm_type_are_read);
+    tcase_add_test(tc, both_families_alike_are_taken_and_a_conflict_names_both);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -51,21 +51,6 @@ ipt(const char *a, const char *b)
     return buf;
 }
 
-/* desired: uid-1, port 80 → 30080, targets as given, on network 7. */
-static void
-desired(struct hz_desired *d, const char *const *ips, size_t n)
-{
-    static const struct hz_port p[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
-    struct hz_config c = default_config();
-    struct hz_annot a;
-    char err[256];
-    memset(&a, 0, sizeof(a));
-    hz_annot_clear(&a);
-    c.default_network = (char *)"k8s";
-    ck_assert_int_eq(hz_desired_build(&c, &a, &s, ips, n, d, err, sizeof(err)), 0);
-}
-
 static size_t
 index_of(const struct hz_plan *p, enum hz_op_kind k)
 {
@@ -454,6 +439,78 @@ START_TEST(an_unlabelled_balancer_whose_targets_are_all_ips_one_a_node_of_the_se
 }
 END_TEST
 
+/* A balancer hcloud-cloud-controller-manager made for Service hccm_uid
+ * (labelled hcloud-ccm/service-uid), with IP targets targets (JSON array
+ * text) and, if uid, robotlb's label too. */
+static void
+hccm_actual(struct hz_actual *a, int id, const char *hccm_uid, const char *uid, const char *targets)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"id\":%d,\"name\":\"a%s\",\"labels\":{\"hcloud-ccm/service-uid\":\"%s\"%s%s%s},"
+             "\"load_balancer_type\":{\"name\":\"lb11\"},\"location\":{\"name\":\"fsn1\"},"
+             "\"targets\":%s,\"services\":[]}",
+             id, hccm_uid, hccm_uid, uid ? ",\"robotlb/service-uid\":\"" : "", uid ? uid : "",
+             uid ? "\"" : "", targets ? targets : "[]");
+    json_t *j = parse_json(buf);
+    ck_assert_int_eq(hz_actual_parse(j, a), 0);
+    json_decref(j);
+}
+
+/* "A Service that hccm served has a balancer labelled
+ * hcloud-ccm/service-uid=<UID>. When prismlb finds no balancer of its own
+ * for the Service, it adopts that one (adds its own label, keeps name and
+ * IPs)": the label names the Service, so what it targets does not matter,
+ * nor whether the Service has target nodes yet. */
+START_TEST(hccms_balancer_for_the_services_uid_is_adopted_whatever_it_targets)
+{
+    struct hz_actual h, named;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    hccm_actual(&h, 6, "uid-new", NULL, ipt("10.0.9.9", NULL));
+    actual(&named, 4, "web.shop", NULL, ipt("10.0.1.10", NULL), NULL, NULL);
+    in.by_hccm = &h;
+    in.by_name = &named; /* an unlabelled one under its name loses to hccm's */
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_ADOPT);
+    ck_assert_ptr_eq(out.lb, &h);
+    ck_assert_str_eq(out.warning, "");
+    in.nnode_ips = 0;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_ADOPT);
+    ck_assert_ptr_eq(out.lb, &h);
+    hz_actual_clear(&h);
+    hz_actual_clear(&named);
+}
+END_TEST
+
+/* "when prismlb finds no balancer of its own for the Service": its own
+ * labelled balancer wins, and hccm's balancer is left as it is; a
+ * balancer of hccm's that another Service of prismlb's holds is never
+ * taken. */
+START_TEST(hccms_balancer_is_not_taken_when_the_service_has_its_own_or_another_holds_it)
+{
+    struct hz_actual h, lab;
+    struct hz_own_in in = own_in();
+    struct hz_own_out out;
+    hccm_actual(&h, 6, "uid-new", NULL, NULL);
+    actual(&lab, 4, "web.shop", "uid-new", NULL, NULL, NULL);
+    in.by_hccm = &h;
+    in.labelled = &lab;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_MANAGE);
+    ck_assert_ptr_eq(out.lb, &lab);
+    hz_actual_clear(&h);
+    hccm_actual(&h, 6, "uid-new", "uid-other", NULL);
+    in.labelled = NULL;
+    hz_own_decide(&in, &out);
+    ck_assert_int_eq(out.kind, HZ_OWN_CREATE);
+    ck_assert_ptr_null(out.lb);
+    hz_actual_clear(&h);
+    hz_actual_clear(&lab);
+}
+END_TEST
+
 /* "... and it applies to any balancer created later under that name that
  * matches" — the default name, and the annotated name. */
 START_TEST(adoption_applies_to_a_matching_balancer_under_the_default_or_annotated_name)
@@ -698,6 +755,9 @@ suite(void)
     tcase_add_test(tc, without_target_nodes_the_service_waits_with_a_warning);
     tcase_add_test(tc, services_of_one_name_in_two_namespaces_one_keeps_the_old_balancer);
     tcase_add_test(tc, without_any_balancer_one_is_created_under_the_service_name);
+    tcase_add_test(tc, hccms_balancer_for_the_services_uid_is_adopted_whatever_it_targets);
+    tcase_add_test(tc,
+                   hccms_balancer_is_not_taken_when_the_service_has_its_own_or_another_holds_it);
     tcase_add_test(tc, the_public_interface_follows_lb_public_interface);
     tcase_add_test(tc, load_balancer_class_picks_the_services_served);
     suite_add_tcase(s, tc);

@@ -265,6 +265,29 @@ START_TEST(forgetting_the_statuses_written_forgets_each)
 }
 END_TEST
 
+/* A resync during a status write leaves that write's ingress alone: were
+ * it forgotten, a 422 to it would have nothing to keep as refused, and the
+ * same ingress would be sent again onto the same Service. */
+START_TEST(a_status_write_in_flight_keeps_what_it_sends)
+{
+    struct hz_svc_state *a = hz_state_get(&tab, "ns/a", 1);
+    struct hz_svc_state *b = hz_state_get(&tab, "ns/b", 1);
+    json_t *ingress = json_array();
+    ck_assert_ptr_nonnull(ingress);
+    a->status_sent = ingress;
+    a->status = HZ_STATUS_WRITING;
+    ck_assert_ptr_nonnull(b->status_sent = json_array());
+    b->status = HZ_STATUS_AGAIN;
+    hz_states_forget_status(&tab);
+    ck_assert_ptr_eq(a->status_sent, ingress);
+    ck_assert_ptr_nonnull(b->status_sent);
+    a->status = b->status = HZ_STATUS_IDLE;
+    hz_states_forget_status(&tab);
+    ck_assert_ptr_null(a->status_sent);
+    ck_assert_ptr_null(b->status_sent);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -280,6 +303,7 @@ suite(void)
     tcase_add_test(tc, without_a_sink_nothing_is_sent_but_the_warning_is_in_force);
     tcase_add_test(tc, the_next_recheck_is_the_earliest_failed_service_ahead);
     tcase_add_test(tc, forgetting_the_statuses_written_forgets_each);
+    tcase_add_test(tc, a_status_write_in_flight_keeps_what_it_sends);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,221 @@
+/*
+ * hz_ingress.c: the Service status mod_hetzner_lb writes:
+ * status.loadBalancer.ingress with the balancer's IPv4 (and IPv6 with
+ * ipv6_ingress; a private-only balancer's private IP) and the ipMode of
+ * robotlb/ip-mode or default_ip_mode, through the daemon's
+ * lb_status_write. The write is a machine of its own per Service (enum
+ * hz_status_phase, hz_state.h): one write in flight at a time, a sync that
+ * meets one asks for a look after it.
+ *
+ * Never a status the API server would refuse: just before a write is sent
+ * the latest cached Service must still be ours (type LoadBalancer, a class
+ * served, the same UID, no deletion; since Kubernetes 1.29 the API server
+ * refuses a non-empty ingress on any other type). A write the API server
+ * refuses all the same (422) is logged and not sent again as it is (the
+ * same ingress onto the Service unchanged, by its resourceVersion); any
+ * other failure is written again refused_recheck_interval later.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <prismlb/module_util.h>
+
+#include "hz_kube_int.h"
+
+/* Status ingress of lb for st's Service (new) or NULL: the public IPv4
+ * (and IPv6 with ipv6_ingress, or per Service with hccm's ipv6-disabled
+ * "false"; never with "true"); for a balancer whose public interface is
+ * disabled, its first private network IP. NULL with *oom set when out of
+ * memory. */
+static json_t *
+ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb,
+           int *oom)
+{
+    const char *v4 = lb->ipv4, *v6 = lb->ipv6;
+    if (!lb->public_enabled) {
+        v4 = lb->nnets ? lb->nets[0].ip : NULL;
+        v6 = NULL;
+    }
+    int mode =
+        hz_state_good(st) && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
+    const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
+    if (hz_state_good(st) && st->good.ipv6_disabled >= 0 ? st->good.ipv6_disabled
+                                                         : !ks->cfg->ipv6_ingress)
+        v6 = NULL;
+    json_t *arr = json_array();
+    *oom = 0;
+    if (!arr) {
+        *oom = 1;
+        return NULL;
+    }
+    if ((v4 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v4, "ipMode", ms)) < 0) ||
+        (v6 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
+        json_array_size(arr) == 0) {
+        *oom = v4 || v6; /* one to write, not written */
+        json_decref(arr);
+        return NULL;
+    }
+    return arr;
+}
+
+/* The current status.loadBalancer.ingress of svc (new) or NULL. */
+static json_t *
+current_ingress(const struct hz_kside *ks, const plb_obj *svc)
+{
+    const plb_obj *ing = ks->host->obj->get(svc, "status", "loadBalancer", "ingress", NULL);
+    char *t = ing ? ks->host->obj->dump(ing) : NULL;
+    json_t *r = t ? json_loads(t, 0, NULL) : NULL;
+    if (t)
+        ks->host->mem->free(t);
+    return r;
+}
+
+int
+hz_lb_serves(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb)
+{
+    const char *net =
+        hz_state_good(st) && st->good.network ? st->good.network : ks->cfg->default_network;
+    json_t *id = net ? json_object_get(ks->nets, net) : NULL;
+    if (!net)
+        return 1;
+    return json_is_integer(id) && hz_actual_on_network(lb, json_integer_value(id));
+}
+
+/* A status write of Service key ended (r NULL: not written, cancelled or
+ * never started): its machine back to IDLE, then written again at a sync
+ * refused_recheck_interval from now when it failed (none may come sooner:
+ * a write that keeps failing is not retried faster than a refusal), not
+ * as it is when refused, or at once when AGAIN asked for a look. */
+static void
+status_ended(struct hz_kside *ks, const char *key, const struct plb_kube_result *r)
+{
+    struct hz_svc_state *st = hz_state_get(&ks->states, key, 0);
+    int again;
+    if (!st)
+        return;
+    again = st->status == HZ_STATUS_AGAIN;
+    st->status = HZ_STATUS_IDLE;
+    /* kept past here only as the refused write's */
+    if (r && r->status == 422) {
+        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", key, "error", r->message ? r->message : ""),
+                "the API server refused the status: not written again as it is");
+        json_decref(st->status_refused);
+        st->status_refused = st->status_sent;
+        st->status_sent = NULL;
+        hz_free(st->refused_rv);
+        st->refused_rv = st->status_rv;
+        st->status_rv = NULL;
+    } else if (!r || r->status < 200 || r->status >= 300) {
+        json_decref(st->status_sent);
+        st->status_sent = NULL;
+        if (!again)
+            hz_work_add_after(ks, st->key, ks->cfg->refused_recheck_ms);
+    }
+    hz_free(st->status_rv);
+    st->status_rv = NULL;
+    if (again)
+        hz_work_add(ks, st->key);
+}
+
+/* What start_status_write sends. */
+struct status_write {
+    const plb_obj *svc;
+    const char *ips[2];
+    size_t n;
+    const char *mode;
+};
+
+static plb_kube_op *
+start_status_write(struct hz_kside *ks, void *arg, plb_kube_done_cb done, void *karg, int *err)
+{
+    struct status_write *w = arg;
+    return ks->host->lb->status_write(ks->kube, w->svc, w->ips, w->n, w->mode, done, karg, err);
+}
+
+/* Send want (borrowed), the ingress st's Service svc (borrowed) should
+ * show. 0, or -ENOMEM when it could not be started for want of memory. */
+static int
+status_send(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, json_t *want)
+{
+    struct status_write w = {
+        .svc = svc, .mode = json_string_value(json_object_get(json_array_get(want, 0), "ipMode"))};
+    size_t i;
+    json_t *e;
+    int rc;
+    json_array_foreach(want, i, e)
+    {
+        if (w.n < 2)
+            w.ips[w.n++] = json_string_value(json_object_get(e, "ip"));
+    }
+    PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", w.ips[0],
+             w.n > 1 ? ", " : "", w.n > 1 ? w.ips[1] : "");
+    const char *rv = hz_ks_str(ks, svc, "metadata", "resourceVersion", NULL);
+    char *rvc = rv ? hz_strdup(rv) : NULL;
+    if (rv && !rvc)
+        return -ENOMEM;
+    /* in flight from here: status_ended undoes this if it fails */
+    json_decref(st->status_sent);
+    st->status_sent = json_incref(want);
+    hz_free(st->status_rv);
+    st->status_rv = rvc;
+    st->status = HZ_STATUS_WRITING;
+    if ((rc = hz_kop_run(ks, "status write", start_status_write, &w, status_ended, st->key)) < 0) {
+        /* not started (status_ended ran) or not tracked (it did not) */
+        st->status = HZ_STATUS_IDLE;
+        json_decref(st->status_sent);
+        st->status_sent = NULL;
+        hz_free(st->status_rv);
+        st->status_rv = NULL;
+        /* out of memory: synced again; fenced: the gate decides */
+        return rc == -ENOMEM ? rc : 0;
+    }
+    return 0;
+}
+
+/* 1 when want (borrowed) is what the API server refused for the Service
+ * svc (borrowed) as it is now: the same ingress, the Service unchanged. */
+static int
+refused(const struct hz_kside *ks, const struct hz_svc_state *st, const plb_obj *svc,
+        const json_t *want)
+{
+    const char *rv = hz_ks_str(ks, svc, "metadata", "resourceVersion", NULL);
+    return st->status_refused && json_equal(want, st->status_refused) && rv && st->refused_rv &&
+           strcmp(rv, st->refused_rv) == 0;
+}
+
+int
+hz_status_update(struct hz_kside *ks, struct hz_svc_state *st, const struct hz_actual *lb)
+{
+    /* the Service as the cache has it now: one that is no longer ours
+     * gets no status (its sync drops it and deletes the balancer) */
+    const plb_obj *svc = hz_svc_current(ks, st->key, st->uid);
+    json_t *want, *have;
+    int oom, rc = 0;
+    if (!svc) {
+        PLB_DEBUG(ks->host, ks->ctx, PLB_KV("service", st->key),
+                  "status not written: the Service is no longer ours");
+        return 0;
+    }
+    want = ingress_of(ks, st, lb, &oom);
+    have = current_ingress(ks, svc);
+    if (oom) {
+        rc = -ENOMEM;
+    } else if (want && json_equal(want, have)) {
+        /* the Service shows it: a later change of it is written again */
+        if (st->status_sent)
+            PLB_DEBUG(ks->host, ks->ctx, PLB_KV("service", st->key),
+                      "the Service shows the status written");
+        json_decref(st->status_sent);
+        st->status_sent = NULL;
+    } else if (want && st->status != HZ_STATUS_IDLE) {
+        st->status = HZ_STATUS_AGAIN; /* one write at a time: look again after it */
+    } else if (want && refused(ks, st, svc, want)) {
+        PLB_DEBUG(ks->host, ks->ctx, PLB_KV("service", st->key),
+                  "status not written: the API server refused it for the Service as it is");
+    } else if (want && !json_equal(want, st->status_sent)) {
+        rc = status_send(ks, st, svc, want);
+    }
+    json_decref(want);
+    json_decref(have);
+    return rc;
+}

@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <arpa/inet.h>
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -353,4 +354,62 @@ tu_wait_port(const char *host, int port, int timeout_ms)
             return -1;
         tu_sleep_ms(10);
     }
+}
+
+int
+tu_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1, e = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    else
+        e = errno;
+    if (fd >= 0)
+        close(fd);
+    ck_assert_msg(port > 0, "no free port on 127.0.0.1: %s", strerror(e));
+    return port;
+}
+
+int
+tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
+{
+    char buf[16384], dir[4096] = "";
+    size_t n = 0;
+    if (!kc || !kc->server)
+        return -EINVAL;
+    if (kc->certdir && snprintf(dir, sizeof(dir), "%s/", kc->certdir) >= (int)sizeof(dir))
+        return -ENAMETOOLONG;
+    n += (size_t)snprintf(buf, sizeof(buf),
+                          "apiVersion: v1\n"
+                          "kind: Config\n"
+                          "clusters:\n"
+                          "- name: fake\n"
+                          "  cluster:\n"
+                          "    server: \"%s\"\n"
+                          "    certificate-authority: \"%sca.crt\"\n"
+                          "contexts:\n"
+                          "- name: fake\n"
+                          "  context: {cluster: fake, user: fake, namespace: default}\n"
+                          "current-context: fake\n"
+                          "users:\n"
+                          "- name: fake\n"
+                          "  user:",
+                          kc->server, dir);
+    if (n < sizeof(buf) && !kc->no_client_cert)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+                              "\n    client-certificate: \"%sclient.crt\"\n"
+                              "    client-key: \"%sclient.key\"",
+                              dir, dir);
+    if (n < sizeof(buf) && kc->token_file)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\n    tokenFile: \"%s\"", kc->token_file);
+    if (n < sizeof(buf) && kc->no_client_cert && !kc->token_file)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, " {}");
+    if (n + 1 >= sizeof(buf))
+        return -ENAMETOOLONG;
+    buf[n++] = '\n';
+    buf[n] = '\0';
+    return tu_write_file(path, buf);
 }

@@ -65,6 +65,24 @@ int tu_write_file(const char *path, const char *data);
  * Returns 0 or -1 on timeout. */
 int tu_wait_line(const char *path, const char *prefix, char *buf, size_t len, int timeout_ms);
 
+/* A TCP port of 127.0.0.1 that was free a moment ago: bound to port 0,
+ * read back and closed. Fails the test when none can be had. */
+int tu_free_port(void);
+
+/* A kubeconfig for the fake API server (tests/fakes/kube): one cluster,
+ * user and context, all named "fake", the context's namespace "default". */
+struct tu_kubeconfig {
+    const char *server;     /* URL, a path prefix included (borrowed) */
+    const char *certdir;    /* where ca.crt, client.crt and client.key are;
+                             * NULL: the bare names, which clients resolve
+                             * beside the kubeconfig */
+    int no_client_cert;     /* no client-certificate and client-key */
+    const char *token_file; /* the user's tokenFile, or NULL for none */
+};
+
+/* Write kc (borrowed) to path. 0 or -errno. */
+int tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc);
+
 /* Wait until a TCP connect to host:port succeeds. 0 or -1 on timeout. */
 int tu_wait_port(const char *host, int port, int timeout_ms);
 

@@ -1,97 +1,42 @@
-#include "common.h"
+#include "env.h"
 
-#include <arpa/inet.h>
 #include <check.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 const char *
 me_module_path_env(void)
 {
-    static char env[8192];
-    char mods[4096];
-    snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
-    snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=%s:%s", mods, tu_build_path("tests/modules"));
-    return env;
-}
-
-int
-me_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(fd, 0);
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    socklen_t sl = sizeof(sa);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
-char *
-me_daemon_log(const struct me_daemon *d)
-{
-    char *log = tu_read_file(d->log, NULL);
-    return log ? log : strdup("(no log)");
+    static const char *const dirs[] = {"modules", "tests/modules", NULL};
+    return tu_module_path_env(dirs);
 }
 
 void
-me_daemon_start(struct me_daemon *d, const char *conf_text, int wait_port)
+me_daemon_start(struct tu_daemon *d, const char *conf_text, int wait_port)
 {
-    memset(d, 0, sizeof(*d));
-    d->dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(d->dir);
-    snprintf(d->conf, sizeof(d->conf), "%s/prismlb.conf", d->dir);
-    snprintf(d->log, sizeof(d->log), "%s/prismlb.log", d->dir);
-    ck_assert_int_eq(tu_write_file(d->conf, conf_text), 0);
-
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--config", d->conf, NULL};
     char *env[] = {(char *)me_module_path_env(), NULL};
-    d->started_ms = tu_now_ms();
-    ck_assert_int_eq(tu_spawn(&d->proc, argv, env, d->log), 0);
+    tu_daemon_init(d, NULL, "prismlb");
+    tu_daemon_spawn(d, conf_text, NULL, env);
     if (wait_port <= 0)
         return;
-    long long deadline = tu_now_ms() + 10000;
-    while (tu_wait_port("127.0.0.1", wait_port, 50) < 0) {
-        if (tu_exited(&d->proc) || tu_now_ms() >= deadline) {
-            char *log = me_daemon_log(d);
-            tu_stop(&d->proc, SIGKILL, 2000);
-            ck_abort_msg("daemon did not listen on port %d (it %s); log:\n%s", wait_port,
-                         tu_exited(&d->proc) ? "exited" : "timed out after 10 s", log);
-        }
+    int rc = tu_daemon_wait_port(d, wait_port, 10000);
+    if (rc < 0) {
+        tu_daemon_stop(d, SIGKILL, 2000);
+        tu_daemon_fail(d, "daemon did not listen on port %d (it %s)", wait_port,
+                       rc == -2 ? "exited" : "timed out after 10 s");
     }
-    d->ready_ms = tu_now_ms();
 }
 
 void
-me_daemon_stop(struct me_daemon *d)
+me_daemon_stop(struct tu_daemon *d)
 {
-    if (!d->dir)
-        return;
-    int st = tu_stop(&d->proc, SIGTERM, 10000);
-    char *log = me_daemon_log(d);
-    int clean = st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    tu_rmrf(d->dir);
-    free(d->dir);
-    d->dir = NULL;
-    if (!clean)
-        ck_abort_msg("daemon did not exit cleanly on SIGTERM (status 0x%x); log:\n%s", st, log);
-    free(log);
+    tu_daemon_finish(d, 10000);
 }
 
 /* ------------------------------------------------------------------ */

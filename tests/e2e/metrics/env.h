@@ -1,49 +1,33 @@
 /*
- * common: what the mod_metrics end-to-end suites share: a daemon started
- * from an inline config on a free loopback port, and a libcurl client.
+ * env: the mod_metrics end-to-end harness: the daemon (tests/lib/daemon.h)
+ * started from an inline config with the module path of mod_metrics and
+ * the test modules, and a libcurl client.
  */
-#ifndef PRISMLB_E2E_METRICS_COMMON_H
-#define PRISMLB_E2E_METRICS_COMMON_H
+#ifndef PRISMLB_E2E_METRICS_ENV_H
+#define PRISMLB_E2E_METRICS_ENV_H
 
 #include <stddef.h>
 
 #include "prismlb/module.h"
-#include "testutil.h"
+#include "daemon.h"
 
 /* The module ABI as prismlb_build_info's abi label spells it: "1.1". */
 #define ME_STR_(x) #x
 #define ME_STR(x) ME_STR_(x)
 #define ME_ABI ME_STR(PLB_ABI_MAJOR) "." ME_STR(PLB_ABI_MINOR)
 
-/* A daemon under test, with its private directory (config, log, traces). */
-struct me_daemon {
-    struct tu_proc proc;
-    char *dir; /* new; removed by me_daemon_stop */
-    char conf[4096];
-    char log[4096];
-    long long started_ms; /* tu_now_ms() right before the spawn */
-    long long ready_ms;   /* tu_now_ms() once wait_port accepted */
-};
-
 /* "PRISMLB_MODULE_PATH=<build>/modules:<build>/tests/modules" (static). */
 const char *me_module_path_env(void);
 
-/* A TCP port on 127.0.0.1 that was free a moment ago (bound to 0, read,
- * closed). Aborts the test when none can be had. */
-int me_free_port(void);
+/* tu_daemon_init in a fresh private directory (conf_text in prismlb.conf,
+ * the log in prismlb.log), start the daemon with me_module_path_env and,
+ * when wait_port > 0, wait up to 10 s for 127.0.0.1:wait_port to accept
+ * (d->ready_ms). Fails the test (with the log) when it does not. */
+void me_daemon_start(struct tu_daemon *d, const char *conf_text, int wait_port);
 
-/* Write conf_text to a fresh directory's prismlb.conf, start build/core/prismlb
- * on it (log in DIR/prismlb.log) and, when wait_port > 0, wait up to 10 s
- * for 127.0.0.1:wait_port to accept. Aborts the test (with the log) on
- * failure. */
-void me_daemon_start(struct me_daemon *d, const char *conf_text, int wait_port);
-
-/* SIGTERM, assert a clean exit (status 0) within 10 s, remove the
- * directory. */
-void me_daemon_stop(struct me_daemon *d);
-
-/* The daemon's log so far (new, caller frees). */
-char *me_daemon_log(const struct me_daemon *d);
+/* tu_daemon_finish within 10 s: SIGTERM, a clean exit (status 0) asserted,
+ * the directory removed. */
+void me_daemon_stop(struct tu_daemon *d);
 
 /* One HTTP response. */
 struct me_resp {

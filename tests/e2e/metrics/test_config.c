@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "env.h"
 
 static char *dir;
 

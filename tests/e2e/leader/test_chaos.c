@@ -1,6 +1,6 @@
 /*
  * mod_leader chaos tests: three daemons against one fake API server, each
- * running the gated writer (see le_e2e.h), with short timings (lease 3 s,
+ * running the gated writer (see env.h), with short timings (lease 3 s,
  * renew 2 s, retry 500 ms). Usage: test_leader_chaos root|kcp CASE, CASE
  * one of crash, release, freeze, handovers; with kcp the Lease and the
  * shared object live in the fake's /clusters/root:test workspace.
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 #define NREPLICAS 3
 
@@ -76,7 +76,7 @@ static int
 slot_of(const char *id)
 {
     for (int i = 0; i < NREPLICAS; i++) {
-        if (d[i].running && strcmp(d[i].identity, id) == 0)
+        if (d[i].td.running && strcmp(d[i].identity, id) == 0)
             return i;
     }
     return -1;
@@ -286,11 +286,11 @@ START_TEST(freeze)
         while ((renewed = le_last_lease_write(&env, lw.id)) <= t0 && tu_now_ms() < end)
             tu_sleep_ms(5);
         ck_assert_msg(renewed > t0, "%s did not renew within 3 s", lw.id);
-        ck_assert_int_eq(kill(d[s].proc.pid, SIGSTOP), 0);
+        ck_assert_int_eq(kill(d[s].td.proc.pid, SIGSTOP), 0);
         double t_stop = le_wall();
         tu_sleep_ms(freeze_ms);
         double t_cont = le_wall();
-        ck_assert_int_eq(kill(d[s].proc.pid, SIGCONT), 0);
+        ck_assert_int_eq(kill(d[s].td.proc.pid, SIGCONT), 0);
         /* Past renew_deadline: its gate closes at once on resume. */
         end = tu_now_ms() + 3000;
         while (count_lines(d[s].trace, closed) == 0 && tu_now_ms() < end)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 static char *dir;
 
@@ -137,7 +137,7 @@ START_TEST(missing_namespace_is_reported)
     memset(&d, 0, sizeof(d));
     le_daemon_config(&e, &d, "solo", &le_short, "");
     /* Same config, another namespace. */
-    char *conf = tu_read_file(d.conf, NULL);
+    char *conf = tu_read_file(d.td.conf, NULL);
     ck_assert_ptr_nonnull(conf);
     char *p = strstr(conf, "lease_namespace = \"default\"");
     ck_assert_ptr_nonnull(p);
@@ -145,7 +145,7 @@ START_TEST(missing_namespace_is_reported)
     snprintf(fixed, sizeof(fixed), "%.*slease_namespace = \"nope\"%s", (int)(p - conf), conf,
              p + strlen("lease_namespace = \"default\""));
     free(conf);
-    ck_assert_int_eq(tu_write_file(d.conf, fixed), 0);
+    ck_assert_int_eq(tu_write_file(d.td.conf, fixed), 0);
     le_daemon_spawn(&d);
     long long end = tu_now_ms() + 10000;
     char *log = NULL;

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 static int kcp;
 static struct le_env env;
@@ -106,19 +106,6 @@ microtime_now(char *buf, size_t len, double offset_s)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
 }
 
-static int
-free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* GET /metrics from 127.0.0.1:port (new text), bounded by 5 s. */
 static char *
 scrape(int port)
@@ -155,7 +142,7 @@ START_TEST(go_fields)
 {
     struct le_daemon d, d2;
     char more[256];
-    int port = free_port(), port2 = free_port();
+    int port = tu_free_port(), port2 = tu_free_port();
     memset(&d, 0, sizeof(d));
     memset(&d2, 0, sizeof(d2));
     snprintf(more, sizeof(more),

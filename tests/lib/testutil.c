@@ -68,6 +68,45 @@ tu_check_config(const char *path, const char *module_path_env, char **out)
 }
 
 int
+tu_check_config_text(const char *dir, const char *name, const char *text,
+                     const char *module_path_env, char **out)
+{
+    char path[4096];
+    ck_assert_msg(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path),
+                  "path too long");
+    ck_assert_msg(tu_write_file(path, text) == 0, "cannot write %s", path);
+    return tu_check_config(path, module_path_env, out);
+}
+
+void
+tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
+                       const char *rest)
+{
+    char want[8192];
+    snprintf(want, sizeof(want), "%s/%s:%d: %s", dir, name, line, rest);
+    if (!out || !strstr(out, want))
+        ck_abort_msg("expected \"%s\" in output:\n%s", want, out ? out : "(none)");
+}
+
+char *tu_dir;
+
+void
+tu_dir_setup(void)
+{
+    tu_dir = tu_mkdtemp();
+    ck_assert_msg(tu_dir, "cannot make a private directory");
+}
+
+void
+tu_dir_teardown(void)
+{
+    if (tu_dir)
+        tu_rmrf(tu_dir);
+    free(tu_dir);
+    tu_dir = NULL;
+}
+
+int
 tu_file_has(const char *path, const char *needle)
 {
     char *text = tu_read_file(path, NULL);
@@ -412,4 +451,40 @@ tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
     buf[n++] = '\n';
     buf[n] = '\0';
     return tu_write_file(path, buf);
+}
+
+#define KUBECTL_MAX_ARGS 32
+
+int
+tu_kubectl(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+           const char *const *args)
+{
+    char exe[4096], *argv[KUBECTL_MAX_ARGS + 6];
+    size_t n = 0;
+    snprintf(exe, sizeof(exe), "%s", tu_source_path(".tools/bin/kubectl"));
+    argv[n++] = exe;
+    argv[n++] = "--kubeconfig";
+    argv[n++] = (char *)kubeconfig;
+    argv[n++] = "--cache-dir";
+    argv[n++] = (char *)cachedir;
+    for (size_t i = 0; args && args[i]; i++) {
+        ck_assert_msg(i < KUBECTL_MAX_ARGS, "more than %d kubectl arguments", KUBECTL_MAX_ARGS);
+        argv[n++] = (char *)args[i];
+    }
+    argv[n] = NULL;
+    return tu_run(argv, envp_extra, out, 60000);
+}
+
+int
+tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+            va_list ap)
+{
+    const char *args[KUBECTL_MAX_ARGS + 1];
+    size_t n = 0;
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL; n++) {
+        ck_assert_msg(n < KUBECTL_MAX_ARGS, "more than %d kubectl arguments", KUBECTL_MAX_ARGS);
+        args[n] = a;
+    }
+    args[n] = NULL;
+    return tu_kubectl(kubeconfig, cachedir, envp_extra, out, args);
 }

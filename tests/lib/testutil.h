@@ -7,6 +7,7 @@
 #ifndef PRISMLB_TESTUTIL_H
 #define PRISMLB_TESTUTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -53,6 +54,23 @@ int tu_run(char *const argv[], char *const envp_extra[], char **out, int timeout
  * its exit status, *out its output (new). */
 int tu_check_config(const char *path, const char *module_path_env, char **out);
 
+/* Write text to dir/name and run tu_check_config on it: its exit status,
+ * *out its output (new). Fails the test when the file cannot be written. */
+int tu_check_config_text(const char *dir, const char *name, const char *text,
+                         const char *module_path_env, char **out);
+
+/* Fail the test unless out holds "dir/name:line: rest" (the FILE:LINE
+ * form of --check-config's errors). */
+void tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
+                            const char *rest);
+
+/* A Check fixture (tcase_add_checked_fixture(tc, tu_dir_setup,
+ * tu_dir_teardown)): tu_dir is a fresh private directory (tu_mkdtemp)
+ * during each test, removed after it. */
+extern char *tu_dir;
+void tu_dir_setup(void);
+void tu_dir_teardown(void);
+
 /* 1 when the file at path holds needle (a daemon's log line, say). */
 int tu_file_has(const char *path, const char *needle);
 
@@ -82,6 +100,17 @@ struct tu_kubeconfig {
 
 /* Write kc (borrowed) to path. 0 or -errno. */
 int tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc);
+
+/* Run kubectl (.tools/bin/kubectl, from tests/setup.sh) with --kubeconfig
+ * kubeconfig and --cache-dir cachedir, then args (NULL-terminated, at
+ * most 32), envp_extra (may be NULL) added to its environment, within
+ * 60 s: its exit code as tu_run's, *out its output (new; out may be NULL
+ * to discard it). tu_kubectlv takes the args as a va_list of strings
+ * ending in NULL. */
+int tu_kubectl(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+               const char *const *args);
+int tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+                va_list ap);
 
 /* Wait until a TCP connect to host:port succeeds. 0 or -1 on timeout. */
 int tu_wait_port(const char *host, int port, int timeout_ms);

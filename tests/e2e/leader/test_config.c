@@ -14,22 +14,6 @@
 
 #include "env.h"
 
-static char *dir;
-
-static void
-setup(void)
-{
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
-}
-
 static int
 check_file(const char *path, char **out)
 {
@@ -40,16 +24,14 @@ check_file(const char *path, char **out)
 static int
 check_line3(const char *line3, char **out)
 {
-    char path[4096], text[2048];
-    snprintf(path, sizeof(path), "%s/le.conf", dir);
+    char text[2048];
     snprintf(text, sizeof(text),
              "instances = (\n"
              "  { module = \"leader\"; name = \"le\"; lease_name = \"x\";\n"
              "    %s }\n"
              ");\n",
              line3);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    return check_file(path, out);
+    return tu_check_config_text(tu_dir, "le.conf", text, le_module_path_env(), out);
 }
 
 static void
@@ -57,7 +39,7 @@ rejected(const char *line3, const char *setting, const char *msg)
 {
     char *out = NULL, want[4096];
     int rc = check_line3(line3, &out);
-    snprintf(want, sizeof(want), "%s/le.conf:3: instances.le.%s: %s", dir, setting, msg);
+    snprintf(want, sizeof(want), "%s/le.conf:3: instances.le.%s: %s", tu_dir, setting, msg);
     ck_assert_msg(rc == 1 && strstr(out, want), "%s: expected \"%s\" (exit 1), got %d:\n%s", line3,
                   want, rc, out);
     free(out);
@@ -103,7 +85,7 @@ START_TEST(names_and_client_settings)
              "\"kcp.example\"; identity = \"pod-a_1\";");
 
     char *out = NULL, path[4096];
-    snprintf(path, sizeof(path), "%s/noname.conf", dir);
+    snprintf(path, sizeof(path), "%s/noname.conf", tu_dir);
     ck_assert_int_eq(tu_write_file(path, "instances = ( { module = \"leader\"; } );\n"), 0);
     ck_assert_int_eq(check_file(path, &out), 1);
     ck_assert_msg(strstr(out, "lease_name"), "%s", out);
@@ -170,7 +152,7 @@ main(void)
 {
     Suite *s = suite_create("leader-config");
     TCase *tc = tcase_create("config");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, client_go_timing_rules);
     tcase_add_test(tc, names_and_client_settings);

@@ -52,22 +52,12 @@ teardown(void)
 static int
 kc(char **out, ...)
 {
-    char *argv[40];
-    int n = 0;
-    va_list ap;
-    const char *a;
-    argv[n++] = kubectl;
-    argv[n++] = "--kubeconfig";
-    argv[n++] = env.kubeconfig;
-    argv[n++] = "--cache-dir";
-    argv[n++] = cachedir;
-    va_start(ap, out);
-    while ((a = va_arg(ap, const char *)) && n < 38)
-        argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n] = NULL;
     char *envp[] = {home, NULL};
-    return tu_run(argv, envp, out, 60000);
+    va_list ap;
+    va_start(ap, out);
+    int rc = tu_kubectlv(env.kubeconfig, cachedir, envp, out, ap);
+    va_end(ap);
+    return rc;
 }
 
 static json_t *

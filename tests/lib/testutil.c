@@ -488,3 +488,13 @@ tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra
     args[n] = NULL;
     return tu_kubectl(kubeconfig, cachedir, envp_extra, out, args);
 }
+
+int
+tu_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -7,6 +7,7 @@
 #ifndef PRISMLB_TESTUTIL_H
 #define PRISMLB_TESTUTIL_H
 
+#include <check.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -114,6 +115,10 @@ int tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_e
 
 /* Wait until a TCP connect to host:port succeeds. 0 or -1 on timeout. */
 int tu_wait_port(const char *host, int port, int timeout_ms);
+
+/* A suite's main: run every test of s (its runner freed here), and
+ * EXIT_SUCCESS when none failed, else EXIT_FAILURE. */
+int tu_run_suite(Suite *s);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 long long tu_now_ms(void);

@@ -369,9 +369,5 @@ main(void)
     tcase_add_test(tc, a_module_built_for_3_0_finds_every_member_on_the_daemon);
     tcase_add_test(tc, a_member_the_daemon_lacks_is_found_absent);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

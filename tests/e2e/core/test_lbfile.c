@@ -152,9 +152,5 @@ main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, another_cloud_provisions_through_the_abi);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

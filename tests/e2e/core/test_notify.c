@@ -204,9 +204,5 @@ main(void)
     tcase_add_test(tc, watchdog_usec_brings_watchdog_keepalives_from_the_event_loop);
     tcase_add_test(tc, a_malformed_notify_socket_is_logged_and_the_daemon_runs);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

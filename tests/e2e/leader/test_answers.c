@@ -153,9 +153,5 @@ main(void)
     tcase_add_test(tc, garbage_write_answers_open_no_gate);
     tcase_add_test(tc, leader_renewed_with_garbage_loses_and_stays_out);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

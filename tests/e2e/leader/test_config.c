@@ -159,9 +159,5 @@ main(void)
     tcase_add_test(tc, reconciler_conf_passes);
     tcase_add_test(tc, missing_namespace_is_reported);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

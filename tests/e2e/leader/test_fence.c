@@ -202,9 +202,5 @@ main(int argc, char **argv)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, a_closed_gate_lets_no_later_write_through);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

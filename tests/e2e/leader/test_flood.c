@@ -327,9 +327,5 @@ main(void)
     tcase_add_test(tc, flood_of_reset_scrapes_keeps_the_lease);
     tcase_add_test(tc, idle_connections_under_1024_fds_do_not_lock_out_clients);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

@@ -249,9 +249,5 @@ main(void)
     tcase_add_test(tc, check_config_loads_each_kubeconfig);
     tcase_add_test(tc, daemon_with_a_fifo_kubeconfig_says_so_and_stops);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

@@ -27,6 +27,7 @@
 #include "alloc.h"
 #include "httpd.h"
 #include "reactor.h"
+#include "testutil.h"
 
 static struct event_base *base;
 
@@ -1032,9 +1033,5 @@ httpd_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(httpd_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(httpd_suite());
 }

@@ -25,6 +25,7 @@
 
 #include "httpd.h"
 #include "reactor.h"
+#include "testutil.h"
 
 static struct event_base *base;
 
@@ -368,9 +369,5 @@ bounds_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(bounds_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(bounds_suite());
 }

@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "reactor.h"
+#include "testutil.h"
 
 /* Upper scheduling slack in ms for every "fires by" bound. */
 #define SLACK_MS 250
@@ -706,9 +707,5 @@ reactor_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(reactor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(reactor_suite());
 }

@@ -27,24 +27,8 @@
 #include "alloc.h"
 #include "httpd.h"
 #include "reactor.h"
+#include "loop.h"
 #include "testutil.h"
-
-static struct event_base *base;
-
-static void
-setup(void)
-{
-    signal(SIGPIPE, SIG_IGN); /* as the daemon does */
-    base = core_event_base_new();
-    ck_assert_ptr_nonnull(base);
-}
-
-static void
-teardown(void)
-{
-    event_base_free(base);
-    base = NULL;
-}
 
 /* ------------------------------------------------------------------------ */
 /* Clients on threads                                                       */
@@ -199,14 +183,6 @@ run_one(struct client *c, int port, const char *req)
     struct client *cs[1] = {c};
     client_start(c, port, req);
     run_clients(cs, 1);
-}
-
-static void
-run_for(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    ck_assert_int_eq(event_base_loopexit(base, &tv), 0);
-    ck_assert_int_ge(event_base_dispatch(base), 0);
 }
 
 /* Status of the first response in r (0 if none). */
@@ -1005,7 +981,7 @@ httpd_suite(void)
 {
     Suite *s = suite_create("httpd");
     TCase *tc = tcase_create("server");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 40);
     tcase_add_test(tc, test_methods_reach_handler);
     tcase_add_test(tc, test_unrouted_404);

@@ -25,31 +25,8 @@
 #include "metrics.h"
 #include "log.h"
 #include "reactor.h"
+#include "loop.h"
 #include "testutil.h"
-
-static struct event_base *base;
-
-static void
-setup(void)
-{
-    base = core_event_base_new();
-    ck_assert_ptr_nonnull(base);
-}
-
-static void
-teardown(void)
-{
-    event_base_free(base);
-    base = NULL;
-}
-
-static void
-run_for(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    ck_assert_int_eq(event_base_loopexit(base, &tv), 0);
-    ck_assert_int_ge(event_base_dispatch(base), 0);
-}
 
 #define MAX_CONN 16
 
@@ -578,7 +555,7 @@ listener_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tcp");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_accept_ipv4);
     tcase_add_test(tc, test_accept_ipv6);

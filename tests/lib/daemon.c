@@ -66,41 +66,50 @@ tu_module_path_env(const char *const dirs[])
     return env;
 }
 
-/* 1 when the log holds needle. */
+/* What a wait waits for: 1 when it holds. */
+struct wait_for {
+    int port;           /* 127.0.0.1:port accepts (when > 0) */
+    const char *needle; /* the log holds it (when not NULL) */
+};
+
 static int
-log_has(const struct tu_daemon *d, const char *needle)
+holds(const struct tu_daemon *d, const struct wait_for *w)
 {
-    return tu_file_has(d->log, needle);
+    if (w->port > 0)
+        return tu_wait_port("127.0.0.1", w->port, 0) == 0;
+    return tu_file_has(d->log, w->needle);
+}
+
+/* Poll w up to timeout_ms while the daemon runs: 0, -1 on timeout, -2
+ * when the daemon exited first (w is asked once more after the exit: a
+ * log line written right before it counts). */
+static int
+wait_for(struct tu_daemon *d, const struct wait_for *w, int timeout_ms)
+{
+    long long deadline = tu_now_ms() + timeout_ms;
+    while (!holds(d, w)) {
+        if (tu_exited(&d->proc))
+            return w->needle && holds(d, w) ? 0 : -2;
+        if (tu_now_ms() >= deadline)
+            return -1;
+        tu_sleep_ms(20);
+    }
+    d->ready_ms = tu_now_ms();
+    return 0;
 }
 
 int
 tu_daemon_wait_port(struct tu_daemon *d, int port, int timeout_ms)
 {
-    long long deadline = tu_now_ms() + timeout_ms;
-    while (tu_wait_port("127.0.0.1", port, 0) < 0) {
-        if (tu_exited(&d->proc))
-            return -2;
-        if (tu_now_ms() >= deadline)
-            return -1;
-        tu_sleep_ms(20);
-    }
-    d->ready_ms = tu_now_ms();
-    return 0;
+    const struct wait_for w = {.port = port};
+    return wait_for(d, &w, timeout_ms);
 }
 
 int
 tu_daemon_wait_log(struct tu_daemon *d, const char *needle, int timeout_ms)
 {
-    long long deadline = tu_now_ms() + timeout_ms;
-    while (!log_has(d, needle)) {
-        if (tu_exited(&d->proc))
-            return log_has(d, needle) ? 0 : -2; /* written right before the exit */
-        if (tu_now_ms() >= deadline)
-            return -1;
-        tu_sleep_ms(20);
-    }
-    d->ready_ms = tu_now_ms();
-    return 0;
+    const struct wait_for w = {.needle = needle};
+    return wait_for(d, &w, timeout_ms);
 }
 
 int

@@ -427,8 +427,8 @@ tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
                           "clusters:\n"
                           "- name: fake\n"
                           "  cluster:\n"
-                          "    server: \"%s\"\n"
-                          "    certificate-authority: \"%sca.crt\"\n"
+                          "    server: %s\n"
+                          "    certificate-authority: %sca.crt\n"
                           "contexts:\n"
                           "- name: fake\n"
                           "  context: {cluster: fake, user: fake, namespace: default}\n"
@@ -439,11 +439,11 @@ tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
                           kc->server, dir);
     if (n < sizeof(buf) && !kc->no_client_cert)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n,
-                              "\n    client-certificate: \"%sclient.crt\"\n"
-                              "    client-key: \"%sclient.key\"",
+                              "\n    client-certificate: %sclient.crt\n"
+                              "    client-key: %sclient.key",
                               dir, dir);
     if (n < sizeof(buf) && kc->token_file)
-        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\n    tokenFile: \"%s\"", kc->token_file);
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\n    tokenFile: %s", kc->token_file);
     if (n < sizeof(buf) && kc->no_client_cert && !kc->token_file)
         n += (size_t)snprintf(buf + n, sizeof(buf) - n, " {}");
     if (n + 1 >= sizeof(buf))

@@ -54,18 +54,6 @@ tu_daemon_spawn(struct tu_daemon *d, const char *conf_text, char *const args[],
     d->running = 1;
 }
 
-const char *
-tu_module_path_env(const char *const dirs[])
-{
-    static char env[16384];
-    size_t n = (size_t)snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=");
-    for (size_t i = 0; dirs && dirs[i] && n < sizeof(env); i++)
-        n += (size_t)snprintf(env + n, sizeof(env) - n, "%s%s", i ? ":" : "",
-                              tu_build_path(dirs[i]));
-    ck_assert_msg(n < sizeof(env), "module path too long");
-    return env;
-}
-
 /* What a wait waits for: 1 when it holds. */
 struct wait_for {
     int port;           /* 127.0.0.1:port accepts (when > 0) */

@@ -38,11 +38,6 @@ void tu_daemon_init(struct tu_daemon *d, const char *dir, const char *name);
 void tu_daemon_spawn(struct tu_daemon *d, const char *conf_text, char *const args[],
                      char *const env_extra[]);
 
-/* "PRISMLB_MODULE_PATH=" and the build directories dirs (relative to the
- * build root, NULL-terminated) joined by ':'. A static buffer, overwritten
- * by the next call. */
-const char *tu_module_path_env(const char *const dirs[]);
-
 /* Wait up to timeout_ms, while the daemon runs, for 127.0.0.1:port to
  * accept, or for a log line that holds needle. 0, -1 on timeout, -2 when
  * the daemon exited first. */

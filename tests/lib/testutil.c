@@ -57,6 +57,19 @@ tu_sleep_ms(int ms)
         ;
 }
 
+const char *
+tu_module_path_env(const char *const dirs[])
+{
+    static char env[16384];
+    char one[4096];
+    size_t n = (size_t)snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=");
+    for (size_t i = 0; dirs && dirs[i] && n < sizeof(env); i++)
+        n += (size_t)snprintf(env + n, sizeof(env) - n, "%s%s", i ? ":" : "",
+                              root_path("PRISMLB_BUILD_ROOT", dirs[i], one, sizeof(one)));
+    ck_assert_msg(n < sizeof(env), "module path too long");
+    return env;
+}
+
 int
 tu_check_config(const char *path, const char *module_path_env, char **out)
 {

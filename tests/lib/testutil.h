@@ -23,6 +23,11 @@ const char *tu_build_path(const char *rel);
 /* Path of a source file: $PRISMLB_SOURCE_ROOT/rel. Returns a static buffer. */
 const char *tu_source_path(const char *rel);
 
+/* "PRISMLB_MODULE_PATH=" and the build directories dirs (relative to the
+ * build root, NULL-terminated) joined by ':'. A static buffer, overwritten
+ * by the next call (not tu_build_path's: both may be used at once). */
+const char *tu_module_path_env(const char *const dirs[]);
+
 /* A fresh private directory under $TMPDIR (or /tmp) named
  * "prismlb-test-" and six random characters (new, caller frees the string;
  * tu_rmrf removes it). NULL on failure. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -510,4 +511,29 @@ tu_run_suite(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+double
+tu_cpu_seconds(void)
+{
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+size_t
+tu_buf_append(char *data, size_t size, size_t nmemb, void *buf)
+{
+    struct tu_buf *b = buf;
+    size_t add = size * nmemb;
+    char *np = realloc(b->p, b->n + add + 1);
+    if (!np)
+        return 0;
+    memcpy(np + b->n, data, add);
+    b->p = np;
+    b->n += add;
+    b->p[b->n] = '\0';
+    b->seen = 1;
+    return add;
 }

@@ -125,6 +125,20 @@ int tu_wait_port(const char *host, int port, int timeout_ms);
  * EXIT_SUCCESS when none failed, else EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
 
+/* CPU seconds (user and system) this process has used so far. */
+double tu_cpu_seconds(void);
+
+/* A growing NUL-terminated buffer, and an appender with the signature of
+ * a libcurl write or header callback (CURLOPT_WRITEFUNCTION): start from
+ * {0}, pass it as the data; p is new (caller frees), seen says a byte
+ * came. Returns nmemb * size, or 0 when memory ran out. */
+struct tu_buf {
+    char *p;
+    size_t n;
+    int seen;
+};
+size_t tu_buf_append(char *data, size_t size, size_t nmemb, void *buf);
+
 /* Milliseconds on CLOCK_MONOTONIC. */
 long long tu_now_ms(void);
 void tu_sleep_ms(int ms);

@@ -182,16 +182,23 @@ le_daemon_wait_log(struct le_daemon *d, const char *needle, int timeout_ms)
                        rc == -2 ? "exited" : "ran on");
 }
 
-/* The writes of the request log, in log order (new array, *n entries). */
-struct le_write *
-le_writes(struct le_env *e, size_t *n)
+json_t *
+le_request_log(struct le_env *e)
 {
     struct http_res r;
     memset(&r, 0, sizeof(r));
     ck_assert_int_eq(fake_admin(&e->f, "GET", "/requests", NULL, &r), 0);
     json_t *j = res_json(&r);
     http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
+    ck_assert_msg(j != NULL, "the fake's request log is not JSON");
+    return j;
+}
+
+/* The writes of the request log, in log order (new array, *n entries). */
+struct le_write *
+le_writes(struct le_env *e, size_t *n)
+{
+    json_t *j = le_request_log(e);
     json_t *items = json_object_get(j, "items");
     size_t cap = json_array_size(items) + 1, k = 0;
     struct le_write *w = calloc(cap, sizeof(*w));
@@ -225,15 +232,10 @@ le_writes(struct le_env *e, size_t *n)
 double
 le_last_lease_write(struct le_env *e, const char *identity)
 {
-    struct http_res r;
     char tag[128];
     double last = 0;
     snprintf(tag, sizeof(tag), "(leader; %s)", identity);
-    memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_admin(&e->f, "GET", "/requests", NULL, &r), 0);
-    json_t *j = res_json(&r);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
+    json_t *j = le_request_log(e);
     json_t *items = json_object_get(j, "items");
     for (size_t i = 0; i < json_array_size(items); i++) {
         json_t *it = json_array_get(items, i);
@@ -332,4 +334,16 @@ le_check_no_overlap(struct le_env *e)
     free(t);
     free(w);
     return (int)nt;
+}
+
+int
+le_mode_arg(int argc, char **argv, int min_argc, const char *usage)
+{
+    if (argc < min_argc || argc < 2 ||
+        (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
+        fprintf(stderr, "usage: %s %s\n", argv[0], usage);
+        exit(2);
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return strcmp(argv[1], "kcp") == 0;
 }

@@ -117,6 +117,10 @@ char *le_daemon_log(const struct le_daemon *d);
  * (with the log) when none comes or the daemon exits first. */
 void le_daemon_wait_log(struct le_daemon *d, const char *needle, int timeout_ms);
 
+/* The fake's request log (GET /requests: {"items": [...]}), parsed (new);
+ * fails the test when it cannot be had. */
+json_t *le_request_log(struct le_env *e);
+
 /* The writes of the request log, in log order (new array, *n entries). */
 struct le_write *le_writes(struct le_env *e, size_t *n);
 
@@ -138,5 +142,10 @@ int le_last_writer(struct le_env *e, struct le_write *out);
  * after the previous ones ended. Returns the number of terms, and fails the
  * test on an overlap, naming both. */
 int le_check_no_overlap(struct le_env *e);
+
+/* A suite's mode from main's first argument: 1 for "kcp", 0 for "root".
+ * With fewer than min_argc arguments or another mode it prints "usage:
+ * PROGRAM usage" and exits 2. stdout is line-buffered from then on. */
+int le_mode_arg(int argc, char **argv, int min_argc, const char *usage);
 
 #endif

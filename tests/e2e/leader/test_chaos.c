@@ -131,14 +131,9 @@ struct lease_req {
 static struct lease_req *
 lease_requests(const char *identity, double after, size_t *n)
 {
-    struct http_res r;
     char tag[128];
     snprintf(tag, sizeof(tag), "(leader; %s)", identity);
-    memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_admin(&env.f, "GET", "/requests", NULL, &r), 0);
-    json_t *j = res_json(&r);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
+    json_t *j = le_request_log(&env);
     json_t *items = json_object_get(j, "items");
     struct lease_req *v = calloc(json_array_size(items) + 1, sizeof(*v));
     ck_assert_ptr_nonnull(v);
@@ -379,12 +374,7 @@ END_TEST
 int
 main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
-        fprintf(stderr, "usage: %s root|kcp crash|release|freeze|handovers\n", argv[0]);
-        return 2;
-    }
-    kcp = strcmp(argv[1], "kcp") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    kcp = le_mode_arg(argc, argv, 3, "root|kcp crash|release|freeze|handovers");
     Suite *s = suite_create("leader-chaos");
     TCase *tc = tcase_create(argv[2]);
     tcase_add_checked_fixture(tc, setup, teardown);

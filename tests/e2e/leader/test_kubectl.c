@@ -263,13 +263,8 @@ END_TEST
 static double
 last_kubectl_patch(void)
 {
-    struct http_res r;
     double last = 0;
-    memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_admin(&env.f, "GET", "/requests", NULL, &r), 0);
-    json_t *j = res_json(&r);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
+    json_t *j = le_request_log(&env);
     json_t *items = json_object_get(j, "items");
     for (size_t i = 0; i < json_array_size(items); i++) {
         json_t *it = json_array_get(items, i);
@@ -366,12 +361,7 @@ END_TEST
 int
 main(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
-        fprintf(stderr, "usage: %s root|kcp\n", argv[0]);
-        return 2;
-    }
-    kcp = strcmp(argv[1], "kcp") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    kcp = le_mode_arg(argc, argv, 2, "root|kcp");
     Suite *s = suite_create("leader-kubectl");
     TCase *tc = tcase_create("kubectl");
     tcase_add_checked_fixture(tc, setup, teardown);

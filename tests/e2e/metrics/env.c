@@ -41,43 +41,21 @@ me_daemon_stop(struct tu_daemon *d)
 
 /* ------------------------------------------------------------------ */
 
-struct grow {
-    char *p;
-    size_t n;
-    int seen;
-};
-
-static size_t
-grow_cb(char *data, size_t size, size_t nmemb, void *arg)
-{
-    struct grow *g = arg;
-    size_t add = size * nmemb;
-    char *np = realloc(g->p, g->n + add + 1);
-    if (!np)
-        return 0;
-    memcpy(np + g->n, data, add);
-    g->p = np;
-    g->n += add;
-    g->p[g->n] = '\0';
-    g->seen = 1;
-    return add;
-}
-
 int
 me_http(const char *method, const char *url, const char *const *extra, struct me_resp *r)
 {
     memset(r, 0, sizeof(*r));
     CURL *c = curl_easy_init();
     ck_assert_ptr_nonnull(c);
-    struct grow body = {0}, head = {0};
+    struct tu_buf body = {0}, head = {0};
     struct curl_slist *hl = NULL;
     for (size_t i = 0; extra && extra[i]; i++)
         hl = curl_slist_append(hl, extra[i]);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grow_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, tu_buf_append);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, grow_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, tu_buf_append);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &head);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     if (strcmp(method, "HEAD") == 0) {

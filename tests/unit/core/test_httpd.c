@@ -778,15 +778,6 @@ START_TEST(test_idle_timeout)
 }
 END_TEST
 
-static double
-cpu_seconds(void)
-{
-    struct rusage ru;
-    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 /* Out of descriptors: the server pauses accepting instead of spinning,
  * and serves again once descriptors are free. */
 START_TEST(test_emfile_backoff)
@@ -812,9 +803,9 @@ START_TEST(test_emfile_backoff)
         ck_assert_int_lt(nfill, 128);
         fill[nfill++] = fd;
     }
-    double cpu0 = cpu_seconds();
+    double cpu0 = tu_cpu_seconds();
     run_for(600);
-    double cpu = cpu_seconds() - cpu0;
+    double cpu = tu_cpu_seconds() - cpu0;
     ck_assert_msg(cpu < 0.05, "loop used %.3f s of CPU in 0.6 s while out of fds", cpu);
     ck_assert_int_eq(h.calls, 0);
     for (int i = 0; i < nfill; i++)

@@ -384,15 +384,6 @@ START_TEST(test_free_inside_accept)
 }
 END_TEST
 
-static double
-cpu_seconds(void)
-{
-    struct rusage ru;
-    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 static int
 count_lines_with(const char *text, const char *needle)
 {
@@ -452,9 +443,9 @@ START_TEST(test_emfile_backoff)
         fill[nfill++] = fd;
     }
 
-    double cpu0 = cpu_seconds();
+    double cpu0 = tu_cpu_seconds();
     run_for(600);
-    double cpu = cpu_seconds() - cpu0;
+    double cpu = tu_cpu_seconds() - cpu0;
     ck_assert_int_eq(a.n, 0);
     /* A spinning loop would burn the whole 600 ms. */
     ck_assert_msg(cpu < 0.05, "loop used %.3f s of CPU in 0.6 s while out of fds", cpu);

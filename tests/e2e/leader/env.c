@@ -194,31 +194,45 @@ le_request_log(struct le_env *e)
     return j;
 }
 
+size_t
+le_request_count(json_t *j)
+{
+    return json_array_size(json_object_get(j, "items"));
+}
+
+int
+le_request_at(json_t *j, size_t i, struct le_request *out)
+{
+    json_t *it = json_array_get(json_object_get(j, "items"), i);
+    out->ua = json_string_value(json_object_get(it, "userAgent"));
+    out->method = json_string_value(json_object_get(it, "method"));
+    out->path = json_string_value(json_object_get(it, "path"));
+    out->time = json_real_value(json_object_get(it, "time"));
+    out->status = (int)json_integer_value(json_object_get(it, "status"));
+    return out->ua && out->method && out->path ? 0 : -1;
+}
+
 /* The writes of the request log, in log order (new array, *n entries). */
 struct le_write *
 le_writes(struct le_env *e, size_t *n)
 {
     json_t *j = le_request_log(e);
-    json_t *items = json_object_get(j, "items");
-    size_t cap = json_array_size(items) + 1, k = 0;
+    size_t cap = le_request_count(j) + 1, k = 0;
     struct le_write *w = calloc(cap, sizeof(*w));
     ck_assert_ptr_nonnull(w);
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        if (!ua || !method || !path || strcmp(method, "PATCH") != 0 ||
-            strncmp(ua, "prismlb-writer/", 15) != 0 || !strstr(path, "/shared-writes"))
+    for (size_t i = 0; i + 1 < cap; i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) < 0 || strcmp(q.method, "PATCH") != 0 ||
+            strncmp(q.ua, "prismlb-writer/", 15) != 0 || !strstr(q.path, "/shared-writes"))
             continue;
-        const char *id = ua + 15, *slash = strrchr(id, '/');
+        const char *id = q.ua + 15, *slash = strrchr(id, '/');
         if (!slash || (size_t)(slash - id) >= sizeof(w[k].id))
             continue;
         memcpy(w[k].id, id, (size_t)(slash - id));
         w[k].id[slash - id] = '\0';
         w[k].term = atoi(slash + 1);
-        w[k].t = json_real_value(json_object_get(it, "time"));
-        w[k].status = (int)json_integer_value(json_object_get(it, "status"));
+        w[k].t = q.time;
+        w[k].status = q.status;
         k++;
     }
     json_decref(j);
@@ -236,18 +250,11 @@ le_last_lease_write(struct le_env *e, const char *identity)
     double last = 0;
     snprintf(tag, sizeof(tag), "(leader; %s)", identity);
     json_t *j = le_request_log(e);
-    json_t *items = json_object_get(j, "items");
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        json_int_t st = json_integer_value(json_object_get(it, "status"));
-        if (ua && method && path && strstr(ua, tag) && strstr(path, "/leases") &&
-            (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) && st / 100 == 2) {
-            double t = json_real_value(json_object_get(it, "time"));
-            last = t > last ? t : last;
-        }
+    for (size_t i = 0; i < le_request_count(j); i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) == 0 && strstr(q.ua, tag) && strstr(q.path, "/leases") &&
+            (strcmp(q.method, "PUT") == 0 || strcmp(q.method, "POST") == 0) && q.status / 100 == 2)
+            last = q.time > last ? q.time : last;
     }
     json_decref(j);
     return last;

@@ -121,6 +121,20 @@ void le_daemon_wait_log(struct le_daemon *d, const char *needle, int timeout_ms)
  * fails the test when it cannot be had. */
 json_t *le_request_log(struct le_env *e);
 
+/* One item of the request log; the strings borrowed from the log. */
+struct le_request {
+    const char *ua, *method, *path;
+    double time; /* arrival, wall seconds */
+    int status;
+};
+
+/* The number of items of the request log j. */
+size_t le_request_count(json_t *j);
+
+/* Item i of the request log j into *out: 0, or -1 when it lacks its
+ * user agent, method or path (then it is not a request to look at). */
+int le_request_at(json_t *j, size_t i, struct le_request *out);
+
 /* The writes of the request log, in log order (new array, *n entries). */
 struct le_write *le_writes(struct le_env *e, size_t *n);
 

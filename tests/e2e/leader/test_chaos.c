@@ -134,21 +134,18 @@ lease_requests(const char *identity, double after, size_t *n)
     char tag[128];
     snprintf(tag, sizeof(tag), "(leader; %s)", identity);
     json_t *j = le_request_log(&env);
-    json_t *items = json_object_get(j, "items");
-    struct lease_req *v = calloc(json_array_size(items) + 1, sizeof(*v));
+    size_t count = le_request_count(j);
+    struct lease_req *v = calloc(count + 1, sizeof(*v));
     ck_assert_ptr_nonnull(v);
     *n = 0;
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        double t = json_real_value(json_object_get(it, "time"));
-        if (!ua || !method || !path || !strstr(ua, tag) || !strstr(path, "/leases") || t <= after)
+    for (size_t i = 0; i < count; i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) < 0 || !strstr(q.ua, tag) || !strstr(q.path, "/leases") ||
+            q.time <= after)
             continue;
-        snprintf(v[*n].method, sizeof(v[*n].method), "%s", method);
-        v[*n].status = (int)json_integer_value(json_object_get(it, "status"));
-        v[*n].t = t;
+        snprintf(v[*n].method, sizeof(v[*n].method), "%s", q.method);
+        v[*n].status = q.status;
+        v[*n].t = q.time;
         (*n)++;
     }
     json_decref(j);

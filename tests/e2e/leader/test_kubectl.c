@@ -265,17 +265,11 @@ last_kubectl_patch(void)
 {
     double last = 0;
     json_t *j = le_request_log(&env);
-    json_t *items = json_object_get(j, "items");
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        if (ua && method && path && strncmp(ua, "kubectl", 7) == 0 &&
-            strcmp(method, "PATCH") == 0 && strstr(path, "/leases/prismlb-test")) {
-            double t = json_real_value(json_object_get(it, "time"));
-            last = t > last ? t : last;
-        }
+    for (size_t i = 0; i < le_request_count(j); i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) == 0 && strncmp(q.ua, "kubectl", 7) == 0 &&
+            strcmp(q.method, "PATCH") == 0 && strstr(q.path, "/leases/prismlb-test"))
+            last = q.time > last ? q.time : last;
     }
     json_decref(j);
     return last;

@@ -11,7 +11,7 @@
 #define MAX_EXCLUDES 16
 
 struct eval {
-    const void *self;
+    const struct mm_health_filter *filter;
     enum plb_health_kind kind;
     int64_t now_ms;
     int64_t threshold_ms;
@@ -94,7 +94,7 @@ visit(const struct plb_health_info *info, void *arg)
     if (info->kind == PLB_HEALTH_LIVE) {
         /* Another mod_metrics instance beats the same loop as we do; its
          * interval may be longer than our threshold, so judge only ours. */
-        if (mm_is_sibling_loop_check(e->self, info))
+        if (e->filter && e->filter->ignore && e->filter->ignore(e->filter->arg, info))
             return;
         int64_t age = e->now_ms - info->last_beat_ms;
         if (age <= e->threshold_ms) {
@@ -173,12 +173,14 @@ parse_excludes(struct eval *e, const char *query)
 }
 
 /* Visit every registered check into e (its only, verbose and excludes set
- * by the caller), as instance self sees kind now with threshold_ms. */
+ * by the caller), through filter (borrowed), as kind stands now with
+ * threshold_ms. */
 static void
-evaluate(struct eval *e, const struct plb_host *host, plb_ctx *ctx, const void *self,
-         enum plb_health_kind kind, int64_t threshold_ms, struct mm_buf *out)
+evaluate(struct eval *e, const struct plb_host *host, plb_ctx *ctx,
+         const struct mm_health_filter *filter, enum plb_health_kind kind, int64_t threshold_ms,
+         struct mm_buf *out)
 {
-    e->self = self;
+    e->filter = filter;
     e->kind = kind;
     e->now_ms = host->loop->now_ms(ctx);
     e->threshold_ms = threshold_ms;
@@ -187,13 +189,13 @@ evaluate(struct eval *e, const struct plb_host *host, plb_ctx *ctx, const void *
 }
 
 int
-mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
+mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const struct mm_health_filter *filter,
                enum plb_health_kind kind, int64_t threshold_ms, const char *query,
                struct mm_buf *out)
 {
     struct eval e = {.verbose = mm_query_verbose(query)};
     parse_excludes(&e, query);
-    evaluate(&e, host, ctx, self, kind, threshold_ms, out);
+    evaluate(&e, host, ctx, filter, kind, threshold_ms, out);
     const char *name = kind == PLB_HEALTH_LIVE ? "healthz" : "readyz";
     for (size_t i = 0; i < e.nexcl; i++) {
         if (!e.excl_used[i]) {
@@ -212,12 +214,12 @@ mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
 }
 
 int
-mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const void *self,
+mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const struct mm_health_filter *filter,
                    enum plb_health_kind kind, int64_t threshold_ms, const char *check,
                    struct mm_buf *out)
 {
     struct eval e = {.only = check};
-    evaluate(&e, host, ctx, self, kind, threshold_ms, out);
+    evaluate(&e, host, ctx, filter, kind, threshold_ms, out);
     if (!e.found)
         return -1;
     if (e.failed) {

@@ -8,6 +8,10 @@
  *   buf.c          a growable text buffer on the host allocator
  *   resolve.c      a hostname bind_address, resolved off the loop
  *
+ * Calls go downwards only: mod_metrics.c calls the other files, which call
+ * nothing of it (what health.c needs from above, which checks are a sibling
+ * instance's, it is handed as a struct mm_health_filter).
+ *
  * Everything runs on the daemon's one event loop thread.
  */
 #ifndef PRISMLB_MOD_METRICS_MM_H
@@ -55,10 +59,14 @@ MM_HIDDEN void mm_buf_free(struct mm_buf *b);
 /* ------------------------------------------------------------------ */
 /* health.c                                                             */
 
-/* Is info (another instance's check) the loop heartbeat of a mod_metrics
- * instance other than self? Implemented in mod_metrics.c, which keeps the
- * list of running instances. */
-MM_HIDDEN int mm_is_sibling_loop_check(const void *self, const struct plb_health_info *info);
+/* Which checks an evaluation passes over: ignore(arg, info) returns 1 for
+ * a check that is not this evaluation's to judge (mod_metrics.c hands one
+ * that finds the loop heartbeats of the other running mod_metrics
+ * instances). arg is borrowed; ignore may be NULL (every check counts). */
+struct mm_health_filter {
+    int (*ignore)(const void *arg, const struct plb_health_info *info);
+    const void *arg;
+};
 
 /*
  * Evaluate every registered check of `kind` (liveness: the heartbeat of each
@@ -74,20 +82,20 @@ MM_HIDDEN int mm_is_sibling_loop_check(const void *self, const struct plb_health
  * (repeatable, up to 16): an excluded check does not count and reads
  * "[+]instance/check excluded: ok" when verbose; one matching nothing adds
  * "warning: some health checks cannot be excluded: no matches for X".
- * self is the evaluating instance, for mm_is_sibling_loop_check. Returns 1
+ * filter (borrowed) says which checks are passed over. Returns 1
  * when every check passed, 0 otherwise. out->oom reports allocation failure.
  */
-MM_HIDDEN int mm_health_eval(const struct plb_host *host, plb_ctx *ctx, const void *self,
-                             enum plb_health_kind kind, int64_t threshold_ms, const char *query,
-                             struct mm_buf *out);
+MM_HIDDEN int mm_health_eval(const struct plb_host *host, plb_ctx *ctx,
+                             const struct mm_health_filter *filter, enum plb_health_kind kind,
+                             int64_t threshold_ms, const char *query, struct mm_buf *out);
 
 /* One check of `kind`, named "instance/check" (kube-apiserver's
  * /readyz/<check>): 1 and "ok\n" when it passes, 0 and "internal server
  * error: reason\n" when it fails, -1 (out untouched) when there is no such
- * check. */
-MM_HIDDEN int mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx, const void *self,
-                                 enum plb_health_kind kind, int64_t threshold_ms, const char *check,
-                                 struct mm_buf *out);
+ * check. filter as for mm_health_eval. */
+MM_HIDDEN int mm_health_eval_one(const struct plb_host *host, plb_ctx *ctx,
+                                 const struct mm_health_filter *filter, enum plb_health_kind kind,
+                                 int64_t threshold_ms, const char *check, struct mm_buf *out);
 
 /* Does the query string ask for verbose output ("verbose", "verbose=1",
  * "verbose=true", among other parameters)? Pure. */

@@ -197,8 +197,12 @@ mm_check(const struct plb_host *host, plb_check *chk, const void *config, plb_ch
 /* ------------------------------------------------------------------ */
 /* Siblings                                                             */
 
-int
-mm_is_sibling_loop_check(const void *self, const struct plb_health_info *info)
+/* Is info (another instance's check) the loop heartbeat of a running
+ * mod_metrics instance other than self (a struct mm)? The filter serve_probe
+ * hands health.c: another instance's interval may be longer than our
+ * threshold, so each judges only its own heartbeat. */
+static int
+is_sibling_loop_check(const void *self, const struct plb_health_info *info)
 {
     if (strcmp(info->check, MM_LOOP_CHECK) != 0)
         return 0;
@@ -238,10 +242,12 @@ serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind, const
 {
     static const char *const headers[] = {"Cache-Control: no-store",
                                           "X-Content-Type-Options: nosniff", NULL};
+    const struct mm_health_filter filter = {.ignore = is_sibling_loop_check, .arg = m};
     struct mm_buf b = {.host = m->host};
     int ok;
     if (check) {
-        ok = mm_health_eval_one(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms, check, &b);
+        ok = mm_health_eval_one(m->host, m->ctx, &filter, kind, m->cfg->liveness_threshold_ms,
+                                check, &b);
         if (ok < 0) {
             mm_buf_free(&b);
             reply_text(m, x, 404, "404 page not found\n", NULL);
@@ -253,7 +259,7 @@ serve_probe(struct mm *m, plb_http_exchange *x, enum plb_health_kind kind, const
             return;
         }
     } else {
-        ok = mm_health_eval(m->host, m->ctx, m, kind, m->cfg->liveness_threshold_ms,
+        ok = mm_health_eval(m->host, m->ctx, &filter, kind, m->cfg->liveness_threshold_ms,
                             m->host->http->query(x), &b);
     }
     if (b.oom) {

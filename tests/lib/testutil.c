@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <arpa/inet.h>
+#include <check.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -56,6 +58,19 @@ tu_sleep_ms(int ms)
         ;
 }
 
+const char *
+tu_module_path_env(const char *const dirs[])
+{
+    static char env[16384];
+    char one[4096];
+    size_t n = (size_t)snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=");
+    for (size_t i = 0; dirs && dirs[i] && n < sizeof(env); i++)
+        n += (size_t)snprintf(env + n, sizeof(env) - n, "%s%s", i ? ":" : "",
+                              root_path("PRISMLB_BUILD_ROOT", dirs[i], one, sizeof(one)));
+    ck_assert_msg(n < sizeof(env), "module path too long");
+    return env;
+}
+
 int
 tu_check_config(const char *path, const char *module_path_env, char **out)
 {
@@ -64,6 +79,45 @@ tu_check_config(const char *path, const char *module_path_env, char **out)
     char *argv[] = {exe, "--check-config", "--config", (char *)path, NULL};
     char *env[] = {(char *)module_path_env, NULL};
     return tu_run(argv, env, out, 30000);
+}
+
+int
+tu_check_config_text(const char *dir, const char *name, const char *text,
+                     const char *module_path_env, char **out)
+{
+    char path[4096];
+    ck_assert_msg(snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path),
+                  "path too long");
+    ck_assert_msg(tu_write_file(path, text) == 0, "cannot write %s", path);
+    return tu_check_config(path, module_path_env, out);
+}
+
+void
+tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
+                       const char *rest)
+{
+    char want[8192];
+    snprintf(want, sizeof(want), "%s/%s:%d: %s", dir, name, line, rest);
+    if (!out || !strstr(out, want))
+        ck_abort_msg("expected \"%s\" in output:\n%s", want, out ? out : "(none)");
+}
+
+char *tu_dir;
+
+void
+tu_dir_setup(void)
+{
+    tu_dir = tu_mkdtemp();
+    ck_assert_msg(tu_dir, "cannot make a private directory");
+}
+
+void
+tu_dir_teardown(void)
+{
+    if (tu_dir)
+        tu_rmrf(tu_dir);
+    free(tu_dir);
+    tu_dir = NULL;
 }
 
 int
@@ -353,4 +407,133 @@ tu_wait_port(const char *host, int port, int timeout_ms)
             return -1;
         tu_sleep_ms(10);
     }
+}
+
+int
+tu_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t l = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1, e = 0;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
+        port = ntohs(a.sin_port);
+    else
+        e = errno;
+    if (fd >= 0)
+        close(fd);
+    ck_assert_msg(port > 0, "no free port on 127.0.0.1: %s", strerror(e));
+    return port;
+}
+
+int
+tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
+{
+    char buf[16384], dir[4096] = "";
+    size_t n = 0;
+    if (!kc || !kc->server)
+        return -EINVAL;
+    if (kc->certdir && snprintf(dir, sizeof(dir), "%s/", kc->certdir) >= (int)sizeof(dir))
+        return -ENAMETOOLONG;
+    n += (size_t)snprintf(buf, sizeof(buf),
+                          "apiVersion: v1\n"
+                          "kind: Config\n"
+                          "clusters:\n"
+                          "- name: fake\n"
+                          "  cluster:\n"
+                          "    server: %s\n"
+                          "    certificate-authority: %sca.crt\n"
+                          "contexts:\n"
+                          "- name: fake\n"
+                          "  context: {cluster: fake, user: fake, namespace: default}\n"
+                          "current-context: fake\n"
+                          "users:\n"
+                          "- name: fake\n"
+                          "  user:",
+                          kc->server, dir);
+    if (n < sizeof(buf) && !kc->no_client_cert)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n,
+                              "\n    client-certificate: %sclient.crt\n"
+                              "    client-key: %sclient.key",
+                              dir, dir);
+    if (n < sizeof(buf) && kc->token_file)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\n    tokenFile: %s", kc->token_file);
+    if (n < sizeof(buf) && kc->no_client_cert && !kc->token_file)
+        n += (size_t)snprintf(buf + n, sizeof(buf) - n, " {}");
+    if (n + 1 >= sizeof(buf))
+        return -ENAMETOOLONG;
+    buf[n++] = '\n';
+    buf[n] = '\0';
+    return tu_write_file(path, buf);
+}
+
+#define KUBECTL_MAX_ARGS 32
+
+int
+tu_kubectl(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+           const char *const *args)
+{
+    char exe[4096], *argv[KUBECTL_MAX_ARGS + 6];
+    size_t n = 0;
+    snprintf(exe, sizeof(exe), "%s", tu_source_path(".tools/bin/kubectl"));
+    argv[n++] = exe;
+    argv[n++] = "--kubeconfig";
+    argv[n++] = (char *)kubeconfig;
+    argv[n++] = "--cache-dir";
+    argv[n++] = (char *)cachedir;
+    for (size_t i = 0; args && args[i]; i++) {
+        ck_assert_msg(i < KUBECTL_MAX_ARGS, "more than %d kubectl arguments", KUBECTL_MAX_ARGS);
+        argv[n++] = (char *)args[i];
+    }
+    argv[n] = NULL;
+    return tu_run(argv, envp_extra, out, 60000);
+}
+
+int
+tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+            va_list ap)
+{
+    const char *args[KUBECTL_MAX_ARGS + 1];
+    size_t n = 0;
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL; n++) {
+        ck_assert_msg(n < KUBECTL_MAX_ARGS, "more than %d kubectl arguments", KUBECTL_MAX_ARGS);
+        args[n] = a;
+    }
+    args[n] = NULL;
+    return tu_kubectl(kubeconfig, cachedir, envp_extra, out, args);
+}
+
+int
+tu_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+double
+tu_cpu_seconds(void)
+{
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+size_t
+tu_buf_append(char *data, size_t size, size_t nmemb, void *buf)
+{
+    struct tu_buf *b = buf;
+    size_t add = size * nmemb;
+    char *np = realloc(b->p, b->n + add + 1);
+    if (!np)
+        return 0;
+    memcpy(np + b->n, data, add);
+    b->p = np;
+    b->n += add;
+    b->p[b->n] = '\0';
+    b->seen = 1;
+    return add;
 }

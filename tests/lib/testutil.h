@@ -7,6 +7,8 @@
 #ifndef PRISMLB_TESTUTIL_H
 #define PRISMLB_TESTUTIL_H
 
+#include <check.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -20,6 +22,11 @@ struct tu_proc {
 const char *tu_build_path(const char *rel);
 /* Path of a source file: $PRISMLB_SOURCE_ROOT/rel. Returns a static buffer. */
 const char *tu_source_path(const char *rel);
+
+/* "PRISMLB_MODULE_PATH=" and the build directories dirs (relative to the
+ * build root, NULL-terminated) joined by ':'. A static buffer, overwritten
+ * by the next call (not tu_build_path's: both may be used at once). */
+const char *tu_module_path_env(const char *const dirs[]);
 
 /* A fresh private directory under $TMPDIR (or /tmp) named
  * "prismlb-test-" and six random characters (new, caller frees the string;
@@ -53,6 +60,23 @@ int tu_run(char *const argv[], char *const envp_extra[], char **out, int timeout
  * its exit status, *out its output (new). */
 int tu_check_config(const char *path, const char *module_path_env, char **out);
 
+/* Write text to dir/name and run tu_check_config on it: its exit status,
+ * *out its output (new). Fails the test when the file cannot be written. */
+int tu_check_config_text(const char *dir, const char *name, const char *text,
+                         const char *module_path_env, char **out);
+
+/* Fail the test unless out holds "dir/name:line: rest" (the FILE:LINE
+ * form of --check-config's errors). */
+void tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
+                            const char *rest);
+
+/* A Check fixture (tcase_add_checked_fixture(tc, tu_dir_setup,
+ * tu_dir_teardown)): tu_dir is a fresh private directory (tu_mkdtemp)
+ * during each test, removed after it. */
+extern char *tu_dir;
+void tu_dir_setup(void);
+void tu_dir_teardown(void);
+
 /* 1 when the file at path holds needle (a daemon's log line, say). */
 int tu_file_has(const char *path, const char *needle);
 
@@ -65,8 +89,55 @@ int tu_write_file(const char *path, const char *data);
  * Returns 0 or -1 on timeout. */
 int tu_wait_line(const char *path, const char *prefix, char *buf, size_t len, int timeout_ms);
 
+/* A TCP port of 127.0.0.1 that was free a moment ago: bound to port 0,
+ * read back and closed. Fails the test when none can be had. */
+int tu_free_port(void);
+
+/* A kubeconfig for the fake API server (tests/fakes/kube): one cluster,
+ * user and context, all named "fake", the context's namespace "default". */
+struct tu_kubeconfig {
+    const char *server;     /* URL, a path prefix included (borrowed) */
+    const char *certdir;    /* where ca.crt, client.crt and client.key are;
+                             * NULL: the bare names, which clients resolve
+                             * beside the kubeconfig */
+    int no_client_cert;     /* no client-certificate and client-key */
+    const char *token_file; /* the user's tokenFile, or NULL for none */
+};
+
+/* Write kc (borrowed) to path. 0 or -errno. */
+int tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc);
+
+/* Run kubectl (.tools/bin/kubectl, from tests/setup.sh) with --kubeconfig
+ * kubeconfig and --cache-dir cachedir, then args (NULL-terminated, at
+ * most 32), envp_extra (may be NULL) added to its environment, within
+ * 60 s: its exit code as tu_run's, *out its output (new; out may be NULL
+ * to discard it). tu_kubectlv takes the args as a va_list of strings
+ * ending in NULL. */
+int tu_kubectl(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+               const char *const *args);
+int tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra[], char **out,
+                va_list ap);
+
 /* Wait until a TCP connect to host:port succeeds. 0 or -1 on timeout. */
 int tu_wait_port(const char *host, int port, int timeout_ms);
+
+/* A suite's main: run every test of s (its runner freed here), and
+ * EXIT_SUCCESS when none failed, else EXIT_FAILURE. */
+int tu_run_suite(Suite *s);
+
+/* CPU seconds (user and system) this process has used so far. */
+double tu_cpu_seconds(void);
+
+/* A growing NUL-terminated buffer, and an appender with the signature of
+ * a libcurl write or header callback (CURLOPT_WRITEFUNCTION): start from
+ * {0}, pass it as the data; p is new (caller frees), seen says a byte
+ * came. Returns nmemb * size, or 0 when memory ran out. */
+struct tu_buf {
+    char *p;
+    size_t n;
+    int seen;
+};
+size_t tu_buf_append(char *data, size_t size, size_t nmemb, void *buf);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 long long tu_now_ms(void);

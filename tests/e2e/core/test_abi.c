@@ -18,7 +18,7 @@
 
 #include "fakehost.h"
 #include "prismlb/module.h"
-#include "testutil.h"
+#include "daemon.h"
 
 /* Install the development files only (header, helpers, pkg-config file,
  * docs) into dir/root. */
@@ -68,25 +68,18 @@ build_oot(const char *dir, const char *src, const char *name, const char *cflags
 static char *
 run_until(const char *dir, const char *text, const char *needle)
 {
-    char conf[4096], logfile[4096], mp[4096];
-    snprintf(conf, sizeof(conf), "%s/run.conf", dir);
-    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
+    struct tu_daemon d;
+    char mp[4096];
     snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
-    ck_assert_int_eq(tu_write_file(conf, text), 0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
     char *env[] = {mp, NULL};
-    struct tu_proc p;
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
-    long long end = tu_now_ms() + 10000;
-    while (!tu_file_has(logfile, needle) && tu_now_ms() < end)
-        tu_sleep_ms(50);
-    int seen = tu_file_has(logfile, needle);
-    tu_stop(&p, SIGTERM, 10000);
-    char *l = tu_read_file(logfile, NULL);
-    ck_assert_msg(seen, "no \"%s\" in the log: %s", needle, l ? l : "");
-    ck_assert(WIFEXITED(p.status));
-    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
-    return l;
+    tu_daemon_init(&d, dir, "run");
+    tu_daemon_spawn(&d, text, NULL, env);
+    if (tu_daemon_wait_log(&d, needle, 10000) != 0) {
+        tu_daemon_stop(&d, SIGKILL, 5000);
+        tu_daemon_fail(&d, "no \"%s\" in the log", needle);
+    }
+    tu_daemon_finish(&d, 10000);
+    return tu_daemon_log(&d);
 }
 
 START_TEST(out_of_tree_module_loads_and_runs)
@@ -122,27 +115,22 @@ START_TEST(out_of_tree_module_loads_and_runs)
     free(out);
 
     /* 3. Run it twice under two names; the trace shows the hook order. */
-    char conf[4096], trace[4096], logfile[4096], mp[4096];
-    snprintf(conf, sizeof(conf), "%s/oot.conf", dir);
+    struct tu_daemon d;
+    char trace[4096], mp[4096];
     snprintf(trace, sizeof(trace), "%s/trace.log", dir);
-    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
     snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", dir);
-    ck_assert_int_eq(
-        tu_write_file(
-            conf, "instances = (\n"
-                  "  { module = \"lifecycle\"; name = \"alpha\"; trace_file = \"trace.log\"; },\n"
-                  "  { module = \"lifecycle\"; name = \"beta\"; trace_file = \"trace.log\"; }\n"
-                  ");\n"),
-        0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
     char *env[] = {mp, NULL};
-    struct tu_proc p;
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
+    tu_daemon_init(&d, dir, "oot");
+    tu_daemon_spawn(&d,
+                    "instances = (\n"
+                    "  { module = \"lifecycle\"; name = \"alpha\"; trace_file = \"trace.log\"; },\n"
+                    "  { module = \"lifecycle\"; name = \"beta\"; trace_file = \"trace.log\"; }\n"
+                    ");\n",
+                    NULL, env);
     char buf[64];
-    ck_assert_int_eq(tu_wait_line(trace, "start beta", buf, sizeof(buf), 10000), 0);
-    tu_stop(&p, SIGTERM, 10000);
-    ck_assert(WIFEXITED(p.status));
-    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
+    if (tu_wait_line(trace, "start beta", buf, sizeof(buf), 10000) != 0)
+        tu_daemon_fail(&d, "no \"start beta\" in the trace");
+    tu_daemon_finish(&d, 10000);
     char *t = tu_read_file(trace, NULL);
     ck_assert_str_eq(t, "create alpha\ncreate beta\nstart alpha\nstart beta\n"
                         "stop beta\nstop alpha\ndestroy beta\ndestroy alpha\n");
@@ -381,9 +369,5 @@ main(void)
     tcase_add_test(tc, a_module_built_for_3_0_finds_every_member_on_the_daemon);
     tcase_add_test(tc, a_member_the_daemon_lacks_is_found_absent);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

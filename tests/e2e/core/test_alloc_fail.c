@@ -74,9 +74,5 @@ main(void)
     tcase_set_timeout(tc, 280);
     tcase_add_test(tc, every_allocation_failure_in_check_config_is_clean);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -10,72 +10,21 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "testutil.h"
-
-static char *dir;
-static char trace[4096], conf[4096], logfile[4096];
-static char module_path[4096];
-
-static void
-setup(void)
-{
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-    snprintf(trace, sizeof(trace), "%s/trace.log", dir);
-    snprintf(conf, sizeof(conf), "%s/test.conf", dir);
-    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
-    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s",
-             tu_build_path("tests/modules"));
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
-}
-
-static void
-start_daemon(struct tu_proc *p, const char *text)
-{
-    ck_assert_int_eq(tu_write_file(conf, text), 0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
-    char *env[] = {module_path, NULL};
-    ck_assert_int_eq(tu_spawn(p, argv, env, logfile), 0);
-}
-
-/* Wait until the trace holds `line`. */
-static void
-wait_trace(const char *line, int timeout_ms)
-{
-    char buf[256];
-    if (tu_wait_line(trace, line, buf, sizeof(buf), timeout_ms) != 0) {
-        char *t = tu_read_file(trace, NULL);
-        char *l = tu_read_file(logfile, NULL);
-        ck_abort_msg("no \"%s\" in trace:\n%s\nlog:\n%s", line, t ? t : "", l ? l : "");
-    }
-}
-
-static int
-exit_code(struct tu_proc *p)
-{
-    ck_assert(p->reaped);
-    ck_assert_msg(WIFEXITED(p->status), "daemon died of signal %d", WTERMSIG(p->status));
-    return WEXITSTATUS(p->status);
-}
+#include "env.h"
 
 START_TEST(hooks_run_in_order_for_two_instances)
 {
-    struct tu_proc p;
-    start_daemon(&p,
-                 "instances = (\n"
-                 "  { module = \"lifecycle\"; name = \"first\"; trace_file = \"trace.log\"; },\n"
-                 "  { module = \"lifecycle\"; name = \"second\"; trace_file = \"trace.log\"; }\n"
-                 ");\n");
-    wait_trace("start second", 10000);
-    tu_stop(&p, SIGTERM, 10000);
-    ck_assert_int_eq(exit_code(&p), 0);
-    char *t = tu_read_file(trace, NULL);
+    struct tu_proc *p = ce_start(
+
+        "instances = (\n"
+        "  { module = \"lifecycle\"; name = \"first\"; trace_file = \"trace.log\"; },\n"
+        "  { module = \"lifecycle\"; name = \"second\"; trace_file = \"trace.log\"; }\n"
+        ");\n",
+        NULL);
+    ce_wait_trace("start second", 10000);
+    tu_stop(p, SIGTERM, 10000);
+    ck_assert_int_eq(ce_exit_code(p), 0);
+    char *t = tu_read_file(ce.trace, NULL);
     ck_assert_str_eq(t, "create first\ncreate second\nstart first\nstart second\n"
                         "stop second\nstop first\ndestroy second\ndestroy first\n");
     free(t);
@@ -84,18 +33,19 @@ END_TEST
 
 START_TEST(asynchronous_stop_is_awaited_in_reverse_order)
 {
-    struct tu_proc p;
-    start_daemon(&p, "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"a\"; trace_file = \"trace.log\"; },\n"
-                     "  { module = \"lifecycle\"; name = \"b\"; trace_file = \"trace.log\";\n"
-                     "    stop_delay = \"300ms\"; }\n"
-                     ");\n");
-    wait_trace("start b", 10000);
+    struct tu_proc *p =
+        ce_start("instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"a\"; trace_file = \"trace.log\"; },\n"
+                 "  { module = \"lifecycle\"; name = \"b\"; trace_file = \"trace.log\";\n"
+                 "    stop_delay = \"300ms\"; }\n"
+                 ");\n",
+                 NULL);
+    ce_wait_trace("start b", 10000);
     long long t0 = tu_now_ms();
-    tu_stop(&p, SIGTERM, 10000);
+    tu_stop(p, SIGTERM, 10000);
     ck_assert_int_ge(tu_now_ms() - t0, 300);
-    ck_assert_int_eq(exit_code(&p), 0);
-    char *t = tu_read_file(trace, NULL);
+    ck_assert_int_eq(ce_exit_code(p), 0);
+    char *t = tu_read_file(ce.trace, NULL);
     ck_assert_ptr_nonnull(strstr(t, "stop b\nstopped b\nstop a\n"));
     free(t);
 }
@@ -103,19 +53,20 @@ END_TEST
 
 START_TEST(stop_grace_is_bounded)
 {
-    struct tu_proc p;
-    start_daemon(&p, "shutdown_grace = \"200ms\";\n"
-                     "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"slow\"; trace_file = \"trace.log\";\n"
-                     "    stop_delay = \"1h\"; }\n"
-                     ");\n");
-    wait_trace("start slow", 10000);
+    struct tu_proc *p =
+        ce_start("shutdown_grace = \"200ms\";\n"
+                 "instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"slow\"; trace_file = \"trace.log\";\n"
+                 "    stop_delay = \"1h\"; }\n"
+                 ");\n",
+                 NULL);
+    ce_wait_trace("start slow", 10000);
     long long t0 = tu_now_ms();
-    kill(p.pid, SIGTERM);
-    ck_assert(tu_wait_exit(&p, 5000));
+    kill(p->pid, SIGTERM);
+    ck_assert(tu_wait_exit(p, 5000));
     ck_assert_int_lt(tu_now_ms() - t0, 3000);
-    ck_assert_int_eq(exit_code(&p), 0);
-    char *l = tu_read_file(logfile, NULL);
+    ck_assert_int_eq(ce_exit_code(p), 0);
+    char *l = tu_read_file(ce.d.log, NULL);
     ck_assert_ptr_nonnull(strstr(l, "did not stop within the shutdown grace"));
     free(l);
 }
@@ -123,36 +74,38 @@ END_TEST
 
 START_TEST(second_signal_exits_at_once)
 {
-    struct tu_proc p;
-    start_daemon(&p, "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"slow\"; trace_file = \"trace.log\";\n"
-                     "    stop_delay = \"1h\"; }\n"
-                     ");\n");
-    wait_trace("start slow", 10000);
-    kill(p.pid, SIGTERM);
-    wait_trace("stop slow", 5000);
-    kill(p.pid, SIGINT);
-    ck_assert(tu_wait_exit(&p, 3000));
-    ck_assert_int_eq(exit_code(&p), 1);
+    struct tu_proc *p =
+        ce_start("instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"slow\"; trace_file = \"trace.log\";\n"
+                 "    stop_delay = \"1h\"; }\n"
+                 ");\n",
+                 NULL);
+    ce_wait_trace("start slow", 10000);
+    kill(p->pid, SIGTERM);
+    ce_wait_trace("stop slow", 5000);
+    kill(p->pid, SIGINT);
+    ck_assert(tu_wait_exit(p, 3000));
+    ck_assert_int_eq(ce_exit_code(p), 1);
 }
 END_TEST
 
 START_TEST(failed_start_stops_what_started_and_exits_1)
 {
-    struct tu_proc p;
-    start_daemon(&p, "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"ok\"; trace_file = \"trace.log\"; },\n"
-                     "  { module = \"lifecycle\"; name = \"bad\"; trace_file = \"trace.log\";\n"
-                     "    fail_start = true; }\n"
-                     ");\n");
-    ck_assert(tu_wait_exit(&p, 10000));
-    ck_assert_int_eq(exit_code(&p), 1);
-    char *t = tu_read_file(trace, NULL);
+    struct tu_proc *p =
+        ce_start("instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"ok\"; trace_file = \"trace.log\"; },\n"
+                 "  { module = \"lifecycle\"; name = \"bad\"; trace_file = \"trace.log\";\n"
+                 "    fail_start = true; }\n"
+                 ");\n",
+                 NULL);
+    ck_assert(tu_wait_exit(p, 10000));
+    ck_assert_int_eq(ce_exit_code(p), 1);
+    char *t = tu_read_file(ce.trace, NULL);
     ck_assert_str_eq(t, "create ok\ncreate bad\nstart ok\nstart bad\nstop ok\n"
                         "destroy bad\ndestroy ok\n");
     free(t);
     /* The module's reason, logged with the instance. */
-    char *l = tu_read_file(logfile, NULL);
+    char *l = tu_read_file(ce.d.log, NULL);
     ck_assert_msg(strstr(l, "instance=bad module=lifecycle msg=\"start failed\" "
                             "reason=\"fail_start is set\" error=\"Invalid argument\""),
                   "%s", l);
@@ -162,12 +115,12 @@ END_TEST
 
 START_TEST(config_errors_refuse_to_start)
 {
-    struct tu_proc p;
-    start_daemon(&p,
-                 "instances = ( { module = \"lifecycle\"; trace_file = \"t\"; port = -1; } );\n");
-    ck_assert(tu_wait_exit(&p, 10000));
-    ck_assert_int_eq(exit_code(&p), 1);
-    char *l = tu_read_file(logfile, NULL);
+    struct tu_proc *p = ce_start(
+
+        "instances = ( { module = \"lifecycle\"; trace_file = \"t\"; port = -1; } );\n", NULL);
+    ck_assert(tu_wait_exit(p, 10000));
+    ck_assert_int_eq(ce_exit_code(p), 1);
+    char *l = tu_read_file(ce.d.log, NULL);
     ck_assert_ptr_nonnull(strstr(l, "test.conf:1: instances.lifecycle.port: -1 is out of range"));
     ck_assert_ptr_nonnull(strstr(l, "not starting"));
     free(l);
@@ -176,34 +129,36 @@ END_TEST
 
 START_TEST(endpoint_sets_are_merged_for_sinks)
 {
-    struct tu_proc p;
-    start_daemon(&p, "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"s1\"; trace_file = \"trace.log\";\n"
-                     "    publish = [\"10.0.0.2:6443\", \"10.0.0.1:6443\"]; },\n"
-                     "  { module = \"lifecycle\"; name = \"s2\"; trace_file = \"trace.log\";\n"
-                     "    publish = [\"10.0.0.1:6443\", \"10.0.0.3:6443\"]; },\n"
-                     "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"trace.log\";\n"
-                     "    sources = [\"s1\", \"s2\"]; }\n"
-                     ");\n");
-    wait_trace("endpoints=10.0.0.1:6443,10.0.0.2:6443,10.0.0.3:6443 sink", 10000);
-    tu_stop(&p, SIGTERM, 10000);
-    ck_assert_int_eq(exit_code(&p), 0);
+    struct tu_proc *p =
+        ce_start("instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"s1\"; trace_file = \"trace.log\";\n"
+                 "    publish = [\"10.0.0.2:6443\", \"10.0.0.1:6443\"]; },\n"
+                 "  { module = \"lifecycle\"; name = \"s2\"; trace_file = \"trace.log\";\n"
+                 "    publish = [\"10.0.0.1:6443\", \"10.0.0.3:6443\"]; },\n"
+                 "  { module = \"lifecycle\"; name = \"sink\"; trace_file = \"trace.log\";\n"
+                 "    sources = [\"s1\", \"s2\"]; }\n"
+                 ");\n",
+                 NULL);
+    ce_wait_trace("endpoints=10.0.0.1:6443,10.0.0.2:6443,10.0.0.3:6443 sink", 10000);
+    tu_stop(p, SIGTERM, 10000);
+    ck_assert_int_eq(ce_exit_code(p), 0);
 }
 END_TEST
 
 START_TEST(gate_opens_and_closes_gated_instances)
 {
-    struct tu_proc p;
-    start_daemon(&p, "instances = (\n"
-                     "  { module = \"lifecycle\"; name = \"leader\"; trace_file = \"trace.log\";\n"
-                     "    gate_open_after = \"100ms\"; gate_close_after = \"200ms\"; },\n"
-                     "  { module = \"lifecycle\"; name = \"writer\"; trace_file = \"trace.log\";\n"
-                     "    gate = \"leader\"; }\n"
-                     ");\n");
-    wait_trace("gate_closed_all leader", 10000);
-    tu_stop(&p, SIGTERM, 10000);
-    ck_assert_int_eq(exit_code(&p), 0);
-    char *t = tu_read_file(trace, NULL);
+    struct tu_proc *p =
+        ce_start("instances = (\n"
+                 "  { module = \"lifecycle\"; name = \"leader\"; trace_file = \"trace.log\";\n"
+                 "    gate_open_after = \"100ms\"; gate_close_after = \"200ms\"; },\n"
+                 "  { module = \"lifecycle\"; name = \"writer\"; trace_file = \"trace.log\";\n"
+                 "    gate = \"leader\"; }\n"
+                 ");\n",
+                 NULL);
+    ce_wait_trace("gate_closed_all leader", 10000);
+    tu_stop(p, SIGTERM, 10000);
+    ck_assert_int_eq(ce_exit_code(p), 0);
+    char *t = tu_read_file(ce.trace, NULL);
     ck_assert_ptr_nonnull(strstr(t, "start writer\ngate_open writer\ngate_close writer\n"
                                     "gate_closed_all leader\n"));
     free(t);
@@ -230,17 +185,16 @@ END_TEST
 
 START_TEST(json_logs_carry_the_instance)
 {
-    struct tu_proc p;
-    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"lifecycle\"; name = \"j\";"
-                                         " trace_file = \"trace.log\"; } );\n"),
+    struct tu_proc *p;
+    ck_assert_int_eq(tu_write_file(ce.d.conf,
+                                   "instances = ( { module = \"lifecycle\"; name = \"j\";"
+                                   " trace_file = \"trace.log\"; } );\n"),
                      0);
-    char *argv[] = {
-        (char *)tu_build_path("core/prismlb"), "--config", conf, "--log-format", "json", NULL};
-    char *env[] = {module_path, NULL};
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
-    wait_trace("start j", 10000);
-    tu_stop(&p, SIGTERM, 10000);
-    char *l = tu_read_file(logfile, NULL);
+    char *args[] = {"--log-format", "json", NULL};
+    p = ce_start(NULL, args);
+    ce_wait_trace("start j", 10000);
+    tu_stop(p, SIGTERM, 10000);
+    char *l = tu_read_file(ce.d.log, NULL);
     ck_assert_ptr_nonnull(
         strstr(l, "\"level\":\"info\",\"instance\":\"j\",\"module\":\"lifecycle\""));
     free(l);
@@ -254,32 +208,31 @@ START_TEST(log_levels_dpanic_panic_fatal_mean_error)
 {
     static const char *const levels[] = {"dpanic", "panic", "fatal"};
     for (size_t i = 0; i < 3; i++) {
-        struct tu_proc p;
+        struct tu_proc *p;
         char text[512];
         snprintf(text, sizeof(text),
                  "log_level = \"%s\";\ninstances = ( { module = \"lifecycle\"; name = \"l\";"
                  " trace_file = \"trace.log\"; fail_start = true; } );\n",
                  levels[i]);
-        start_daemon(&p, text);
-        ck_assert(tu_wait_exit(&p, 10000));
-        ck_assert_int_eq(exit_code(&p), 1);
-        char *l = tu_read_file(logfile, NULL);
+        p = ce_start(text, NULL);
+        ck_assert(tu_wait_exit(p, 10000));
+        ck_assert_int_eq(ce_exit_code(p), 1);
+        char *l = tu_read_file(ce.d.log, NULL);
         ck_assert_ptr_nonnull(l);
         ck_assert_msg(!strstr(l, "level=info"), "%s: an info line was written:\n%s", levels[i], l);
         ck_assert_msg(strstr(l, "level=error"), "%s: no error line:\n%s", levels[i], l);
         free(l);
     }
-    struct tu_proc p;
-    ck_assert_int_eq(tu_write_file(conf, "instances = ( { module = \"lifecycle\"; name = \"c\";"
-                                         " trace_file = \"trace.log\"; } );\n"),
+    struct tu_proc *p;
+    ck_assert_int_eq(tu_write_file(ce.d.conf,
+                                   "instances = ( { module = \"lifecycle\"; name = \"c\";"
+                                   " trace_file = \"trace.log\"; } );\n"),
                      0);
-    char *argv[] = {
-        (char *)tu_build_path("core/prismlb"), "--config", conf, "--log-level", "fatal", NULL};
-    char *env[] = {module_path, NULL};
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
-    wait_trace("start c", 10000);
-    tu_stop(&p, SIGTERM, 10000);
-    char *l = tu_read_file(logfile, NULL);
+    char *args[] = {"--log-level", "fatal", NULL};
+    p = ce_start(NULL, args);
+    ce_wait_trace("start c", 10000);
+    tu_stop(p, SIGTERM, 10000);
+    char *l = tu_read_file(ce.d.log, NULL);
     ck_assert_ptr_nonnull(l);
     ck_assert_msg(!strstr(l, "level=info"), "--log-level fatal wrote an info line:\n%s", l);
     free(l);
@@ -291,7 +244,7 @@ suite(void)
 {
     Suite *s = suite_create("daemon");
     TCase *tc = tcase_create("daemon");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, ce_setup, ce_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, hooks_run_in_order_for_two_instances);
     tcase_add_test(tc, asynchronous_stop_is_awaited_in_reverse_order);
@@ -311,9 +264,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 
 #include "fakeproc.h"
-#include "testutil.h"
+#include "daemon.h"
 
 static struct fake f;
 static char *dir;
@@ -28,21 +28,13 @@ static const char *const nodes_yaml =
     "spec:\n  type: LoadBalancer\n  loadBalancerClass: example.com/lbfile\n"
     "  ports:\n  - port: 80\n    targetPort: 8080\n";
 
+/* kubectl with the test's kubeconfig; exit code, output copied to
+ * out_buf. */
 static int
 kubectl(char *out_buf, size_t len, const char *const *args)
 {
-    char *argv[32];
-    int n = 0;
-    argv[n++] = (char *)tu_source_path(".tools/bin/kubectl");
-    argv[n++] = "--kubeconfig";
-    argv[n++] = kubeconfig;
-    argv[n++] = "--cache-dir";
-    argv[n++] = cachedir;
-    for (size_t i = 0; args[i] && n < 31; i++)
-        argv[n++] = (char *)args[i];
-    argv[n] = NULL;
     char *out = NULL;
-    int rc = tu_run(argv, NULL, &out, 60000);
+    int rc = tu_kubectl(kubeconfig, cachedir, NULL, &out, args);
     if (out_buf)
         snprintf(out_buf, len, "%s", out ? out : "");
     free(out);
@@ -92,15 +84,8 @@ START_TEST(another_cloud_provisions_through_the_abi)
     ck_assert_int_eq(fake_start(&f, NULL), 0);
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", dir);
     snprintf(cachedir, sizeof(cachedir), "%s/cache", dir);
-    char kc[8192];
-    snprintf(kc, sizeof(kc),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-             "    server: %s\n    certificate-authority: %s/ca.crt\nusers:\n- name: admin\n"
-             "  user:\n    client-certificate: %s/client.crt\n    client-key: %s/client.key\n"
-             "contexts:\n- name: fake\n  context: {cluster: fake, user: admin}\n"
-             "current-context: fake\n",
-             f.server[0], f.dir, f.dir, f.dir);
-    ck_assert_int_eq(tu_write_file(kubeconfig, kc), 0);
+    const struct tu_kubeconfig kc = {.server = f.server[0], .certdir = f.dir};
+    ck_assert_int_eq(tu_write_kubeconfig(kubeconfig, &kc), 0);
 
     char yaml[4096], out[8192];
     snprintf(yaml, sizeof(yaml), "%s/objects.yaml", dir);
@@ -112,20 +97,15 @@ START_TEST(another_cloud_provisions_through_the_abi)
     node_status("n3", "10.1.0.3");
     node_status("cp", "10.1.0.9");
 
-    char conf[4096], output[4096], logfile[4096], mp[4096];
-    snprintf(conf, sizeof(conf), "%s/lbfile.conf", dir);
+    static const char *const dirs[] = {"tests/modules", NULL};
+    char output[4096], *env[] = {(char *)tu_module_path_env(dirs), NULL};
+    struct tu_daemon d;
     snprintf(output, sizeof(output), "%s/balancers.txt", dir);
-    snprintf(logfile, sizeof(logfile), "%s/daemon.log", dir);
-    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s", tu_build_path("tests/modules"));
-    char text[8192];
-    snprintf(text, sizeof(text),
-             "instances = ( { module = \"lbfile\"; kubeconfig = \"kubeconfig\";\n"
-             "  output_file = \"balancers.txt\"; max_targets = 2; } );\n");
-    ck_assert_int_eq(tu_write_file(conf, text), 0);
-    char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", conf, NULL};
-    char *env[] = {mp, NULL};
-    struct tu_proc p;
-    ck_assert_int_eq(tu_spawn(&p, argv, env, logfile), 0);
+    tu_daemon_init(&d, dir, "lbfile");
+    tu_daemon_spawn(&d,
+                    "instances = ( { module = \"lbfile\"; kubeconfig = \"kubeconfig\";\n"
+                    "  output_file = \"balancers.txt\"; max_targets = 2; } );\n",
+                    NULL, env);
 
     /* Cluster policy, the excluded node out, capped at 2 in name order. */
     wait_output(output, "default/web 192.0.2.10 n1=10.1.0.1,n2=10.1.0.2\n");
@@ -157,9 +137,7 @@ START_TEST(another_cloud_provisions_through_the_abi)
     ck_assert_msg(kubectl(out, sizeof(out), cordon) == 0, "kubectl cordon: %s", out);
     wait_output(output, "default/web 192.0.2.10 n2=10.1.0.2,n3=10.1.0.3\n");
 
-    tu_stop(&p, SIGTERM, 10000);
-    ck_assert(WIFEXITED(p.status));
-    ck_assert_int_eq(WEXITSTATUS(p.status), 0);
+    tu_daemon_finish(&d, 10000);
     ck_assert_int_eq(fake_stop(&f), 0);
     tu_rmrf(dir);
     free(dir);
@@ -174,9 +152,5 @@ main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, another_cloud_provisions_through_the_abi);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

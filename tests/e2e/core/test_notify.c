@@ -20,29 +20,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "testutil.h"
+#include "daemon.h"
 
 struct mgr {
     char *dir;
     int fd;         /* the notification socket */
     char addr[108]; /* NOTIFY_SOCKET's value */
-    char conf[4096], trace[4096], log[4096];
-    int port; /* mod_metrics' port */
-    struct tu_proc proc;
+    char trace[4096];
+    int port;           /* mod_metrics' port */
+    struct tu_daemon d; /* DIR/prismlb.conf, DIR/prismlb.log */
 };
-
-static int
-free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_ge(fd, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t sl = sizeof(sa);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &sl), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
 
 /* Bind the manager's socket: a path in a private directory, or an
  * abstract name. */
@@ -69,17 +56,17 @@ mgr_listen(struct mgr *m, int abstract)
     m->fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     ck_assert_int_ge(m->fd, 0);
     ck_assert_int_eq(bind(m->fd, (struct sockaddr *)&sa, len), 0);
-    snprintf(m->conf, sizeof(m->conf), "%s/prismlb.conf", m->dir);
+    tu_daemon_init(&m->d, m->dir, "prismlb");
     snprintf(m->trace, sizeof(m->trace), "%s/trace", m->dir);
-    snprintf(m->log, sizeof(m->log), "%s/prismlb.log", m->dir);
 }
 
 /* Start the daemon: two lifecycle instances and mod_metrics. */
 static void
 mgr_start(struct mgr *m, const char *watchdog_usec)
 {
-    char text[12288], env_sock[200], env_mods[8300], env_wd[64];
-    m->port = free_port();
+    static const char *const dirs[] = {"modules", "tests/modules", NULL};
+    char text[12288], env_sock[200], env_wd[64];
+    m->port = tu_free_port();
     snprintf(text, sizeof(text),
              "instances = (\n"
              "  { module = \"lifecycle\"; name = \"a\"; trace_file = \"%s\"; },\n"
@@ -87,19 +74,10 @@ mgr_start(struct mgr *m, const char *watchdog_usec)
              "  { module = \"metrics\"; bind_address = \"127.0.0.1\"; port = %d; }\n"
              ");\n",
              m->trace, m->trace, m->port);
-    ck_assert_int_eq(tu_write_file(m->conf, text), 0);
     snprintf(env_sock, sizeof(env_sock), "NOTIFY_SOCKET=%s", m->addr);
-    char mods[4096];
-    /* tu_build_path answers in one static buffer: one call at a time. */
-    snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
-    snprintf(env_mods, sizeof(env_mods), "PRISMLB_MODULE_PATH=%s:%s", mods,
-             tu_build_path("tests/modules"));
     snprintf(env_wd, sizeof(env_wd), "WATCHDOG_USEC=%s", watchdog_usec ? watchdog_usec : "");
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--config", m->conf, NULL};
-    char *env[] = {env_sock, env_mods, watchdog_usec ? env_wd : NULL, NULL};
-    ck_assert_int_eq(tu_spawn(&m->proc, argv, env, m->log), 0);
+    char *env[] = {env_sock, (char *)tu_module_path_env(dirs), watchdog_usec ? env_wd : NULL, NULL};
+    tu_daemon_spawn(&m->d, text, NULL, env);
 }
 
 /* Receive one notification within timeout_ms into buf. 0 or -1. */
@@ -119,8 +97,7 @@ mgr_recv(struct mgr *m, char *buf, size_t len, int timeout_ms)
 static void
 mgr_done(struct mgr *m)
 {
-    if (m->proc.pid && !tu_exited(&m->proc))
-        tu_stop(&m->proc, SIGKILL, 5000);
+    tu_daemon_cleanup(&m->d);
     close(m->fd);
     tu_rmrf(m->dir);
     free(m->dir);
@@ -134,12 +111,12 @@ ready_then_stopping(int abstract)
     mgr_listen(&m, abstract);
     mgr_start(&m, NULL);
     int rc = mgr_recv(&m, msg, sizeof(msg), 20000);
-    char *log = tu_read_file(m.log, NULL);
+    char *log = tu_read_file(m.d.log, NULL);
     ck_assert_msg(rc == 0, "no notification within 20 s; log:\n%s", log ? log : "");
     free(log);
     ck_assert_msg(strstr(msg, "READY=1") != NULL, "first notification: %s", msg);
     char mainpid[64];
-    snprintf(mainpid, sizeof(mainpid), "MAINPID=%d", (int)m.proc.pid);
+    snprintf(mainpid, sizeof(mainpid), "MAINPID=%d", (int)m.d.proc.pid);
     ck_assert_msg(strstr(msg, mainpid) != NULL, "no %s in %s", mainpid, msg);
     /* Every instance started, the listener accepts: no wait needed. */
     ck_assert(tu_file_has(m.trace, "start a"));
@@ -148,18 +125,18 @@ ready_then_stopping(int abstract)
 
     /* SIGHUP: RELOADING=1 with the monotonic time, then READY=1 once the
      * (unchanged) file is applied. */
-    ck_assert_int_eq(kill(m.proc.pid, SIGHUP), 0);
+    ck_assert_int_eq(kill(m.d.proc.pid, SIGHUP), 0);
     ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
     ck_assert_msg(strstr(msg, "RELOADING=1") && strstr(msg, "MONOTONIC_USEC="), "after SIGHUP: %s",
                   msg);
     ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
     ck_assert_msg(strstr(msg, "READY=1") != NULL, "after the reload: %s", msg);
 
-    ck_assert_int_eq(kill(m.proc.pid, SIGTERM), 0);
+    ck_assert_int_eq(kill(m.d.proc.pid, SIGTERM), 0);
     ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
     ck_assert_msg(strstr(msg, "STOPPING=1") != NULL, "after SIGTERM: %s", msg);
-    ck_assert_int_eq(tu_wait_exit(&m.proc, 20000), 1);
-    ck_assert(WIFEXITED(m.proc.status) && WEXITSTATUS(m.proc.status) == 0);
+    ck_assert_int_eq(tu_wait_exit(&m.d.proc, 20000), 1);
+    ck_assert(WIFEXITED(m.d.proc.status) && WEXITSTATUS(m.d.proc.status) == 0);
     mgr_done(&m);
 }
 
@@ -187,7 +164,7 @@ START_TEST(watchdog_usec_brings_watchdog_keepalives_from_the_event_loop)
         ck_assert_int_eq(mgr_recv(&m, msg, sizeof(msg), 20000), 0);
         ck_assert_str_eq(msg, "WATCHDOG=1");
     }
-    ck_assert_int_eq(kill(m.proc.pid, SIGTERM), 0);
+    ck_assert_int_eq(kill(m.d.proc.pid, SIGTERM), 0);
     /* Keep-alives may precede it; STOPPING=1 arrives. */
     int stopping = 0;
     for (int i = 0; i < 100 && !stopping; i++) {
@@ -195,8 +172,8 @@ START_TEST(watchdog_usec_brings_watchdog_keepalives_from_the_event_loop)
         stopping = strstr(msg, "STOPPING=1") != NULL;
     }
     ck_assert(stopping);
-    ck_assert_int_eq(tu_wait_exit(&m.proc, 20000), 1);
-    ck_assert(WIFEXITED(m.proc.status) && WEXITSTATUS(m.proc.status) == 0);
+    ck_assert_int_eq(tu_wait_exit(&m.d.proc, 20000), 1);
+    ck_assert(WIFEXITED(m.d.proc.status) && WEXITSTATUS(m.d.proc.status) == 0);
     mgr_done(&m);
 }
 END_TEST
@@ -208,10 +185,10 @@ START_TEST(a_malformed_notify_socket_is_logged_and_the_daemon_runs)
     snprintf(m.addr, sizeof(m.addr), "relative/name");
     mgr_start(&m, NULL);
     ck_assert_int_eq(tu_wait_port("127.0.0.1", m.port, 20000), 0);
-    ck_assert_int_eq(kill(m.proc.pid, SIGTERM), 0);
-    ck_assert_int_eq(tu_wait_exit(&m.proc, 20000), 1);
-    ck_assert(WIFEXITED(m.proc.status) && WEXITSTATUS(m.proc.status) == 0);
-    ck_assert(tu_file_has(m.log, "systemd notification failed"));
+    ck_assert_int_eq(kill(m.d.proc.pid, SIGTERM), 0);
+    ck_assert_int_eq(tu_wait_exit(&m.d.proc, 20000), 1);
+    ck_assert(WIFEXITED(m.d.proc.status) && WEXITSTATUS(m.d.proc.status) == 0);
+    ck_assert(tu_file_has(m.d.log, "systemd notification failed"));
     mgr_done(&m);
 }
 END_TEST
@@ -227,9 +204,5 @@ main(void)
     tcase_add_test(tc, watchdog_usec_brings_watchdog_keepalives_from_the_event_loop);
     tcase_add_test(tc, a_malformed_notify_socket_is_logged_and_the_daemon_runs);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -39,35 +39,13 @@ static inline void
 kt_write_kubeconfig(struct kt *t, const char *path, const char *prefix, int cert,
                     const char *tokfile)
 {
-    char buf[8192];
-    int n = snprintf(buf, sizeof(buf),
-                     "# written by the kube e2e suite\n"
-                     "apiVersion: v1\n"
-                     "kind: Config\n"
-                     "clusters:\n"
-                     "- cluster:\n"
-                     "    certificate-authority: ca.crt\n"
-                     "    server: %s%s\n"
-                     "  name: fake\n"
-                     "contexts:\n"
-                     "- context:\n"
-                     "    cluster: fake\n"
-                     "    user: me\n"
-                     "    namespace: default\n"
-                     "  name: fake\n"
-                     "current-context: fake\n"
-                     "preferences: {}\n"
-                     "users:\n"
-                     "- name: me\n"
-                     "  user:\n",
-                     t->f.server[0], prefix ? prefix : "");
-    if (cert)
-        n += snprintf(buf + n, sizeof(buf) - (size_t)n,
-                      "    client-certificate: client.crt\n"
-                      "    client-key: \"client.key\"\n");
-    if (tokfile)
-        n += snprintf(buf + n, sizeof(buf) - (size_t)n, "    tokenFile: %s\n", tokfile);
-    ck_assert_int_eq(tu_write_file(path, buf), 0);
+    char server[4400];
+    snprintf(server, sizeof(server), "%s%s", t->f.server[0], prefix ? prefix : "");
+    /* The certificates by their bare names: the client finds them beside
+     * the kubeconfig, in the fake's directory. */
+    const struct tu_kubeconfig kc = {
+        .server = server, .no_client_cert = !cert, .token_file = tokfile};
+    ck_assert_int_eq(tu_write_kubeconfig(path, &kc), 0);
 }
 
 /* New client from kubeconfig path (fails the test on error). */

@@ -11,21 +11,11 @@
  */
 #include <sys/wait.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 /* The Ns of the sweep: every one of the first 20, then sparser. */
 static const unsigned long sweep[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10,  11,  12,  13, 14,
                                       15, 16, 17, 18, 19, 20, 30, 50, 80, 120, 200, 300, 500};
-
-/* Wait (bounded) until the daemon's log holds needle; 1 if it does. */
-static int
-log_wait(struct le_daemon *d, const char *needle, int timeout_ms)
-{
-    long long until = tu_now_ms() + timeout_ms;
-    while (!tu_file_has(d->log, needle) && tu_now_ms() < until && !tu_exited(&d->proc))
-        tu_sleep_ms(20);
-    return tu_file_has(d->log, needle);
-}
 
 START_TEST(an_allocation_failure_while_renewing_loses_nothing)
 {
@@ -40,24 +30,24 @@ START_TEST(an_allocation_failure_while_renewing_loses_nothing)
         /* Released on the stop, so the next round takes it at once. */
         le_daemon_config(&e, &d, "swept", &le_short, "release_on_cancel = true;");
         /* A fresh log each round: the needles below are this round's. */
-        (void)unlink(d.log);
+        (void)unlink(d.td.log);
         le_daemon_spawn(&d);
         char *log = NULL;
-        ck_assert_msg(log_wait(&d, "started leading", 15000), "N=%lu: never led:\n%s", sweep[i],
-                      (log = le_daemon_log(&d)));
+        ck_assert_msg(tu_daemon_wait_log(&d.td, "started leading", 15000) == 0,
+                      "N=%lu: never led:\n%s", sweep[i], (log = le_daemon_log(&d)));
         /* Armed while it renews (every retry_period, 500 ms). */
-        ck_assert_int_eq(kill(d.proc.pid, SIGUSR2), 0);
-        ck_assert_msg(log_wait(&d, "prismlb: allocation failure armed", 5000), "N=%lu: not armed",
-                      sweep[i]);
+        ck_assert_int_eq(kill(d.td.proc.pid, SIGUSR2), 0);
+        ck_assert_msg(tu_daemon_wait_log(&d.td, "prismlb: allocation failure armed", 5000) == 0,
+                      "N=%lu: not armed", sweep[i]);
         /* It renews on: every N is reached, and then a Lease write that
          * arrives after it shows the daemon leading (or leading again). */
-        ck_assert_msg(log_wait(&d, "prismlb: injected allocation failure", 15000),
+        ck_assert_msg(tu_daemon_wait_log(&d.td, "prismlb: injected allocation failure", 15000) == 0,
                       "N=%lu: no allocation failed:\n%s", sweep[i], (log = le_daemon_log(&d)));
         double failed_at = le_wall();
         long long until = tu_now_ms() + 15000;
         double last = 0;
         while ((last = le_last_lease_write(&e, "swept")) <= failed_at && tu_now_ms() < until) {
-            ck_assert_msg(!tu_exited(&d.proc), "N=%lu: the daemon exited:\n%s", sweep[i],
+            ck_assert_msg(!tu_exited(&d.td.proc), "N=%lu: the daemon exited:\n%s", sweep[i],
                           (log = le_daemon_log(&d)));
             tu_sleep_ms(100);
         }
@@ -82,9 +72,5 @@ main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, an_allocation_failure_while_renewing_loses_nothing);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -7,7 +7,7 @@
  * renews get such answers loses the Lease at renew_deadline and does not
  * lead again while they last.
  */
-#include "le_e2e.h"
+#include "env.h"
 
 #define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 
@@ -46,17 +46,6 @@ writer_writes(struct le_env *e)
         ok += w[i].status / 100 == 2;
     free(w);
     return ok;
-}
-
-static void
-wait_log(struct le_daemon *d, const char *needle, int timeout_ms)
-{
-    long long until = tu_now_ms() + timeout_ms;
-    while (!tu_file_has(d->log, needle) && tu_now_ms() < until)
-        tu_sleep_ms(50);
-    char *log = le_daemon_log(d);
-    ck_assert_msg(tu_file_has(d->log, needle), "no \"%s\" in the log:\n%s", needle, log);
-    free(log);
 }
 
 /* The Lease is created by a POST to the collection, so its path does not
@@ -100,11 +89,11 @@ START_TEST(garbage_write_answers_open_no_gate)
         char id[32];
         snprintf(id, sizeof(id), "garbage-%zu", i);
         le_daemon_start(&e, &d, id, &le_short);
-        wait_log(&d, bodies[i][2], 10000);
+        le_daemon_wait_log(&d, bodies[i][2], 10000);
         /* Several attempts later, still no writer write and no leading. */
         tu_sleep_ms(2000);
         ck_assert_uint_eq(writer_writes(&e), 0);
-        ck_assert(!tu_file_has(d.log, "started leading"));
+        ck_assert(!tu_file_has(d.td.log, "started leading"));
 
         /* A real answer: it leads and the writer writes. */
         clear_faults(&e);
@@ -136,12 +125,12 @@ START_TEST(leader_renewed_with_garbage_loses_and_stays_out)
     ck_assert_uint_gt(writer_writes(&e), 0);
 
     set_faults(&e, "PUT", "<html>maintenance</html>", "text/html");
-    wait_log(&d, "no renew succeeded within renew_deadline", 10000);
+    le_daemon_wait_log(&d, "no renew succeeded within renew_deadline", 10000);
     /* The gate is closed: the writer stops; it stays stopped. Counted
      * from the close itself (its log line), not from a pause after the
      * loss: a write the writer had already sent may still land (at most
      * one), none after it. */
-    wait_log(&d, "msg=\"gate closed\"", 10000);
+    le_daemon_wait_log(&d, "msg=\"gate closed\"", 10000);
     size_t after_loss = writer_writes(&e);
     tu_sleep_ms(3000);
     ck_assert_uint_le(writer_writes(&e), after_loss + 1);
@@ -164,9 +153,5 @@ main(void)
     tcase_add_test(tc, garbage_write_answers_open_no_gate);
     tcase_add_test(tc, leader_renewed_with_garbage_loses_and_stays_out);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

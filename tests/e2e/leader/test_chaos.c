@@ -1,6 +1,6 @@
 /*
  * mod_leader chaos tests: three daemons against one fake API server, each
- * running the gated writer (see le_e2e.h), with short timings (lease 3 s,
+ * running the gated writer (see env.h), with short timings (lease 3 s,
  * renew 2 s, retry 500 ms). Usage: test_leader_chaos root|kcp CASE, CASE
  * one of crash, release, freeze, handovers; with kcp the Lease and the
  * shared object live in the fake's /clusters/root:test workspace.
@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 #define NREPLICAS 3
 
@@ -76,7 +76,7 @@ static int
 slot_of(const char *id)
 {
     for (int i = 0; i < NREPLICAS; i++) {
-        if (d[i].running && strcmp(d[i].identity, id) == 0)
+        if (d[i].td.running && strcmp(d[i].identity, id) == 0)
             return i;
     }
     return -1;
@@ -131,29 +131,21 @@ struct lease_req {
 static struct lease_req *
 lease_requests(const char *identity, double after, size_t *n)
 {
-    struct http_res r;
     char tag[128];
     snprintf(tag, sizeof(tag), "(leader; %s)", identity);
-    memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_admin(&env.f, "GET", "/requests", NULL, &r), 0);
-    json_t *j = res_json(&r);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
-    json_t *items = json_object_get(j, "items");
-    struct lease_req *v = calloc(json_array_size(items) + 1, sizeof(*v));
+    json_t *j = le_request_log(&env);
+    size_t count = le_request_count(j);
+    struct lease_req *v = calloc(count + 1, sizeof(*v));
     ck_assert_ptr_nonnull(v);
     *n = 0;
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        double t = json_real_value(json_object_get(it, "time"));
-        if (!ua || !method || !path || !strstr(ua, tag) || !strstr(path, "/leases") || t <= after)
+    for (size_t i = 0; i < count; i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) < 0 || !strstr(q.ua, tag) || !strstr(q.path, "/leases") ||
+            q.time <= after)
             continue;
-        snprintf(v[*n].method, sizeof(v[*n].method), "%s", method);
-        v[*n].status = (int)json_integer_value(json_object_get(it, "status"));
-        v[*n].t = t;
+        snprintf(v[*n].method, sizeof(v[*n].method), "%s", q.method);
+        v[*n].status = q.status;
+        v[*n].t = q.time;
         (*n)++;
     }
     json_decref(j);
@@ -286,11 +278,11 @@ START_TEST(freeze)
         while ((renewed = le_last_lease_write(&env, lw.id)) <= t0 && tu_now_ms() < end)
             tu_sleep_ms(5);
         ck_assert_msg(renewed > t0, "%s did not renew within 3 s", lw.id);
-        ck_assert_int_eq(kill(d[s].proc.pid, SIGSTOP), 0);
+        ck_assert_int_eq(kill(d[s].td.proc.pid, SIGSTOP), 0);
         double t_stop = le_wall();
         tu_sleep_ms(freeze_ms);
         double t_cont = le_wall();
-        ck_assert_int_eq(kill(d[s].proc.pid, SIGCONT), 0);
+        ck_assert_int_eq(kill(d[s].td.proc.pid, SIGCONT), 0);
         /* Past renew_deadline: its gate closes at once on resume. */
         end = tu_now_ms() + 3000;
         while (count_lines(d[s].trace, closed) == 0 && tu_now_ms() < end)
@@ -379,12 +371,7 @@ END_TEST
 int
 main(int argc, char **argv)
 {
-    if (argc < 3 || (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
-        fprintf(stderr, "usage: %s root|kcp crash|release|freeze|handovers\n", argv[0]);
-        return 2;
-    }
-    kcp = strcmp(argv[1], "kcp") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    kcp = le_mode_arg(argc, argv, 3, "root|kcp crash|release|freeze|handovers");
     Suite *s = suite_create("leader-chaos");
     TCase *tc = tcase_create(argv[2]);
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -401,9 +388,5 @@ main(int argc, char **argv)
     else
         return 2;
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -12,23 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "le_e2e.h"
-
-static char *dir;
-
-static void
-setup(void)
-{
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
-}
+#include "env.h"
 
 static int
 check_file(const char *path, char **out)
@@ -40,16 +24,14 @@ check_file(const char *path, char **out)
 static int
 check_line3(const char *line3, char **out)
 {
-    char path[4096], text[2048];
-    snprintf(path, sizeof(path), "%s/le.conf", dir);
+    char text[2048];
     snprintf(text, sizeof(text),
              "instances = (\n"
              "  { module = \"leader\"; name = \"le\"; lease_name = \"x\";\n"
              "    %s }\n"
              ");\n",
              line3);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    return check_file(path, out);
+    return tu_check_config_text(tu_dir, "le.conf", text, le_module_path_env(), out);
 }
 
 static void
@@ -57,7 +39,7 @@ rejected(const char *line3, const char *setting, const char *msg)
 {
     char *out = NULL, want[4096];
     int rc = check_line3(line3, &out);
-    snprintf(want, sizeof(want), "%s/le.conf:3: instances.le.%s: %s", dir, setting, msg);
+    snprintf(want, sizeof(want), "%s/le.conf:3: instances.le.%s: %s", tu_dir, setting, msg);
     ck_assert_msg(rc == 1 && strstr(out, want), "%s: expected \"%s\" (exit 1), got %d:\n%s", line3,
                   want, rc, out);
     free(out);
@@ -103,7 +85,7 @@ START_TEST(names_and_client_settings)
              "\"kcp.example\"; identity = \"pod-a_1\";");
 
     char *out = NULL, path[4096];
-    snprintf(path, sizeof(path), "%s/noname.conf", dir);
+    snprintf(path, sizeof(path), "%s/noname.conf", tu_dir);
     ck_assert_int_eq(tu_write_file(path, "instances = ( { module = \"leader\"; } );\n"), 0);
     ck_assert_int_eq(check_file(path, &out), 1);
     ck_assert_msg(strstr(out, "lease_name"), "%s", out);
@@ -137,7 +119,7 @@ START_TEST(missing_namespace_is_reported)
     memset(&d, 0, sizeof(d));
     le_daemon_config(&e, &d, "solo", &le_short, "");
     /* Same config, another namespace. */
-    char *conf = tu_read_file(d.conf, NULL);
+    char *conf = tu_read_file(d.td.conf, NULL);
     ck_assert_ptr_nonnull(conf);
     char *p = strstr(conf, "lease_namespace = \"default\"");
     ck_assert_ptr_nonnull(p);
@@ -145,7 +127,7 @@ START_TEST(missing_namespace_is_reported)
     snprintf(fixed, sizeof(fixed), "%.*slease_namespace = \"nope\"%s", (int)(p - conf), conf,
              p + strlen("lease_namespace = \"default\""));
     free(conf);
-    ck_assert_int_eq(tu_write_file(d.conf, fixed), 0);
+    ck_assert_int_eq(tu_write_file(d.td.conf, fixed), 0);
     le_daemon_spawn(&d);
     long long end = tu_now_ms() + 10000;
     char *log = NULL;
@@ -170,16 +152,12 @@ main(void)
 {
     Suite *s = suite_create("leader-config");
     TCase *tc = tcase_create("config");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, client_go_timing_rules);
     tcase_add_test(tc, names_and_client_settings);
     tcase_add_test(tc, reconciler_conf_passes);
     tcase_add_test(tc, missing_namespace_is_reported);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

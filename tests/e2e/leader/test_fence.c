@@ -15,7 +15,7 @@
  * (PLB_EFENCED), and the fake's request log shows exactly the 8 writes,
  * all received before the close: none later.
  */
-#include "le_e2e.h"
+#include "env.h"
 
 #define LEASES "/apis/coordination.k8s.io/v1/namespaces/default/leases"
 #define HELD 8 /* the HTTP client's BUFFER requests per host */
@@ -86,7 +86,7 @@ START_TEST(a_closed_gate_lets_no_later_write_through)
 {
     struct le_env e;
     struct le_daemon d = {0};
-    char local[512], kubeconfig[4400], buf[16384], writer[32768];
+    char local[512], kubeconfig[4400], writer[32768];
     le_env_start(&e, 0);
 
     /* The writer's own view of the server: localhost, not 127.0.0.1. */
@@ -94,21 +94,13 @@ START_TEST(a_closed_gate_lets_no_later_write_through)
     ck_assert_ptr_nonnull(port);
     snprintf(local, sizeof(local), "https://localhost%s", port);
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/writer-kubeconfig", e.f.dir);
-    snprintf(buf, sizeof(buf),
-             "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-             "clusters:\n- name: fake\n  cluster:\n    server: %s\n"
-             "    certificate-authority: %s/ca.crt\n"
-             "users:\n- name: admin\n  user:\n    client-certificate: %s/client.crt\n"
-             "    client-key: %s/client.key\n"
-             "contexts:\n- name: fake\n  context: {cluster: fake, user: admin}\n",
-             local, e.f.dir, e.f.dir, e.f.dir);
-    ck_assert_int_eq(tu_write_file(kubeconfig, buf), 0);
+    const struct tu_kubeconfig kc = {.server = local, .certdir = e.f.dir};
+    ck_assert_int_eq(tu_write_kubeconfig(kubeconfig, &kc), 0);
     admin_post(&e, "/faults",
                "{\"hold_match\":\"/leases/shared-writes\",\"hold_method\":\"PATCH\"}");
 
+    tu_daemon_init(&d.td, e.f.dir, "leading");
     snprintf(d.identity, sizeof(d.identity), "leading");
-    snprintf(d.conf, sizeof(d.conf), "%s/leading.conf", e.f.dir);
-    snprintf(d.log, sizeof(d.log), "%s/leading.log", e.f.dir);
     snprintf(d.trace, sizeof(d.trace), "%s/fenced.trace", e.f.dir);
     snprintf(writer, sizeof(writer),
              "log_level = \"info\";\n"
@@ -127,7 +119,7 @@ START_TEST(a_closed_gate_lets_no_later_write_through)
              ");\n",
              e.kubeconfig, le_short.lease, le_short.renew, le_short.retry, d.trace, mode, HELD + 1,
              kubeconfig, local, e.f.dir, e.f.dir, e.f.dir);
-    ck_assert_int_eq(tu_write_file(d.conf, writer), 0);
+    ck_assert_int_eq(tu_write_file(d.td.conf, writer), 0);
     le_daemon_spawn(&d);
 
     /* 8 writes held at the server, the 9th waiting for a slot. */
@@ -169,7 +161,7 @@ START_TEST(a_closed_gate_lets_no_later_write_through)
     wait_trace(&d, "fenced", 1, 5000);
     wait_trace(&d, "refused", 1, 5000);
     ck_assert_int_eq(trace_count(&d, "fenced", NULL), 1);
-    ck_assert_msg(tu_file_has(d.log, "write in flight at gate close"), "no in-flight log line");
+    ck_assert_msg(tu_file_has(d.td.log, "write in flight at gate close"), "no in-flight log line");
 
     /* The held writes complete, each saying it was in flight at the
      * close; the writer keeps trying, and every try is refused. */
@@ -210,9 +202,5 @@ main(int argc, char **argv)
     tcase_set_timeout(tc, 90);
     tcase_add_test(tc, a_closed_gate_lets_no_later_write_through);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

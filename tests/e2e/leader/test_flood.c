@@ -21,25 +21,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 #define FLOOD_MS 10000
 #define FLOOD_THREADS 4
 #define FLOOD_PER_S 3000 /* the rate that cost the leader its Lease */
-
-static int
-free_port(void)
-{
-    struct sockaddr_in sin = {.sin_family = AF_INET};
-    socklen_t sl = sizeof(sin);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
-    close(fd);
-    return ntohs(sin.sin_port);
-}
 
 /* A blocking client socket on 127.0.0.1:port with 1 s timeouts, or -1. */
 static int
@@ -160,7 +146,7 @@ start_leading(struct le_env *e, struct le_daemon *d, int *port)
 {
     char more[512];
     le_env_start(e, 0);
-    *port = free_port();
+    *port = tu_free_port();
     snprintf(more, sizeof(more),
              "  { module = \"metrics\"; name = \"probes\"; bind_address = \"127.0.0.1\";\n"
              "    port = %d; },\n",
@@ -206,7 +192,7 @@ START_TEST(flood_of_reset_scrapes_keeps_the_lease)
     /* Warm up: the render cache, the allocator's arenas. */
     for (int i = 0; i < 50; i++)
         ck_assert_int_ge(healthz_ms(port), 0);
-    long rss0 = vmrss_kib(d.proc.pid);
+    long rss0 = vmrss_kib(d.td.proc.pid);
 
     struct flood f = {.port = port};
     pthread_t th[FLOOD_THREADS];
@@ -228,7 +214,7 @@ START_TEST(flood_of_reset_scrapes_keeps_the_lease)
     __atomic_store_n(&f.stop, 1, __ATOMIC_SEQ_CST);
     for (int i = 0; i < FLOOD_THREADS; i++)
         ck_assert_int_eq(pthread_join(th[i], NULL), 0);
-    long rss1 = vmrss_kib(d.proc.pid);
+    long rss1 = vmrss_kib(d.td.proc.pid);
     renewed_late = le_last_lease_write(&e, d.identity);
 
     char *log = le_daemon_log(&d);
@@ -273,7 +259,7 @@ START_TEST(idle_connections_under_1024_fds_do_not_lock_out_clients)
     int port;
     start_leading(&e, &d, &port);
     le_daemon_spawn(&d);
-    limit_fds(d.proc.pid, 1024);
+    limit_fds(d.td.proc.pid, 1024);
     wait_leading(&e, &d, port);
 
     /* This process holds the 5,000 client ends. */
@@ -341,9 +327,5 @@ main(void)
     tcase_add_test(tc, flood_of_reset_scrapes_keeps_the_lease);
     tcase_add_test(tc, idle_connections_under_1024_fds_do_not_lock_out_clients);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "le_e2e.h"
+#include "env.h"
 
 static int kcp;
 static struct le_env env;
@@ -52,22 +52,12 @@ teardown(void)
 static int
 kc(char **out, ...)
 {
-    char *argv[40];
-    int n = 0;
-    va_list ap;
-    const char *a;
-    argv[n++] = kubectl;
-    argv[n++] = "--kubeconfig";
-    argv[n++] = env.kubeconfig;
-    argv[n++] = "--cache-dir";
-    argv[n++] = cachedir;
-    va_start(ap, out);
-    while ((a = va_arg(ap, const char *)) && n < 38)
-        argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n] = NULL;
     char *envp[] = {home, NULL};
-    return tu_run(argv, envp, out, 60000);
+    va_list ap;
+    va_start(ap, out);
+    int rc = tu_kubectlv(env.kubeconfig, cachedir, envp, out, ap);
+    va_end(ap);
+    return rc;
 }
 
 static json_t *
@@ -106,19 +96,6 @@ microtime_now(char *buf, size_t len, double offset_s)
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
 }
 
-static int
-free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* GET /metrics from 127.0.0.1:port (new text), bounded by 5 s. */
 static char *
 scrape(int port)
@@ -155,7 +132,7 @@ START_TEST(go_fields)
 {
     struct le_daemon d, d2;
     char more[256];
-    int port = free_port(), port2 = free_port();
+    int port = tu_free_port(), port2 = tu_free_port();
     memset(&d, 0, sizeof(d));
     memset(&d2, 0, sizeof(d2));
     snprintf(more, sizeof(more),
@@ -286,24 +263,13 @@ END_TEST
 static double
 last_kubectl_patch(void)
 {
-    struct http_res r;
     double last = 0;
-    memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_admin(&env.f, "GET", "/requests", NULL, &r), 0);
-    json_t *j = res_json(&r);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
-    json_t *items = json_object_get(j, "items");
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        if (ua && method && path && strncmp(ua, "kubectl", 7) == 0 &&
-            strcmp(method, "PATCH") == 0 && strstr(path, "/leases/prismlb-test")) {
-            double t = json_real_value(json_object_get(it, "time"));
-            last = t > last ? t : last;
-        }
+    json_t *j = le_request_log(&env);
+    for (size_t i = 0; i < le_request_count(j); i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) == 0 && strncmp(q.ua, "kubectl", 7) == 0 &&
+            strcmp(q.method, "PATCH") == 0 && strstr(q.path, "/leases/prismlb-test"))
+            last = q.time > last ? q.time : last;
     }
     json_decref(j);
     return last;
@@ -389,12 +355,7 @@ END_TEST
 int
 main(int argc, char **argv)
 {
-    if (argc < 2 || (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
-        fprintf(stderr, "usage: %s root|kcp\n", argv[0]);
-        return 2;
-    }
-    kcp = strcmp(argv[1], "kcp") == 0;
-    setvbuf(stdout, NULL, _IOLBF, 0);
+    kcp = le_mode_arg(argc, argv, 2, "root|kcp");
     Suite *s = suite_create("leader-kubectl");
     TCase *tc = tcase_create("kubectl");
     tcase_add_checked_fixture(tc, setup, teardown);
@@ -402,9 +363,5 @@ main(int argc, char **argv)
     tcase_add_test(tc, go_fields);
     tcase_add_test(tc, go_respected);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -11,23 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-
-static char *dir;
-
-static void
-setup(void)
-{
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
-}
+#include "env.h"
 
 static int
 check_file(const char *path, char **out)
@@ -39,19 +23,13 @@ check_file(const char *path, char **out)
 static int
 check_text(const char *name, const char *text, char **out)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    return check_file(path, out);
+    return tu_check_config_text(tu_dir, name, text, me_module_path_env(), out);
 }
 
 static void
 assert_error(const char *out, const char *name, int line, const char *rest)
 {
-    char want[4096];
-    snprintf(want, sizeof(want), "%s/%s:%d: %s", dir, name, line, rest);
-    if (!strstr(out, want))
-        ck_abort_msg("expected \"%s\" in output:\n%s", want, out);
+    tu_assert_config_error(out, tu_dir, name, line, rest);
 }
 
 START_TEST(defaults_and_good_values_pass)
@@ -223,7 +201,7 @@ suite(void)
 {
     Suite *s = suite_create("metrics-config");
     TCase *tc = tcase_create("check-config");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, defaults_and_good_values_pass);
     tcase_add_test(tc, threshold_must_exceed_interval);
@@ -239,9 +217,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

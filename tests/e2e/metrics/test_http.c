@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "common.h"
+#include "env.h"
 
 static char url_buf[512];
 
@@ -44,10 +44,10 @@ assert_contains(const char *hay, const char *needle)
 
 START_TEST(endpoints_answer_get)
 {
-    int port = me_free_port();
+    int port = tu_free_port();
     char conf[512];
     snprintf(conf, sizeof(conf), "instances = ( { module = \"metrics\"; port = %d; } );\n", port);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
     char buf[256];
 
@@ -102,10 +102,10 @@ END_TEST
 
 START_TEST(method_rules)
 {
-    int port = me_free_port();
+    int port = tu_free_port();
     char conf[512];
     snprintf(conf, sizeof(conf), "instances = ( { module = \"metrics\"; port = %d; } );\n", port);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
     static const char *const paths[] = {"/healthz", "/readyz", "/metrics"};
     char buf[256];
@@ -153,13 +153,13 @@ END_TEST
 /* The loop's own heartbeat keeps /healthz up past liveness_threshold. */
 START_TEST(loop_heartbeat_keeps_healthz_ok)
 {
-    int port = me_free_port();
+    int port = tu_free_port();
     char conf[512];
     snprintf(conf, sizeof(conf),
              "instances = ( { module = \"metrics\"; port = %d;\n"
              "  liveness_interval = \"1s\"; liveness_threshold = \"2s\"; } );\n",
              port);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
     /* Answered 200 throughout, until an answer came 4.5 s (twice the
      * threshold and more) after ready: the loop ends on the answers' time,
@@ -185,7 +185,7 @@ END_TEST
 START_TEST(wedged_instance_fails_healthz)
 {
     const int wedge_ms = 1000, threshold_ms = 2000;
-    int port = me_free_port();
+    int port = tu_free_port();
     char conf[1024];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -195,7 +195,7 @@ START_TEST(wedged_instance_fails_healthz)
              "    liveness_interval = \"1s\"; liveness_threshold = %d; }\n"
              ");\n",
              wedge_ms / 1000, port, threshold_ms / 1000);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
 
     struct me_resp r = get_status(port, "/healthz", 200);
@@ -249,7 +249,7 @@ END_TEST
  * once every check is ok. */
 START_TEST(readiness_follows_checks)
 {
-    int port = me_free_port();
+    int port = tu_free_port();
     char conf[1024];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -260,7 +260,7 @@ START_TEST(readiness_follows_checks)
              "  { module = \"metrics\"; port = %d; }\n"
              ");\n",
              port);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
 
     struct me_resp r = get_status(port, "/readyz", 503);
@@ -319,7 +319,7 @@ END_TEST
  * matches nothing. */
 START_TEST(livez_single_checks_and_exclude)
 {
-    int port = me_free_port();
+    int port = tu_free_port();
     char conf[1024];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -330,7 +330,7 @@ START_TEST(livez_single_checks_and_exclude)
              "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n"
              ");\n",
              port);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
 
     struct me_resp r = get_status(port, "/livez", 200);
@@ -386,7 +386,7 @@ END_TEST
  * (::1 here), and not on 127.0.0.1. */
 START_TEST(probe_server_defaults_to_the_proxy_bind_address)
 {
-    int mport = me_free_port(), pport = me_free_port();
+    int mport = tu_free_port(), pport = tu_free_port();
     char conf[1024], url6[128];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -397,7 +397,7 @@ START_TEST(probe_server_defaults_to_the_proxy_bind_address)
              "  { module = \"metrics\"; name = \"probes\"; port = %d; }\n"
              ");\n",
              pport, mport);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, 0);
     snprintf(url6, sizeof(url6), "http://[::1]:%d/healthz", mport);
     struct me_resp r;
@@ -415,7 +415,7 @@ START_TEST(probe_server_defaults_to_the_proxy_bind_address)
     int rc4 = me_http("GET", url(mport, "/healthz"), NULL, &r);
     me_resp_free(&r);
     ck_assert_msg(rc4 != 0, "the probe server answers on 127.0.0.1 too");
-    char *log = me_daemon_log(&d);
+    char *log = tu_daemon_log(&d);
     assert_contains(log, "instance=probes module=metrics msg=listening address=::1");
     free(log);
     me_daemon_stop(&d);
@@ -428,7 +428,7 @@ END_TEST
  * heartbeat. "localhost", a hostname, is resolved (to 127.0.0.1). */
 START_TEST(several_instances)
 {
-    int pub = me_free_port(), probe = me_free_port(), both = me_free_port();
+    int pub = tu_free_port(), probe = tu_free_port(), both = tu_free_port();
     char conf[1024];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -441,11 +441,11 @@ START_TEST(several_instances)
              "    liveness_interval = \"10s\"; liveness_threshold = \"30s\"; }\n"
              ");\n",
              pub, probe, both);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, pub);
     ck_assert_int_eq(tu_wait_port("127.0.0.1", probe, 5000), 0);
     ck_assert_int_eq(tu_wait_port("127.0.0.1", both, 5000), 0);
-    char *dlog = me_daemon_log(&d);
+    char *dlog = tu_daemon_log(&d);
     assert_contains(dlog, "msg=listening address=127.0.0.1");
     assert_contains(dlog, "host=localhost");
     free(dlog);
@@ -480,7 +480,7 @@ START_TEST(several_instances)
     r = get_status(both, "/metrics", 200);
     me_resp_free(&r);
 
-    char *log = me_daemon_log(&d);
+    char *log = tu_daemon_log(&d);
     assert_contains(log, "address=127.0.0.1");
     free(log);
     me_daemon_stop(&d);

@@ -18,6 +18,7 @@
 #include <prismlb/module.h>
 
 #include "fakehost.h"
+#include "testutil.h"
 
 /* Why create or start failed, as the module said. */
 static char why[256];
@@ -1060,9 +1061,5 @@ main(int argc, char **argv)
     tcase_add_test(tc, start_failure_cleans_up);
     tcase_add_test(tc, allocation_failures);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

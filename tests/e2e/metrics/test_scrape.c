@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "common.h"
+#include "env.h"
 
 #define PROMTOOL "/usr/bin/promtool"
 #define CURL_PROGRAM "/usr/bin/curl"
@@ -29,7 +29,7 @@
 
 /* A daemon with the demo-like wiring: a test instance and mod_metrics. */
 static void
-start_daemon(struct me_daemon *d, int port)
+start_daemon(struct tu_daemon *d, int port)
 {
     char conf[1024];
     snprintf(conf, sizeof(conf),
@@ -73,8 +73,8 @@ promtool_check(const char *url, const char *dir, const char *name)
 
 START_TEST(promtool_accepts_metrics)
 {
-    int port = me_free_port();
-    struct me_daemon d;
+    int port = tu_free_port();
+    struct tu_daemon d;
     start_daemon(&d, port);
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
@@ -91,7 +91,7 @@ END_TEST
  * balances them, mod_metrics serves its metrics and readiness. */
 START_TEST(promtool_accepts_proxy_role_metrics)
 {
-    int port = me_free_port(), proxy_port = me_free_port();
+    int port = tu_free_port(), proxy_port = tu_free_port();
     char conf[2048];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -103,7 +103,7 @@ START_TEST(promtool_accepts_proxy_role_metrics)
              "  { module = \"metrics\"; port = %d; }\n"
              ");\n",
              port, proxy_port, port);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
@@ -153,7 +153,7 @@ count_lines(const char *text, const char *prefix)
  * prismlb_build_info (the daemon's) stay one series without it. */
 START_TEST(two_instances_of_one_module_give_two_series)
 {
-    int port = me_free_port(), port2 = me_free_port();
+    int port = tu_free_port(), port2 = tu_free_port();
     char conf[1024];
     snprintf(conf, sizeof(conf),
              "instances = (\n"
@@ -165,7 +165,7 @@ START_TEST(two_instances_of_one_module_give_two_series)
              "  { module = \"metrics\"; name = \"probes2\"; port = %d; }\n"
              ");\n",
              port, port2);
-    struct me_daemon d;
+    struct tu_daemon d;
     me_daemon_start(&d, conf, port);
     int ports[] = {port, port2};
     for (int i = 0; i < 2; i++) {
@@ -213,47 +213,17 @@ END_TEST
 
 /* ------------------------------------------------------------------ */
 
-struct grow {
-    char *p;
-    size_t n;
-};
-
-static size_t
-grow_cb(char *data, size_t size, size_t nmemb, void *arg)
-{
-    struct grow *g = arg;
-    size_t add = size * nmemb;
-    char *np = realloc(g->p, g->n + add + 1);
-    if (!np)
-        return 0;
-    memcpy(np + g->n, data, add);
-    g->p = np;
-    g->n += add;
-    g->p[g->n] = '\0';
-    return add;
-}
-
 /* GET a Prometheus API URL and parse its JSON; NULL when not (yet) there. */
 static json_t *
 prom_get(int port, const char *path_and_query)
 {
     char url[2048];
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path_and_query);
-    CURL *c = curl_easy_init();
-    ck_assert_ptr_nonnull(c);
-    struct grow g = {0};
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, grow_cb);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &g);
-    CURLcode cc = curl_easy_perform(c);
-    long status = 0;
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    curl_easy_cleanup(c);
+    struct me_resp r;
     json_t *j = NULL;
-    if (cc == CURLE_OK && status == 200 && g.p)
-        j = json_loads(g.p, 0, NULL);
-    free(g.p);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path_and_query);
+    if (me_http("GET", url, NULL, &r) == 0 && r.status == 200)
+        j = json_loads(r.body, 0, NULL);
+    me_resp_free(&r);
     return j;
 }
 
@@ -281,8 +251,8 @@ query_value(int port, const char *expr, json_t **doc, json_t **metric)
 
 START_TEST(prometheus_scrapes_daemon)
 {
-    int port = me_free_port(), pport = me_free_port();
-    struct me_daemon d;
+    int port = tu_free_port(), pport = tu_free_port();
+    struct tu_daemon d;
     start_daemon(&d, port);
 
     char cfg[4096], yml[8192], tsdb[4096], log[4096], listen[64];
@@ -416,8 +386,8 @@ START_TEST(rss_flat_over_10000_scrapes)
              asan && *asan ? ":" : "");
     putenv(asan_env);
 
-    int port = me_free_port();
-    struct me_daemon d;
+    int port = tu_free_port();
+    struct tu_daemon d;
     start_daemon(&d, port);
     char url[256];
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);

@@ -8,25 +8,15 @@
 #include <string.h>
 
 #include "prismlb/module.h"
+#include "daemon.h"
 #include "testutil.h"
 
-static char *dir;
-static char module_path[4096];
-
-static void
-setup(void)
+/* "PRISMLB_MODULE_PATH=<build>/tests/modules" (static). */
+static const char *
+module_path(void)
 {
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s",
-             tu_build_path("tests/modules"));
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
+    static const char *const dirs[] = {"tests/modules", NULL};
+    return tu_module_path_env(dirs);
 }
 
 /* Write conf text to DIR/name and run --check-config on it. Returns the
@@ -34,20 +24,14 @@ teardown(void)
 static int
 check_config(const char *name, const char *text, char **out)
 {
-    char path[4096];
-    snprintf(path, sizeof(path), "%s/%s", dir, name);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    return tu_check_config(path, module_path, out);
+    return tu_check_config_text(tu_dir, name, text, module_path(), out);
 }
 
 /* Assert the output holds "DIR/name:LINE: rest". */
 static void
 assert_error(const char *out, const char *name, int line, const char *rest)
 {
-    char want[4096];
-    snprintf(want, sizeof(want), "%s/%s:%d: %s", dir, name, line, rest);
-    if (!strstr(out, want))
-        ck_abort_msg("expected \"%s\" in output:\n%s", want, out);
+    tu_assert_config_error(out, tu_dir, name, line, rest);
 }
 
 #define TRACE "trace_file = \"trace.log\";"
@@ -249,7 +233,7 @@ START_TEST(settings_tables_of_any_stride_load)
     char exe[4096];
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
     char *argv[] = {exe, "--settings-doc", (char *)mod, NULL};
-    char *env[] = {module_path, NULL};
+    char *env[] = {(char *)module_path(), NULL};
     ck_assert_int_eq(tu_run(argv, env, &out, 30000), 0);
     ck_assert_msg(strstr(out, "`alpha`") && strstr(out, "An integer from 1 to 10.") &&
                       strstr(out, "`beta`") && strstr(out, "A string that must not be empty.") &&
@@ -319,7 +303,7 @@ END_TEST
 START_TEST(include_and_relative_paths)
 {
     char *out = NULL, inc[4096];
-    snprintf(inc, sizeof(inc), "%s/part.conf", dir);
+    snprintf(inc, sizeof(inc), "%s/part.conf", tu_dir);
     ck_assert_int_eq(tu_write_file(inc, "{ module = \"lifecycle\"; name = \"inc\";\n"
                                         "  " TRACE "\n"
                                         "  port = 0; }\n"),
@@ -344,11 +328,11 @@ START_TEST(secret_values_are_never_printed)
     char *argv[] = {(char *)tu_build_path("core/prismlb"), "--check-config", "--config", NULL,
                     NULL};
     char path[4096];
-    snprintf(path, sizeof(path), "%s/env.conf", dir);
+    snprintf(path, sizeof(path), "%s/env.conf", tu_dir);
     ck_assert_int_eq(
         tu_write_file(path, "instances = ( { module = \"lifecycle\"; " TRACE " } );\n"), 0);
     argv[3] = path;
-    char *env[] = {module_path, "LIFECYCLE_ENABLED=maybe", NULL};
+    char *env[] = {(char *)module_path(), "LIFECYCLE_ENABLED=maybe", NULL};
     int rc = tu_run(argv, env, &out, 30000);
     ck_assert_int_eq(rc, 1);
     ck_assert_ptr_nonnull(
@@ -363,7 +347,7 @@ suite(void)
 {
     Suite *s = suite_create("check-config");
     TCase *tc = tcase_create("check-config");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, good_file_prints_ok);
     tcase_add_test(tc, misspelled_setting);
@@ -389,9 +373,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

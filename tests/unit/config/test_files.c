@@ -16,27 +16,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "testutil.h"
 
-static char *dir;
-static char module_path[8300];
-
-static void
-setup(void)
+/* "PRISMLB_MODULE_PATH=<build>/tests/modules:<build>/modules" (static). */
+static const char *
+module_path(void)
 {
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-    char a[4096], b[4096];
-    snprintf(a, sizeof(a), "%s", tu_build_path("tests/modules"));
-    snprintf(b, sizeof(b), "%s", tu_build_path("modules"));
-    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s:%s", a, b);
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
+    static const char *const dirs[] = {"tests/modules", "modules", NULL};
+    return tu_module_path_env(dirs);
 }
 
 static const char *
@@ -45,7 +33,7 @@ at(const char *name)
     static char path[4][4096];
     static int k;
     k = (k + 1) % 4;
-    snprintf(path[k], sizeof(path[k]), "%s/%s", dir, name);
+    snprintf(path[k], sizeof(path[k]), "%s/%s", tu_dir, name);
     return path[k];
 }
 
@@ -57,7 +45,7 @@ check(const char *name, char **out)
     char exe[4096];
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
     char *argv[] = {exe, "--check-config", "--config", (char *)at(name), NULL};
-    char *env[] = {module_path, NULL};
+    char *env[] = {(char *)module_path(), NULL};
     return tu_run(argv, env, out, 10000);
 }
 
@@ -81,7 +69,7 @@ START_TEST(include_of_a_fifo_is_an_error_not_a_hang)
     ck_assert_msg(rc == 1, "exit %d (-1: hung); output:\n%s", rc, out);
     snprintf(want, sizeof(want),
              "%s:2: cannot include \"%s/pipe.conf\": not a regular file (a FIFO)", at("main.conf"),
-             dir);
+             tu_dir);
     assert_has(out, want);
     free(out);
 }
@@ -96,7 +84,7 @@ START_TEST(include_of_a_directory_or_proc_self_mem_names_file_and_line)
     ck_assert_msg(rc == 1, "exit %d; output:\n%s", rc, out);
     snprintf(want, sizeof(want),
              "%s:4: cannot include \"%s/sub\": not a regular file (a directory)", at("dir.conf"),
-             dir);
+             tu_dir);
     assert_has(out, want);
     ck_assert_ptr_null(strstr(out, "flex scanner"));
     free(out);
@@ -104,7 +92,7 @@ START_TEST(include_of_a_directory_or_proc_self_mem_names_file_and_line)
     /* libconfig puts the include directory in front of every path, so a
      * relative path reaches /proc from a directory under /tmp. */
     char rel[4096] = "";
-    for (const char *p = dir; *p; p++)
+    for (const char *p = tu_dir; *p; p++)
         if (*p == '/')
             strcat(rel, "../");
     strcat(rel, "proc/self/mem");
@@ -127,7 +115,7 @@ START_TEST(include_of_a_directory_or_proc_self_mem_names_file_and_line)
     out = NULL;
     rc = check("outer.conf", &out);
     ck_assert_msg(rc == 1, "exit %d; output:\n%s", rc, out);
-    snprintf(want, sizeof(want), "%s:2: cannot include \"%s/sub\"", at("inner.conf"), dir);
+    snprintf(want, sizeof(want), "%s:2: cannot include \"%s/sub\"", at("inner.conf"), tu_dir);
     assert_has(out, want);
     free(out);
 }
@@ -211,28 +199,23 @@ START_TEST(daemon_with_a_fifo_kubeconfig_says_so_and_stops)
 {
     ck_assert_int_eq(mkfifo(at("kc-fifo"), 0600), 0);
     leader_conf("d.conf", at("kc-fifo"));
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--config", (char *)at("d.conf"), NULL};
-    char *env[] = {module_path, NULL};
-    struct tu_proc p;
-    const char *log = at("d.log");
-    ck_assert_int_eq(tu_spawn(&p, argv, env, log), 0);
-    long long until = tu_now_ms() + 10000;
-    while (!tu_file_has(log, "not a regular file (a FIFO)") && !tu_exited(&p) &&
-           tu_now_ms() < until)
-        tu_sleep_ms(20);
-    char *text = tu_read_file(log, NULL);
-    ck_assert_msg(text && strstr(text, "not a regular file (a FIFO)"), "log:\n%s",
-                  text ? text : "");
-    free(text);
-    if (!tu_exited(&p)) {
-        ck_assert_int_eq(kill(p.pid, SIGTERM), 0);
-        ck_assert_msg(tu_wait_exit(&p, 10000), "no exit within 10 s of SIGTERM");
+    char *env[] = {(char *)module_path(), NULL};
+    struct tu_daemon d;
+    tu_daemon_init(&d, tu_dir, "d");
+    tu_daemon_spawn(&d, NULL, NULL, env);
+    if (tu_daemon_wait_log(&d, "not a regular file (a FIFO)", 10000) == -1)
+        tu_daemon_fail(&d, "no \"not a regular file (a FIFO)\" in the log");
+    struct tu_proc *p = &d.proc;
+    /* a daemon that exited must have said it: wait_log asked once more */
+    ck_assert_msg(tu_file_has(d.log, "not a regular file (a FIFO)"), "log:\n%s", tu_daemon_log(&d));
+    if (!tu_exited(p)) {
+        ck_assert_int_eq(kill(p->pid, SIGTERM), 0);
+        ck_assert_msg(tu_wait_exit(p, 10000), "no exit within 10 s of SIGTERM");
     }
     /* Exited (it gives up on the instance), or ended by the SIGTERM. */
-    ck_assert_msg(WIFEXITED(p.status) || (WIFSIGNALED(p.status) && WTERMSIG(p.status) == SIGTERM),
-                  "wait status %d", p.status);
+    ck_assert_msg(WIFEXITED(p->status) ||
+                      (WIFSIGNALED(p->status) && WTERMSIG(p->status) == SIGTERM),
+                  "wait status %d", p->status);
 }
 END_TEST
 
@@ -241,7 +224,7 @@ main(void)
 {
     Suite *s = suite_create("config-files");
     TCase *tc = tcase_create("files");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, include_of_a_fifo_is_an_error_not_a_hang);
     tcase_add_test(tc, include_of_a_directory_or_proc_self_mem_names_file_and_line);
@@ -249,9 +232,5 @@ main(void)
     tcase_add_test(tc, check_config_loads_each_kubeconfig);
     tcase_add_test(tc, daemon_with_a_fifo_kubeconfig_says_so_and_stops);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(s);
 }

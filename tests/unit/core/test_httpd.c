@@ -27,23 +27,8 @@
 #include "alloc.h"
 #include "httpd.h"
 #include "reactor.h"
-
-static struct event_base *base;
-
-static void
-setup(void)
-{
-    signal(SIGPIPE, SIG_IGN); /* as the daemon does */
-    base = core_event_base_new();
-    ck_assert_ptr_nonnull(base);
-}
-
-static void
-teardown(void)
-{
-    event_base_free(base);
-    base = NULL;
-}
+#include "loop.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Clients on threads                                                       */
@@ -198,14 +183,6 @@ run_one(struct client *c, int port, const char *req)
     struct client *cs[1] = {c};
     client_start(c, port, req);
     run_clients(cs, 1);
-}
-
-static void
-run_for(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    ck_assert_int_eq(event_base_loopexit(base, &tv), 0);
-    ck_assert_int_ge(event_base_dispatch(base), 0);
 }
 
 /* Status of the first response in r (0 if none). */
@@ -801,15 +778,6 @@ START_TEST(test_idle_timeout)
 }
 END_TEST
 
-static double
-cpu_seconds(void)
-{
-    struct rusage ru;
-    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 /* Out of descriptors: the server pauses accepting instead of spinning,
  * and serves again once descriptors are free. */
 START_TEST(test_emfile_backoff)
@@ -835,9 +803,9 @@ START_TEST(test_emfile_backoff)
         ck_assert_int_lt(nfill, 128);
         fill[nfill++] = fd;
     }
-    double cpu0 = cpu_seconds();
+    double cpu0 = tu_cpu_seconds();
     run_for(600);
-    double cpu = cpu_seconds() - cpu0;
+    double cpu = tu_cpu_seconds() - cpu0;
     ck_assert_msg(cpu < 0.05, "loop used %.3f s of CPU in 0.6 s while out of fds", cpu);
     ck_assert_int_eq(h.calls, 0);
     for (int i = 0; i < nfill; i++)
@@ -1004,7 +972,7 @@ httpd_suite(void)
 {
     Suite *s = suite_create("httpd");
     TCase *tc = tcase_create("server");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 40);
     tcase_add_test(tc, test_methods_reach_handler);
     tcase_add_test(tc, test_unrouted_404);
@@ -1032,9 +1000,5 @@ httpd_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(httpd_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(httpd_suite());
 }

@@ -25,31 +25,8 @@
 
 #include "httpd.h"
 #include "reactor.h"
-
-static struct event_base *base;
-
-static void
-setup(void)
-{
-    signal(SIGPIPE, SIG_IGN);
-    base = core_event_base_new();
-    ck_assert_ptr_nonnull(base);
-}
-
-static void
-teardown(void)
-{
-    event_base_free(base);
-    base = NULL;
-}
-
-static void
-run_for(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    ck_assert_int_eq(event_base_loopexit(base, &tv), 0);
-    ck_assert_int_ge(event_base_dispatch(base), 0);
-}
+#include "loop.h"
+#include "testutil.h"
 
 /* A non-blocking client socket connected (or connecting) to port. */
 static int
@@ -355,7 +332,7 @@ bounds_suite(void)
 {
     Suite *s = suite_create("httpd-bounds");
     TCase *tc = tcase_create("bounds");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 40);
     tcase_add_test(tc, request_timeout_closes_silent_and_trickling_clients);
     tcase_add_test(tc, cap_closes_longest_waiting_for_a_fresh_client);
@@ -368,9 +345,5 @@ bounds_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(bounds_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(bounds_suite());
 }

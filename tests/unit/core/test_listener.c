@@ -25,30 +25,8 @@
 #include "metrics.h"
 #include "log.h"
 #include "reactor.h"
-
-static struct event_base *base;
-
-static void
-setup(void)
-{
-    base = core_event_base_new();
-    ck_assert_ptr_nonnull(base);
-}
-
-static void
-teardown(void)
-{
-    event_base_free(base);
-    base = NULL;
-}
-
-static void
-run_for(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    ck_assert_int_eq(event_base_loopexit(base, &tv), 0);
-    ck_assert_int_ge(event_base_dispatch(base), 0);
-}
+#include "loop.h"
+#include "testutil.h"
 
 #define MAX_CONN 16
 
@@ -406,15 +384,6 @@ START_TEST(test_free_inside_accept)
 }
 END_TEST
 
-static double
-cpu_seconds(void)
-{
-    struct rusage ru;
-    ck_assert_int_eq(getrusage(RUSAGE_SELF, &ru), 0);
-    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
 static int
 count_lines_with(const char *text, const char *needle)
 {
@@ -474,9 +443,9 @@ START_TEST(test_emfile_backoff)
         fill[nfill++] = fd;
     }
 
-    double cpu0 = cpu_seconds();
+    double cpu0 = tu_cpu_seconds();
     run_for(600);
-    double cpu = cpu_seconds() - cpu0;
+    double cpu = tu_cpu_seconds() - cpu0;
     ck_assert_int_eq(a.n, 0);
     /* A spinning loop would burn the whole 600 ms. */
     ck_assert_msg(cpu < 0.05, "loop used %.3f s of CPU in 0.6 s while out of fds", cpu);
@@ -577,7 +546,7 @@ listener_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("tcp");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_accept_ipv4);
     tcase_add_test(tc, test_accept_ipv6);
@@ -595,9 +564,5 @@ listener_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(listener_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(listener_suite());
 }

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "num.h"
+#include "testutil.h"
 
 START_TEST(core_llround_matches_llround)
 {
@@ -40,9 +41,5 @@ main(void)
     TCase *tc = tcase_create("num");
     tcase_add_test(tc, core_llround_matches_llround);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

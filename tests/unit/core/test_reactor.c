@@ -17,34 +17,11 @@
 
 #include "alloc.h"
 #include "reactor.h"
+#include "loop.h"
+#include "testutil.h"
 
 /* Upper scheduling slack in ms for every "fires by" bound. */
 #define SLACK_MS 250
-
-static struct event_base *base;
-
-static void
-setup(void)
-{
-    base = core_event_base_new();
-    ck_assert_ptr_nonnull(base);
-}
-
-static void
-teardown(void)
-{
-    event_base_free(base);
-    base = NULL;
-}
-
-/* Run the loop for at most ms (callbacks may break it earlier). */
-static void
-run_for(int64_t ms)
-{
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
-    ck_assert_int_eq(event_base_loopexit(base, &tv), 0);
-    ck_assert_int_ge(event_base_dispatch(base), 0);
-}
 
 #define MAX_FIRES 64
 
@@ -672,7 +649,7 @@ reactor_suite(void)
 {
     Suite *s = suite_create("reactor");
     TCase *tc = tcase_create("timers");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_clocks);
     tcase_add_test(tc, test_oneshot_fires_once_after_delay);
@@ -689,7 +666,7 @@ reactor_suite(void)
     suite_add_tcase(s, tc);
 
     tc = tcase_create("io");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, loop_setup, loop_teardown);
     tcase_set_timeout(tc, 30);
     tcase_add_test(tc, test_io_read);
     tcase_add_test(tc, test_io_write);
@@ -706,9 +683,5 @@ reactor_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(reactor_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run_suite(reactor_suite());
 }

@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "reactor.h"
 #include "worker.h"
+#include "testutil.h"
 
 static struct event_base *base;
 static struct core_workers *ws;
@@ -520,9 +521,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

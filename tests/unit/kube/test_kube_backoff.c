@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "kube-internal.h"
+#include "testutil.h"
 
 /* A fake clock and a watch driver around the machine. */
 struct sim {
@@ -213,9 +214,5 @@ backoff_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(backoff_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(backoff_suite());
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kube-internal.h"
+#include "testutil.h"
 
 static json_t *
 obj(const char *ns, const char *name, const char *rv)
@@ -424,9 +425,5 @@ cache_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(cache_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(cache_suite());
 }

@@ -8,6 +8,7 @@
 
 #include "alloc.h"
 #include "kube-internal.h"
+#include "testutil.h"
 
 static json_t *
 svc(const char *name, const char *uid)
@@ -193,9 +194,5 @@ events_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(events_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(events_suite());
 }

@@ -11,6 +11,7 @@
 
 #include "alloc.h"
 #include "kube-internal.h"
+#include "testutil.h"
 
 /* Both parsers agree on text (len bytes). */
 static void
@@ -235,9 +236,5 @@ int
 main(void)
 {
     json_set_alloc_funcs(core_malloc, core_free); /* jansson through the hook */
-    SRunner *sr = srunner_create(jparse_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(jparse_suite());
 }

@@ -356,9 +356,5 @@ int
 main(void)
 {
     json_set_alloc_funcs(core_malloc, core_free); /* jansson through the hook */
-    SRunner *sr = srunner_create(kubeconfig_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(kubeconfig_suite());
 }

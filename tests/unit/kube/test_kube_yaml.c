@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "kube-internal.h"
+#include "testutil.h"
 
 /* Parse yaml and compare with the JSON text want. */
 static void
@@ -323,9 +324,5 @@ int
 main(void)
 {
     json_set_alloc_funcs(core_malloc, core_free); /* jansson through the hook */
-    SRunner *sr = srunner_create(yaml_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run_suite(yaml_suite());
 }

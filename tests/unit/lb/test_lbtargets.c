@@ -5,6 +5,7 @@
 
 #include "alloc.h"
 #include "lb/lbtargets.h"
+#include "testutil.h"
 
 static json_t *
 parse(const char *text)
@@ -275,9 +276,5 @@ main(void)
     tcase_add_test(tc, cap_drops_extra_nodes_in_a_stable_order);
     tcase_add_test(tc, targets_are_internal_ips_ipv4_first);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -13,6 +13,7 @@
 
 #include "ld.h"
 #include "le.h"
+#include "testutil.h"
 
 #define ME "me_1"
 #define LEASE_MS 15000
@@ -1071,9 +1072,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -4,6 +4,7 @@
  * number formatting and views (a family per instance of a module).
  */
 #include "test_metrics.h"
+#include "testutil.h"
 
 START_TEST(test_counter)
 {
@@ -543,9 +544,5 @@ metrics_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(metrics_suite());
 }

@@ -4,6 +4,7 @@
  * client over OpenMetrics, 10,000 series, allocation failures.
  */
 #include "test_metrics.h"
+#include "testutil.h"
 
 /* A small registry, used by the exact-text test and the allocation sweep. */
 static const double small_buckets[] = {0.125, 0.5, 1};
@@ -434,9 +435,5 @@ metrics_suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(metrics_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(metrics_suite());
 }

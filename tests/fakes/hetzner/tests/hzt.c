@@ -129,26 +129,6 @@ hzt_stop(struct hzt_fake *f)
     return st;
 }
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t
-on_body(char *data, size_t sz, size_t nm, void *arg)
-{
-    struct buf *b = arg;
-    size_t len = sz * nm;
-    char *np = realloc(b->p, b->n + len + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, data, len);
-    b->n += len;
-    np[b->n] = '\0';
-    b->p = np;
-    return len;
-}
-
 static size_t
 on_header(char *data, size_t sz, size_t nm, void *arg)
 {
@@ -176,7 +156,7 @@ hzt_req(struct hzt_fake *f, const char *method, const char *path, const char *to
         const char *body, struct hzt_resp *r)
 {
     char url[1024], auth[512];
-    struct buf b = {NULL, 0};
+    struct tu_buf b = {0};
     struct curl_slist *h = NULL;
     int rc = -1;
     memset(r, 0, sizeof(*r));
@@ -189,7 +169,7 @@ hzt_req(struct hzt_fake *f, const char *method, const char *path, const char *to
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, tu_buf_append);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, r);

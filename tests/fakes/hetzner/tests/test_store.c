@@ -442,9 +442,5 @@ main(void)
     tcase_add_test(tc, test_pagination_bounds);
     tcase_add_test(tc, test_rate_bucket);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -85,21 +85,11 @@ static const char objects_yaml[] = "apiVersion: v1\n"
 static int
 kc(char **out, ...)
 {
-    char *argv[40];
-    int n = 0;
     va_list ap;
-    const char *a;
-    argv[n++] = kubectl;
-    argv[n++] = "--kubeconfig";
-    argv[n++] = kubeconfig;
-    argv[n++] = "--cache-dir";
-    argv[n++] = cachedir;
     va_start(ap, out);
-    while ((a = va_arg(ap, const char *)) && n < 38)
-        argv[n++] = (char *)a;
+    int rc = tu_kubectlv(kubeconfig, cachedir, NULL, out, ap);
     va_end(ap);
-    argv[n] = NULL;
-    return tu_run(argv, NULL, out, 60000);
+    return rc;
 }
 
 /* kubectl get -o json of one object, parsed (new). */
@@ -123,20 +113,13 @@ kc_get(const char *kind, const char *ns, const char *name)
 static void
 setup(void)
 {
-    char yaml[4300], cfg[8192];
+    char yaml[4300];
     ck_assert_int_eq(fake_start(&fk, NULL), 0);
     snprintf(kubectl, sizeof(kubectl), "%s", tu_source_path(".tools/bin/kubectl"));
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", fk.dir);
     snprintf(cachedir, sizeof(cachedir), "%s/kube-cache", fk.dir);
-    snprintf(cfg, sizeof(cfg),
-             "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n"
-             "    server: %s\n    certificate-authority: %s/ca.crt\n"
-             "users:\n- name: admin\n  user:\n    client-certificate: %s/client.crt\n"
-             "    client-key: %s/client.key\n"
-             "contexts:\n- name: fake\n  context: {cluster: fake, user: admin}\n"
-             "current-context: fake\n",
-             fk.server[0], fk.dir, fk.dir, fk.dir);
-    ck_assert_int_eq(tu_write_file(kubeconfig, cfg), 0);
+    const struct tu_kubeconfig kc = {.server = fk.server[0], .certdir = fk.dir};
+    ck_assert_int_eq(tu_write_kubeconfig(kubeconfig, &kc), 0);
     snprintf(yaml, sizeof(yaml), "%s/objects.yaml", fk.dir);
     ck_assert_int_eq(tu_write_file(yaml, objects_yaml), 0);
 }

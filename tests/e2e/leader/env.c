@@ -1,19 +1,4 @@
-/*
- * le_e2e: helpers shared by the mod_leader end-to-end suites. Header-only
- * (static functions) so each suite is one executable.
- *
- * An environment is one prismlb-fake-kube (HTTPS, client certificates) and
- * a kubeconfig for it, at the root or, with kcp, inside the workspace
- * /clusters/root:test (the server URL carries the prefix). Daemons run
- * mod_leader (Lease default/prismlb-test) and the gated test module
- * mod_writer, which patches the Lease default/shared-writes with its
- * identity every 100 ms while its gate is open; each write's User-Agent is
- * "prismlb-writer/IDENTITY/TERM", so the fake's request log tells who
- * wrote in which term. Every process is started and stopped by PID; every
- * wait is bounded.
- */
-#ifndef PRISMLB_TEST_LE_E2E_H
-#define PRISMLB_TEST_LE_E2E_H
+#include "env.h"
 
 #include <check.h>
 #include <jansson.h>
@@ -23,44 +8,9 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "fakeproc.h"
-#include "testutil.h"
+const struct le_timings le_short = {"3s", "2s", "500ms", 3.0, 2.0, 0.5};
 
-#define LE_KCP_PREFIX "/clusters/root:test"
-#define LE_MAX_DAEMONS 8
-
-struct le_env {
-    struct fake f;
-    int kcp;
-    char prefix[64];
-    char base[256]; /* server URL with the prefix */
-    char kubeconfig[4300];
-};
-
-struct le_timings {
-    const char *lease, *renew, *retry;
-    double lease_s, renew_s, retry_s;
-};
-
-/* The short timings of the chaos tests. */
-static const struct le_timings le_short = {"3s", "2s", "500ms", 3.0, 2.0, 0.5};
-
-struct le_daemon {
-    struct tu_proc proc;
-    char identity[64];
-    char conf[4400], log[4400], trace[4400];
-    int running;
-};
-
-/* One write of the request log. */
-struct le_write {
-    double t;
-    char id[64];
-    int term;
-    int status;
-};
-
-static inline double
+double
 le_wall(void)
 {
     struct timeval tv;
@@ -68,19 +18,15 @@ le_wall(void)
     return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
 }
 
-static inline const char *
+const char *
 le_module_path_env(void)
 {
-    static char env[8300];
-    char a[4096], b[4096];
-    snprintf(a, sizeof(a), "%s", tu_build_path("modules"));
-    snprintf(b, sizeof(b), "%s", tu_build_path("tests/modules/writer"));
-    snprintf(env, sizeof(env), "PRISMLB_MODULE_PATH=%s:%s", a, b);
-    return env;
+    static const char *const dirs[] = {"modules", "tests/modules/writer", NULL};
+    return tu_module_path_env(dirs);
 }
 
 /* An API request on the environment's server (prefix added). */
-static inline long
+long
 le_api(struct le_env *e, const char *method, const char *path, const char *body, const char *ctype,
        struct http_res *res)
 {
@@ -94,36 +40,15 @@ le_api(struct le_env *e, const char *method, const char *path, const char *body,
     return res->status;
 }
 
-static inline void
+void
 le_write_kubeconfig(struct le_env *e, const char *path)
 {
-    char buf[4096];
-    snprintf(buf, sizeof(buf),
-             "apiVersion: v1\n"
-             "kind: Config\n"
-             "clusters:\n"
-             "- cluster:\n"
-             "    certificate-authority: %s/ca.crt\n"
-             "    server: %s\n"
-             "  name: fake\n"
-             "contexts:\n"
-             "- context:\n"
-             "    cluster: fake\n"
-             "    user: admin\n"
-             "    namespace: default\n"
-             "  name: fake\n"
-             "current-context: fake\n"
-             "users:\n"
-             "- name: admin\n"
-             "  user:\n"
-             "    client-certificate: %s/client.crt\n"
-             "    client-key: %s/client.key\n",
-             e->f.dir, e->base, e->f.dir, e->f.dir);
-    ck_assert_int_eq(tu_write_file(path, buf), 0);
+    const struct tu_kubeconfig kc = {.server = e->base, .certdir = e->f.dir};
+    ck_assert_int_eq(tu_write_kubeconfig(path, &kc), 0);
 }
 
 /* Start the fake, write the kubeconfig, create the shared object. */
-static inline void
+void
 le_env_start(struct le_env *e, int kcp)
 {
     static const char *const extra[] = {"--history", "200000", NULL};
@@ -143,7 +68,7 @@ le_env_start(struct le_env *e, int kcp)
     http_res_free(&r);
 }
 
-static inline void
+void
 le_env_stop(struct le_env *e)
 {
     int st = fake_stop(&e->f);
@@ -152,7 +77,7 @@ le_env_stop(struct le_env *e)
 
 /* The election's Lease is where the environment says: in the workspace
  * with kcp (and then not at the root), else at the root. */
-static inline void
+void
 le_assert_lease_location(struct le_env *e)
 {
     struct http_res r;
@@ -170,14 +95,13 @@ le_assert_lease_location(struct le_env *e)
 
 /* Write the config of daemon d (extra: more leader settings, may be "";
  * more: more instances, each ending in ",", or NULL). */
-static inline void
+void
 le_daemon_config_more(struct le_env *e, struct le_daemon *d, const char *identity,
                       const struct le_timings *tm, const char *extra, const char *more)
 {
     char buf[32768];
+    tu_daemon_init(&d->td, e->f.dir, identity);
     snprintf(d->identity, sizeof(d->identity), "%s", identity);
-    snprintf(d->conf, sizeof(d->conf), "%s/%s.conf", e->f.dir, identity);
-    snprintf(d->log, sizeof(d->log), "%s/%s.log", e->f.dir, identity);
     snprintf(d->trace, sizeof(d->trace), "%s/%s.trace", e->f.dir, identity);
     snprintf(
         buf, sizeof(buf),
@@ -197,28 +121,24 @@ le_daemon_config_more(struct le_env *e, struct le_daemon *d, const char *identit
         ");\n",
         more ? more : "", identity, e->kubeconfig, tm->lease, tm->renew, tm->retry,
         extra ? extra : "", identity, d->trace, e->base, e->f.dir, e->f.dir, e->f.dir);
-    ck_assert_int_eq(tu_write_file(d->conf, buf), 0);
+    ck_assert_int_eq(tu_write_file(d->td.conf, buf), 0);
 }
 
-static inline void
+void
 le_daemon_config(struct le_env *e, struct le_daemon *d, const char *identity,
                  const struct le_timings *tm, const char *extra)
 {
     le_daemon_config_more(e, d, identity, tm, extra, NULL);
 }
 
-static inline void
+void
 le_daemon_spawn(struct le_daemon *d)
 {
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--config", d->conf, NULL};
     char *env[] = {(char *)le_module_path_env(), NULL};
-    ck_assert_int_eq(tu_spawn(&d->proc, argv, env, d->log), 0);
-    d->running = 1;
+    tu_daemon_spawn(&d->td, NULL, NULL, env);
 }
 
-static inline void
+void
 le_daemon_start(struct le_env *e, struct le_daemon *d, const char *identity,
                 const struct le_timings *tm)
 {
@@ -226,70 +146,93 @@ le_daemon_start(struct le_env *e, struct le_daemon *d, const char *identity,
     le_daemon_spawn(d);
 }
 
-/* Stop with sig, wait (bounded); returns the wait status. */
-static inline int
+int
 le_daemon_stop(struct le_daemon *d, int sig, int timeout_ms)
 {
-    if (!d->running)
-        return 0;
-    d->running = 0;
-    return tu_stop(&d->proc, sig, timeout_ms);
+    return d->td.running ? tu_daemon_stop(&d->td, sig, timeout_ms) : 0;
 }
 
-/* Send sig once and wait (bounded) for the exit; a daemon that does not
- * exit in time is killed. Returns the wait status, or -1 after a kill. */
-static inline int
+int
 le_daemon_signal_wait(struct le_daemon *d, int sig, int timeout_ms)
 {
-    if (!d->running)
+    if (!d->td.running)
         return 0;
-    ck_assert_int_eq(kill(d->proc.pid, sig), 0);
-    int exited = tu_wait_exit(&d->proc, timeout_ms);
+    ck_assert_int_eq(kill(d->td.proc.pid, sig), 0);
+    int exited = tu_wait_exit(&d->td.proc, timeout_ms);
     if (!exited) {
         le_daemon_stop(d, SIGKILL, 3000);
         return -1;
     }
-    d->running = 0;
-    return d->proc.status;
+    d->td.running = 0;
+    return d->td.proc.status;
 }
 
-static inline char *
+char *
 le_daemon_log(const struct le_daemon *d)
 {
-    char *s = tu_read_file(d->log, NULL);
-    return s ? s : strdup("(no log)");
+    return tu_daemon_log(&d->td);
 }
 
-/* The writes of the request log, in log order (new array, *n entries). */
-static inline struct le_write *
-le_writes(struct le_env *e, size_t *n)
+void
+le_daemon_wait_log(struct le_daemon *d, const char *needle, int timeout_ms)
+{
+    int rc = tu_daemon_wait_log(&d->td, needle, timeout_ms);
+    if (rc < 0)
+        tu_daemon_fail(&d->td, "no \"%s\" in the log (the daemon %s)", needle,
+                       rc == -2 ? "exited" : "ran on");
+}
+
+json_t *
+le_request_log(struct le_env *e)
 {
     struct http_res r;
     memset(&r, 0, sizeof(r));
     ck_assert_int_eq(fake_admin(&e->f, "GET", "/requests", NULL, &r), 0);
     json_t *j = res_json(&r);
     http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
-    json_t *items = json_object_get(j, "items");
-    size_t cap = json_array_size(items) + 1, k = 0;
+    ck_assert_msg(j != NULL, "the fake's request log is not JSON");
+    return j;
+}
+
+size_t
+le_request_count(json_t *j)
+{
+    return json_array_size(json_object_get(j, "items"));
+}
+
+int
+le_request_at(json_t *j, size_t i, struct le_request *out)
+{
+    json_t *it = json_array_get(json_object_get(j, "items"), i);
+    out->ua = json_string_value(json_object_get(it, "userAgent"));
+    out->method = json_string_value(json_object_get(it, "method"));
+    out->path = json_string_value(json_object_get(it, "path"));
+    out->time = json_real_value(json_object_get(it, "time"));
+    out->status = (int)json_integer_value(json_object_get(it, "status"));
+    return out->ua && out->method && out->path ? 0 : -1;
+}
+
+/* The writes of the request log, in log order (new array, *n entries). */
+struct le_write *
+le_writes(struct le_env *e, size_t *n)
+{
+    json_t *j = le_request_log(e);
+    size_t cap = le_request_count(j) + 1, k = 0;
     struct le_write *w = calloc(cap, sizeof(*w));
     ck_assert_ptr_nonnull(w);
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        if (!ua || !method || !path || strcmp(method, "PATCH") != 0 ||
-            strncmp(ua, "prismlb-writer/", 15) != 0 || !strstr(path, "/shared-writes"))
+    for (size_t i = 0; i + 1 < cap; i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) < 0 || strcmp(q.method, "PATCH") != 0 ||
+            strncmp(q.ua, "prismlb-writer/", 15) != 0 || !strstr(q.path, "/shared-writes"))
             continue;
-        const char *id = ua + 15, *slash = strrchr(id, '/');
+        const char *id = q.ua + 15, *slash = strrchr(id, '/');
         if (!slash || (size_t)(slash - id) >= sizeof(w[k].id))
             continue;
         memcpy(w[k].id, id, (size_t)(slash - id));
         w[k].id[slash - id] = '\0';
         w[k].term = atoi(slash + 1);
-        w[k].t = json_real_value(json_object_get(it, "time"));
-        w[k].status = (int)json_integer_value(json_object_get(it, "status"));
+        w[k].t = q.time;
+        w[k].status = q.status;
         k++;
     }
     json_decref(j);
@@ -300,30 +243,18 @@ le_writes(struct le_env *e, size_t *n)
 /* Arrival time (wall seconds) of the last successful write of the
  * election's Lease by identity's leader instance (its User-Agent names
  * it), or 0. */
-static inline double
+double
 le_last_lease_write(struct le_env *e, const char *identity)
 {
-    struct http_res r;
     char tag[128];
     double last = 0;
     snprintf(tag, sizeof(tag), "(leader; %s)", identity);
-    memset(&r, 0, sizeof(r));
-    ck_assert_int_eq(fake_admin(&e->f, "GET", "/requests", NULL, &r), 0);
-    json_t *j = res_json(&r);
-    http_res_free(&r);
-    ck_assert_ptr_nonnull(j);
-    json_t *items = json_object_get(j, "items");
-    for (size_t i = 0; i < json_array_size(items); i++) {
-        json_t *it = json_array_get(items, i);
-        const char *ua = json_string_value(json_object_get(it, "userAgent"));
-        const char *method = json_string_value(json_object_get(it, "method"));
-        const char *path = json_string_value(json_object_get(it, "path"));
-        json_int_t st = json_integer_value(json_object_get(it, "status"));
-        if (ua && method && path && strstr(ua, tag) && strstr(path, "/leases") &&
-            (strcmp(method, "PUT") == 0 || strcmp(method, "POST") == 0) && st / 100 == 2) {
-            double t = json_real_value(json_object_get(it, "time"));
-            last = t > last ? t : last;
-        }
+    json_t *j = le_request_log(e);
+    for (size_t i = 0; i < le_request_count(j); i++) {
+        struct le_request q;
+        if (le_request_at(j, i, &q) == 0 && strstr(q.ua, tag) && strstr(q.path, "/leases") &&
+            (strcmp(q.method, "PUT") == 0 || strcmp(q.method, "POST") == 0) && q.status / 100 == 2)
+            last = q.time > last ? q.time : last;
     }
     json_decref(j);
     return last;
@@ -331,7 +262,7 @@ le_last_lease_write(struct le_env *e, const char *identity)
 
 /* Wait (bounded) for the first write after `after` (wall seconds) by an
  * identity other than `not_id` (NULL: anyone). 0 and *out, or -1. */
-static inline int
+int
 le_wait_write(struct le_env *e, const char *not_id, double after, int timeout_ms,
               struct le_write *out)
 {
@@ -353,7 +284,7 @@ le_wait_write(struct le_env *e, const char *not_id, double after, int timeout_ms
 }
 
 /* The identity that wrote last (the leader once writes flow). */
-static inline int
+int
 le_last_writer(struct le_env *e, struct le_write *out)
 {
     size_t n;
@@ -369,7 +300,7 @@ le_last_writer(struct le_env *e, struct le_write *out)
  * interval [first write, last write]; sorted by start, each must begin
  * after the previous ones ended. Returns the number of terms, and fails the
  * test on an overlap, naming both. */
-static inline int
+int
 le_check_no_overlap(struct le_env *e)
 {
     size_t n;
@@ -412,4 +343,14 @@ le_check_no_overlap(struct le_env *e)
     return (int)nt;
 }
 
-#endif
+int
+le_mode_arg(int argc, char **argv, int min_argc, const char *usage)
+{
+    if (argc < min_argc || argc < 2 ||
+        (strcmp(argv[1], "root") != 0 && strcmp(argv[1], "kcp") != 0)) {
+        fprintf(stderr, "usage: %s %s\n", argv[0], usage);
+        exit(2);
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    return strcmp(argv[1], "kcp") == 0;
+}

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ew_e2e.h"
+#include "testutil.h"
 
 #define NS "default"
 #define SVC "kubernetes"
@@ -91,9 +92,5 @@ main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, an_allocation_failure_mid_watch_loses_no_update_for_good);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

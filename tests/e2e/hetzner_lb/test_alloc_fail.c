@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "env.h"
+#include "testutil.h"
 
 #define ARMED "prismlb: allocation failure armed"
 #define INJECTED "prismlb: injected allocation failure"
@@ -181,9 +182,5 @@ main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, an_allocation_failure_mid_plan_is_reconciled_again);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 
 #include "env.h"
+#include "testutil.h"
 
 #define NLB 2000
 #define GAUGE "prismlb_hetzner_resync_interval_seconds{module_instance=\"hz\",reconciler=\"hz\"}"
@@ -209,9 +210,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "env.h"
+#include "testutil.h"
 
 static const char *
 module_path_env(void)
@@ -410,9 +411,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

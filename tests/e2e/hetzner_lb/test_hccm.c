@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "testutil.h"
 
 /* kubectl apply Service name of type LoadBalancer (port 80, nodePort
  * 30080) with the annotations annot (YAML lines "    key: value\n", or
@@ -348,9 +349,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

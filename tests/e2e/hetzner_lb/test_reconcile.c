@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "env.h"
+#include "testutil.h"
 
 /* A resync every second lists one page a second: the whole of the fake's
  * RateLimit-Limit 3600 an hour, so the share is set to 100 %. */
@@ -750,9 +751,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "env.h"
+#include "testutil.h"
 
 #define RECHECK "refused_recheck_interval = \"1s\";"
 #define ANN(k, v) ",\"annotations\":{\"" k "\":\"" v "\"}"
@@ -383,9 +384,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

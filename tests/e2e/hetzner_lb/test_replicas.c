@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 
 #include "env.h"
+#include "testutil.h"
 
 /* The test's env, for the hcloud CLI (env_hcloud). */
 static struct env *cli_env;
@@ -361,9 +362,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

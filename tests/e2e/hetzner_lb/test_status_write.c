@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "testutil.h"
 
 #define ADD_TARGET "POST /v1/load_balancers/{id}/actions/add_target"
 
@@ -308,9 +309,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "env.h"
+#include "testutil.h"
 
 static char out_file[4200];
 
@@ -191,9 +192,5 @@ main(void)
     tcase_add_test(tc, a_node_selector_picks_the_targets_and_a_bad_one_picks_none);
     tcase_add_test(tc, of_27_nodes_the_first_25_by_name_are_targets);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

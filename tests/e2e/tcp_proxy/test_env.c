@@ -16,6 +16,7 @@
 
 #include "fakeproc.h"
 #include "tp_e2e.h"
+#include "testutil.h"
 
 static struct fake fk;
 static char dir[4200], conf[4300], log_path[4300], module_path[16800], th[64];
@@ -213,9 +214,5 @@ int
 main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

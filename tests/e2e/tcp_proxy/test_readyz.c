@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "tp_e2e.h"
+#include "testutil.h"
 
 #define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\"; "
 
@@ -501,9 +502,5 @@ int
 main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

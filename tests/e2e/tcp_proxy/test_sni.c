@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "tp_e2e.h"
+#include "testutil.h"
 
 static char *pki; /* CA, the shared endpoint's certificate, kubeconfig (owned) */
 static char kubectl[4096];
@@ -167,9 +168,5 @@ int
 main(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -25,7 +25,7 @@ deb_pkgs="debhelper dpkg-dev lintian debootstrap"
 # its arm64 run-time libraries come from apt; its headers, .pc files and
 # link names are unpacked into .tools/arm64 below.
 cross_arch=arm64
-cross_pkgs="crossbuild-essential-arm64 qemu-user-static
+cross_pkgs="crossbuild-essential-arm64 dpkg-dev qemu-user-static
   libc6-dev:arm64 libcurl4-openssl-dev:arm64 libjansson-dev:arm64 libssl-dev:arm64
   libconfig-dev:arm64 libyaml-dev:arm64 check:arm64 libsubunit-dev:arm64
   libprotobuf-c-dev:arm64 libevent-2.1-7:arm64 libevent-core-2.1-7:arm64

@@ -33,10 +33,11 @@ trap 'rm -rf "$root"' EXIT
 dpkg-deb -x "$deb" "$root"
 dpkg-deb -x "$dev" "$root"
 bin=$root/usr/sbin/prismlb
-if file -b "$bin" | grep -qi "$cpu"; then
-  ok "usr/sbin/prismlb is an $arch program"
+machine=$(readelf -h "$bin" | sed -n 's/^ *Machine: *//p')
+if echo "$machine" | grep -qi "$cpu"; then
+  ok "usr/sbin/prismlb is an $arch program ($machine)"
 else
-  fail "usr/sbin/prismlb is not an $arch program: $(file -b "$bin")"
+  fail "usr/sbin/prismlb is not an $arch program: $machine"
 fi
 
 # prismlb from the unpacked root, under qemu-user, in that root's folder.

@@ -128,14 +128,14 @@ image() { # $1 = name, $2 = rootfs, $3 = description
   chmod -R go-w "$dir"
   ref=localhost/$name:$version-$arch
   variant=
-  [ "$arch" != arm64 ] || variant="--variant v8"
+  [ "$arch" != arm64 ] || variant=v8
   ctr=$(bh from --quiet scratch)
   bh copy --quiet "$ctr" "$dir/" / >/dev/null
   bh config \
     --user 65534:65534 \
     --entrypoint '["/usr/sbin/prismlb", "--config", "/etc/prismlb/prismlb.conf"]' \
     --cmd '' --workingdir / --port 7446/tcp \
-    --os linux --arch "$arch" $variant \
+    --os linux --arch "$arch" ${variant:+--variant "$variant"} \
     --label "org.opencontainers.image.title=$name" \
     --label "org.opencontainers.image.description=$desc" \
     --label "org.opencontainers.image.version=$version" \

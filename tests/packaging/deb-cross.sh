@@ -14,6 +14,10 @@ command -v "$qemu" >/dev/null 2>&1 || { echo "deb-cross.sh: $qemu is missing (sh
 status=0
 ok() { echo "ok   $1"; }
 fail() { echo "FAIL $1"; status=1; }
+expect() { # $1 = what, rest = a command that must succeed
+  what=$1; shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
 
 for p in "$deb" "$dev"; do
   info=$(dpkg-deb --info "$p")
@@ -24,8 +28,7 @@ for p in "$deb" "$dev"; do
     fail "$(basename "$p"): not Architecture: $arch"
   fi
 done
-dpkg-deb --info "$deb" | grep -q '^ Depends: .*libevent-core' \
-  && ok "prismlb's Depends name its libraries" || fail "prismlb's Depends lack libevent-core"
+expect "prismlb's Depends name its libraries" sh -c "dpkg-deb --info '$deb' | grep -q '^ Depends: .*libevent-core'"
 if grep -q '^E: ' "$out/lintian.txt"; then fail "lintian reports errors"; else ok "lintian: no error"; fi
 
 root=$(mktemp -d "$out/root-XXXXXX")
@@ -56,9 +59,9 @@ check "prismlb --version" "" --version
 (cd "$root" && "$qemu" -L "$root" usr/sbin/prismlb --version)
 
 conffiles=$(dpkg-deb --ctrl-tarfile "$deb" | tar -xOf - ./conffiles 2>/dev/null || true)
-echo "$conffiles" | grep -qx /etc/prismlb/proxy.conf && ok "the conffiles" || fail "no conffile /etc/prismlb/proxy.conf"
-[ -f "$root/lib/systemd/system/prismlb@.service" ] && ok "prismlb@.service" || fail "no prismlb@.service"
-[ -f "$root/usr/share/man/man8/prismlb.8.gz" ] && ok "man page prismlb(8)" || fail "no man page"
+expect "the conffiles" sh -c "echo '$conffiles' | grep -qx /etc/prismlb/proxy.conf"
+expect "prismlb@.service" test -f "$root/lib/systemd/system/prismlb@.service"
+expect "man page prismlb(8)" test -f "$root/usr/share/man/man8/prismlb.8.gz"
 if [ -f "$root/usr/include/prismlb/module.h" ] && ls "$root"/usr/lib/*/pkgconfig/prismlb-module.pc >/dev/null 2>&1; then
   ok "module.h and prismlb-module.pc"
 else

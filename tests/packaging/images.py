@@ -217,6 +217,8 @@ def test_proxy(images, tmp, arch):
     os.makedirs(rootfs)
     config = unpack(os.path.join(images, "prismlb-proxy.oci.tar"), rootfs, arch)
     check_image(rootfs, config, "prismlb-proxy", arch)
+    spdx.check_refuses(rootfs, arch)
+    print(f"prismlb-proxy {arch}: the SBOM check refuses each of 7 broken or mismatched SBOMs")
 
     fk = os.path.join(tmp, "fake-kube")
     os.makedirs(fk)
@@ -391,6 +393,20 @@ def main():
             print(f"FAIL: skopeo inspect --raw {name}: platforms {plats}: {r.stdout}{r.stderr}")
             return 1
         print(f"ok   skopeo inspect --raw oci-archive:{name}.oci.tar: an image index of {', '.join(plats)}")
+        # `skopeo copy --all` carries both (into an OCI layout here, as into
+        # a registry).
+        with tempfile.TemporaryDirectory(prefix="pkgimg-copy-") as cp:
+            dest = f"oci:{cp}:{name}"
+            r = subprocess.run(["skopeo", "copy", "-q", "--all", ref, dest], capture_output=True, text=True,
+                               timeout=300)
+            raw = subprocess.run(["skopeo", "inspect", "--raw", dest], capture_output=True, text=True,
+                                 timeout=60) if not r.returncode else r
+            copied = sorted(m["platform"]["architecture"] for m in json.loads(raw.stdout or "{}").get(
+                "manifests", [])) if not raw.returncode else []
+            if copied != sorted(ARCHES):
+                print(f"FAIL: skopeo copy --all {name}: {copied}: {r.stderr}{raw.stderr}")
+                return 1
+            print(f"ok   skopeo copy --all oci-archive:{name}.oci.tar: {', '.join(copied)} copied")
         for arch in ARCHES:
             r = subprocess.run(["skopeo", "--override-arch", arch, "inspect", ref],
                                capture_output=True, text=True, timeout=60)

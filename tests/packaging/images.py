@@ -217,8 +217,10 @@ def test_proxy(images, tmp, arch):
     os.makedirs(rootfs)
     config = unpack(os.path.join(images, "prismlb-proxy.oci.tar"), rootfs, arch)
     check_image(rootfs, config, "prismlb-proxy", arch)
-    spdx.check_refuses(rootfs, arch)
-    print(f"prismlb-proxy {arch}: the SBOM check refuses each of 7 broken or mismatched SBOMs")
+    if arch == ARCHES[0]:
+        # What the check refuses does not depend on the architecture: once.
+        spdx.check_refuses(rootfs, arch)
+        print(f"prismlb-proxy {arch}: the SBOM check refuses each of 7 broken or mismatched SBOMs")
 
     fk = os.path.join(tmp, "fake-kube")
     os.makedirs(fk)
@@ -275,15 +277,26 @@ def test_proxy(images, tmp, arch):
     urllib.request.urlopen(urllib.request.Request(admin + "/requests", method="DELETE"), timeout=5)
     via = os.path.join(tmp, "kubeconfig-proxy")
     kubeconfig(via, f"https://127.0.0.1:{lport}", sec, "kubernetes.default.svc")
-    for _ in range(60):  # a new connection each: random picks over three upstreams
+
+    def hits():
+        items = json.load(urllib.request.urlopen(admin + "/requests", timeout=5))["items"]
+        per = {i: 0 for i in range(3)}
+        for e in items:
+            if e["userAgent"].startswith("kubectl"):
+                per[e["server"]] += 1
+        return per
+    # A new connection each: random picks over three upstreams, until each
+    # API server has had one (about 6 on average; 60 at most, where missing
+    # one by chance has odds of 3 x (2/3)^60, below 1e-10).
+    sent, per = 0, {}
+    while sent < 60:
         kubectl(via, cache, "get", "--raw", "/api/v1/namespaces/default")
-    log_items = json.load(urllib.request.urlopen(admin + "/requests", timeout=5))["items"]
-    hits = {i: 0 for i in range(3)}
-    for e in log_items:
-        if e["userAgent"].startswith("kubectl"):
-            hits[e["server"]] += 1
-    print(f"prismlb-proxy {arch}: kubectl's 60 requests per API server: {hits}")
-    assert all(hits.values()), f"an API server got none of kubectl's requests: {hits}"
+        sent += 1
+        per = hits()
+        if all(per.values()):
+            break
+    print(f"prismlb-proxy {arch}: kubectl's requests per API server: {per} ({sent} sent)")
+    assert all(per.values()), f"an API server got none of kubectl's {sent} requests: {per}"
     assert stop_entrypoint(p, 30) == 0, open(log).read()
 
 

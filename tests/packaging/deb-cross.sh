@@ -67,4 +67,7 @@ if [ -f "$root/usr/include/prismlb/module.h" ] && ls "$root"/usr/lib/*/pkgconfig
 else
   fail "module.h or prismlb-module.pc missing"
 fi
+# dh_compress gzips the guide (over 4 KiB, in /usr/share/doc).
+expect "module_util.h and the module guide" test -f "$root/usr/include/prismlb/module_util.h" -a \
+  -f "$root/usr/share/doc/prismlb/module-guide.md.gz"
 exit $status

@@ -15,7 +15,8 @@
 # whose :ARCH libraries tests/setup.sh installed. There prismlb
 # --check-config passes for etc/prismlb/proxy.conf and reconciler.conf
 # (its modules dlopen'ed from the package), and the conffiles, the unit,
-# the man page, module.h and prismlb-module.pc are in the packages.
+# the man page, module.h, module_util.h, the module guide and
+# prismlb-module.pc are in the packages.
 # (Installing them into a debootstrap'd ARCH root would run ARCH programs
 # from the root: the handler of tests/packaging/binfmt-arm64.sh lives in a
 # user namespace, where debootstrap's second stage cannot make its device
@@ -76,5 +77,6 @@ check "the conffiles" sh -c 'dpkg-query -W -f="\${Conffiles}\n" prismlb | grep -
 check "prismlb@.service" test -f /lib/systemd/system/prismlb@.service
 check "man page prismlb(8)" test -f /usr/share/man/man8/prismlb.8.gz
 check "module.h and prismlb-module.pc" sh -c 'test -f /usr/include/prismlb/module.h && ls /usr/lib/*/pkgconfig/prismlb-module.pc'
-check "module_util.h and the module guide" sh -c 'test -f /usr/include/prismlb/module_util.h && test -f /usr/share/doc/prismlb/module-guide.md'
+# dh_compress gzips the guide (over 4 KiB, in /usr/share/doc).
+check "module_util.h and the module guide" sh -c 'test -f /usr/include/prismlb/module_util.h && test -f /usr/share/doc/prismlb/module-guide.md.gz'
 exit $status

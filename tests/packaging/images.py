@@ -1,12 +1,18 @@
 #!/usr/bin/python3
 """The images of packaging/container/build.sh, run from their OCI archives.
 
-Each archive is unpacked (index, manifest, config, layers) into a root
-filesystem apart from the build tree, and its ENTRYPOINT runs there as UID
-65534 (setpriv, then bwrap in a user namespace of that UID: a read-only
-bind of the root filesystem, no capabilities, no new privileges), with the
-test's config and credentials bound read-only as a ConfigMap and a Secret
-would be:
+Each archive holds an image index naming an amd64 and an arm64 image
+(`skopeo inspect --raw` shows both platforms). Each architecture's image is
+unpacked (index, manifest, config, layers) into a root filesystem apart
+from the build tree, its SPDX SBOM is checked (spdx.py), and its ENTRYPOINT
+runs there as UID 65534 (setpriv, then bwrap in a user namespace of that
+UID: a read-only bind of the root filesystem, no capabilities, no new
+privileges), with the test's config and credentials bound read-only as a
+ConfigMap and a Secret would be. The arm64 image runs the same way under
+qemu-user: qemu-aarch64-static is bound read-only into the sandbox and runs
+the ENTRYPOINT, resolving the loader and the libraries in the image's root
+(what a binfmt_misc handler with the F flag does, without kernel support).
+The fakes and the clients run natively:
 
 - prismlb-proxy: three fake API servers behind the `kubernetes`
   EndpointSlices, one of them static; kubectl's requests through the
@@ -20,6 +26,7 @@ BUILD_ROOT/images first).
 """
 import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -29,8 +36,15 @@ import tempfile
 import time
 import urllib.request
 
+import spdx
+
 SRC, BUILD = sys.argv[1], sys.argv[2]
 KUBECTL = os.path.join(SRC, ".tools", "bin", "kubectl")
+ARCHES = ("amd64", "arm64")
+# How this host runs a program of each architecture: natively, or the
+# qemu-user program and where the sandbox has it.
+QEMU = {"arm64": ("/usr/bin/qemu-aarch64-static", "/usr/libexec/qemu-aarch64-static")}
+NATIVE = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine())
 procs = []
 
 
@@ -54,14 +68,23 @@ def wait_for(what, cond, timeout, proc=None, log=None):
     raise AssertionError(f"timed out waiting for {what}\n--- log:\n{text[-6000:]}")
 
 
-def unpack(archive, dest):
-    """Unpack an OCI archive's image into dest; return its config."""
+def unpack(archive, dest, arch):
+    """Unpack the arch image of an OCI archive's image index into dest;
+    return its config."""
     with tarfile.open(archive) as t:
         def blob(digest):
             return t.extractfile("blobs/" + digest.replace(":", "/")).read()
         index = json.loads(t.extractfile("index.json").read())
-        manifest = json.loads(blob(index["manifests"][0]["digest"]))
+        assert len(index["manifests"]) == 1, f"{archive}: {len(index['manifests'])} entries in index.json"
+        top = index["manifests"][0]
+        assert top["mediaType"] == "application/vnd.oci.image.index.v1+json", top["mediaType"]
+        entries = json.loads(blob(top["digest"]))["manifests"]
+        mine = [m for m in entries if m.get("platform", {}).get("architecture") == arch]
+        assert len(mine) == 1, f"{archive}: {len(mine)} {arch} images in the index"
+        manifest = json.loads(blob(mine[0]["digest"]))
         config = json.loads(blob(manifest["config"]["digest"]))
+        assert config["architecture"] == arch and config["os"] == "linux", \
+            f"{archive}: the {arch} entry's config says {config['os']}/{config['architecture']}"
         for layer in manifest["layers"]:
             path = os.path.join(dest, ".layer")
             with open(path, "wb") as f:
@@ -73,8 +96,18 @@ def unpack(archive, dest):
     return config
 
 
-def sandbox(rootfs, config, binds, env, log):
-    """Start the image's ENTRYPOINT in rootfs as its USER."""
+def sandbox(rootfs, config, binds, env, log, arch):
+    """Start the image's ENTRYPOINT in rootfs as its USER (under qemu-user
+    when arch is not this host's)."""
+    wrap = []
+    if arch != NATIVE:
+        host, inside = QEMU[arch]
+        binds = binds + [(host, inside)]
+        wrap = [inside]
+        # A file mount point, as a runtime would make it in its own layer.
+        path = os.path.join(rootfs, inside.lstrip("/"))
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
     # Mount points, as a container runtime makes them in its own layer.
     for inside in ["/proc", "/dev"] + [i for _, i in binds]:
         path = os.path.join(rootfs, inside.lstrip("/"))
@@ -91,7 +124,7 @@ def sandbox(rootfs, config, binds, env, log):
         argv += ["--setenv", k, v]
     for host, inside in binds:
         argv += ["--ro-bind", host, inside]
-    argv += ["--"] + config["config"]["Entrypoint"] + (config["config"].get("Cmd") or [])
+    argv += ["--"] + wrap + config["config"]["Entrypoint"] + (config["config"].get("Cmd") or [])
     f = open(log, "w")
     p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT)
     procs.append(p)
@@ -100,14 +133,16 @@ def sandbox(rootfs, config, binds, env, log):
 
 def stop_entrypoint(p, timeout):
     """SIGTERM the image's process (a descendant of setpriv/bwrap, found by
-    walking /proc's children lists from p) and return bwrap's exit status,
+    walking /proc's children lists from p: prismlb, or the qemu-user process
+    running it, which hands the signal on) and return bwrap's exit status,
     which is that process's."""
+    names = {"prismlb"} | {os.path.basename(h)[:15] for h, _ in QEMU.values()}
     todo, found = [p.pid], []
     while todo:
         pid = todo.pop()
         try:
             with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() == "prismlb":
+                if f.read().strip() in names:
                     found.append(pid)
             for tid in os.listdir(f"/proc/{pid}/task"):
                 with open(f"/proc/{pid}/task/{tid}/children") as f:
@@ -157,7 +192,7 @@ def shared_tls(tmp, fake_dir):
     return d
 
 
-def check_image(rootfs, config, name):
+def check_image(rootfs, config, name, arch):
     labels = config["config"].get("Labels", {})
     for k in ("title", "description", "version", "revision", "created", "licenses", "source"):
         assert "org.opencontainers.image." + k in labels, f"{name}: label {k} missing"
@@ -170,15 +205,22 @@ def check_image(rootfs, config, name):
     assert "nobody:x:65534:65534" in open(os.path.join(rootfs, "etc/passwd")).read()
     size = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(rootfs) for f in fs
                if not os.path.islink(os.path.join(d, f)))
-    print(f"{name}: {size} bytes ({size / 1048576:.2f} MiB) uncompressed")
-    assert size <= 20 * 1048576, f"{name}: {size} bytes, over 20 MiB"
+    print(f"{name} {arch}: {size} bytes ({size / 1048576:.2f} MiB) uncompressed")
+    assert size <= 20 * 1048576, f"{name} {arch}: {size} bytes, over 20 MiB"
+    nfiles, npkgs = spdx.check(rootfs, arch)
+    print(f"{name} {arch}: the SBOM is valid SPDX 2.3 and lists all {nfiles} files, "
+          f"the shared objects' {npkgs} Debian packages with version and license")
 
 
-def test_proxy(images, tmp):
+def test_proxy(images, tmp, arch):
     rootfs = os.path.join(tmp, "rootfs-proxy")
     os.makedirs(rootfs)
-    config = unpack(os.path.join(images, "prismlb-proxy.oci.tar"), rootfs)
-    check_image(rootfs, config, "prismlb-proxy")
+    config = unpack(os.path.join(images, "prismlb-proxy.oci.tar"), rootfs, arch)
+    check_image(rootfs, config, "prismlb-proxy", arch)
+    if arch == ARCHES[0]:
+        # What the check refuses does not depend on the architecture: once.
+        spdx.check_refuses(rootfs, arch)
+        print(f"prismlb-proxy {arch}: the SBOM check refuses each of 7 broken or mismatched SBOMs")
 
     fk = os.path.join(tmp, "fake-kube")
     os.makedirs(fk)
@@ -219,7 +261,7 @@ def test_proxy(images, tmp):
     os.chmod(conf, 0o644)
     log = os.path.join(tmp, "proxy.log")
     p = sandbox(rootfs, config, [(conf, "/etc/prismlb/prismlb.conf"), (sec, "/var/run/secrets/prismlb")],
-                {}, log)
+                {}, log, arch)
 
     def upstreams():
         try:
@@ -227,31 +269,42 @@ def test_proxy(images, tmp):
         except OSError:
             return False
         return any(l.startswith("prismlb_upstreams_active") and l.split()[-1] == "3" for l in body.splitlines())
-    wait_for("three healthy upstreams, two found by discovery", upstreams, 60, p, log)
+    wait_for("three healthy upstreams, two found by discovery", upstreams, 120, p, log)
     with urllib.request.urlopen(f"http://127.0.0.1:{mport}/readyz", timeout=5) as r:
         assert r.status == 200, r.status
-    print("prismlb-proxy: /readyz 200 with 3 upstreams")
+    print(f"prismlb-proxy {arch}: /readyz 200 with 3 upstreams")
 
     urllib.request.urlopen(urllib.request.Request(admin + "/requests", method="DELETE"), timeout=5)
     via = os.path.join(tmp, "kubeconfig-proxy")
     kubeconfig(via, f"https://127.0.0.1:{lport}", sec, "kubernetes.default.svc")
-    for _ in range(60):  # a new connection each: random picks over three upstreams
+
+    def hits():
+        items = json.load(urllib.request.urlopen(admin + "/requests", timeout=5))["items"]
+        per = {i: 0 for i in range(3)}
+        for e in items:
+            if e["userAgent"].startswith("kubectl"):
+                per[e["server"]] += 1
+        return per
+    # A new connection each: random picks over three upstreams, until each
+    # API server has had one (about 6 on average; 60 at most, where missing
+    # one by chance has odds of 3 x (2/3)^60, below 1e-10).
+    sent, per = 0, {}
+    while sent < 60:
         kubectl(via, cache, "get", "--raw", "/api/v1/namespaces/default")
-    log_items = json.load(urllib.request.urlopen(admin + "/requests", timeout=5))["items"]
-    hits = {i: 0 for i in range(3)}
-    for e in log_items:
-        if e["userAgent"].startswith("kubectl"):
-            hits[e["server"]] += 1
-    print(f"prismlb-proxy: kubectl's 60 requests per API server: {hits}")
-    assert all(hits.values()), f"an API server got none of kubectl's requests: {hits}"
+        sent += 1
+        per = hits()
+        if all(per.values()):
+            break
+    print(f"prismlb-proxy {arch}: kubectl's requests per API server: {per} ({sent} sent)")
+    assert all(per.values()), f"an API server got none of kubectl's {sent} requests: {per}"
     assert stop_entrypoint(p, 30) == 0, open(log).read()
 
 
-def test_reconciler(images, tmp):
+def test_reconciler(images, tmp, arch):
     rootfs = os.path.join(tmp, "rootfs-reconciler")
     os.makedirs(rootfs)
-    config = unpack(os.path.join(images, "prismlb-reconciler.oci.tar"), rootfs)
-    check_image(rootfs, config, "prismlb-reconciler")
+    config = unpack(os.path.join(images, "prismlb-reconciler.oci.tar"), rootfs, arch)
+    check_image(rootfs, config, "prismlb-reconciler", arch)
     assert os.path.getsize(os.path.join(rootfs, "etc/ssl/certs/ca-certificates.crt")) > 0
 
     fk = os.path.join(tmp, "fake-kube-r")
@@ -291,7 +344,7 @@ def test_reconciler(images, tmp):
     os.chmod(conf, 0o644)
     log = os.path.join(tmp, "reconciler.log")
     p = sandbox(rootfs, config, [(conf, "/etc/prismlb/prismlb.conf"), (sec, "/var/run/secrets/prismlb")],
-                {"ROBOTLB_HCLOUD_TOKEN": "tok-a"}, log)
+                {"ROBOTLB_HCLOUD_TOKEN": "tok-a"}, log, arch)
 
     cache = os.path.join(tmp, "kcache-r")
     direct = os.path.join(tmp, "kubeconfig-r")
@@ -325,15 +378,15 @@ def test_reconciler(images, tmp):
                 found.update(lb)
                 return True
         return False
-    wait_for("hcloud load-balancer list to show the Service's balancer", listed, 60, p, log)
-    print(f"prismlb-reconciler: hcloud load-balancer list shows {found['name']} "
+    wait_for("hcloud load-balancer list to show the Service's balancer", listed, 120, p, log)
+    print(f"prismlb-reconciler {arch}: hcloud load-balancer list shows {found['name']} "
           f"(robotlb/service-uid={uid}, {len(found['targets'])} targets)")
     assert stop_entrypoint(p, 60) == 0, open(log).read()
 
 
 def main():
     images = sys.argv[3] if len(sys.argv) > 3 else None
-    for tool in ("buildah", "skopeo", "bwrap", "setpriv", "hcloud"):
+    for tool in ("buildah", "skopeo", "bwrap", "setpriv", "hcloud", "node") + tuple(h for h, _ in QEMU.values()):
         if not shutil.which(tool):
             print(f"SKIP: {tool} missing (sh tests/setup.sh test)")
             return 77
@@ -344,18 +397,48 @@ def main():
             print("FAIL: build.sh")
             return 1
     for name in ("prismlb-proxy", "prismlb-reconciler"):
-        # What a user pushes with `skopeo copy oci-archive:... docker://...`.
-        r = subprocess.run(["skopeo", "inspect", "oci-archive:" + os.path.join(images, name + ".oci.tar")],
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode or json.loads(r.stdout)["Labels"].get("org.opencontainers.image.title") != name:
-            print(f"FAIL: skopeo inspect {name}: {r.stdout}{r.stderr}")
+        # What a user pushes with `skopeo copy --all oci-archive:... docker://...`.
+        ref = "oci-archive:" + os.path.join(images, name + ".oci.tar")
+        r = subprocess.run(["skopeo", "inspect", "--raw", ref], capture_output=True, text=True, timeout=60)
+        plats = sorted(f"{m['platform']['os']}/{m['platform']['architecture']}"
+                       for m in json.loads(r.stdout or "{}").get("manifests", [])) if not r.returncode else []
+        if plats != [f"linux/{a}" for a in ARCHES]:
+            print(f"FAIL: skopeo inspect --raw {name}: platforms {plats}: {r.stdout}{r.stderr}")
             return 1
-        print(f"ok   skopeo inspect oci-archive:{name}.oci.tar")
+        print(f"ok   skopeo inspect --raw oci-archive:{name}.oci.tar: an image index of {', '.join(plats)}")
+        # `skopeo copy --all` carries both (into an OCI layout here, as into
+        # a registry).
+        with tempfile.TemporaryDirectory(prefix="pkgimg-copy-") as cp:
+            dest = f"oci:{cp}:{name}"
+            r = subprocess.run(["skopeo", "copy", "-q", "--all", ref, dest], capture_output=True, text=True,
+                               timeout=300)
+            raw = subprocess.run(["skopeo", "inspect", "--raw", dest], capture_output=True, text=True,
+                                 timeout=60) if not r.returncode else r
+            copied = sorted(m["platform"]["architecture"] for m in json.loads(raw.stdout or "{}").get(
+                "manifests", [])) if not raw.returncode else []
+            if copied != sorted(ARCHES):
+                print(f"FAIL: skopeo copy --all {name}: {copied}: {r.stderr}{raw.stderr}")
+                return 1
+            print(f"ok   skopeo copy --all oci-archive:{name}.oci.tar: {', '.join(copied)} copied")
+        for arch in ARCHES:
+            r = subprocess.run(["skopeo", "--override-arch", arch, "inspect", ref],
+                               capture_output=True, text=True, timeout=60)
+            got = json.loads(r.stdout) if not r.returncode else {}
+            if got.get("Labels", {}).get("org.opencontainers.image.title") != name or got.get("Architecture") != arch:
+                print(f"FAIL: skopeo --override-arch {arch} inspect {name}: {r.stdout}{r.stderr}")
+                return 1
+            print(f"ok   skopeo --override-arch {arch} inspect oci-archive:{name}.oci.tar")
     tmp = tempfile.mkdtemp(prefix="pkgimg-")
     os.chmod(tmp, 0o755)  # UID 65534 reads the root filesystems and the config
     try:
-        test_proxy(images, tmp)
-        test_reconciler(images, tmp)
+        for arch in ARCHES:
+            t0 = time.monotonic()
+            d = os.path.join(tmp, arch)
+            os.makedirs(d)
+            os.chmod(d, 0o755)
+            test_proxy(images, d, arch)
+            test_reconciler(images, d, arch)
+            print(f"{arch}: both images ran in {time.monotonic() - t0:.1f} s")
     except AssertionError as e:
         print(f"FAIL: {e}")
         return 1
@@ -365,7 +448,7 @@ def main():
                 p.kill()
                 p.wait()
         shutil.rmtree(tmp, ignore_errors=True)
-    print("both images pass")
+    print("both images pass, amd64 and arm64")
     return 0
 
 

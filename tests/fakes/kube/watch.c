@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 
@@ -30,7 +31,7 @@ struct fk_watch {
     int unflushed;     /* a chunk is queued whose drain callback has not run */
     int close_pending; /* close once it has */
     int sent_any;      /* some chunk went out (its drain callback is ours) */
-    struct timeval started;
+    int settle_turn;   /* headers only: drained, waiting one loop turn */
     struct event *bookmark_ev, *timeout_ev, *close_ev;
     struct fk_watch *prev, *next;
 };
@@ -158,6 +159,37 @@ watch_closed(void *arg, int dropped)
     watch_free(w);
 }
 
+/* Only the headers went out. libevent runs the connection's drain callback
+ * deferred, at the start of the loop turn after the headers leave the output
+ * buffer, and that callback finishes whatever the request has set by then:
+ * ending the reply before it runs lets it finish the request with the
+ * terminating chunk still queued, and the chunk is never written. So the
+ * close waits, by the loop's order and not by a clock, until the buffer is
+ * empty and one more turn has passed (a zero timer added now runs after the
+ * next turn's deferred callbacks). 1 when the reply may end; else 0, with
+ * close_ev re-armed. */
+static int
+headers_settled(struct fk_watch *w)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(w->rq->req);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    struct timeval next_turn = {0, 0}, poll = {0, 1000};
+
+    if (!bev)
+        return 1;
+    if (evbuffer_get_length(bufferevent_get_output(bev)) > 0) {
+        w->settle_turn = 0;
+        evtimer_add(w->close_ev, &poll);
+        return 0;
+    }
+    if (!w->settle_turn) {
+        w->settle_turn = 1;
+        evtimer_add(w->close_ev, &next_turn);
+        return 0;
+    }
+    return 1;
+}
+
 static void
 close_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -168,17 +200,8 @@ close_cb(evutil_socket_t fd, short what, void *arg)
         w->close_pending = 1; /* chunk_flushed re-arms this timer */
         return;
     }
-    if (!w->sent_any) {
-        /* Only the headers went out, with libevent's own drain callback
-         * possibly still deferred: give the loop a few turns first. */
-        struct timeval now, age, wait = {0, 20000};
-        event_base_gettimeofday_cached(w->app->base, &now);
-        evutil_timersub(&now, &w->started, &age);
-        if (age.tv_sec == 0 && age.tv_usec < 20000) {
-            evtimer_add(w->close_ev, &wait);
-            return;
-        }
-    }
+    if (!w->sent_any && !headers_settled(w))
+        return; /* headers_settled re-armed this timer */
     if (w->close_drop && w->held)
         fk_held_drop(w->app, w->held); /* watch_closed frees w */
     else
@@ -527,7 +550,6 @@ fk_watch_start(struct fk_rq *rq, struct fk_cluster *cl, const struct fk_kind *k,
     if (rq->log)
         json_object_set_new(rq->log, "status", json_integer(200));
     evhttp_send_reply_start(rq->req, 200, "OK");
-    event_base_gettimeofday_cached(app->base, &w->started);
 
     w->close_after = app->faults.watch_close_events;
     w->close_drop = app->faults.watch_close_drop;

@@ -209,6 +209,7 @@ hz_store_free(struct hz_fake *f)
     free(f->nets);
     f->nets = NULL;
     f->n_nets = f->cap_nets = 0;
+    hz_certs_free(f);
 }
 
 json_t *

@@ -284,10 +284,33 @@ START_TEST(test_services)
 }
 END_TEST
 
+/* Put an uploaded certificate with this id into the store. */
+static void
+add_cert(int id)
+{
+    struct hz_cert *c = calloc(1, sizeof(*c));
+    ck_assert_ptr_nonnull(c);
+    c->id = id;
+    c->name = strdup("unit-cert");
+    c->labels = json_object();
+    c->domains = json_array();
+    struct hz_cert **na = realloc(F.certs, (F.n_certs + 1) * sizeof(*na));
+    ck_assert(c->name && c->labels && c->domains && na);
+    F.certs = na;
+    F.certs[F.n_certs++] = c;
+    F.cap_certs = F.n_certs;
+}
+
 START_TEST(test_service_limits_and_update)
 {
     struct hz_lb *lb = new_lb("s", "lb11");
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\"}"), 0);
+    /* https needs a certificate that exists. */
+    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\"}"), -1);
+    ck_assert_str_eq(err_code(), "invalid_input");
+    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\",\"http\":{\"certificates\":[1]}}"), -1);
+    ck_assert_str_eq(err_code(), "not_found");
+    add_cert(1);
+    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\",\"http\":{\"certificates\":[1]}}"), 0);
     ck_assert_int_eq(
         json_integer_value(json_object_get(json_array_get(lb->services, 0), "listen_port")), 443);
     ck_assert_int_eq(

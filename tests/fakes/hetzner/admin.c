@@ -234,6 +234,26 @@ default_code(int status)
     return status == 503 ? "unavailable" : status == 504 ? "timeout" : "server_error";
 }
 
+/* Apply the boolean hold key of body b to *flag, releasing what no hold
+ * keeps any more when it turns false. 0 or -1 after replying. */
+static int
+set_hold(struct hz_req *r, json_t *b, const char *key, int *flag)
+{
+    json_t *v = json_object_get(b, key);
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v)) {
+        hz_reply_invalid(r, key, "must be true or false");
+        return -1;
+    }
+    *flag = json_is_true(v);
+    if (!*flag && hz_actions_release(r->f) < 0) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return -1;
+    }
+    return 0;
+}
+
 /* Apply "fail_issuance": {"domains": [...], "code", "message"} or null
  * (clears). 0 or -1 after replying. */
 static int
@@ -323,24 +343,9 @@ faults_apply(struct hz_req *r, json_t *b)
     }
     if ((v = json_object_get(b, "fail_issuance")) && fail_issuance_apply(r, v) < 0)
         return -1;
-    if ((v = json_object_get(b, "hold_issuance"))) {
-        if (!json_is_boolean(v)) {
-            hz_reply_invalid(r, "hold_issuance", "must be true or false");
-            return -1;
-        }
-        fl->hold_issuance = json_is_true(v);
-        if (!fl->hold_issuance && hz_actions_release(r->f) < 0)
-            goto oom;
-    }
-    if ((v = json_object_get(b, "hold_actions"))) {
-        if (!json_is_boolean(v)) {
-            hz_reply_invalid(r, "hold_actions", "must be true or false");
-            return -1;
-        }
-        fl->hold_actions = json_is_true(v);
-        if (!fl->hold_actions && hz_actions_release(r->f) < 0)
-            goto oom;
-    }
+    if (set_hold(r, b, "hold_issuance", &fl->hold_issuance) < 0 ||
+        set_hold(r, b, "hold_actions", &fl->hold_actions) < 0)
+        return -1;
     return 0;
 oom:
     hz_reply_error(r, 500, "server_error", "out of memory", NULL);

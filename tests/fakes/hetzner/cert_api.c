@@ -61,22 +61,6 @@ hz_certs_free(struct hz_fake *f)
     f->n_certs = f->cap_certs = 0;
 }
 
-/* Append c (steals on success; ids only grow, so the array stays sorted). */
-static int
-cert_add(struct hz_fake *f, struct hz_cert *c)
-{
-    if (f->n_certs == f->cap_certs) {
-        size_t nc = f->cap_certs ? f->cap_certs * 2 : 16;
-        struct hz_cert **na = realloc(f->certs, nc * sizeof(*na));
-        if (!na)
-            return -ENOMEM;
-        f->certs = na;
-        f->cap_certs = nc;
-    }
-    f->certs[f->n_certs++] = c;
-    return 0;
-}
-
 /* 1 if some service of lb lists certificate id. */
 static int
 lb_uses(const struct hz_lb *lb, int id)
@@ -161,6 +145,14 @@ reply_cert(struct hz_req *r, struct hz_cert *c, int status, int with_action,
         return;
     }
     hz_reply(r, status, resp);
+}
+
+static void
+reply_name_taken(struct hz_req *r)
+{
+    json_t *d =
+        json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", "name", "messages", "already used");
+    hz_reply_error(r, 409, "uniqueness_error", "certificate name is already used", d);
 }
 
 /* Certificate names: 1..128 characters, no control characters. */
@@ -304,9 +296,7 @@ hz_cert_create(struct hz_req *r)
         return;
     }
     if (find_name(f, name)) {
-        json_t *d =
-            json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", "name", "messages", "already used");
-        hz_reply_error(r, 409, "uniqueness_error", "certificate name is already used", d);
+        reply_name_taken(r);
         return;
     }
     if (!(c = calloc(1, sizeof(*c))) || !(c->name = strdup(name)) ||
@@ -318,7 +308,8 @@ hz_cert_create(struct hz_req *r)
     if (f->next_cert_id < 1)
         f->next_cert_id = 1;
     c->id = f->next_cert_id;
-    if (cert_add(f, c) < 0)
+    /* Ids only grow, so appending keeps the array sorted by id. */
+    if (hz_ptr_push((void ***)&f->certs, &f->n_certs, &f->cap_certs, c) < 0)
         goto oom;
     f->next_cert_id++;
     struct hz_action *a = NULL;
@@ -372,9 +363,7 @@ hz_cert_update(struct hz_req *r, long id)
         return;
     }
     if (present && find_name(r->f, name) && find_name(r->f, name) != c) {
-        json_t *d =
-            json_pack("{s:[{s:s, s:[s]}]}", "fields", "name", "name", "messages", "already used");
-        hz_reply_error(r, 409, "uniqueness_error", "certificate name is already used", d);
+        reply_name_taken(r);
         return;
     }
     labels = json_object_get(r->body, "labels");

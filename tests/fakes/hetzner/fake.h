@@ -362,6 +362,9 @@ const struct hz_location *hz_location_find(const char *name_or_id);
 struct hz_lb *hz_lb_find(struct hz_fake *f, long id);
 struct hz_lb *hz_lb_find_name(struct hz_fake *f, const char *name);
 struct hz_network *hz_net_find(struct hz_fake *f, long id);
+/* Append p to the growable pointer array *arr (*n used, *cap allocated);
+ * 0 or -ENOMEM. */
+int hz_ptr_push(void ***arr, size_t *n, size_t *cap, void *p);
 /* Add lb (steals) to the store; 0 or -ENOMEM (lb not stolen then). */
 int hz_lb_add(struct hz_fake *f, struct hz_lb *lb);
 /* Remove and free the balancer with this id. */

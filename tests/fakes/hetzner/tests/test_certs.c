@@ -432,40 +432,50 @@ START_TEST(test_https_services)
     ck_assert_int_eq(cert_total(), 1);
 
     /* Refusals, each leaving the services as they were. */
-    refused(1, "{\"protocol\":\"https\",\"listen_port\":8443,\"destination_port\":1}", 400,
-            "invalid_input");
-    refused(1, "{\"protocol\":\"https\",\"listen_port\":8443,\"http\":{\"certificates\":[]}}", 400,
-            "invalid_input");
-    refused(1, "{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"certificates\":[1]}}", 400,
-            "invalid_input");
-    refused(1,
-            "{\"protocol\":\"tcp\",\"listen_port\":25,\"destination_port\":25,"
-            "\"http\":{\"certificates\":[1]}}",
-            400, "invalid_input");
-    refused(1, "{\"protocol\":\"https\",\"listen_port\":8443,\"http\":{\"certificates\":[42]}}",
-            404, "not_found");
-    refused(1, "{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"redirect_http\":true}}",
-            400, "invalid_input");
-    refused(1,
-            "{\"protocol\":\"https\",\"listen_port\":8443,"
-            "\"http\":{\"certificates\":[1],\"redirect_http\":true}}",
-            400, "invalid_input");
-    refused(1, "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}", 422,
-            "source_port_already_used");
-    refused(1, "{\"protocol\":\"https\",\"listen_port\":443,\"http\":{\"certificates\":[1]}}", 422,
-            "source_port_already_used");
-    refused(1, "{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"cookie_lifetime\":0}}", 400,
-            "invalid_input");
-    refused(1, "{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"cookie_name\":\"\"}}", 400,
-            "invalid_input");
-    refused(1,
-            "{\"protocol\":\"http\",\"listen_port\":8080,\"health_check\":{\"protocol\":\"http\","
-            "\"http\":{\"path\":\"healthz\"}}}",
-            400, "invalid_input");
-    refused(1,
-            "{\"protocol\":\"http\",\"listen_port\":8080,\"health_check\":{\"protocol\":\"http\","
-            "\"http\":{\"status_codes\":[\"abc\"]}}}",
-            400, "invalid_input");
+    static const struct {
+        const char *body;
+        long status;
+        const char *code;
+    } refusals[] = {
+        /* https without a certificate */
+        {"{\"protocol\":\"https\",\"listen_port\":8443,\"destination_port\":1}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"https\",\"listen_port\":8443,\"http\":{\"certificates\":[]}}", 400,
+         "invalid_input"},
+        /* certificates on http and tcp */
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"certificates\":[1]}}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"tcp\",\"listen_port\":25,\"destination_port\":25,"
+         "\"http\":{\"certificates\":[1]}}",
+         400, "invalid_input"},
+        /* an unknown certificate */
+        {"{\"protocol\":\"https\",\"listen_port\":8443,\"http\":{\"certificates\":[42]}}", 404,
+         "not_found"},
+        /* redirect_http on http, and on https off 443 */
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"redirect_http\":true}}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"https\",\"listen_port\":8443,"
+         "\"http\":{\"certificates\":[1],\"redirect_http\":true}}",
+         400, "invalid_input"},
+        /* port 80 held by the redirect; 443 taken */
+        {"{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080}", 422,
+         "source_port_already_used"},
+        {"{\"protocol\":\"https\",\"listen_port\":443,\"http\":{\"certificates\":[1]}}", 422,
+         "source_port_already_used"},
+        /* cookie and health check values */
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"cookie_lifetime\":0}}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"cookie_name\":\"\"}}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"health_check\":{\"protocol\":\"http\","
+         "\"http\":{\"path\":\"healthz\"}}}",
+         400, "invalid_input"},
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"health_check\":{\"protocol\":\"http\","
+         "\"http\":{\"status_codes\":[\"abc\"]}}}",
+         400, "invalid_input"},
+    };
+    for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
+        refused(1, refusals[i].body, refusals[i].status, refusals[i].code);
     /* redirect_http needs port 80 free. */
     action_ok(2, "add_service", "{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":1}",
               "success");

@@ -84,18 +84,27 @@ cert_total(void)
     return n;
 }
 
+/* GET kind/{id}, which must answer 200: its member key, or key's member
+ * sub when sub is not NULL (new). */
+static json_t *
+get_member(const char *kind, long id, const char *key, const char *sub)
+{
+    char path[64];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/%s/%ld", kind, id);
+    req("GET", path, NULL, &r);
+    ck_assert_msg(r.status == 200, "%s: %ld %s", path, r.status, r.raw);
+    json_t *v = json_object_get(r.body, key);
+    json_incref(v = sub ? json_object_get(v, sub) : v);
+    hzt_resp_free(&r);
+    return v;
+}
+
 /* GET /certificates/{id} (new JSON of the certificate). */
 static json_t *
 get_cert(long id)
 {
-    char path[64];
-    struct hzt_resp r;
-    snprintf(path, sizeof(path), "/certificates/%ld", id);
-    req("GET", path, NULL, &r);
-    ck_assert_msg(r.status == 200, "%s: %ld %s", path, r.status, r.raw);
-    json_t *c = json_incref(json_object_get(r.body, "certificate"));
-    hzt_resp_free(&r);
-    return c;
+    return get_member("certificates", id, "certificate", NULL);
 }
 
 static void
@@ -365,14 +374,7 @@ END_TEST
 static json_t *
 services_of(long lb)
 {
-    char path[64];
-    struct hzt_resp r;
-    snprintf(path, sizeof(path), "/load_balancers/%ld", lb);
-    req("GET", path, NULL, &r);
-    ck_assert_int_eq(r.status, 200);
-    json_t *s = json_incref(json_object_get(json_object_get(r.body, "load_balancer"), "services"));
-    hzt_resp_free(&r);
-    return s;
+    return get_member("load_balancers", lb, "load_balancer", "services");
 }
 
 /* POST add_service on lb expecting an error; the services stay as they were. */

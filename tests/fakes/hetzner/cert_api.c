@@ -266,38 +266,37 @@ fill_managed(struct hz_req *r, struct hz_cert *c, json_t *body)
     return 0;
 }
 
-void
-hz_cert_create(struct hz_req *r)
+struct hz_cert *
+hz_cert_build(struct hz_req *r, json_t *body)
 {
-    struct hz_fake *f = r->f;
-    json_t *body = r->body, *labels;
+    json_t *labels;
     const char *name, *type = "uploaded";
     int present, p_type;
     struct hz_cert *c = NULL;
     char err[160];
     if (!json_is_object(body)) {
         hz_reply_error(r, 400, "json_error", "request body must be a JSON object", NULL);
-        return;
+        return NULL;
     }
     if (hz_json_str(r, body, "name", "name", &name, &present) < 0 ||
         hz_json_str(r, body, "type", "type", &type, &p_type) < 0)
-        return;
+        return NULL;
     if (!present || !name_valid(name)) {
         hz_reply_invalid(r, "name", "must be 1 to 128 characters without control characters");
-        return;
+        return NULL;
     }
     if (strcmp(type, "uploaded") != 0 && strcmp(type, "managed") != 0) {
         hz_reply_invalid(r, "type", "must be uploaded or managed");
-        return;
+        return NULL;
     }
     labels = json_object_get(body, "labels");
     if (labels && !json_is_null(labels) && !hz_labels_valid(labels, err, sizeof(err))) {
         hz_reply_invalid(r, "labels", err);
-        return;
+        return NULL;
     }
-    if (find_name(f, name)) {
+    if (find_name(r->f, name)) {
         reply_name_taken(r);
-        return;
+        return NULL;
     }
     if (!(c = calloc(1, sizeof(*c))) || !(c->name = strdup(name)) ||
         !(c->labels = labels && !json_is_null(labels) ? json_deep_copy(labels) : json_object()))
@@ -305,24 +304,56 @@ hz_cert_create(struct hz_req *r)
     c->created = time(NULL);
     if (strcmp(type, "managed") == 0 ? fill_managed(r, c, body) < 0 : fill_uploaded(r, c, body) < 0)
         goto fail;
-    if (f->next_cert_id < 1)
-        f->next_cert_id = 1;
-    c->id = f->next_cert_id;
-    /* Ids only grow, so appending keeps the array sorted by id. */
-    if (hz_ptr_push((void ***)&f->certs, &f->n_certs, &f->cap_certs, c) < 0)
-        goto oom;
-    f->next_cert_id++;
-    struct hz_action *a = NULL;
-    if (c->managed && !(a = hz_action_start_cert(f, "create_certificate", c->id))) {
-        reply_oom(r);
-        return; /* the certificate stays, pending, as after a lost answer */
-    }
-    reply_cert(r, c, 201, 1, a);
-    return;
+    return c;
 oom:
     reply_oom(r);
 fail:
     cert_free(c);
+    return NULL;
+}
+
+int
+hz_cert_add(struct hz_fake *f, struct hz_cert *c)
+{
+    if (f->next_cert_id < 1)
+        f->next_cert_id = 1;
+    if (!c->id)
+        c->id = f->next_cert_id;
+    /* Keep the array sorted by id: seeds may give ids in any order. */
+    if (hz_ptr_push((void ***)&f->certs, &f->n_certs, &f->cap_certs, c) < 0)
+        return -ENOMEM;
+    for (size_t i = f->n_certs - 1; i > 0 && f->certs[i - 1]->id > c->id; i--) {
+        f->certs[i] = f->certs[i - 1];
+        f->certs[i - 1] = c;
+    }
+    if (c->id >= f->next_cert_id)
+        f->next_cert_id = c->id + 1;
+    return 0;
+}
+
+void
+hz_cert_free(struct hz_cert *c)
+{
+    cert_free(c);
+}
+
+void
+hz_cert_create(struct hz_req *r)
+{
+    struct hz_cert *c = hz_cert_build(r, r->body);
+    if (!c)
+        return;
+    if (hz_cert_add(r->f, c) < 0) {
+        cert_free(c);
+        reply_oom(r);
+        return;
+    }
+    struct hz_action *a = NULL;
+    if (c->managed && !(a = hz_action_start_cert(r->f, "create_certificate", c->id))) {
+        reply_oom(r);
+        return; /* the certificate stays, pending, as after a lost answer */
+    }
+    reply_cert(r, c, 201, 1, a);
 }
 
 static struct hz_cert *
@@ -501,12 +532,18 @@ hz_cert_finish(struct hz_fake *f, struct hz_action *a)
         fail_issue(c, a, code, msg);
         return;
     }
+    if (hz_cert_issue(c) < 0)
+        fail_issue(c, a, "server_error", "the certificate could not be issued");
+}
+
+int
+hz_cert_issue(struct hz_cert *c)
+{
     struct hz_cert_info info;
     char *pem = NULL;
-    if (hz_pem_issue(c->domains, time(NULL), &pem, &info) < 0) {
-        fail_issue(c, a, "server_error", "the certificate could not be issued");
-        return;
-    }
+    int rc = hz_pem_issue(c->domains, time(NULL), &pem, &info);
+    if (rc < 0)
+        return rc;
     json_decref(info.domains);
     free(c->pem);
     c->pem = pem;
@@ -514,6 +551,7 @@ hz_cert_finish(struct hz_fake *f, struct hz_action *a)
     c->not_after = info.not_after;
     memcpy(c->fingerprint, info.fingerprint, sizeof(c->fingerprint));
     c->issuance = HZ_ISSUE_COMPLETED;
+    return 0;
 }
 
 static int

@@ -475,6 +475,18 @@ int hz_pem_issue(json_t *domains, time_t now, char **pem, struct hz_cert_info *i
 struct hz_cert *hz_cert_find(struct hz_fake *f, long id);
 /* Certificate in schema shape, used_by included (new) or NULL on ENOMEM. */
 json_t *hz_cert_json(struct hz_fake *f, const struct hz_cert *c);
+/* Build a certificate from a POST /certificates body (borrowed); used by
+ * POST and the seed. A managed one is pending. New certificate, or NULL
+ * after replying on r. */
+struct hz_cert *hz_cert_build(struct hz_req *r, json_t *body);
+/* Add c (steals on success) to the store, giving it the next id unless it
+ * has one; 0 or -ENOMEM. */
+int hz_cert_add(struct hz_fake *f, struct hz_cert *c);
+/* Free a certificate not in the store; NULL is fine. */
+void hz_cert_free(struct hz_cert *c);
+/* Issue managed certificate c now (self-signed, hz_pem_issue): completed.
+ * 0 or -ENOMEM / -EIO (c unchanged). */
+int hz_cert_issue(struct hz_cert *c);
 /* Endpoint handlers of /certificates; each answers r. */
 void hz_cert_list(struct hz_req *r);
 void hz_cert_create(struct hz_req *r);

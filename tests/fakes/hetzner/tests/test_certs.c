@@ -535,6 +535,49 @@ START_TEST(test_https_services)
 }
 END_TEST
 
+START_TEST(test_seeded_certificates)
+{
+    static const char *seed =
+        "{\"certificates\":[{\"id\":7,\"name\":\"site\",\"type\":\"managed\","
+        "\"domain_names\":[\"example.net\"],\"labels\":{\"env\":\"prod\"}}],"
+        "\"load_balancers\":[{\"id\":1,\"name\":\"web\",\"load_balancer_type\":\"lb11\","
+        "\"location\":\"fsn1\",\"services\":[{\"protocol\":\"https\",\"listen_port\":443,"
+        "\"destination_port\":30443,\"http\":{\"certificates\":[7],\"redirect_http\":true}}]}]}";
+    static const char *args[] = {"--action-duration-ms", "30", NULL};
+    char path[600], *out = NULL;
+    stop_fake();
+    ck_assert_msg(hzt_start(&F, seed, args) == 0, "fake did not start (log %s)", F.log);
+    json_t *c = get_cert(7);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "status"), "issuance")),
+                     "completed");
+    ck_assert_ptr_nonnull(
+        strstr(json_string_value(json_object_get(c, "certificate")), "BEGIN CERTIFICATE"));
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_array_get(json_object_get(c, "used_by"), 0), "id")),
+        1);
+    json_decref(c);
+    ck_assert_int_eq(hzt_gen_certs(F.dir), 0);
+    ck_assert_int_eq(upload_ok("next"), 8);
+
+    /* A seed whose service names a certificate it does not have is refused. */
+    snprintf(path, sizeof(path), "%s/bad-seed.json", F.dir);
+    ck_assert_int_eq(tu_write_file(path, "{\"load_balancers\":[{\"name\":\"a\","
+                                         "\"load_balancer_type\":\"lb11\",\"location\":\"fsn1\","
+                                         "\"services\":[{\"protocol\":\"https\","
+                                         "\"http\":{\"certificates\":[3]}}]}]}"),
+                     0);
+    ck_assert_int_eq(run_fake(&out, "--seed", path, NULL), 1);
+    ck_assert_msg(strstr(out, "not_found") != NULL, "%s", out);
+    free(out);
+    ck_assert_int_eq(tu_write_file(path, "{\"certificates\":[{\"name\":\"m\","
+                                         "\"type\":\"managed\"}]}"),
+                     0);
+    ck_assert_int_eq(run_fake(&out, "--seed", path, NULL), 1);
+    ck_assert_msg(strstr(out, "domain_names") != NULL, "%s", out);
+    free(out);
+}
+END_TEST
+
 int
 main(int argc, char **argv)
 {
@@ -542,6 +585,7 @@ main(int argc, char **argv)
         test_uploaded_certificates,
         test_managed_issuance_gated,
         test_https_services,
+        test_seeded_certificates,
     };
     return api_run(argc, argv, "hetzner-certs", tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -312,6 +312,20 @@ fail:
     return NULL;
 }
 
+/* Take c out of the store and free it. */
+static void
+cert_remove(struct hz_fake *f, struct hz_cert *c)
+{
+    for (size_t i = 0; i < f->n_certs; i++) {
+        if (f->certs[i] == c) {
+            memmove(&f->certs[i], &f->certs[i + 1], (f->n_certs - i - 1) * sizeof(f->certs[0]));
+            f->n_certs--;
+            break;
+        }
+    }
+    cert_free(c);
+}
+
 int
 hz_cert_add(struct hz_fake *f, struct hz_cert *c)
 {
@@ -350,8 +364,9 @@ hz_cert_create(struct hz_req *r)
     }
     struct hz_action *a = NULL;
     if (c->managed && !(a = hz_action_start_cert(r->f, "create_certificate", c->id))) {
+        cert_remove(r->f, c); /* no certificate without its issuance */
         reply_oom(r);
-        return; /* the certificate stays, pending, as after a lost answer */
+        return;
     }
     reply_cert(r, c, 201, 1, a);
 }
@@ -432,14 +447,7 @@ hz_cert_delete(struct hz_req *r, long id)
             return;
         }
     }
-    for (size_t i = 0; i < f->n_certs; i++) {
-        if (f->certs[i] == c) {
-            memmove(&f->certs[i], &f->certs[i + 1], (f->n_certs - i - 1) * sizeof(f->certs[0]));
-            f->n_certs--;
-            break;
-        }
-    }
-    cert_free(c);
+    cert_remove(f, c);
     hz_reply(r, 204, NULL);
 }
 

@@ -267,12 +267,15 @@ route_certs(struct hz_req *r, char **seg, int n)
             hz_cert_retry(r, id);
         return;
     }
+    if (hz_parse_id(seg[3]) < 0) {
+        snprintf(r->route, sizeof(r->route), "%s /v1/(unknown)", hz_method_name(m));
+        hz_reply_error(r, 404, "not_found", "no such endpoint", NULL);
+        return;
+    }
     if (set_route(r, "certificates/{id}/actions/{action_id}") < 0)
         return;
     if (m != EVHTTP_REQ_GET)
         method_not_allowed(r);
-    else if (hz_parse_id(seg[3]) < 0)
-        hz_reply_invalid(r, "action_id", "must be a positive integer");
     else if (!(a = hz_action_find(r->f, hz_parse_id(seg[3]))) || a->cert_id != id)
         hz_reply_error(r, 404, "not_found", "action not found", NULL);
     else

@@ -349,6 +349,12 @@ START_TEST(test_managed_issuance_gated)
     ck_assert_int_eq(r.status, 200);
     hzt_resp_free(&r);
     expect_error("GET", "/certificates/9/actions", NULL, 404, "not_found");
+    expect_error("POST", "/certificates/2/actions/renew", NULL, 404, "not_found");
+    expect_error("GET", "/certificates/2/actions/retry", NULL, 405, "method_not_allowed");
+    struct hzt_resp sr;
+    ck_assert_int_eq(hzt_req(&F, "GET", "/_admin/state", NULL, NULL, NULL, &sr), 0);
+    ck_assert_uint_eq(json_array_size(json_object_get(sr.body, "certificates")), 2);
+    hzt_resp_free(&sr);
     expect_error("POST", "/certificates/9/actions/retry", NULL, 404, "not_found");
     expect_invalid_field("POST", "/certificates/2/actions/retry", "{\"force\":true}", "force");
 

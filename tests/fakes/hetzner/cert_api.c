@@ -119,8 +119,8 @@ hz_cert_json(struct hz_fake *f, const struct hz_cert *c)
 {
     json_t *fp = c->pem ? json_string(c->fingerprint) : json_null();
     json_t *pem = c->pem ? json_string(c->pem) : json_null();
-    return json_pack("{s:i, s:s, s:O, s:s, s:o?, s:o?, s:o?, s:o?, s:O, s:o?, s:o?, s:o?}", "id",
-                     c->id, "name", c->name, "labels", c->labels, "type",
+    return json_pack("{s:i, s:s, s:O, s:s, s:o, s:o, s:o, s:o, s:O, s:o, s:o, s:o}", "id", c->id,
+                     "name", c->name, "labels", c->labels, "type",
                      c->managed ? "managed" : "uploaded", "certificate", pem, "created",
                      hz_time_json(c->created), "not_valid_before", hz_time_json(c->not_before),
                      "not_valid_after", hz_time_json(c->not_after), "domain_names", c->domains,

@@ -303,9 +303,11 @@ port_used(const struct hz_lb *lb, const json_t *self, long long port)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(lb->services, i,
-                       s) if (s != self && json_integer_value(json_object_get(s, "listen_port")) ==
-                                               port) return 1;
+    json_array_foreach(lb->services, i, s)
+    {
+        if (s != self && json_integer_value(json_object_get(s, "listen_port")) == port)
+            return 1;
+    }
     return 0;
 }
 
@@ -315,9 +317,11 @@ redirect_used(const struct hz_lb *lb, const json_t *self)
 {
     size_t i;
     json_t *s;
-    json_array_foreach(lb->services, i,
-                       s) if (s != self && json_is_true(json_object_get(json_object_get(s, "http"),
-                                                                        "redirect_http"))) return 1;
+    json_array_foreach(lb->services, i, s)
+    {
+        if (s != self && json_is_true(json_object_get(json_object_get(s, "http"), "redirect_http")))
+            return 1;
+    }
     return 0;
 }
 

@@ -111,6 +111,15 @@ fail:
     return seed_fail(path, name, err);
 }
 
+/* A request standing for the seed, to build objects as the API does. */
+static void
+seed_req(struct hz_req *r, struct hz_fake *f)
+{
+    memset(r, 0, sizeof(*r));
+    r->f = f;
+    r->identity = "seed";
+}
+
 /* Report the API error r holds for a seeded object; returns -1. */
 static int
 seed_api_fail(const char *path, const char *what, const char *name, struct hz_req *r)
@@ -132,9 +141,7 @@ static int
 seed_cert(struct hz_fake *f, const char *path, json_t *j)
 {
     struct hz_req r;
-    memset(&r, 0, sizeof(r));
-    r.f = f;
-    r.identity = "seed";
+    seed_req(&r, f);
     json_t *id = json_object_get(j, "id");
     const char *name = json_string_value(json_object_get(j, "name"));
     json_t *body = json_is_object(j) ? json_copy(j) : NULL;
@@ -154,7 +161,7 @@ seed_cert(struct hz_fake *f, const char *path, json_t *j)
     c->id = id ? (int)json_integer_value(id) : 0;
     if ((c->managed && hz_cert_issue(c) < 0) || hz_cert_add(f, c) < 0) {
         hz_cert_free(c);
-        return seed_fail(path, name, "cannot issue or store the certificate");
+        return seed_fail(path, name ? name : "certificate", "cannot issue or store it");
     }
     return 0;
 }
@@ -163,9 +170,7 @@ static int
 seed_lb(struct hz_fake *f, const char *path, json_t *j)
 {
     struct hz_req r;
-    memset(&r, 0, sizeof(r));
-    r.f = f;
-    r.identity = "seed";
+    seed_req(&r, f);
     json_t *id = json_object_get(j, "id");
     const char *name = json_string_value(json_object_get(j, "name"));
     if (json_is_integer(id) &&

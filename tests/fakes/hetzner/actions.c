@@ -16,6 +16,8 @@ action_done(evutil_socket_t fd, short what, void *arg)
 {
     struct hz_action *a = arg;
     (void)fd, (void)what;
+    if (a->cert_id)
+        hz_cert_finish(a->fake, a);
     a->status = a->error_code ? HZ_ACTION_ERROR : HZ_ACTION_SUCCESS;
     a->finished = time(NULL);
     event_free(a->timer);
@@ -46,9 +48,10 @@ int
 hz_actions_release(struct hz_fake *f)
 {
     int rc = 0;
+    const struct hz_faults *fl = &f->faults;
     for (size_t i = 0; i < f->n_actions; i++) {
         struct hz_action *a = f->actions[i];
-        if (!a->held)
+        if (!a->held || fl->hold_actions || (a->cert_id && fl->hold_issuance))
             continue;
         if (arm(f, a) < 0) {
             rc = -1;
@@ -71,16 +74,17 @@ action_free(struct hz_action *a)
     free(a);
 }
 
-struct hz_action *
-hz_action_start(struct hz_fake *f, const char *command, int lb_id, const char *err_code,
-                const char *err_message)
+/* New action (running, held or armed), appended to f->actions; NULL on
+ * ENOMEM. The caller sets its resource. */
+static struct hz_action *
+action_new(struct hz_fake *f, const char *command, const char *err_code, const char *err_message,
+           int hold)
 {
     struct hz_action *a = calloc(1, sizeof(*a));
     if (!a)
         return NULL;
     snprintf(a->command, sizeof(a->command), "%s", command);
     a->status = HZ_ACTION_RUNNING;
-    a->lb_id = lb_id;
     a->started = time(NULL);
     a->fake = f;
     if (err_code) {
@@ -99,26 +103,52 @@ hz_action_start(struct hz_fake *f, const char *command, int lb_id, const char *e
     }
     if (!(a->timer = evtimer_new(f->base, action_done, a)))
         goto fail;
-    if (f->faults.hold_actions)
+    if (hold)
         a->held = 1; /* the timer is armed by hz_actions_release */
     else if (arm(f, a) < 0)
         goto fail;
     a->id = (int)f->n_actions + 1;
     f->actions[f->n_actions++] = a;
-    struct hz_lb *lb = lb_id ? hz_lb_find(f, lb_id) : NULL;
-    if (lb)
-        lb->running_action = a->id;
     return a;
 fail:
     action_free(a);
     return NULL;
 }
 
+struct hz_action *
+hz_action_start(struct hz_fake *f, const char *command, int lb_id, const char *err_code,
+                const char *err_message)
+{
+    struct hz_action *a = action_new(f, command, err_code, err_message, f->faults.hold_actions);
+    if (!a)
+        return NULL;
+    a->lb_id = lb_id;
+    struct hz_lb *lb = lb_id ? hz_lb_find(f, lb_id) : NULL;
+    if (lb)
+        lb->running_action = a->id;
+    return a;
+}
+
+struct hz_action *
+hz_action_start_cert(struct hz_fake *f, const char *command, int cert_id)
+{
+    int hold = f->faults.hold_actions || f->faults.hold_issuance;
+    struct hz_action *a = action_new(f, command, NULL, NULL, hold);
+    if (!a)
+        return NULL;
+    a->cert_id = cert_id;
+    struct hz_cert *c = hz_cert_find(f, cert_id);
+    if (c)
+        c->running_action = a->id;
+    return a;
+}
+
 json_t *
 hz_action_json(const struct hz_action *a)
 {
-    json_t *res = a->lb_id ? json_pack("[{s:i, s:s}]", "id", a->lb_id, "type", "load_balancer")
-                           : json_array();
+    json_t *res = a->lb_id     ? json_pack("[{s:i, s:s}]", "id", a->lb_id, "type", "load_balancer")
+                  : a->cert_id ? json_pack("[{s:i, s:s}]", "id", a->cert_id, "type", "certificate")
+                               : json_array();
     json_t *err = a->status == HZ_ACTION_ERROR
                       ? json_pack("{s:s, s:s}", "code", a->error_code, "message", a->error_message)
                       : json_null();
@@ -202,8 +232,16 @@ action_selected(struct hz_req *r, const struct hz_action *a, int has_id, int has
     return id_ok && status_ok;
 }
 
+/* 1 if a works on a resource of kind (res_id of it, unless 0). */
+static int
+action_of(const struct hz_action *a, enum hz_res kind, int res_id)
+{
+    int id = kind == HZ_RES_LB ? a->lb_id : kind == HZ_RES_CERT ? a->cert_id : 1;
+    return id && (!res_id || id == res_id);
+}
+
 void
-hz_actions_list(struct hz_req *r, int lb_only, int lb_id)
+hz_actions_list(struct hz_req *r, enum hz_res kind, int res_id)
 {
     struct hz_fake *f = r->f;
     struct act_sort spec = {0, 0};
@@ -244,9 +282,7 @@ hz_actions_list(struct hz_req *r, int lb_only, int lb_id)
         goto oom;
     for (size_t i = 0; i < f->n_actions; i++) {
         struct hz_action *a = f->actions[i];
-        if (lb_only && !a->lb_id)
-            continue;
-        if (lb_id && a->lb_id != lb_id)
+        if (!action_of(a, kind, res_id))
             continue;
         if (r->query_ok && !action_selected(r, a, has_id, has_status))
             continue;

@@ -188,13 +188,18 @@ static json_t *
 faults_json(struct hz_fake *f)
 {
     const struct hz_faults *fl = &f->faults;
+    json_t *fi = fl->fail_domains
+                     ? json_pack("{s:O, s:s?, s:s?}", "domains", fl->fail_domains, "code",
+                                 fl->issue_fail_code, "message", fl->issue_fail_message)
+                     : json_null();
     return json_pack(
-        "{s:{s:i, s:i, s:s?}, s:i, s:{s:s?, s:s?, s:i}, s:{s:i, s:s?, s:s?}, s:b, s:I}",
+        "{s:{s:i, s:i, s:s?}, s:i, s:{s:s?, s:s?, s:i}, s:{s:i, s:s?, s:s?}, s:b, s:I, s:b, s:o?}",
         "fail_requests", "count", fl->fail_count, "status", fl->fail_status, "code", fl->fail_code,
         "latency_ms", fl->latency_ms, "refuse_ip", "ip", fl->refuse_ip, "code", fl->refuse_code,
         "status", fl->refuse_status, "fail_actions", "count", fl->action_fail_count, "code",
         fl->action_fail_code, "message", fl->action_fail_message, "hold_actions", fl->hold_actions,
-        "held_actions", (json_int_t)hz_actions_held(f));
+        "held_actions", (json_int_t)hz_actions_held(f), "hold_issuance", fl->hold_issuance,
+        "fail_issuance", fi);
 }
 
 static void
@@ -205,6 +210,9 @@ faults_clear(struct hz_faults *fl)
     free(fl->refuse_code);
     free(fl->action_fail_code);
     free(fl->action_fail_message);
+    json_decref(fl->fail_domains);
+    free(fl->issue_fail_code);
+    free(fl->issue_fail_message);
     memset(fl, 0, sizeof(*fl));
 }
 
@@ -224,6 +232,54 @@ static const char *
 default_code(int status)
 {
     return status == 503 ? "unavailable" : status == 504 ? "timeout" : "server_error";
+}
+
+/* Apply the boolean hold key of body b to *flag, releasing what no hold
+ * keeps any more when it turns false. 0 or -1 after replying. */
+static int
+set_hold(struct hz_req *r, json_t *b, const char *key, int *flag)
+{
+    json_t *v = json_object_get(b, key);
+    if (!v)
+        return 0;
+    if (!json_is_boolean(v)) {
+        hz_reply_invalid(r, key, "must be true or false");
+        return -1;
+    }
+    *flag = json_is_true(v);
+    if (!*flag && hz_actions_release(r->f) < 0) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return -1;
+    }
+    return 0;
+}
+
+/* Apply "fail_issuance": {"domains": [...], "code", "message"} or null
+ * (clears). 0 or -1 after replying. */
+static int
+fail_issuance_apply(struct hz_req *r, json_t *v)
+{
+    struct hz_faults *fl = &r->f->faults;
+    json_t *domains = json_object_get(v, "domains"), *d, *copy = NULL;
+    const char *code = json_string_value(json_object_get(v, "code"));
+    const char *msg = json_string_value(json_object_get(v, "message"));
+    size_t i;
+    int ok = json_is_null(v) || (json_is_object(v) && json_is_array(domains));
+    json_array_foreach(domains, i, d) ok = ok && json_is_string(d);
+    if (!ok) {
+        hz_reply_invalid(r, "fail_issuance", "must be {domains: [strings], code, message} or null");
+        return -1;
+    }
+    if ((!json_is_null(v) && !(copy = json_deep_copy(domains))) ||
+        set_str(&fl->issue_fail_code, json_is_null(v) ? NULL : code) < 0 ||
+        set_str(&fl->issue_fail_message, json_is_null(v) ? NULL : msg) < 0) {
+        json_decref(copy);
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return -1;
+    }
+    json_decref(fl->fail_domains);
+    fl->fail_domains = copy;
+    return 0;
 }
 
 /* Apply a POST /_admin/faults body. 0 or -1 after replying. */
@@ -285,15 +341,11 @@ faults_apply(struct hz_req *r, json_t *b)
             goto oom;
         fl->action_fail_count = (int)count;
     }
-    if ((v = json_object_get(b, "hold_actions"))) {
-        if (!json_is_boolean(v)) {
-            hz_reply_invalid(r, "hold_actions", "must be true or false");
-            return -1;
-        }
-        fl->hold_actions = json_is_true(v);
-        if (!fl->hold_actions && hz_actions_release(r->f) < 0)
-            goto oom;
-    }
+    if ((v = json_object_get(b, "fail_issuance")) && fail_issuance_apply(r, v) < 0)
+        return -1;
+    if (set_hold(r, b, "hold_issuance", &fl->hold_issuance) < 0 ||
+        set_hold(r, b, "hold_actions", &fl->hold_actions) < 0)
+        return -1;
     return 0;
 oom:
     hz_reply_error(r, 500, "server_error", "out of memory", NULL);
@@ -304,8 +356,12 @@ static json_t *
 state_json(struct hz_fake *f)
 {
     json_t *lbs = json_array(), *nets = json_array(), *acts = json_array();
-    if (!lbs || !nets || !acts)
+    json_t *certs = json_array();
+    if (!lbs || !nets || !acts || !certs)
         goto fail;
+    for (size_t i = 0; i < f->n_certs; i++)
+        if (json_array_append_new(certs, hz_cert_json(f, f->certs[i])) < 0)
+            goto fail;
     for (size_t i = 0; i < f->n_lbs; i++) {
         json_t *o = hz_lb_json(f, f->lbs[i]);
         json_t *ra =
@@ -322,11 +378,12 @@ state_json(struct hz_fake *f)
     for (size_t i = 0; i < f->n_actions; i++)
         if (json_array_append_new(acts, hz_action_json(f->actions[i])) < 0)
             goto fail;
-    /* "o" steals all three; a NULL from the other renderers fails the pack. */
-    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:i}", "load_balancers", lbs, "networks", nets,
-                     "actions", acts, "rate_limits", hz_rate_json(f), "faults", faults_json(f),
-                     "max_load_balancers", f->max_lbs);
+    /* "o" steals all four; a NULL from the other renderers fails the pack. */
+    return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:i}", "load_balancers", lbs, "networks", nets,
+                     "certificates", certs, "actions", acts, "rate_limits", hz_rate_json(f),
+                     "faults", faults_json(f), "max_load_balancers", f->max_lbs);
 fail:
+    json_decref(certs);
     json_decref(lbs);
     json_decref(nets);
     json_decref(acts);

@@ -14,6 +14,8 @@
  *   lb_api.c      /load_balancers collection and item endpoints
  *   lb_actions.c  /load_balancers/{id}/actions/<x> endpoints
  *   actions.c     asynchronous actions, locks, /actions endpoints
+ *   cert_pem.c    certificate PEM parsing, checking and issuing (OpenSSL)
+ *   cert_api.c    /certificates endpoints, managed issuance
  *   ratelimit.c   per-token buckets
  *   admin.c       /_admin: request log, writer detector, faults, state
  *
@@ -110,7 +112,39 @@ struct hz_lb {
     char *cache;        /* rendered JSON, NULL when stale (hz_lb_touch) */
 };
 
+/* ---- certificates (cert_api.c, cert_pem.c) -------------------------- */
+
+enum hz_issuance { HZ_ISSUE_NONE, HZ_ISSUE_PENDING, HZ_ISSUE_COMPLETED, HZ_ISSUE_FAILED };
+
+/* What a certificate's PEM says about it (cert_pem.c). */
+struct hz_cert_info {
+    json_t *domains; /* array of DNS names (new, caller decrefs) */
+    time_t not_before;
+    time_t not_after;
+    char fingerprint[100]; /* SHA-256 of the DER, "aa:bb:..." */
+};
+
+struct hz_cert {
+    int id;
+    char *name;
+    int managed;     /* type managed (1) or uploaded (0) */
+    json_t *labels;  /* object, replaced whole on PUT */
+    json_t *domains; /* array of domain names */
+    char *pem;       /* certificate chain; NULL while a managed one is not issued */
+    char fingerprint[100];
+    time_t created;
+    time_t not_before; /* 0 while not issued */
+    time_t not_after;
+    enum hz_issuance issuance; /* HZ_ISSUE_NONE for uploaded certificates */
+    char *error_code;          /* set while issuance is failed */
+    char *error_message;
+    int running_action; /* id of the issuance action running, 0 = none */
+};
+
 /* ---- actions (actions.c) ------------------------------------------- */
+
+/* The kind of resource an action works on, and the filter of the lists. */
+enum hz_res { HZ_RES_ANY, HZ_RES_LB, HZ_RES_CERT };
 
 enum hz_action_status { HZ_ACTION_RUNNING, HZ_ACTION_SUCCESS, HZ_ACTION_ERROR };
 
@@ -118,7 +152,8 @@ struct hz_action {
     int id;
     char command[40];
     enum hz_action_status status;
-    int lb_id; /* resource; 0 = none */
+    int lb_id;   /* resource: a balancer, 0 = none */
+    int cert_id; /* or a certificate, 0 = none */
     time_t started;
     time_t finished;
     char *error_code; /* set once failed */
@@ -174,7 +209,11 @@ struct hz_faults {
     int action_fail_count; /* next N actions end in error */
     char *action_fail_code;
     char *action_fail_message;
-    int hold_actions; /* actions started now stay running until released */
+    int hold_actions;     /* actions started now stay running until released */
+    int hold_issuance;    /* certificate issuance actions stay running */
+    json_t *fail_domains; /* array: issuance for these domains fails */
+    char *issue_fail_code;
+    char *issue_fail_message;
 };
 
 struct hz_delayed; /* http.c */
@@ -196,6 +235,10 @@ struct hz_fake {
     size_t n_lbs, cap_lbs;
     int next_lb_id;
     unsigned long next_ip;
+
+    struct hz_cert **certs; /* sorted by id */
+    size_t n_certs, cap_certs;
+    int next_cert_id;
 
     struct hz_action **actions; /* actions[i]->id == i + 1 */
     size_t n_actions, cap_actions;
@@ -275,6 +318,20 @@ long hz_parse_id(const char *s);
  * [*from, *to) and *meta (new, {"pagination":{...}}). Returns 0, or -1
  * after replying invalid_input. */
 int hz_page(struct hz_req *r, size_t total, size_t *from, size_t *to, json_t **meta);
+/* Sort order of a list: up to four keys, field 0 id, 1 name, 2 created. */
+struct hz_sort {
+    struct {
+        int field;
+        int desc;
+    } keys[4];
+    int n;
+};
+/* Parse every "sort" query parameter of r into spec. 0 or -1 after
+ * replying invalid_input. */
+int hz_parse_sort(struct hz_req *r, struct hz_sort *spec);
+/* Compare two objects by spec, then by id (qsort order). */
+int hz_sort_cmp(const struct hz_sort *s, int id_a, const char *name_a, time_t created_a, int id_b,
+                const char *name_b, time_t created_b);
 /* Paginate items (steals) under key into a list response per the request's
  * page/per_page. Replies on r (error or 200). */
 void hz_reply_page(struct hz_req *r, const char *key, json_t *items);
@@ -305,6 +362,9 @@ const struct hz_location *hz_location_find(const char *name_or_id);
 struct hz_lb *hz_lb_find(struct hz_fake *f, long id);
 struct hz_lb *hz_lb_find_name(struct hz_fake *f, const char *name);
 struct hz_network *hz_net_find(struct hz_fake *f, long id);
+/* Append p to the growable pointer array *arr (*n used, *cap allocated);
+ * 0 or -ENOMEM. */
+int hz_ptr_push(void ***arr, size_t *n, size_t *cap, void *p);
 /* Add lb (steals) to the store; 0 or -ENOMEM (lb not stolen then). */
 int hz_lb_add(struct hz_fake *f, struct hz_lb *lb);
 /* Remove and free the balancer with this id. */
@@ -372,23 +432,74 @@ int hz_lb_action_known(const char *name);
  * the balancer's lock. Returns the action (borrowed) or NULL on ENOMEM. */
 struct hz_action *hz_action_start(struct hz_fake *f, const char *command, int lb_id,
                                   const char *err_code, const char *err_message);
+/* Start an issuance action on certificate cert_id: held while hold_actions
+ * or hold_issuance is set; its outcome is decided when it completes
+ * (hz_cert_finish). Returns the action (borrowed) or NULL on ENOMEM. */
+struct hz_action *hz_action_start_cert(struct hz_fake *f, const char *command, int cert_id);
 /* Action in schema shape (new) or NULL on ENOMEM. */
 json_t *hz_action_json(const struct hz_action *a);
 /* Action by id (borrowed) or NULL. */
 struct hz_action *hz_action_find(struct hz_fake *f, long id);
 /* GET /actions/{id}: answers r. */
 void hz_actions_get(struct hz_req *r, long id);
-/* GET /actions and /load_balancers[/{id}]/actions; lb_only selects balancer
- * actions, lb_id filters by one balancer (0 = all). */
-void hz_actions_list(struct hz_req *r, int lb_only, int lb_id);
+/* GET /actions, /load_balancers[/{id}]/actions, /certificates[/{id}]/actions:
+ * kind selects the resource kind (HZ_RES_ANY: all), res_id one resource of
+ * that kind (0 = all). */
+void hz_actions_list(struct hz_req *r, enum hz_res kind, int res_id);
 /* Number of actions held running by the hold_actions fault. */
 size_t hz_actions_held(const struct hz_fake *f);
-/* Release every held action: each now runs its configured duration, then
- * ends as it would have. Returns 0 or -1 when a timer cannot be armed
- * (that action stays held). */
+/* Release every held action whose hold is no longer set (hold_actions for
+ * all, hold_issuance too for certificate actions): each now runs its
+ * configured duration, then ends as it would have. Returns 0 or -1 when a
+ * timer cannot be armed (that action stays held). */
 int hz_actions_release(struct hz_fake *f);
 /* Cancel pending timers and free every action (shutdown). */
 void hz_actions_free(struct hz_fake *f);
+
+/* ---- cert_pem.c ----------------------------------------------------- */
+
+/* Parse and check an uploaded certificate (PEM chain, leaf first) and its
+ * private key (PEM): both parse, the key belongs to the leaf, the leaf has
+ * not expired at now. 0 with *info filled (info->domains new), or -1 with
+ * *field naming the bad field and msg the reason. */
+int hz_pem_check(const char *cert_pem, const char *key_pem, time_t now, struct hz_cert_info *info,
+                 const char **field, char *msg, size_t len);
+/* Issue a self-signed certificate for domains (borrowed array of strings),
+ * valid from now for 90 days: 0 with *pem (new) and *info (info->domains
+ * new), or -ENOMEM / -EIO. */
+int hz_pem_issue(json_t *domains, time_t now, char **pem, struct hz_cert_info *info);
+
+/* ---- cert_api.c ----------------------------------------------------- */
+
+/* Certificate by id (borrowed) or NULL. */
+struct hz_cert *hz_cert_find(struct hz_fake *f, long id);
+/* Certificate in schema shape, used_by included (new) or NULL on ENOMEM. */
+json_t *hz_cert_json(struct hz_fake *f, const struct hz_cert *c);
+/* Build a certificate from a POST /certificates body (borrowed); used by
+ * POST and the seed. A managed one is pending. New certificate, or NULL
+ * after replying on r. */
+struct hz_cert *hz_cert_build(struct hz_req *r, json_t *body);
+/* Add c (steals on success) to the store, giving it the next id unless it
+ * has one; 0 or -ENOMEM. */
+int hz_cert_add(struct hz_fake *f, struct hz_cert *c);
+/* Free a certificate not in the store; NULL is fine. */
+void hz_cert_free(struct hz_cert *c);
+/* Issue managed certificate c now (self-signed, hz_pem_issue): completed.
+ * 0 or -ENOMEM / -EIO (c unchanged). */
+int hz_cert_issue(struct hz_cert *c);
+/* Endpoint handlers of /certificates; each answers r. */
+void hz_cert_list(struct hz_req *r);
+void hz_cert_create(struct hz_req *r);
+void hz_cert_get(struct hz_req *r, long id);
+void hz_cert_update(struct hz_req *r, long id);
+void hz_cert_delete(struct hz_req *r, long id);
+void hz_cert_retry(struct hz_req *r, long id);
+/* Decide the outcome of issuance action a when it completes: issue the
+ * certificate, or fail it (a->error_code set) when a domain is listed in
+ * the fail_issuance fault or the certificate cannot be made. */
+void hz_cert_finish(struct hz_fake *f, struct hz_action *a);
+/* Free every certificate (shutdown). */
+void hz_certs_free(struct hz_fake *f);
 
 /* ---- ratelimit.c ---------------------------------------------------- */
 

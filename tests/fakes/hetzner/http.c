@@ -194,6 +194,94 @@ get_one(struct hz_req *r, const char *kind, long id)
         hz_reply(r, 200, resp);
 }
 
+/* Route /v1/certificates/...; seg[0] is "certificates". */
+static void
+route_certs(struct hz_req *r, char **seg, int n)
+{
+    enum evhttp_cmd_type m = r->method;
+    struct hz_action *a;
+    long id;
+    if (n == 1) {
+        if (set_route(r, "certificates") < 0)
+            return;
+        if (m == EVHTTP_REQ_GET)
+            hz_cert_list(r);
+        else if (m == EVHTTP_REQ_POST)
+            hz_cert_create(r);
+        else
+            method_not_allowed(r);
+        return;
+    }
+    if (!strcmp(seg[1], "actions") && n <= 3) {
+        if (set_route(r, n == 2 ? "certificates/actions" : "certificates/actions/{id}") < 0)
+            return;
+        if (m != EVHTTP_REQ_GET)
+            method_not_allowed(r);
+        else if (n == 2)
+            hz_actions_list(r, HZ_RES_CERT, 0);
+        else if ((id = path_id(r, seg[2])) > 0) {
+            if (!(a = hz_action_find(r->f, id)) || !a->cert_id)
+                hz_reply_error(r, 404, "not_found", "action not found", NULL);
+            else
+                hz_actions_get(r, id);
+        }
+        return;
+    }
+    if (n == 2) {
+        if (set_route(r, "certificates/{id}") < 0 || (id = path_id(r, seg[1])) < 0)
+            return;
+        if (m == EVHTTP_REQ_GET)
+            hz_cert_get(r, id);
+        else if (m == EVHTTP_REQ_PUT)
+            hz_cert_update(r, id);
+        else if (m == EVHTTP_REQ_DELETE)
+            hz_cert_delete(r, id);
+        else
+            method_not_allowed(r);
+        return;
+    }
+    if (strcmp(seg[2], "actions") != 0 || n > 4) {
+        snprintf(r->route, sizeof(r->route), "%s /v1/(unknown)", hz_method_name(m));
+        hz_reply_error(r, 404, "not_found", "no such endpoint", NULL);
+        return;
+    }
+    if ((id = path_id(r, seg[1])) < 0)
+        return;
+    if (n == 3) {
+        if (set_route(r, "certificates/{id}/actions") < 0)
+            return;
+        if (m != EVHTTP_REQ_GET)
+            method_not_allowed(r);
+        else if (!hz_cert_find(r->f, id))
+            hz_reply_error(r, 404, "not_found", "certificate not found", NULL);
+        else
+            hz_actions_list(r, HZ_RES_CERT, (int)id);
+        return;
+    }
+    if (!strcmp(seg[3], "retry")) {
+        if (set_route(r, "certificates/{id}/actions/retry") < 0)
+            return;
+        if (m != EVHTTP_REQ_POST)
+            method_not_allowed(r);
+        else
+            hz_cert_retry(r, id);
+        return;
+    }
+    if (hz_parse_id(seg[3]) < 0) {
+        snprintf(r->route, sizeof(r->route), "%s /v1/(unknown)", hz_method_name(m));
+        hz_reply_error(r, 404, "not_found", "no such endpoint", NULL);
+        return;
+    }
+    if (set_route(r, "certificates/{id}/actions/{action_id}") < 0)
+        return;
+    if (m != EVHTTP_REQ_GET)
+        method_not_allowed(r);
+    else if (!(a = hz_action_find(r->f, hz_parse_id(seg[3]))) || a->cert_id != id)
+        hz_reply_error(r, 404, "not_found", "action not found", NULL);
+    else
+        hz_actions_get(r, a->id);
+}
+
 /* Route a /v1 path. seg[] are the segments after "/v1". */
 static void
 route_v1(struct hz_req *r, char **seg, int n)
@@ -222,7 +310,7 @@ route_v1(struct hz_req *r, char **seg, int n)
             if (m != EVHTTP_REQ_GET)
                 method_not_allowed(r);
             else if (n == 2)
-                hz_actions_list(r, 1, 0);
+                hz_actions_list(r, HZ_RES_LB, 0);
             else if ((id = path_id(r, seg[2])) > 0)
                 hz_actions_get(r, id);
             return;
@@ -254,7 +342,7 @@ route_v1(struct hz_req *r, char **seg, int n)
             else if (!hz_lb_find(r->f, id))
                 hz_reply_error(r, 404, "not_found", "load balancer not found", NULL);
             else
-                hz_actions_list(r, 1, (int)id);
+                hz_actions_list(r, HZ_RES_LB, (int)id);
             return;
         }
         if (m == EVHTTP_REQ_POST && hz_lb_action_known(seg[3])) {
@@ -277,13 +365,17 @@ route_v1(struct hz_req *r, char **seg, int n)
         }
         goto not_found;
     }
+    if (!strcmp(seg[0], "certificates")) {
+        route_certs(r, seg, n);
+        return;
+    }
     if (!strcmp(seg[0], "actions") && n <= 2) {
         if (set_route(r, n == 1 ? "actions" : "actions/{id}") < 0)
             return;
         if (m != EVHTTP_REQ_GET)
             method_not_allowed(r);
         else if (n == 1)
-            hz_actions_list(r, 0, 0);
+            hz_actions_list(r, HZ_RES_ANY, 0);
         else if ((id = path_id(r, seg[1])) > 0)
             hz_actions_get(r, id);
         return;

@@ -112,6 +112,16 @@ static const struct field protection[] = {{"delete", F_BOOL, F_STR, NULL}, END};
 static const struct field dns_ptr[] = {
     {"ip", F_STR, F_STR, NULL}, {"dns_ptr", F_STR_OR_NULL, F_STR, NULL}, END};
 static const struct field none[] = {END};
+/* hcloud-go hcloud/schema/certificate.go */
+static const struct field cert_create[] = {
+    {"name", F_STR, F_STR, NULL},
+    {"type", F_STR, F_STR, NULL},
+    {"certificate", F_STR, F_STR, NULL},
+    {"private_key", F_STR, F_STR, NULL},
+    {"domain_names", F_LIST, F_STR, NULL},
+    {"labels", F_LABELS, F_STR, NULL},
+    END,
+};
 
 /* Per route ("METHOD /v1/pattern"): its query parameters (space separated,
  * with a space at each end) and its body's fields (NULL: no body read). */
@@ -150,6 +160,16 @@ static const struct route {
     {"GET /v1/locations/{id}", " ", NULL},
     {"GET /v1/networks", " name label_selector sort page per_page ", NULL},
     {"GET /v1/networks/{id}", " ", NULL},
+    {"GET /v1/certificates", " name label_selector type sort page per_page ", NULL},
+    {"POST /v1/certificates", " ", cert_create},
+    {"GET /v1/certificates/{id}", " ", NULL},
+    {"PUT /v1/certificates/{id}", " ", update},
+    {"DELETE /v1/certificates/{id}", " ", NULL},
+    {"GET /v1/certificates/actions", " id status sort page per_page ", NULL},
+    {"GET /v1/certificates/actions/{id}", " ", NULL},
+    {"GET /v1/certificates/{id}/actions", " status sort page per_page ", NULL},
+    {"GET /v1/certificates/{id}/actions/{action_id}", " ", NULL},
+    {"POST /v1/certificates/{id}/actions/retry", " ", none},
 };
 
 /* Add {name, messages: [message]} to fields (borrowed array). 0 or -1. */

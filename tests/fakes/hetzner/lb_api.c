@@ -354,73 +354,12 @@ hz_lb_delete(struct hz_req *r, long id)
 
 /* ---- listing ---- */
 
-struct sort_key {
-    int field; /* 0 id, 1 name, 2 created */
-    int desc;
-};
-
-struct sort_spec {
-    struct sort_key keys[4];
-    int n;
-};
-
 static int
 cmp_lb(const void *a, const void *b, void *arg)
 {
     const struct hz_lb *x = *(struct hz_lb *const *)a;
     const struct hz_lb *y = *(struct hz_lb *const *)b;
-    const struct sort_spec *s = arg;
-    for (int i = 0; i < s->n; i++) {
-        int c;
-        if (s->keys[i].field == 1)
-            c = strcmp(x->name, y->name);
-        else if (s->keys[i].field == 2)
-            c = (x->created > y->created) - (x->created < y->created);
-        else
-            c = (x->id > y->id) - (x->id < y->id);
-        if (c)
-            return s->keys[i].desc ? -c : c;
-    }
-    return (x->id > y->id) - (x->id < y->id);
-}
-
-/* Parse every "sort" query parameter into spec. 0 or -1 after replying. */
-static int
-parse_sort(struct hz_req *r, struct sort_spec *spec)
-{
-    struct evkeyval *kv;
-    spec->n = 0;
-    if (!r->query_ok)
-        return 0;
-    TAILQ_FOREACH(kv, &r->query, next)
-    {
-        if (strcmp(kv->key, "sort") != 0)
-            continue;
-        char field[16] = "";
-        const char *colon = strchr(kv->value, ':');
-        size_t fl = colon ? (size_t)(colon - kv->value) : strlen(kv->value);
-        int desc = 0;
-        if (fl < sizeof(field))
-            memcpy(field, kv->value, fl), field[fl] = '\0';
-        if (colon && strcmp(colon + 1, "asc") != 0) {
-            if (strcmp(colon + 1, "desc") != 0)
-                goto bad;
-            desc = 1;
-        }
-        int fid = !strcmp(field, "id")        ? 0
-                  : !strcmp(field, "name")    ? 1
-                  : !strcmp(field, "created") ? 2
-                                              : -1;
-        if (fid < 0 || spec->n == 4)
-            goto bad;
-        spec->keys[spec->n].field = fid;
-        spec->keys[spec->n].desc = desc;
-        spec->n++;
-    }
-    return 0;
-bad:
-    hz_reply_invalid(r, "sort", "must be id, name or created, optionally with :asc or :desc");
-    return -1;
+    return hz_sort_cmp(arg, x->id, x->name, x->created, y->id, y->name, y->created);
 }
 
 void
@@ -431,7 +370,7 @@ hz_lb_list(struct hz_req *r)
     struct hz_lb **match = NULL;
     json_t *meta = NULL;
     char *mtext = NULL, *tail = NULL;
-    struct sort_spec spec;
+    struct hz_sort spec;
     size_t n = 0, from, to;
     char err[160];
     const char *name = hz_query(r, "name");
@@ -440,7 +379,7 @@ hz_lb_list(struct hz_req *r)
         hz_reply_invalid(r, "label_selector", err);
         return;
     }
-    if (parse_sort(r, &spec) < 0)
+    if (hz_parse_sort(r, &spec) < 0)
         goto out;
     if (!(match = calloc(f->n_lbs + 1, sizeof(*match))))
         goto oom;

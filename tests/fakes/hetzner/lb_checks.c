@@ -205,6 +205,41 @@ port_ok(long long p)
     return p >= 1 && p <= 65535;
 }
 
+/* 1 if s is an HTTP status code pattern: a digit 1-5, then two digits or
+ * '?' ("200", "2??"). */
+static int
+status_pattern(const char *s)
+{
+    if (!s || strlen(s) != 3 || s[0] < '1' || s[0] > '5')
+        return 0;
+    for (int i = 1; i < 3; i++)
+        if (s[i] != '?' && (s[i] < '0' || s[i] > '9'))
+            return 0;
+    return 1;
+}
+
+/* Values of a merged health_check.http: 0, or -1 after replying. */
+static int
+check_health_http(struct hz_req *r, json_t *http)
+{
+    const char *path = json_string_value(json_object_get(http, "path"));
+    json_t *codes = json_object_get(http, "status_codes"), *c;
+    size_t i;
+    if (!path || path[0] != '/') {
+        hz_reply_invalid(r, "health_check.http.path", "must start with '/'");
+        return -1;
+    }
+    json_array_foreach(codes, i, c)
+    {
+        if (!status_pattern(json_string_value(c))) {
+            hz_reply_invalid(r, "health_check.http.status_codes",
+                             "must be status codes such as 200 or 2??");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Build the health check from a request object over base (may be NULL). */
 static json_t *
 health_check(struct hz_req *r, json_t *req, json_t *base, long long dest_port)
@@ -244,7 +279,8 @@ health_check(struct hz_req *r, json_t *req, json_t *base, long long dest_port)
                    ? json_deep_copy(bh)
                    : json_pack("{s:s, s:s, s:s, s:[s,s], s:b}", "domain", "", "path", "/",
                                "response", "", "status_codes", "2??", "3??", "tls", 0);
-        if (http && typed_merge(r, http, rh, "health_check.http") < 0) {
+        if (http &&
+            (typed_merge(r, http, rh, "health_check.http") < 0 || check_health_http(r, http) < 0)) {
             json_decref(http);
             return NULL;
         }
@@ -259,6 +295,123 @@ health_check(struct hz_req *r, json_t *req, json_t *base, long long dest_port)
     if (!hc)
         hz_reply_error(r, 500, "server_error", "out of memory", NULL);
     return hc;
+}
+
+/* 1 if a service of lb other than self listens on port. */
+static int
+port_used(const struct hz_lb *lb, const json_t *self, long long port)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(lb->services, i, s)
+    {
+        if (s != self && json_integer_value(json_object_get(s, "listen_port")) == port)
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 if a service of lb other than self redirects port 80 to https. */
+static int
+redirect_used(const struct hz_lb *lb, const json_t *self)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(lb->services, i, s)
+    {
+        if (s != self && json_is_true(json_object_get(json_object_get(s, "http"), "redirect_http")))
+            return 1;
+    }
+    return 0;
+}
+
+/* Number of distinct certificate IDs in certs and in the services of lb
+ * other than self; -1 on ENOMEM. */
+static long
+certs_count(const struct hz_lb *lb, const json_t *self, json_t *certs)
+{
+    json_t *seen = json_array(), *s, *c, *list;
+    size_t i, j, k;
+    long n = -1;
+    if (!seen)
+        return -1;
+    for (i = 0; i <= json_array_size(lb->services); i++) {
+        s = i < json_array_size(lb->services) ? json_array_get(lb->services, i) : NULL;
+        if (s && s == self)
+            continue;
+        list = s ? json_object_get(json_object_get(s, "http"), "certificates") : certs;
+        json_array_foreach(list, j, c)
+        {
+            json_t *o;
+            int dup = 0;
+            json_array_foreach(seen, k, o) dup = dup || json_equal(o, c);
+            if (!dup && json_array_append(seen, c) < 0)
+                goto out;
+        }
+    }
+    n = (long)json_array_size(seen);
+out:
+    json_decref(seen);
+    return n;
+}
+
+/* The http object of a service on lb (self: the service it replaces, or
+ * NULL) as Hetzner takes it: certificates only on https, where at least one
+ * is needed and each must exist; redirect_http only on https port 443 with
+ * port 80 free; cookie settings in range. 0, or -1 after replying. */
+static int
+check_http(struct hz_req *r, struct hz_lb *lb, const json_t *self, const char *proto,
+           long long listen, json_t *http)
+{
+    json_t *certs = json_object_get(http, "certificates"), *c;
+    const char *cookie = json_string_value(json_object_get(http, "cookie_name"));
+    int https = strcmp(proto, "https") == 0;
+    size_t i;
+    if (!cookie || !*cookie || strlen(cookie) > 64 ||
+        json_integer_value(json_object_get(http, "cookie_lifetime")) < 1) {
+        hz_reply_invalid(r, "http", "cookie_name must be 1 to 64 characters, cookie_lifetime >= 1");
+        return -1;
+    }
+    if (https && json_array_size(certs) == 0) {
+        hz_reply_invalid(r, "http", "an https service needs at least one certificate");
+        return -1;
+    }
+    if (!https && json_array_size(certs) > 0) {
+        hz_reply_invalid(r, "http", "only https services take certificates");
+        return -1;
+    }
+    json_array_foreach(certs, i, c)
+    {
+        if (!hz_cert_find(r->f, (long)json_integer_value(c))) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "certificate %lld not found",
+                     (long long)json_integer_value(c));
+            hz_reply_error(r, 404, "not_found", msg, NULL);
+            return -1;
+        }
+    }
+    long nc = certs_count(lb, self, certs);
+    if (nc < 0) {
+        hz_reply_error(r, 500, "server_error", "out of memory", NULL);
+        return -1;
+    }
+    if (nc > lb->type->max_certificates) {
+        hz_reply_error(r, 403, "resource_limit_exceeded",
+                       "the load balancer type does not allow more certificates", NULL);
+        return -1;
+    }
+    if (json_is_true(json_object_get(http, "redirect_http"))) {
+        if (!https || listen != 443) {
+            hz_reply_invalid(r, "http", "redirect_http needs an https service on port 443");
+            return -1;
+        }
+        if (port_used(lb, self, 80)) {
+            hz_reply_error(r, 422, "source_port_already_used",
+                           "redirect_http needs port 80, which another service uses", NULL);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int
@@ -296,17 +449,17 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
         hz_reply_invalid(r, "destination_port", "must be between 1 and 65535");
         return -1;
     }
+    if ((!base && port_used(lb, NULL, listen)) || (listen == 80 && redirect_used(lb, base))) {
+        hz_reply_error(r, 422, "source_port_already_used",
+                       "listen port is already used by another service", NULL);
+        return -1;
+    }
+    json_t *rh = json_object_get(req, "http");
+    if (!web && json_object_size(rh) > 0) {
+        hz_reply_invalid(r, "http", "only http and https services take http settings");
+        return -1;
+    }
     if (!base) {
-        size_t i;
-        json_t *s;
-        json_array_foreach(lb->services, i, s)
-        {
-            if (json_integer_value(json_object_get(s, "listen_port")) == listen) {
-                hz_reply_error(r, 422, "source_port_already_used",
-                               "listen port is already used by another service", NULL);
-                return -1;
-            }
-        }
         if (json_array_size(lb->services) >= (size_t)lb->type->max_services) {
             hz_reply_error(r, 403, "resource_limit_exceeded",
                            "the load balancer type does not allow more services", NULL);
@@ -320,7 +473,6 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
     json_t *http = json_null();
     if (web) {
         json_t *bh = base ? json_object_get(base, "http") : NULL;
-        json_t *rh = json_object_get(req, "http");
         http = json_is_object(bh) ? json_deep_copy(bh)
                                   : json_pack("{s:s, s:i, s:[], s:b, s:b}", "cookie_name",
                                               "HCLBSTICKY", "cookie_lifetime", 300, "certificates",
@@ -330,7 +482,8 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
             hz_reply_error(r, 500, "server_error", "out of memory", NULL);
             return -1;
         }
-        if (typed_merge(r, http, rh, "http") < 0) {
+        if (typed_merge(r, http, rh, "http") < 0 ||
+            check_http(r, lb, base, proto, listen, http) < 0) {
             json_decref(http);
             json_decref(hc);
             return -1;

@@ -198,6 +198,7 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     f.max_lbs = f.cfg.max_lbs;
     f.next_lb_id = 1;
+    f.next_cert_id = 1;
     f.start_ms = hz_now_ms();
     f.tokens = json_array();
     f.overlaps = json_array();

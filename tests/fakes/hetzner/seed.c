@@ -111,29 +111,74 @@ fail:
     return seed_fail(path, name, err);
 }
 
+/* A request standing for the seed, to build objects as the API does. */
+static void
+seed_req(struct hz_req *r, struct hz_fake *f)
+{
+    memset(r, 0, sizeof(*r));
+    r->f = f;
+    r->identity = "seed";
+}
+
+/* Report the API error r holds for a seeded object; returns -1. */
+static int
+seed_api_fail(const char *path, const char *what, const char *name, struct hz_req *r)
+{
+    json_t *e = json_object_get(r->resp, "error");
+    char *d = json_dumps(json_object_get(e, "details"), JSON_COMPACT);
+    fprintf(stderr, "seed %s: %s %s: %s: %s %s\n", path, what, name ? name : "?",
+            json_string_value(json_object_get(e, "code")),
+            json_string_value(json_object_get(e, "message")), d ? d : "");
+    free(d);
+    json_decref(r->resp);
+    r->resp = NULL;
+    return -1;
+}
+
+/* A certificate: the body of POST /certificates plus "id"; a managed one
+ * is issued at once (no action). */
+static int
+seed_cert(struct hz_fake *f, const char *path, json_t *j)
+{
+    struct hz_req r;
+    seed_req(&r, f);
+    json_t *id = json_object_get(j, "id");
+    const char *name = json_string_value(json_object_get(j, "name"));
+    json_t *body = json_is_object(j) ? json_copy(j) : NULL;
+    if (!body)
+        return seed_fail(path, "certificates", "each must be an object");
+    json_object_del(body, "id");
+    if (id &&
+        (!json_is_integer(id) || json_integer_value(id) < 1 || json_integer_value(id) > INT32_MAX ||
+         hz_cert_find(f, (long)json_integer_value(id)))) {
+        json_decref(body);
+        return seed_fail(path, name ? name : "certificate", "id must be positive and unique");
+    }
+    struct hz_cert *c = hz_cert_build(&r, body);
+    json_decref(body);
+    if (!c)
+        return seed_api_fail(path, "certificate", name, &r);
+    c->id = id ? (int)json_integer_value(id) : 0;
+    if ((c->managed && hz_cert_issue(c) < 0) || hz_cert_add(f, c) < 0) {
+        hz_cert_free(c);
+        return seed_fail(path, name ? name : "certificate", "cannot issue or store it");
+    }
+    return 0;
+}
+
 static int
 seed_lb(struct hz_fake *f, const char *path, json_t *j)
 {
     struct hz_req r;
-    memset(&r, 0, sizeof(r));
-    r.f = f;
-    r.identity = "seed";
+    seed_req(&r, f);
     json_t *id = json_object_get(j, "id");
     const char *name = json_string_value(json_object_get(j, "name"));
     if (json_is_integer(id) &&
         (json_integer_value(id) < 1 || hz_lb_find(f, (long)json_integer_value(id))))
         return seed_fail(path, name ? name : "load balancer", "id must be positive and unique");
     struct hz_lb *lb = hz_lb_build(&r, j);
-    if (!lb) {
-        json_t *e = json_object_get(r.resp, "error");
-        char *d = json_dumps(json_object_get(e, "details"), JSON_COMPACT);
-        fprintf(stderr, "seed %s: load balancer %s: %s: %s %s\n", path, name ? name : "?",
-                json_string_value(json_object_get(e, "code")),
-                json_string_value(json_object_get(e, "message")), d ? d : "");
-        free(d);
-        json_decref(r.resp);
-        return -1;
-    }
+    if (!lb)
+        return seed_api_fail(path, "load balancer", name, &r);
     lb->id = json_is_integer(id) ? (int)json_integer_value(id) : f->next_lb_id;
     lb->protect_delete = json_is_true(json_object_get(json_object_get(j, "protection"), "delete"));
     if (hz_lb_add(f, lb) < 0) {
@@ -180,6 +225,8 @@ hz_seed_load(struct hz_fake *f, const char *path)
     }
     json_array_foreach(json_object_get(root, "networks"), i,
                        v) if (seed_network(f, path, v) < 0) goto out;
+    json_array_foreach(json_object_get(root, "certificates"), i,
+                       v) if (seed_cert(f, path, v) < 0) goto out;
     json_array_foreach(json_object_get(root, "load_balancers"), i,
                        v) if (seed_lb(f, path, v) < 0) goto out;
     rc = 0;

@@ -75,9 +75,8 @@ hz_net_find(struct hz_fake *f, long id)
     return NULL;
 }
 
-/* Append p to a growable pointer array. */
-static int
-ptr_push(void ***arr, size_t *n, size_t *cap, void *p)
+int
+hz_ptr_push(void ***arr, size_t *n, size_t *cap, void *p)
 {
     if (*n == *cap) {
         size_t nc = *cap ? *cap * 2 : 16;
@@ -95,7 +94,7 @@ int
 hz_lb_add(struct hz_fake *f, struct hz_lb *lb)
 {
     /* Keep the array sorted by id: seeds may come in any order. */
-    if (ptr_push((void ***)&f->lbs, &f->n_lbs, &f->cap_lbs, lb) < 0)
+    if (hz_ptr_push((void ***)&f->lbs, &f->n_lbs, &f->cap_lbs, lb) < 0)
         return -ENOMEM;
     for (size_t i = f->n_lbs - 1; i > 0 && f->lbs[i - 1]->id > lb->id; i--) {
         f->lbs[i] = f->lbs[i - 1];
@@ -122,7 +121,7 @@ hz_lb_remove(struct hz_fake *f, int id)
 int
 hz_net_add(struct hz_fake *f, struct hz_network *n)
 {
-    return ptr_push((void ***)&f->nets, &f->n_nets, &f->cap_nets, n);
+    return hz_ptr_push((void ***)&f->nets, &f->n_nets, &f->cap_nets, n);
 }
 
 struct hz_lb *
@@ -209,6 +208,7 @@ hz_store_free(struct hz_fake *f)
     free(f->nets);
     f->nets = NULL;
     f->n_nets = f->cap_nets = 0;
+    hz_certs_free(f);
 }
 
 json_t *

@@ -271,3 +271,59 @@ hz_json_str(struct hz_req *r, json_t *obj, const char *key, const char *field, c
     *present = 1;
     return 0;
 }
+
+int
+hz_sort_cmp(const struct hz_sort *s, int id_a, const char *name_a, time_t created_a, int id_b,
+            const char *name_b, time_t created_b)
+{
+    for (int i = 0; i < s->n; i++) {
+        int c;
+        if (s->keys[i].field == 1)
+            c = strcmp(name_a, name_b);
+        else if (s->keys[i].field == 2)
+            c = (created_a > created_b) - (created_a < created_b);
+        else
+            c = (id_a > id_b) - (id_a < id_b);
+        if (c)
+            return s->keys[i].desc ? -c : c;
+    }
+    return (id_a > id_b) - (id_a < id_b);
+}
+
+int
+hz_parse_sort(struct hz_req *r, struct hz_sort *spec)
+{
+    struct evkeyval *kv;
+    spec->n = 0;
+    if (!r->query_ok)
+        return 0;
+    TAILQ_FOREACH(kv, &r->query, next)
+    {
+        if (strcmp(kv->key, "sort") != 0)
+            continue;
+        char field[16] = "";
+        const char *colon = strchr(kv->value, ':');
+        size_t fl = colon ? (size_t)(colon - kv->value) : strlen(kv->value);
+        int desc = 0;
+        if (fl < sizeof(field))
+            memcpy(field, kv->value, fl), field[fl] = '\0';
+        if (colon && strcmp(colon + 1, "asc") != 0) {
+            if (strcmp(colon + 1, "desc") != 0)
+                goto bad;
+            desc = 1;
+        }
+        int fid = !strcmp(field, "id")        ? 0
+                  : !strcmp(field, "name")    ? 1
+                  : !strcmp(field, "created") ? 2
+                                              : -1;
+        if (fid < 0 || spec->n == 4)
+            goto bad;
+        spec->keys[spec->n].field = fid;
+        spec->keys[spec->n].desc = desc;
+        spec->n++;
+    }
+    return 0;
+bad:
+    hz_reply_invalid(r, "sort", "must be id, name or created, optionally with :asc or :desc");
+    return -1;
+}

@@ -129,3 +129,12 @@ api_run(int argc, char **argv, const char *name, const TTest *const *tests, size
     curl_global_cleanup();
     return failed ? 1 : 0;
 }
+
+int
+run_fake(char **out, const char *a1, const char *a2, const char *a3)
+{
+    char exe[4096];
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud"));
+    char *argv[] = {exe, (char *)a1, (char *)a2, (char *)a3, NULL};
+    return tu_run(argv, NULL, out, 10000);
+}

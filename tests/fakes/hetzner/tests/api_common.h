@@ -36,6 +36,9 @@ void expect_error(const char *method, const char *path, const char *body, long s
 long action_ok(long lb, const char *name, const char *body, const char *want_status);
 /* Names of the balancers of a list response joined by ','. */
 void names(const struct hzt_resp *r, char *buf, size_t len);
+/* Run the fake with up to three arguments (NULL ends them) to completion
+ * within 10 s; returns its exit code, its output in *out (new). */
+int run_fake(char **out, const char *a1, const char *a2, const char *a3);
 /* Run the tests as one Check suite; argv[1] "--valgrind" runs the fakes
  * under memcheck. Returns the exit code for main. */
 int api_run(int argc, char **argv, const char *name, const TTest *const *tests, size_t n);

@@ -235,3 +235,18 @@ hzt_wait_action(struct hzt_fake *f, const char *token, long id, char *buf, size_
         tu_sleep_ms(10);
     }
 }
+
+int
+hzt_gen_certs(const char *dir)
+{
+    char script[1024];
+    snprintf(script, sizeof(script), "%s",
+             tu_source_path("tests/fakes/hetzner/tests/gen_certs.sh"));
+    char *argv[] = {"sh", script, (char *)dir, NULL};
+    char *out = NULL;
+    int rc = tu_run(argv, NULL, &out, 60000);
+    if (rc != 0)
+        fprintf(stderr, "gen_certs.sh: %d\n%s\n", rc, out ? out : "");
+    free(out);
+    return rc == 0 ? 0 : -1;
+}

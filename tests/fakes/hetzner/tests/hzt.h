@@ -48,4 +48,8 @@ const char *hzt_err(const struct hzt_resp *r);
 int hzt_wait_action(struct hzt_fake *f, const char *token, long id, char *buf, size_t len,
                     int timeout_ms);
 
+/* Make the test certificates of gen_certs.sh (good.crt/good.key,
+ * other.key, expired.crt/expired.key) in dir. Returns 0 or -1. */
+int hzt_gen_certs(const char *dir);
+
 #endif

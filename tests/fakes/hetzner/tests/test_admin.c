@@ -237,17 +237,6 @@ START_TEST(test_hold_actions_until_released)
 }
 END_TEST
 
-/* Run the fake with args to completion; returns its exit code, output in
- * *out (new). */
-static int
-run_fake(char **out, const char *a1, const char *a2, const char *a3)
-{
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/hetzner/prismlb-fake-hcloud"));
-    char *argv[] = {exe, (char *)a1, (char *)a2, (char *)a3, NULL};
-    return tu_run(argv, NULL, out, 10000);
-}
-
 START_TEST(test_command_line_errors)
 {
     char *out = NULL;

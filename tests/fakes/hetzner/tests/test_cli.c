@@ -1,5 +1,6 @@
 /* End to end: the real hcloud CLI (Debian hcloud-cli) against the fake,
- * running the commands robotlb's documentation gives its users. */
+ * running the commands robotlb's documentation gives its users, and the
+ * certificate and https service commands. */
 #include <check.h>
 #include <curl/curl.h>
 #include <stdarg.h>
@@ -302,6 +303,149 @@ START_TEST(test_cli_sees_api_errors)
 }
 END_TEST
 
+/* hcloud <NULL-terminated args> must fail with text containing want. */
+static void
+fails_with(const char *want, ...)
+{
+    char *out = NULL;
+    va_list ap;
+    va_start(ap, want);
+    int rc = hcloud_v(&out, ap);
+    va_end(ap);
+    ck_assert_msg(rc != 0 && strstr(out, want), "hcloud: rc %d, want failure '%s' in:\n%s", rc,
+                  want, out);
+    free(out);
+}
+
+/* describe -o json of a certificate (new JSON). */
+static json_t *
+describe_cert(const char *name)
+{
+    char *out = NULL;
+    int rc = hcloud(&out, "certificate", "describe", name, "-o", "json", (char *)NULL);
+    ck_assert_msg(rc == 0, "certificate describe: %s", out);
+    json_t *j = json_loads(out, 0, NULL);
+    ck_assert_msg(j != NULL, "describe output is not JSON: %s", out);
+    free(out);
+    return j;
+}
+
+/* Path of a generated certificate file in the fake's directory. */
+static char *
+cert_file(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", F.dir, name);
+    return buf;
+}
+
+START_TEST(test_cli_certificates_and_https)
+{
+    char crt[600], key[600], other[600], old_crt[600], old_key[600];
+    struct hzt_resp r;
+    ck_assert_int_eq(hzt_gen_certs(F.dir), 0);
+    cert_file("good.crt", crt, sizeof(crt));
+    cert_file("good.key", key, sizeof(key));
+    cert_file("other.key", other, sizeof(other));
+    cert_file("expired.crt", old_crt, sizeof(old_crt));
+    cert_file("expired.key", old_key, sizeof(old_key));
+
+    /* certificate create: uploaded, then the refused ones */
+    ok_contains("Certificate 1 created", "certificate", "create", "--name", "web", "--cert-file",
+                crt, "--key-file", key, (char *)NULL);
+    fails_with("invalid_input", "certificate", "create", "--name", "mismatch", "--cert-file", crt,
+               "--key-file", other, (char *)NULL);
+    fails_with("invalid_input", "certificate", "create", "--name", "old", "--cert-file", old_crt,
+               "--key-file", old_key, (char *)NULL);
+    fails_with("uniqueness_error", "certificate", "create", "--name", "web", "--cert-file", crt,
+               "--key-file", key, (char *)NULL);
+
+    /* managed: issued, then failed as the fake's DNS check says */
+    ok_contains("Certificate 2 created", "certificate", "create", "--name", "site", "--type",
+                "managed", "--domain", "example.org", "--domain", "www.example.org", (char *)NULL);
+    ck_assert_int_eq(hzt_req(&F, "POST", "/_admin/faults", NULL, NULL,
+                             "{\"fail_issuance\":{\"domains\":[\"bad.example.org\"]}}", &r),
+                     0);
+    ck_assert_int_eq(r.status, 200);
+    hzt_resp_free(&r);
+    fails_with("DNS validation failed for bad.example.org", "certificate", "create", "--name",
+               "failing", "--type", "managed", "--domain", "bad.example.org", (char *)NULL);
+    ok_contains("Issuance: failed", "certificate", "describe", "failing", (char *)NULL);
+    ok_contains("Issuance: completed", "certificate", "describe", "site", (char *)NULL);
+
+    /* list, describe */
+    ok_contains("site", "certificate", "list", (char *)NULL);
+    char *out = NULL;
+    ck_assert_int_eq(hcloud(&out, "certificate", "list", "-o", "json", (char *)NULL), 0);
+    json_t *all = json_loads(out, 0, NULL);
+    ck_assert_msg(json_array_size(all) == 3, "certificate list: %s", out);
+    json_decref(all);
+    free(out);
+    json_t *c = describe_cert("web");
+    ck_assert_str_eq(json_string_value(json_object_get(c, "type")), "uploaded");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(c, "domain_names"), 1)),
+                     "www.example.com");
+    ck_assert_uint_eq(strlen(json_string_value(json_object_get(c, "fingerprint"))), 95);
+    json_decref(c);
+
+    /* add-service --protocol https with a certificate and the redirect */
+    ok_contains("Service was added", "load-balancer", "add-service", "old-release", "--protocol",
+                "https", "--listen-port", "443", "--destination-port", "30443",
+                "--http-certificates", "1", "--http-redirect-http", (char *)NULL);
+    json_t *lb = describe("old-release");
+    json_t *svc = json_array_get(json_object_get(lb, "services"), 0);
+    json_t *http = json_object_get(svc, "http");
+    ck_assert_str_eq(json_string_value(json_object_get(svc, "protocol")), "https");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(http, "certificates"), 0)),
+                     1);
+    ck_assert(json_is_true(json_object_get(http, "redirect_http")));
+    json_decref(lb);
+    ok_contains("old-release", "certificate", "describe", "web", (char *)NULL);
+    c = describe_cert("web");
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_array_get(json_object_get(c, "used_by"), 0), "id")),
+        3);
+    json_decref(c);
+    fails_with("certificate still in use", "certificate", "delete", "web", (char *)NULL);
+
+    /* update-service: sticky sessions, cookie, a second certificate */
+    ok_contains("was updated", "load-balancer", "update-service", "old-release", "--listen-port",
+                "443", "--http-sticky-sessions", "--http-cookie-name", "SESS",
+                "--http-cookie-lifetime", "10m", "--http-certificates", "1,2", (char *)NULL);
+    lb = describe("old-release");
+    http = json_object_get(json_array_get(json_object_get(lb, "services"), 0), "http");
+    ck_assert(json_is_true(json_object_get(http, "sticky_sessions")));
+    ck_assert_str_eq(json_string_value(json_object_get(http, "cookie_name")), "SESS");
+    ck_assert_int_eq(json_integer_value(json_object_get(http, "cookie_lifetime")), 600);
+    ck_assert_uint_eq(json_array_size(json_object_get(http, "certificates")), 2);
+    json_decref(lb);
+
+    /* what the API refuses reaches the CLI user */
+    fails_with("invalid_input", "load-balancer", "add-service", "old-release", "--protocol", "http",
+               "--listen-port", "8080", "--http-certificates", "1", (char *)NULL);
+    fails_with("not_found", "load-balancer", "add-service", "old-release", "--protocol", "https",
+               "--listen-port", "8443", "--http-certificates", "99", (char *)NULL);
+    fails_with("source_port_already_used", "load-balancer", "add-service", "old-release",
+               "--protocol", "tcp", "--listen-port", "80", "--destination-port", "30080",
+               (char *)NULL);
+    fails_with("invalid_input", "load-balancer", "update-service", "old-release", "--listen-port",
+               "443", "--protocol", "http", (char *)NULL);
+
+    /* enable-protection */
+    ok_contains("Resource protection enabled", "load-balancer", "enable-protection", "old-release",
+                "delete", (char *)NULL);
+    lb = describe("old-release");
+    ck_assert(json_is_true(json_object_get(json_object_get(lb, "protection"), "delete")));
+    json_decref(lb);
+    fails_with("protected", "load-balancer", "delete", "old-release", (char *)NULL);
+
+    /* once no service uses it, the certificate can be deleted */
+    ok_contains("deleted", "load-balancer", "delete-service", "old-release", "--listen-port", "443",
+                (char *)NULL);
+    ok_contains("certificate web deleted", "certificate", "delete", "web", (char *)NULL);
+    fails_with("not found", "certificate", "describe", "web", (char *)NULL);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -312,6 +456,7 @@ main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_robotlb_user_commands);
     tcase_add_test(tc, test_cli_sees_api_errors);
+    tcase_add_test(tc, test_cli_certificates_and_https);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,5 @@
 /* Unit tests: store logic of the fake (checks, IP allocation, actions,
- * pagination, seeding), in process without HTTP. */
+ * pagination, seeding, certificate PEM checks), in process without HTTP. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,10 +284,33 @@ START_TEST(test_services)
 }
 END_TEST
 
+/* Put an uploaded certificate with this id into the store. */
+static void
+add_cert(int id)
+{
+    struct hz_cert *c = calloc(1, sizeof(*c));
+    ck_assert_ptr_nonnull(c);
+    c->id = id;
+    c->name = strdup("unit-cert");
+    c->labels = json_object();
+    c->domains = json_array();
+    struct hz_cert **na = realloc(F.certs, (F.n_certs + 1) * sizeof(*na));
+    ck_assert(c->name && c->labels && c->domains && na);
+    F.certs = na;
+    F.certs[F.n_certs++] = c;
+    F.cap_certs = F.n_certs;
+}
+
 START_TEST(test_service_limits_and_update)
 {
     struct hz_lb *lb = new_lb("s", "lb11");
-    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\"}"), 0);
+    /* https needs a certificate that exists. */
+    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\"}"), -1);
+    ck_assert_str_eq(err_code(), "invalid_input");
+    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\",\"http\":{\"certificates\":[1]}}"), -1);
+    ck_assert_str_eq(err_code(), "not_found");
+    add_cert(1);
+    ck_assert_int_eq(check_svc(lb, "{\"protocol\":\"https\",\"http\":{\"certificates\":[1]}}"), 0);
     ck_assert_int_eq(
         json_integer_value(json_object_get(json_array_get(lb->services, 0), "listen_port")), 443);
     ck_assert_int_eq(
@@ -425,6 +448,80 @@ START_TEST(test_rate_bucket)
 }
 END_TEST
 
+/* File name in tmpdir read whole (new). */
+static char *
+tmp_file(const char *name)
+{
+    char path[600];
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+    char *text = tu_read_file(path, NULL);
+    ck_assert_msg(text != NULL, "cannot read %s", path);
+    return text;
+}
+
+/* hz_pem_check on (crt, key): its result; field and message in fbuf. */
+static int
+pem_check(const char *crt, const char *key, char *fbuf, size_t len)
+{
+    struct hz_cert_info info;
+    const char *field = "";
+    char msg[160] = "";
+    int rc = hz_pem_check(crt, key, time(NULL), &info, &field, msg, sizeof(msg));
+    if (rc == 0)
+        json_decref(info.domains);
+    snprintf(fbuf, len, "%s: %s", field, msg);
+    return rc;
+}
+
+START_TEST(test_pem_check_and_issue)
+{
+    char script[600], f[256];
+    snprintf(script, sizeof(script), "%s",
+             tu_source_path("tests/fakes/hetzner/tests/gen_certs.sh"));
+    char *argv[] = {"sh", script, tmpdir, NULL};
+    ck_assert_int_eq(tu_run(argv, NULL, NULL, 60000), 0);
+    char *crt = tmp_file("good.crt"), *key = tmp_file("good.key"), *other = tmp_file("other.key");
+    ck_assert_int_eq(pem_check(crt, key, f, sizeof(f)), 0);
+    ck_assert_int_eq(pem_check(crt, other, f, sizeof(f)), -1);
+    ck_assert_str_eq(f, "private_key: does not match the certificate");
+    ck_assert_int_eq(pem_check("", key, f, sizeof(f)), -1);
+    ck_assert_str_eq(f, "certificate: is not a PEM encoded X.509 certificate");
+    ck_assert_int_eq(pem_check(crt, "", f, sizeof(f)), -1);
+    ck_assert_str_eq(f, "private_key: is not a PEM encoded private key");
+    /* A chain: more certificates after the leaf parse too, or it fails. */
+    size_t n = strlen(crt);
+    char *chain = malloc(2 * n + 64);
+    ck_assert_ptr_nonnull(chain);
+    snprintf(chain, 2 * n + 64, "%s%s", crt, crt);
+    ck_assert_int_eq(pem_check(chain, key, f, sizeof(f)), 0);
+    snprintf(chain, 2 * n + 64, "%s-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+             crt);
+    ck_assert_int_eq(pem_check(chain, key, f, sizeof(f)), -1);
+    ck_assert_str_eq(f, "certificate: has a chain certificate that is not valid PEM");
+    free(chain);
+
+    /* Issued: names, 90 days, a fingerprint of 32 bytes. */
+    json_t *domains = json_pack("[s,s]", "example.net", "*.example.net");
+    struct hz_cert_info info;
+    char *pem = NULL;
+    time_t now = time(NULL);
+    ck_assert_int_eq(hz_pem_issue(domains, now, &pem, &info), 0);
+    ck_assert(json_equal(info.domains, domains));
+    ck_assert_int_eq((long long)(info.not_after - info.not_before), 90LL * 86400);
+    ck_assert_uint_eq(strlen(info.fingerprint), 95);
+    ck_assert_ptr_nonnull(strstr(pem, "-----BEGIN CERTIFICATE-----"));
+    /* Its key is not given out: any other key is refused. */
+    ck_assert_int_eq(pem_check(pem, key, f, sizeof(f)), -1);
+    ck_assert_str_eq(f, "private_key: does not match the certificate");
+    json_decref(info.domains);
+    json_decref(domains);
+    free(pem);
+    free(crt);
+    free(key);
+    free(other);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -441,6 +538,7 @@ main(void)
     tcase_add_test(tc, test_actions_lock_and_complete);
     tcase_add_test(tc, test_pagination_bounds);
     tcase_add_test(tc, test_rate_bucket);
+    tcase_add_test(tc, test_pem_check_and_issue);
     suite_add_tcase(s, tc);
     return tu_run_suite(s);
 }

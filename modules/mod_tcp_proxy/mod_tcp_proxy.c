@@ -67,9 +67,13 @@ ops_draining(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
     struct tp_upd *d = u->data;
-    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
-             "upstream removed: draining %u connection(s) for up to %lld ms", u->nconns,
-             (long long)tp->cfg->drain_timeout_ms);
+    /* On worker loops u stays until every worker has acknowledged the
+     * drain, after its reports of u's connections so far (their count is
+     * logged then, by workers.c), or until the drain deadline. */
+    if (tp->nloops && d && tp->cfg->drain_timeout_ms > 0)
+        tp_pool_drain_hold(u, (uint32_t)tp->nloops);
+    else
+        tp_drain_log(tp, u);
     if (!d)
         return;
     tp_health_cancel(d); /* checks stop while it drains */
@@ -114,6 +118,8 @@ ops_removed(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
     struct tp_upd *d = u->data;
+    if (u->drain_holds)
+        tp_drain_log(tp, u); /* its deadline came before the workers' word */
     PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "upstream drained and removed");
     if (!d)
         return;

@@ -149,8 +149,7 @@ struct tp_loop {
     const void *last_snap; /* the snapshot the records were swept against */
     struct tp_event *ev;   /* reports not yet posted to the main loop */
     size_t nev, cev;
-    int flush_now;                   /* an open is among them: post at the end of this pass */
-    plb_timer *flush;                /* posts them once per pass through the loop */
+    plb_timer *flush;                /* posts them (see REPORT_MS in loop.c) */
     void (*on_report)(void *report); /* main loop: applies a batch (workers.c) */
     _Atomic uint64_t conns_total, retries, active;
 };
@@ -253,6 +252,8 @@ enum tp_event_kind {
     TP_EV_LAST_DIAL_OK, /* the same, for a last-resort dial */
     TP_EV_LAST_DIAL_FAILED,
     TP_EV_CONN_ENDED, /* a served connection closed (value: its duration) */
+    TP_EV_DRAIN_SEEN, /* the worker saw drain seq of the upstream start:
+                         its reports of it so far came before this one */
 };
 
 /* Start the data path on every worker (threads > 1): each listens on
@@ -263,6 +264,8 @@ int tp_workers_start(struct tp *tp, const char *ip, int paused);
 void tp_workers_resume(struct tp *tp);
 /* Publish the pool as the workers' snapshot (after each pool event). */
 void tp_workers_publish(struct tp *tp);
+/* Log that u drains, with its connection count. */
+void tp_drain_log(struct tp *tp, const struct tp_up *u);
 /* The pool asks: dialing connections of u move (draining), or every
  * connection of u closes; posted to every worker. */
 void tp_workers_draining(struct tp *tp, const struct tp_up *u);
@@ -285,6 +288,9 @@ void tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_ki
  * connection that ended: how long it lasted). */
 void tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind,
                           double v);
+/* Acknowledge drain seq of upstream id (whether lp has a record of it or
+ * not) after every report so far, posted at the end of this pass. */
+void tp_loop_report_drain_seen(struct tp_loop *lp, uint32_t id, uint32_t seq);
 /* A watch on the loop's own base. */
 plb_io *tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg);
 

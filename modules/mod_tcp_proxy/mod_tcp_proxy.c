@@ -353,11 +353,13 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     tp->tick = host->loop->timer_new(ctx, on_tick, tp);
     tp->beat = host->loop->timer_new(ctx, on_beat, tp);
     tp->relisten = host->loop->timer_new(ctx, on_relisten, tp);
-    if (!tp->pool || !tp->tick || !tp->beat || !tp->relisten) {
+    tp->main_loop.late_timer = host->loop->timer_new(ctx, tp_sockopts_sweep, &tp->main_loop);
+    if (!tp->pool || !tp->tick || !tp->beat || !tp->relisten || !tp->main_loop.late_timer) {
         tp_pool_free(tp->pool);
         host->loop->timer_free(tp->tick);
         host->loop->timer_free(tp->beat);
         host->loop->timer_free(tp->relisten);
+        host->loop->timer_free(tp->main_loop.late_timer);
         host->mem->free(tp);
         return -ENOMEM;
     }
@@ -413,6 +415,7 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
     tp->host->loop->timer_cancel(tp->tick);
     tp->host->loop->timer_cancel(tp->beat);
     tp->host->loop->timer_cancel(tp->relisten);
+    tp->host->loop->timer_cancel(tp->main_loop.late_timer);
     tp_resolve_cancel(tp->bind_res);
     tp->bind_res = NULL;
     for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
@@ -458,6 +461,7 @@ tp_destroy(void *state)
     h->loop->timer_free(tp->tick);
     h->loop->timer_free(tp->beat);
     h->loop->timer_free(tp->relisten);
+    h->loop->timer_free(tp->main_loop.late_timer);
     h->mem->free(tp);
 }
 

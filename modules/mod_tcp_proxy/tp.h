@@ -149,7 +149,13 @@ struct tp_loop {
     const void *last_snap; /* the snapshot the records were swept against */
     struct tp_event *ev;   /* reports not yet posted to the main loop */
     size_t nev, cev;
-    plb_timer *flush;                /* posts them (see REPORT_MS in loop.c) */
+    plb_timer *flush; /* posts them (see REPORT_MS in loop.c) */
+    /* Open connections whose upstream socket lacks its keepalive options
+     * yet, in two generations (pump.c): late[tag - 1], tag 1 or 2. */
+    struct tp_conn *late[2];
+    uint8_t late_tag;                /* the generation joined now (0: none yet) */
+    uint8_t late_armed;              /* the sweep timer is armed */
+    plb_timer *late_timer;           /* sweeps; NULL: options at once */
     void (*on_report)(void *report); /* main loop: applies a batch (workers.c) */
     _Atomic uint64_t conns_total, retries, active;
 };
@@ -229,6 +235,12 @@ void tp_conns_close_all(struct tp *tp);
 void tp_pipes_free(struct tp_loop *lp);
 /* Socket options of both sides: keepalive, user timeout, no delay. */
 void tp_sockopts(int fd);
+/* The keepalive and user timeout alone (an upstream socket gets them
+ * late: tp_sockopts_late in conn_int.h). */
+void tp_sockopts_keepalive(int fd);
+/* lp->late_timer's callback (arg: lp): the connections opened before the
+ * previous sweep get their upstream socket's keepalive options. */
+void tp_sockopts_sweep(plb_timer *t, void *arg);
 /* 1 if fd carries every option tp_sockopts sets (read back). */
 int tp_sockopts_present(int fd);
 /* Read the system's keepalive defaults once (at start; procfs). */

@@ -216,6 +216,8 @@ worker_stop(struct tp_loop *lp)
     tp_pipes_free(lp);
     h->loop->timer_free(lp->flush);
     lp->flush = NULL;
+    h->loop->timer_free(lp->late_timer);
+    lp->late_timer = NULL;
     h->mem->free(lp->ev);
     lp->ev = NULL;
     lp->nev = lp->cev = 0;
@@ -242,6 +244,8 @@ on_wmsg(void *arg)
     case W_LISTEN: {
         int err = 0;
         lp->flush = h->loop->worker_timer_new(lp->w, tp_loop_flush, lp);
+        /* Without it, upstream sockets get their options at once. */
+        lp->late_timer = h->loop->worker_timer_new(lp->w, tp_sockopts_sweep, lp);
         if (!lp->flush) {
             close(m->fd);
             err = -ENOMEM;

@@ -16,7 +16,7 @@ test_pkgs="check libsubunit-dev clang-format valgrind curl openssl ca-certificat
   python3 python3-kubernetes python3-prometheus-client python3-yaml python3-h2 prometheus hcloud-cli unzip iproute2
   libprotobuf-c-dev protobuf-c-compiler
   systemd buildah skopeo bubblewrap util-linux"
-bench_pkgs="haproxy nginx-core iperf3 wrk"
+bench_pkgs="haproxy nginx-core iperf3 wrk linux-perf"
 # tests/packaging/deb.sh: the Debian package's build and install test.
 deb_pkgs="debhelper dpkg-dev lintian debootstrap"
 # The arm64 cross build, and the SPDX license-expression parser the images

@@ -134,6 +134,7 @@ tp_conn_close(struct tp_conn *c)
             tp_metrics_conn_ended(tp, secs);
     }
     c->state = TP_CONN_CLOSED;
+    tp_sockopts_late_drop(c);
     tp_resolve_cancel(c->res);
     h->loop->io_free(c->cio);
     h->loop->io_free(c->uio);
@@ -202,7 +203,7 @@ dial_connect(struct tp_conn *c)
         c->dial_err = (uint8_t)errno; /* a failed dial, counted as such */
         return TP_EV_DIAL_TIMEOUT;
     }
-    tp_sockopts(c->ufd);
+    tp_sockopts_nodelay(c->ufd); /* the keepalive options come later */
     c->state = TP_CONN_DIALING;
     /* The watch is added after connect(): an unconnected socket polls as
      * hung up, which would read as a failed dial. */
@@ -231,6 +232,7 @@ static void
 dial_abort(struct tp_conn *c)
 {
     const struct plb_host *h = c->tp->host;
+    tp_sockopts_late_drop(c);
     tp_resolve_cancel(c->res);
     c->res = NULL;
     h->loop->io_free(c->uio);
@@ -396,6 +398,7 @@ established(struct tp_conn *c, int what)
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot watch a new connection (out of memory)");
         return -1;
     }
+    tp_sockopts_late(c);
     int changed = !c->lp->w && was != (int)c->d->up->healthy;
     if (changed)
         PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", c->d->up->addr),

@@ -61,7 +61,8 @@ struct tp_conn {
     struct tp_loop *lp; /* the loop it runs on */
     struct tp_upd *d;   /* the upstream it is on (dialing or open) */
     struct tp_conn *prev, *next;
-    plb_io *cio, *uio; /* the sockets' watches */
+    struct tp_conn *lprev, *lnext; /* in lp->late[late - 1] */
+    plb_io *cio, *uio;             /* the sockets' watches */
     struct tp_resolve *res;
     /* While fresh: every byte read from the client so far, and the ids of
      * the upstreams dialed before the current one (both NULL until
@@ -82,6 +83,7 @@ struct tp_conn {
     uint8_t last;     /* the current dial is a last-resort pick: its outcome
                          is counted in prismlb_last_resort_dials_total, not
                          as a connection error */
+    uint8_t late;     /* the generation of lp->late it is in, 0: none */
 };
 
 /* What each socket is known to allow; an upstream bit is its client bit
@@ -116,6 +118,14 @@ int tp_conn_retryable(int err);
  * before its first byte (reset, refused...), which the caller counts as a
  * failed dial (c may redial). c is not freed here either way. */
 int tp_pump(struct tp_conn *c, int i);
+/* TCP_NODELAY alone: an upstream socket's at its dial. */
+void tp_sockopts_nodelay(int fd);
+/* c is open: its upstream socket gets the keepalive options at the second
+ * sweep from now (LATE_MS apart), if c is still open then: a short
+ * connection never pays the system calls. */
+void tp_sockopts_late(struct tp_conn *c);
+/* c leaves the late list (closed, or its upstream socket goes). */
+void tp_sockopts_late_drop(struct tp_conn *c);
 /* Release what a direction holds (pipe, buffer). */
 void tp_dir_release(struct tp_loop *lp, struct tp_dir *dr);
 /* Free what a fresh connection keeps for a redial. */

@@ -13,12 +13,15 @@
 
 #include "loop.h"
 
-/* A connection opened is reported at the end of the pass through the
- * worker's loop (the pool must never count fewer connections than there
- * are: a removed upstream it thinks idle is closed at once, not drained).
- * Other reports (closes, dial outcomes) wait up to REPORT_MS to go out
- * together, or with the next open: a busy worker wakes the main loop less
- * often than once per pass, and a close is learned of at most that late. */
+/* Reports (opens, closes, dial outcomes) wait up to REPORT_MS to go out
+ * together: a busy worker wakes the main loop at most 1000 / REPORT_MS
+ * times a second, not once per connection, and the pool learns of a
+ * connection at most that late. What must not be late is an open on an
+ * upstream that starts draining (the pool would take it for idle and
+ * remove it, closing the connection instead of draining it): a drain's
+ * message makes the worker acknowledge it, after every report so far, at
+ * the end of that pass, and the pool removes the upstream only once every
+ * worker did (tp_pool_drain_hold). */
 #define REPORT_MS 20
 
 /* ------------------------------------------------------------------------ */
@@ -168,7 +171,6 @@ tp_loop_flush(plb_timer *t, void *arg)
         r->ev = lp->ev;
         r->n = lp->nev;
         if (h->loop->post(lp->tp->ctx, NULL, lp->on_report, r) == 0) {
-            lp->flush_now = 0;
             lp->ev = NULL;
             lp->nev = lp->cev = 0;
             return;
@@ -186,8 +188,10 @@ tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind ki
     tp_loop_report_value(lp, d, kind, 0);
 }
 
-void
-tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind, double v)
+/* Queue ev; the first report of a batch arms the flush for REPORT_MS,
+ * now (0) for the end of this pass. */
+static void
+report_add(struct tp_loop *lp, struct tp_event ev, int now)
 {
     const struct plb_host *h = lp->tp->host;
     if (lp->stopping)
@@ -202,12 +206,19 @@ tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_k
         lp->ev = nv;
         lp->cev = cap;
     }
-    lp->ev[lp->nev] = (struct tp_event){.value = (float)v, .id = d->up->id, .kind = (uint8_t)kind};
-    /* The first report of a batch arms the flush; an open brings it to the
-     * end of this pass. */
-    int arm = lp->nev++ == 0 || (kind == TP_EV_OPENED && !lp->flush_now);
-    if (kind == TP_EV_OPENED)
-        lp->flush_now = 1;
-    if (arm && h->loop->timer_arm(lp->flush, lp->flush_now ? 0 : REPORT_MS, 0, 0) < 0)
+    lp->ev[lp->nev] = ev;
+    if ((lp->nev++ == 0 || now) && h->loop->timer_arm(lp->flush, now ? 0 : REPORT_MS, 0, 0) < 0)
         PLB_ERR(lp->tp->host, lp->tp->ctx, NULL, "cannot arm the report timer");
+}
+
+void
+tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind, double v)
+{
+    report_add(lp, (struct tp_event){.value = (float)v, .id = d->up->id, .kind = (uint8_t)kind}, 0);
+}
+
+void
+tp_loop_report_drain_seen(struct tp_loop *lp, uint32_t id, uint32_t seq)
+{
+    report_add(lp, (struct tp_event){.id = id, .seq = seq, .kind = TP_EV_DRAIN_SEEN}, 1);
 }

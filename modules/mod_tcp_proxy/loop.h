@@ -36,6 +36,7 @@ struct snap_ent {
 struct tp_event {
     float value; /* a duration in seconds (see tp_loop_report_value) */
     uint32_t id;
+    uint32_t seq; /* TP_EV_DRAIN_SEEN: which drain */
     uint8_t kind; /* enum tp_event_kind */
     uint8_t flip; /* set by the main loop (workers.c): the dial outcome
                      changed the upstream's health, or 0 */

@@ -67,9 +67,13 @@ ops_draining(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
     struct tp_upd *d = u->data;
-    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
-             "upstream removed: draining %u connection(s) for up to %lld ms", u->nconns,
-             (long long)tp->cfg->drain_timeout_ms);
+    /* On worker loops u stays until every worker has acknowledged the
+     * drain, after its reports of u's connections so far (their count is
+     * logged then, by workers.c), or until the drain deadline. */
+    if (tp->nloops && d && tp->cfg->drain_timeout_ms > 0)
+        tp_pool_drain_hold(u, (uint32_t)tp->nloops);
+    else
+        tp_drain_log(tp, u);
     if (!d)
         return;
     tp_health_cancel(d); /* checks stop while it drains */
@@ -114,6 +118,8 @@ ops_removed(void *arg, struct tp_up *u)
 {
     struct tp *tp = arg;
     struct tp_upd *d = u->data;
+    if (u->drain_holds)
+        tp_drain_log(tp, u); /* its deadline came before the workers' word */
     PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr), "upstream drained and removed");
     if (!d)
         return;
@@ -347,11 +353,13 @@ tp_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
     tp->tick = host->loop->timer_new(ctx, on_tick, tp);
     tp->beat = host->loop->timer_new(ctx, on_beat, tp);
     tp->relisten = host->loop->timer_new(ctx, on_relisten, tp);
-    if (!tp->pool || !tp->tick || !tp->beat || !tp->relisten) {
+    tp->main_loop.late_timer = host->loop->timer_new(ctx, tp_sockopts_sweep, &tp->main_loop);
+    if (!tp->pool || !tp->tick || !tp->beat || !tp->relisten || !tp->main_loop.late_timer) {
         tp_pool_free(tp->pool);
         host->loop->timer_free(tp->tick);
         host->loop->timer_free(tp->beat);
         host->loop->timer_free(tp->relisten);
+        host->loop->timer_free(tp->main_loop.late_timer);
         host->mem->free(tp);
         return -ENOMEM;
     }
@@ -407,6 +415,7 @@ tp_stop(void *state, int64_t grace_ms, plb_done *d)
     tp->host->loop->timer_cancel(tp->tick);
     tp->host->loop->timer_cancel(tp->beat);
     tp->host->loop->timer_cancel(tp->relisten);
+    tp->host->loop->timer_cancel(tp->main_loop.late_timer);
     tp_resolve_cancel(tp->bind_res);
     tp->bind_res = NULL;
     for (size_t i = 0; i < tp_pool_count(tp->pool); i++) {
@@ -452,6 +461,7 @@ tp_destroy(void *state)
     h->loop->timer_free(tp->tick);
     h->loop->timer_free(tp->beat);
     h->loop->timer_free(tp->relisten);
+    h->loop->timer_free(tp->main_loop.late_timer);
     h->mem->free(tp);
 }
 

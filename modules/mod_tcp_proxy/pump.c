@@ -58,7 +58,7 @@ tp_sockopts_init(void)
 }
 
 void
-tp_sockopts(int fd)
+tp_sockopts_keepalive(int fd)
 {
     int one = 1, idle = TP_KEEPALIVE_IDLE_S, intvl = TP_KEEPALIVE_INTVL_S, cnt = TP_KEEPALIVE_CNT;
     unsigned int ut = TP_USER_TIMEOUT_MS;
@@ -69,7 +69,104 @@ tp_sockopts(int fd)
     if (set_keepcnt)
         (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
     (void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut));
+}
+
+void
+tp_sockopts_nodelay(int fd)
+{
+    int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+void
+tp_sockopts(int fd)
+{
+    tp_sockopts_keepalive(fd);
+    tp_sockopts_nodelay(fd);
+}
+
+/* Late keepalive options of upstream sockets. Keepalive (30 s idle) and
+ * the user timeout (30 s) matter to a connection that lives; most client
+ * connections that close do so within a second, and setting them costs
+ * four system calls per connection. So an open connection joins the
+ * current generation, and each sweep (LATE_MS apart, armed only while a
+ * generation has members) sets the options of the other, older one and
+ * starts it anew: every connection gets them between LATE_MS and twice
+ * that after it opened, and one that closed before pays nothing. */
+#define LATE_MS 1000
+
+static void
+late_unlink(struct tp_conn *c)
+{
+    struct tp_loop *lp = c->lp;
+    if (c->lprev)
+        c->lprev->lnext = c->lnext;
+    else
+        lp->late[c->late - 1] = c->lnext;
+    if (c->lnext)
+        c->lnext->lprev = c->lprev;
+    c->lprev = c->lnext = NULL;
+    c->late = 0;
+}
+
+void
+tp_sockopts_late_drop(struct tp_conn *c)
+{
+    if (c->late)
+        late_unlink(c);
+}
+
+void
+tp_sockopts_late(struct tp_conn *c)
+{
+    struct tp_loop *lp = c->lp;
+    const struct plb_host *h = lp->tp->host;
+    if (c->late || c->ufd < 0)
+        return;
+    if (!lp->late_armed) {
+        if (!lp->late_timer || h->loop->timer_arm(lp->late_timer, LATE_MS, 0, 0) < 0) {
+            tp_sockopts_keepalive(c->ufd); /* no sweep: at once, then */
+            return;
+        }
+        lp->late_armed = 1;
+    }
+    if (!lp->late_tag)
+        lp->late_tag = 1;
+    c->late = lp->late_tag;
+    c->lprev = NULL;
+    c->lnext = lp->late[c->late - 1];
+    if (c->lnext)
+        c->lnext->lprev = c;
+    lp->late[c->late - 1] = c;
+}
+
+void
+tp_sockopts_sweep(plb_timer *t, void *arg)
+{
+    struct tp_loop *lp = arg;
+    const struct plb_host *h = lp->tp->host;
+    uint8_t older = lp->late_tag == 1 ? 2 : 1;
+    (void)t;
+    lp->late_armed = 0;
+    while (lp->late[older - 1]) {
+        struct tp_conn *c = lp->late[older - 1];
+        tp_sockopts_keepalive(c->ufd);
+        late_unlink(c);
+    }
+    lp->late_tag = older; /* the current one becomes the older */
+    if (!lp->late[0] && !lp->late[1])
+        return;
+    if (h->loop->timer_arm(lp->late_timer, LATE_MS, 0, 0) == 0) {
+        lp->late_armed = 1;
+        return;
+    }
+    /* Cannot wait: now, then. */
+    for (int i = 0; i < 2; i++)
+        while (lp->late[i]) {
+            struct tp_conn *c = lp->late[i];
+            tp_sockopts_keepalive(c->ufd);
+            late_unlink(c);
+        }
 }
 
 int

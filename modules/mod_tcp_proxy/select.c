@@ -199,6 +199,7 @@ tp_pool_update(struct tp_pool *p, const char *const *addrs, size_t n)
         if (u) {
             if (u->draining) {
                 u->draining = 0;
+                u->drain_holds = 0;
                 if (p->ops.undrained)
                     p->ops.undrained(p->ops_arg, u);
             }
@@ -220,6 +221,8 @@ tp_pool_update(struct tp_pool *p, const char *const *addrs, size_t n)
             continue;
         u->draining = 1;
         u->closing = 0;
+        u->drain_seq++;
+        u->drain_holds = 0;
         u->drain_deadline = now(p) + p->drain_timeout_ms;
         if (p->ops.draining)
             p->ops.draining(p->ops_arg, u);
@@ -318,6 +321,21 @@ tp_pool_conn_closed(struct tp_pool *p, struct tp_up *u)
     (void)p;
     if (u->nconns > 0)
         u->nconns--;
+}
+
+void
+tp_pool_drain_hold(struct tp_up *u, uint32_t n)
+{
+    if (u->draining)
+        u->drain_holds = n;
+}
+
+int
+tp_pool_drain_ack(struct tp_up *u, uint32_t seq)
+{
+    if (!u->draining || seq != u->drain_seq || u->drain_holds == 0)
+        return 0;
+    return --u->drain_holds == 0;
 }
 
 int
@@ -627,13 +645,13 @@ tp_pool_tick(struct tp_pool *p)
         }
         if (u->nconns > 0 && t >= u->drain_deadline && p->ops.close_conns)
             p->ops.close_conns(p->ops_arg, u);
-        if (u->nconns == 0) {
+        if (u->nconns == 0 && (u->drain_holds == 0 || t >= u->drain_deadline)) {
             up_remove(p, i);
             removed = 1;
             continue;
         }
         if (u->drain_deadline > t)
-            next_at(&next, u->drain_deadline);
+            next_at(&next, u->drain_deadline); /* also ends a hold */
         i++;
     }
     if (removed && p->sel == TP_SEL_LATENCY)

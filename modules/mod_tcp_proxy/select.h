@@ -51,6 +51,9 @@ struct tp_up {
     int64_t drain_deadline;     /* monotonic ms; valid while draining */
     int64_t close_deadline;     /* monotonic ms; valid while closing */
     uint32_t nconns;            /* connections currently on this upstream */
+    uint32_t drain_seq;         /* which drain of u this is (counts from 1) */
+    uint32_t drain_holds;       /* acknowledgements of that drain still
+                                   awaited before u may go (tp_pool_drain_hold) */
     uint32_t id;                /* unique in the pool's life, never 0 */
     void *data;                 /* the owner's per-upstream state */
 };
@@ -115,6 +118,15 @@ void tp_pool_probe_result(struct tp_pool *p, struct tp_up *u, int ok);
 /* Connection tracking. */
 void tp_pool_conn_opened(struct tp_pool *p, struct tp_up *u);
 void tp_pool_conn_closed(struct tp_pool *p, struct tp_up *u);
+/* The owner's counts of u's connections arrive late (from other threads):
+ * u, draining, is not removed while n acknowledgements of its current
+ * drain (u->drain_seq) are awaited, or until its drain deadline, whichever
+ * comes first. */
+void tp_pool_drain_hold(struct tp_up *u, uint32_t n);
+/* One acknowledgement of drain seq of u (one of an older drain counts for
+ * nothing). 1 when it was the last one awaited, else 0. The caller runs
+ * tp_pool_tick after it. */
+int tp_pool_drain_ack(struct tp_up *u, uint32_t seq);
 
 /* Pick an upstream for a new connection, never `exclude` (may be NULL).
  * NULL when nothing is pickable. Borrowed. */

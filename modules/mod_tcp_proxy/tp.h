@@ -149,8 +149,13 @@ struct tp_loop {
     const void *last_snap; /* the snapshot the records were swept against */
     struct tp_event *ev;   /* reports not yet posted to the main loop */
     size_t nev, cev;
-    int flush_now;                   /* an open is among them: post at the end of this pass */
-    plb_timer *flush;                /* posts them once per pass through the loop */
+    plb_timer *flush; /* posts them (see REPORT_MS in loop.c) */
+    /* Open connections whose upstream socket lacks its keepalive options
+     * yet, in two generations (pump.c): late[tag - 1], tag 1 or 2. */
+    struct tp_conn *late[2];
+    uint8_t late_tag;                /* the generation joined now (0: none yet) */
+    uint8_t late_armed;              /* the sweep timer is armed */
+    plb_timer *late_timer;           /* sweeps; NULL: options at once */
     void (*on_report)(void *report); /* main loop: applies a batch (workers.c) */
     _Atomic uint64_t conns_total, retries, active;
 };
@@ -230,6 +235,12 @@ void tp_conns_close_all(struct tp *tp);
 void tp_pipes_free(struct tp_loop *lp);
 /* Socket options of both sides: keepalive, user timeout, no delay. */
 void tp_sockopts(int fd);
+/* The keepalive and user timeout alone (an upstream socket gets them
+ * late: tp_sockopts_late in conn_int.h). */
+void tp_sockopts_keepalive(int fd);
+/* lp->late_timer's callback (arg: lp): the connections opened before the
+ * previous sweep get their upstream socket's keepalive options. */
+void tp_sockopts_sweep(plb_timer *t, void *arg);
 /* 1 if fd carries every option tp_sockopts sets (read back). */
 int tp_sockopts_present(int fd);
 /* Read the system's keepalive defaults once (at start; procfs). */
@@ -253,6 +264,8 @@ enum tp_event_kind {
     TP_EV_LAST_DIAL_OK, /* the same, for a last-resort dial */
     TP_EV_LAST_DIAL_FAILED,
     TP_EV_CONN_ENDED, /* a served connection closed (value: its duration) */
+    TP_EV_DRAIN_SEEN, /* the worker saw drain seq of the upstream start:
+                         its reports of it so far came before this one */
 };
 
 /* Start the data path on every worker (threads > 1): each listens on
@@ -263,6 +276,8 @@ int tp_workers_start(struct tp *tp, const char *ip, int paused);
 void tp_workers_resume(struct tp *tp);
 /* Publish the pool as the workers' snapshot (after each pool event). */
 void tp_workers_publish(struct tp *tp);
+/* Log that u drains, with its connection count. */
+void tp_drain_log(struct tp *tp, const struct tp_up *u);
 /* The pool asks: dialing connections of u move (draining), or every
  * connection of u closes; posted to every worker. */
 void tp_workers_draining(struct tp *tp, const struct tp_up *u);
@@ -285,6 +300,9 @@ void tp_loop_report(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_ki
  * connection that ended: how long it lasted). */
 void tp_loop_report_value(struct tp_loop *lp, const struct tp_upd *d, enum tp_event_kind kind,
                           double v);
+/* Acknowledge drain seq of upstream id (whether lp has a record of it or
+ * not) after every report so far, posted at the end of this pass. */
+void tp_loop_report_drain_seen(struct tp_loop *lp, uint32_t id, uint32_t seq);
 /* A watch on the loop's own base. */
 plb_io *tp_loop_io_new(struct tp_loop *lp, int fd, int what, plb_io_cb cb, void *arg);
 

@@ -9,13 +9,15 @@
  * listener and runs conn.c and pump.c on its own loop, with its own pipes,
  * copy buffer and per-upstream records (made from the snapshot on first
  * use: loop.c). What the pool must know comes back as reports (loop.c
- * batches them, on_report here applies them), posted once per
- * pass through the worker's loop: connections opened and closed per
- * upstream (for draining) and dial outcomes (for the health streak and
- * prismlb_connection_errors_total). Drains, readiness closes, the first
- * endpoint set and the stop go to every worker as messages. Counters of
- * connections and retries are the worker's own, summed when /metrics is
- * scraped.
+ * batches them for up to 20 ms, on_report here applies them): connections
+ * opened and closed per upstream (for draining) and dial outcomes (for the
+ * health streak and prismlb_connection_errors_total). Drains, readiness
+ * closes, the first endpoint set and the stop go to every worker as
+ * messages; a drain's is acknowledged after the worker's reports so far,
+ * and the upstream stays until every worker's acknowledgement is in, so
+ * late opens are counted before the pool can take it for idle. Counters
+ * of connections and retries are the worker's own, summed when /metrics
+ * is scraped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +51,7 @@ snap_release(void *p)
 }
 
 static void post_drains(struct tp *tp);
+static void drain_post(struct tp *tp, uint32_t id);
 
 void
 tp_workers_publish(struct tp *tp)
@@ -100,10 +103,20 @@ oom:
 /* ------------------------------------------------------------------------ */
 /* Reports: worker to main                                                  */
 
+/* Here, not in mod_tcp_proxy.c, though the one loop logs it too: it is
+ * the workers' acknowledgements that complete the count. */
+void
+tp_drain_log(struct tp *tp, const struct tp_up *u)
+{
+    PLB_INFO(tp->host, tp->ctx, PLB_KV("upstream", u->addr),
+             "upstream removed: draining %u connection(s) for up to %lld ms", u->nconns,
+             (long long)tp->cfg->drain_timeout_ms);
+}
+
 enum { FLIP_UP = 1, FLIP_DOWN = 2 }; /* tp_event.flip */
 
 struct wmsg;
-static void post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id);
+static int post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id, uint32_t seq);
 
 enum wmsg_kind { W_LISTEN, W_RESUME, W_DRAINING, W_CLOSE, W_STOP };
 
@@ -121,12 +134,12 @@ on_report(void *arg)
         case TP_EV_OPENED:
             if (!u) {
                 /* Picked from a snapshot older than its removal. */
-                post_to(tp, r->lp, W_CLOSE, r->ev[i].id);
+                (void)post_to(tp, r->lp, W_CLOSE, r->ev[i].id, 0);
                 break;
             }
             tp_pool_conn_opened(tp->pool, u);
             if (u->draining)
-                post_to(tp, r->lp, W_DRAINING, u->id); /* its dial moves */
+                (void)post_to(tp, r->lp, W_DRAINING, u->id, 0); /* its dial moves */
             break;
         case TP_EV_CLOSED:
             if (u)
@@ -134,6 +147,10 @@ on_report(void *arg)
             break;
         case TP_EV_CONN_ENDED:
             tp_metrics_conn_ended(tp, r->ev[i].value);
+            break;
+        case TP_EV_DRAIN_SEEN:
+            if (u && tp_pool_drain_ack(u, r->ev[i].seq))
+                tp_drain_log(tp, u);
             break;
         case TP_EV_DIAL_OK:
         case TP_EV_DIAL_FAILED:
@@ -177,6 +194,7 @@ struct wmsg {
     struct tp_loop *lp;
     int kind;
     uint32_t id;
+    uint32_t seq; /* W_DRAINING: the drain to acknowledge, 0: none */
     int paused;
     int fd; /* W_LISTEN: the worker's listening socket (the message's) */
 };
@@ -198,6 +216,8 @@ worker_stop(struct tp_loop *lp)
     tp_pipes_free(lp);
     h->loop->timer_free(lp->flush);
     lp->flush = NULL;
+    h->loop->timer_free(lp->late_timer);
+    lp->late_timer = NULL;
     h->mem->free(lp->ev);
     lp->ev = NULL;
     lp->nev = lp->cev = 0;
@@ -224,6 +244,8 @@ on_wmsg(void *arg)
     case W_LISTEN: {
         int err = 0;
         lp->flush = h->loop->worker_timer_new(lp->w, tp_loop_flush, lp);
+        /* Without it, upstream sockets get their options at once. */
+        lp->late_timer = h->loop->worker_timer_new(lp->w, tp_sockopts_sweep, lp);
         if (!lp->flush) {
             close(m->fd);
             err = -ENOMEM;
@@ -252,6 +274,8 @@ on_wmsg(void *arg)
             d->up->draining = 1;
             tp_conns_upstream_draining(d);
         }
+        if (m->seq)
+            tp_loop_report_drain_seen(lp, m->id, m->seq);
         break;
     case W_CLOSE:
         if ((d = tp_loop_rec_find(lp, m->id)))
@@ -265,30 +289,36 @@ out:
     h->mem->free(m);
 }
 
-static void
-post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id)
+/* 0, or -1 when the message could not be posted (logged). */
+static int
+post_to(struct tp *tp, struct tp_loop *lp, int kind, uint32_t id, uint32_t seq)
 {
     const struct plb_host *h = tp->host;
     struct wmsg *m = h->mem->alloc(sizeof(*m));
-    if (!m ||
-        (m->lp = lp, m->kind = kind, m->id = id, h->loop->post(tp->ctx, lp->w, on_wmsg, m) < 0)) {
+    if (!m || (m->lp = lp, m->kind = kind, m->id = id, m->seq = seq,
+               h->loop->post(tp->ctx, lp->w, on_wmsg, m) < 0)) {
         h->mem->free(m);
         PLB_ERR(tp->host, tp->ctx, NULL, "cannot post to worker %zu (out of memory)",
                 h->loop->worker_index(lp->w));
+        return -1;
     }
+    return 0;
 }
 
-static void
-post_all(struct tp *tp, int kind, uint32_t id)
+/* The number of workers it reached. */
+static uint32_t
+post_all(struct tp *tp, int kind, uint32_t id, uint32_t seq)
 {
+    uint32_t n = 0;
     for (size_t i = 0; i < tp->nloops; i++)
-        post_to(tp, &tp->loops[i], kind, id);
+        n += post_to(tp, &tp->loops[i], kind, id, seq) == 0;
+    return n;
 }
 
 void
 tp_workers_resume(struct tp *tp)
 {
-    post_all(tp, W_RESUME, 0);
+    (void)post_all(tp, W_RESUME, 0, 0);
 }
 
 /* Posted after the snapshot without u is published: a worker that moves
@@ -300,7 +330,9 @@ tp_workers_draining(struct tp *tp, const struct tp_up *u)
         size_t cap = tp->cdrain ? tp->cdrain * 2 : 8;
         uint32_t *nv = tp->host->mem->realloc(tp->drain_ids, cap * sizeof(*nv));
         if (!nv) {
-            post_all(tp, W_DRAINING, u->id); /* at once, then */
+            /* At once, then (without the snapshot: a dial may move to u
+             * once more, and drain again). */
+            drain_post(tp, u->id);
             return;
         }
         tp->drain_ids = nv;
@@ -309,18 +341,35 @@ tp_workers_draining(struct tp *tp, const struct tp_up *u)
     tp->drain_ids[tp->ndrain++] = u->id;
 }
 
+/* Tell every worker that upstream id drains; when the pool holds it for
+ * their acknowledgements (ops_draining), it waits for those of the workers
+ * reached. */
+static void
+drain_post(struct tp *tp, uint32_t id)
+{
+    struct tp_up *u = tp_pool_find_id(tp->pool, id);
+    if (!u || !u->drain_holds) {
+        (void)post_all(tp, W_DRAINING, id, 0);
+        return;
+    }
+    uint32_t n = post_all(tp, W_DRAINING, id, u->drain_seq);
+    tp_pool_drain_hold(u, n);
+    if (!n)
+        tp_drain_log(tp, u);
+}
+
 static void
 post_drains(struct tp *tp)
 {
     for (size_t i = 0; i < tp->ndrain; i++)
-        post_all(tp, W_DRAINING, tp->drain_ids[i]);
+        drain_post(tp, tp->drain_ids[i]);
     tp->ndrain = 0;
 }
 
 void
 tp_workers_close_upstream(struct tp *tp, const struct tp_up *u)
 {
-    post_all(tp, W_CLOSE, u->id);
+    (void)post_all(tp, W_CLOSE, u->id, 0);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -327,6 +327,56 @@ START_TEST(remaining_connections_are_force_closed_when_the_drain_timeout_expires
 }
 END_TEST
 
+/* Counts that come late (from worker threads): a drained upstream with no
+ * connection known stays while acknowledgements of its drain are awaited,
+ * so an open reported just before the last one still drains; an
+ * acknowledgement of an earlier drain counts for nothing; the drain
+ * deadline ends the wait. */
+START_TEST(a_held_drain_waits_for_every_acknowledgement_or_the_deadline)
+{
+    struct tp_pool *p = pool(TP_SEL_RANDOM, TP_CHECK_TCP, 30000);
+    set(p, "a:1,b:1");
+    struct tp_up *a = up(p, "a:1");
+    set(p, "b:1");
+    uint32_t first = a->drain_seq;
+    tp_pool_drain_hold(a, 2);
+    ck_assert_int_eq(tp_pool_tick(p), fake_now + 30000);
+    ck_assert_ptr_nonnull(tp_pool_find(p, "a:1"));
+    ck_assert_int_eq(tp_pool_drain_ack(a, first), 0);
+    tp_pool_tick(p);
+    ck_assert_ptr_nonnull(tp_pool_find(p, "a:1"));
+    /* The second worker's open of a, then its acknowledgement. */
+    tp_pool_conn_opened(p, a);
+    ck_assert_int_eq(tp_pool_drain_ack(a, first), 1);
+    tp_pool_tick(p);
+    ck_assert_int_eq(rec.removed, 0);
+    tp_pool_conn_closed(p, a);
+    tp_pool_tick(p);
+    ck_assert_int_eq(rec.removed, 1);
+
+    /* Drained, re-added, drained again: the first drain's word is stale. */
+    set(p, "a:1,b:1");
+    a = up(p, "a:1");
+    set(p, "b:1");
+    uint32_t one = a->drain_seq;
+    tp_pool_drain_hold(a, 1);
+    set(p, "a:1,b:1");
+    ck_assert_int_eq(a->drain_holds, 0);
+    set(p, "b:1");
+    ck_assert_uint_ne(a->drain_seq, one);
+    tp_pool_drain_hold(a, 1);
+    ck_assert_int_eq(tp_pool_drain_ack(a, one), 0);
+    tp_pool_tick(p);
+    ck_assert_ptr_nonnull(tp_pool_find(p, "a:1"));
+    /* No word at all: the deadline. */
+    fake_now += 30000;
+    ck_assert_int_eq(tp_pool_tick(p), -1);
+    ck_assert_ptr_null(tp_pool_find(p, "a:1"));
+    ck_assert_int_eq(rec.closed, 0);
+    tp_pool_free(p);
+}
+END_TEST
+
 START_TEST(re_adding_the_endpoint_before_the_timeout_aborts_the_drain)
 {
     struct tp_pool *p = pool(TP_SEL_RANDOM, TP_CHECK_TCP, 30000);
@@ -986,6 +1036,7 @@ suite(void)
     tcase_add_test(h, the_last_resort_is_an_untried_unhealthy_upstream_that_does_not_drain);
     tcase_add_test(h, a_removed_endpoint_gets_no_new_connections_but_keeps_its_existing_ones);
     tcase_add_test(h, remaining_connections_are_force_closed_when_the_drain_timeout_expires);
+    tcase_add_test(h, a_held_drain_waits_for_every_acknowledgement_or_the_deadline);
     tcase_add_test(h, re_adding_the_endpoint_before_the_timeout_aborts_the_drain);
     tcase_add_test(h, a_timeout_of_0_closes_connections_to_removed_endpoints_immediately);
     tcase_add_test(h, the_readiness_of_the_proxy_is_an_upstream_healthy_and_not_draining);

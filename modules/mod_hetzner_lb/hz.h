@@ -316,6 +316,7 @@ struct hz_actual {
     int algorithm;      /* enum hz_algorithm, -1 when unknown */
     char *ipv4, *ipv6;  /* public addresses or NULL */
     int public_enabled; /* public_net.enabled (1 when absent) */
+    int protect_delete; /* protection.delete: never deleted by us */
     struct hz_act_net *nets;
     size_t nnets;
     char **ip_targets; /* targets of type ip */

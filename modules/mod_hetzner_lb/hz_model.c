@@ -244,6 +244,7 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
         goto nomem;
     a.algorithm = hz_algorithm_from_api(
         json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")));
+    a.protect_delete = json_is_true(json_object_get(json_object_get(lb, "protection"), "delete"));
     v = json_object_get(lb, "public_net");
     a.public_enabled = !json_is_false(json_object_get(v, "enabled"));
     if (dup_str(json_object_get(json_object_get(v, "ipv4"), "ip"), &a.ipv4) < 0 ||

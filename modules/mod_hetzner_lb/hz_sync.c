@@ -109,7 +109,7 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
             /* with the targets Hetzner accepted, also when it refused one */
             if (status_follow(ks, res->st, &res->lb->a) < 0)
                 retry = 1;
-        } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid) < 0) {
+        } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid, NULL) < 0) {
             /* deleted or no longer ours while its balancer was created:
              * the deletion found nothing to delete then */
             ks->lost = 1;
@@ -307,7 +307,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
                      "no longer a LoadBalancer of ours: dropped");
             hz_state_drop(&ks->states, key);
         }
-        return hz_delete_labelled(ks, uid);
+        return hz_delete_labelled(ks, uid, svc);
     }
     if (!(st = hz_state_get(&ks->states, key, 1)))
         return -ENOMEM;
@@ -380,12 +380,13 @@ hz_sync_fire(plb_timer *t, void *arg)
      * could not be started stays for the next sync. */
     size_t kept = 0;
     for (size_t i = 0; ks->by_uid && i < ks->ndeleted; i++) {
-        if (hz_delete_labelled(ks, ks->deleted[i]) == -ENOMEM) {
+        const char *uid = hz_ks_str(ks, ks->deleted[i], "metadata", "uid", NULL);
+        if (uid && hz_delete_labelled(ks, uid, ks->deleted[i]) == -ENOMEM) {
             ks->deleted[kept++] = ks->deleted[i];
             ks->lost = 1;
             continue;
         }
-        hz_free(ks->deleted[i]);
+        ks->host->obj->unref(ks->deleted[i]);
     }
     if (ks->by_uid)
         ks->ndeleted = kept;

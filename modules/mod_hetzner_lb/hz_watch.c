@@ -163,7 +163,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
 {
     struct hz_kside *ks = arg;
     const char *uid = hz_ks_str(ks, old, "metadata", "uid", NULL);
-    char **nd;
+    plb_obj **nd;
     char key[512];
     if (key_of(ks, old, key, sizeof(key)) < 0)
         return;
@@ -171,7 +171,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
     if (uid && hz_kube_is_ours(ks, old) &&
         (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
         ks->deleted = nd;
-        if ((nd[ks->ndeleted] = hz_strdup(uid)))
+        if ((nd[ks->ndeleted] = ks->host->obj->ref(old)))
             ks->ndeleted++;
     }
     on_event(inf, old, 1, ks);

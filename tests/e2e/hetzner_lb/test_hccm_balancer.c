@@ -1,0 +1,126 @@
+/*
+ * hcloud-cloud-controller-manager's rules for the balancer itself, as a
+ * user drives them: kubectl applies, annotates and deletes the Service, the
+ * hcloud CLI (against the fake Hetzner API) changes and reads its balancer.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "hccm_util.h"
+#include "testutil.h"
+
+/* kubectl delete Service default/name. */
+static void
+delete_service(struct env *e, const char *name)
+{
+    char *out = NULL;
+    int rc = env_kubectl(e, &out, "delete", "service", name, "-n", "default", NULL);
+    ck_assert_msg(rc == 0, "kubectl delete service: %s", out ? out : "");
+    free(out);
+}
+
+/* `hcloud load-balancer enable-protection ID delete`. */
+static void
+protect(struct env *e, long id)
+{
+    char ids[24], *out = NULL;
+    snprintf(ids, sizeof(ids), "%ld", id);
+    int rc = env_hcloud(e, &out, "load-balancer", "enable-protection", ids, "delete", NULL);
+    ck_assert_msg(rc == 0, "hcloud load-balancer enable-protection: %s", out ? out : "");
+    free(out);
+}
+
+/* The Service web with its balancer serving it; the balancer as the hcloud
+ * CLI shows it (new), its UID into *uid (new). */
+static json_t *
+served_web(struct env *e, char **uid)
+{
+    char ip[64];
+    *uid = hccm_apply_service(e, "web", NULL);
+    WAIT_FOR(e, env_targets_are(e, *uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(e, env_ingress(e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    json_t *lb = hccm_cli_balancer_of(e, *uid);
+    ck_assert_ptr_nonnull(lb);
+    return lb;
+}
+
+/* "A balancer with delete protection is never deleted: the Service's
+ * removal leaves it, with a warning Event saying why." Here the protection
+ * is set just before the deletion, after every list the daemon made: the
+ * DELETE is sent, Hetzner refuses it (protected), and the Event says so. */
+START_TEST(a_protected_balancer_survives_its_services_deletion_with_a_warning)
+{
+    struct env e;
+    char *uid = NULL;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    json_t *lb = served_web(&e, &uid);
+    long id = (long)json_integer_value(json_object_get(lb, "id"));
+    const char *name = json_string_value(json_object_get(lb, "name"));
+    protect(&e, id);
+
+    delete_service(&e, "web");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "DeleteProtected", name, "delete protection", NULL) > 0,
+             30000, "the DeleteProtected warning");
+    ck_assert_int_eq(env_lb_exists(&e, id), 1);
+    json_t *after = env_hcloud_json(&e, "load-balancer", "describe", name, NULL);
+    ck_assert_str_eq(hccm_ip_of(after, "ipv4"), hccm_ip_of(lb, "ipv4"));
+    ck_assert(json_is_true(json_object_get(json_object_get(after, "protection"), "delete")));
+    json_decref(after);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* The protection known from the resync list: no DELETE is sent at all (it
+ * would only be refused), and the warning says why the balancer stays. */
+START_TEST(a_balancer_listed_as_protected_is_not_asked_to_be_deleted)
+{
+    struct env e;
+    char *uid = NULL;
+    env_start(&e, NULL, NULL, NULL, 1);
+    env_node(&e, "n1", "10.0.1.41");
+    json_t *lb = served_web(&e, &uid);
+    long id = (long)json_integer_value(json_object_get(lb, "id"));
+    const char *name = json_string_value(json_object_get(lb, "name"));
+    protect(&e, id);
+    /* a resync list that began after the protection: two more lists */
+    long lists = env_count_route(&e, "GET /v1/load_balancers");
+    WAIT_FOR(&e, env_count_route(&e, "GET /v1/load_balancers") >= lists + 2, 30000,
+             "a resync list after the protection");
+
+    delete_service(&e, "web");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "DeleteProtected", name, "delete protection", NULL) > 0,
+             30000, "the DeleteProtected warning");
+    ck_assert_int_eq(env_lb_exists(&e, id), 1);
+    ck_assert_int_eq(env_count_route(&e, "DELETE /v1/load_balancers/{id}"), 0);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("hetzner_lb hccm balancer");
+    TCase *tc = tcase_create("hccm_balancer");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 150);
+    tcase_add_test(tc, a_protected_balancer_survives_its_services_deletion_with_a_warning);
+    tcase_add_test(tc, a_balancer_listed_as_protected_is_not_asked_to_be_deleted);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    return tu_run_suite(suite());
+}

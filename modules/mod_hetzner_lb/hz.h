@@ -183,8 +183,10 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_TYPE "load-balancer.hetzner.cloud/type"
 #define HZ_HCCM_LOCATION "load-balancer.hetzner.cloud/location"
 #define HZ_HCCM_ALGORITHM "load-balancer.hetzner.cloud/algorithm-type"
-/* hccm's own: the balancer's IPv6 left out of the status. */
+/* hccm's own: the balancer's IPv6 left out of the status; the network
+ * zone a balancer is created in (instead of a location). */
 #define HZ_HCCM_IPV6_DISABLED "load-balancer.hetzner.cloud/ipv6-disabled"
+#define HZ_HCCM_NETWORK_ZONE "load-balancer.hetzner.cloud/network-zone"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -209,6 +211,7 @@ struct hz_annot {
     int retries;         /* robotlb/lb-retries */
     int proxy_mode;      /* robotlb/lb-proxy-mode: 0, 1 */
     char *location;      /* robotlb/lb-location, hccm's location */
+    char *network_zone;  /* hccm's network-zone (never with a location) */
     int algorithm;       /* robotlb/lb-algorithm, hccm's algorithm-type: enum
                             hz_algorithm */
     char *type;          /* robotlb/balancer-type, hccm's type */
@@ -266,6 +269,8 @@ struct hz_desired {
     char name[HZ_NAME_MAX + 1]; /* create name */
     char *uid;
     char *type, *location;
+    int by_zone;      /* location names a network zone (hccm's network-zone),
+                         not a location */
     int algorithm;    /* enum hz_algorithm */
     char *network;    /* network name, NULL when none */
     char *private_ip; /* only with a network */
@@ -313,6 +318,7 @@ struct hz_actual {
     char *uid;      /* robotlb/service-uid label, or NULL */
     json_t *labels; /* every label (new reference) */
     char *type, *location;
+    char *network_zone; /* its location's network zone, or NULL */
     int algorithm;      /* enum hz_algorithm, -1 when unknown */
     char *ipv4, *ipv6;  /* public addresses or NULL */
     int public_enabled; /* public_net.enabled (1 when absent) */

@@ -38,7 +38,7 @@ void
 hz_annot_clear(struct hz_annot *a)
 {
     hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
-                 &a->type, NULL);
+                 &a->network_zone, &a->type, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -239,6 +239,14 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)
         a.location_key = get(arg, HZ_ANN_LOCATION) ? HZ_ANN_LOCATION : HZ_HCCM_LOCATION;
+    /* a balancer is placed by a location or by a network zone, not both */
+    if ((rc = get_word(get, arg, HZ_HCCM_NETWORK_ZONE, &a.network_zone, &e)) < 0)
+        goto fail;
+    if (a.network_zone && a.location)
+        bad(&e, HZ_HCCM_NETWORK_ZONE,
+            "\"%.64s\" and %s \"%.64s\" are mutually exclusive (a balancer is created in a "
+            "location or in a network zone: give one)",
+            a.network_zone, a.location_key, a.location);
     if (e.count) {
         if (errlen)
             err[e.n] = '\0';

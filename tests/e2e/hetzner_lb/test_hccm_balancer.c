@@ -106,6 +106,77 @@ START_TEST(a_balancer_listed_as_protected_is_not_asked_to_be_deleted)
 }
 END_TEST
 
+/* hccm's network-zone: the balancer is created in the zone (the hcloud CLI
+ * shows a location of eu-central, not the instance's default hel1 by
+ * name); a zone changed afterwards moves nothing (Hetzner cannot): a
+ * NetworkZoneUnchangeable warning naming the annotation, the same
+ * balancer in the same place. */
+START_TEST(network_zone_places_the_balancer_and_a_change_moves_nothing)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid =
+        hccm_apply_service(&e, "web", "    load-balancer.hetzner.cloud/network-zone: eu-central\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_str_eq(hccm_str2(lb, "location", "network_zone"), "eu-central");
+    long writes = env_last_request(&e);
+
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/network-zone=us-east");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "NetworkZoneUnchangeable", "\"us-east\"",
+                               "load-balancer.hetzner.cloud/network-zone", "eu-central", NULL) > 0,
+             30000, "the NetworkZoneUnchangeable warning");
+    json_t *after = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(after);
+    ck_assert_int_eq(json_integer_value(json_object_get(after, "id")),
+                     json_integer_value(json_object_get(lb, "id")));
+    ck_assert_str_eq(hccm_str2(after, "location", "name"), hccm_str2(lb, "location", "name"));
+    ck_assert_str_eq(hccm_ip_of(after, "ipv4"), hccm_ip_of(lb, "ipv4"));
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), 1);
+    /* nothing was written to Hetzner for it */
+    json_t *since = env_requests_since(&e, writes);
+    size_t i;
+    json_t *r;
+    json_array_foreach(since, i, r)
+    {
+        const char *m = json_string_value(json_object_get(r, "method"));
+        ck_assert_msg(m && strcmp(m, "GET") == 0, "%s %s after the zone changed", m,
+                      json_string_value(json_object_get(r, "path")));
+    }
+    json_decref(since);
+    json_decref(after);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* network-zone beside a location (either family's): one InvalidAnnotation
+ * naming both, and no balancer made from half the set. */
+START_TEST(network_zone_and_location_together_are_refused_naming_both)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = hccm_apply_service(&e, "web",
+                                   "    load-balancer.hetzner.cloud/network-zone: eu-central\n"
+                                   "    robotlb/lb-location: fsn1\n");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation",
+                               "load-balancer.hetzner.cloud/network-zone", "robotlb/lb-location",
+                               "mutually exclusive", NULL) > 0,
+             30000, "the InvalidAnnotation warning naming both");
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), 0);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -115,6 +186,8 @@ suite(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, a_protected_balancer_survives_its_services_deletion_with_a_warning);
     tcase_add_test(tc, a_balancer_listed_as_protected_is_not_asked_to_be_deleted);
+    tcase_add_test(tc, network_zone_places_the_balancer_and_a_change_moves_nothing);
+    tcase_add_test(tc, network_zone_and_location_together_are_refused_naming_both);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -296,6 +296,35 @@ START_TEST(both_families_alike_are_taken_and_a_conflict_names_both)
 }
 END_TEST
 
+/* hccm's network-zone places the balancer instead of a location; the two
+ * are mutually exclusive (hccm's documentation), whichever family gives
+ * the location: one InvalidAnnotation naming both. */
+START_TEST(network_zone_is_read_and_excludes_a_location)
+{
+    const char *zone[] = {"load-balancer.hetzner.cloud/network-zone", "eu-central", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)zone, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.network_zone, "eu-central");
+    ck_assert_ptr_null(a.location);
+    hz_annot_clear(&a);
+    const char *loc[] = {"robotlb/lb-location", "load-balancer.hetzner.cloud/location"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *kv[] = {"load-balancer.hetzner.cloud/network-zone", "eu-central", loc[i],
+                            "fsn1", NULL};
+        ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/network-zone"));
+        ck_assert_ptr_nonnull(strstr(err, loc[i]));
+        ck_assert_ptr_nonnull(strstr(err, "mutually exclusive"));
+        ck_assert_ptr_null(a.network_zone);
+        hz_annot_clear(&a);
+    }
+    const char *empty[] = {"load-balancer.hetzner.cloud/network-zone", "", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)empty, &a, err, sizeof(err)), -EINVAL);
+    hz_annot_clear(&a);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -313,6 +342,7 @@ suite(void)
     tcase_add_test(tc, every_bad_annotation_is_named_in_one_message);
     tcase_add_test(tc, hccms_name_type_location_and_algorithm_type_are_read);
     tcase_add_test(tc, both_families_alike_are_taken_and_a_conflict_names_both);
+    tcase_add_test(tc, network_zone_is_read_and_excludes_a_location);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -187,6 +187,8 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
  * zone a balancer is created in (instead of a location). */
 #define HZ_HCCM_IPV6_DISABLED "load-balancer.hetzner.cloud/ipv6-disabled"
 #define HZ_HCCM_NETWORK_ZONE "load-balancer.hetzner.cloud/network-zone"
+/* hccm's node selector: a Kubernetes label selector always in force. */
+#define HZ_HCCM_NODE_SELECTOR "load-balancer.hetzner.cloud/node-selector"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -204,8 +206,11 @@ struct hz_annot {
     char *balancer;      /* robotlb/balancer, hccm's name */
     char *network;       /* robotlb/lb-network */
     char *private_ip;    /* robotlb/lb-private-ip (IPv4 literal) */
-    char *node_selector; /* robotlb/node-selector, raw (the core's target
-                            selection parses it) */
+    char *node_selector; /* robotlb/node-selector or hccm's, raw (the core's
+                            target selection parses it) */
+    int selector_hccm;   /* node_selector came from hccm's annotation: it
+                            selects the targets whatever dynamic_node_selector
+                            says */
     int check_interval;  /* robotlb/lb-check-interval */
     int timeout;         /* robotlb/lb-timeout */
     int retries;         /* robotlb/lb-retries */
@@ -219,9 +224,9 @@ struct hz_annot {
     int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
     int ipv6_disabled;   /* hccm's ipv6-disabled: 0, 1 (-1: ipv6_ingress
                             decides) */
-    /* The annotation type and location came from (static strings; NULL
-     * when absent), for the messages that name it. */
-    const char *type_key, *location_key;
+    /* The annotation type, location and node_selector came from (static
+     * strings; NULL when absent), for the messages that name it. */
+    const char *type_key, *location_key, *selector_key;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */

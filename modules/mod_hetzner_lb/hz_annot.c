@@ -201,6 +201,18 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     }
     if ((v = get(arg, HZ_ANN_NODE_SELECTOR)) && !(a.node_selector = hz_strdup(v)))
         goto nomem;
+    if ((v = get(arg, HZ_HCCM_NODE_SELECTOR))) {
+        /* hccm's selects by itself; robotlb's beside it must say the same */
+        if (a.node_selector && strcmp(a.node_selector, v) != 0)
+            bad(&e, HZ_ANN_NODE_SELECTOR,
+                "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)", a.node_selector,
+                HZ_HCCM_NODE_SELECTOR, v);
+        else if (!a.node_selector && !(a.node_selector = hz_strdup(v)))
+            goto nomem;
+        a.selector_hccm = 1;
+    }
+    if (a.node_selector)
+        a.selector_key = a.selector_hccm ? HZ_HCCM_NODE_SELECTOR : HZ_ANN_NODE_SELECTOR;
     get_int(get, arg, HZ_ANN_CHECK_INTERVAL, HZ_HC_INTERVAL_MIN, HZ_HC_INTERVAL_MAX,
             &a.check_interval, &e);
     get_int(get, arg, HZ_ANN_TIMEOUT, HZ_HC_TIMEOUT_MIN, HZ_HC_TIMEOUT_MAX, &a.timeout, &e);

@@ -213,7 +213,8 @@ hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
     snprintf(msg, sizeof(msg),
              "no node serves the Service now (%s): its balancer \"%s\" loses its targets but "
              "stays, with its IP %s, until a node does",
-             ks->cfg->dynamic_node_selector && policy && strcmp(policy, "Local") == 0
+             ks->cfg->dynamic_node_selector && !st->good.selector_hccm && policy &&
+                     strcmp(policy, "Local") == 0
                  ? "externalTrafficPolicy Local and no node has a ready endpoint"
                  : "no node is eligible",
              lb->name ? lb->name : "-", ip ? ip : "-");

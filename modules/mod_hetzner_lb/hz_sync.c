@@ -145,7 +145,8 @@ sync_build(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int
     max = hz_type_max_targets(type);
     rc = h->lb->select_targets(
         ks->ctx, svc,
-        ks->cfg->dynamic_node_selector ? PLB_LB_POLICY_TRAFFIC : PLB_LB_POLICY_SELECTOR,
+        ks->cfg->dynamic_node_selector && !st->good.selector_hccm ? PLB_LB_POLICY_TRAFFIC
+                                                                  : PLB_LB_POLICY_SELECTOR,
         st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
     if (rc == -EINVAL) {
         /* one InvalidAnnotation in force: the sync's own, if it found one */
@@ -324,8 +325,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     if (rc == 0 && a.node_selector) {
         char serr[512];
         if (h->lb->selector_check(a.node_selector, serr, sizeof(serr)) < 0) {
-            snprintf(err, sizeof(err), "%s: \"%s\": %s", HZ_ANN_NODE_SELECTOR, a.node_selector,
-                     serr);
+            snprintf(err, sizeof(err), "%s: \"%s\": %s", a.selector_key, a.node_selector, serr);
             hz_annot_clear(&a);
             rc = -EINVAL;
         }

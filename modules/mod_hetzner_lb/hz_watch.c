@@ -88,7 +88,9 @@ svc_event(struct hz_kside *ks, const plb_obj *svc, int deleted)
     int ours = !deleted && hz_kube_is_ours(ks, svc) &&
                !h->obj->get(svc, "metadata", "deletionTimestamp", NULL);
     const char *etp = h->obj->str(h->obj->get(svc, "spec", "externalTrafficPolicy", NULL));
-    int local = ks->cfg->dynamic_node_selector && etp && strcmp(etp, "Local") == 0;
+    /* hccm's node selector selects by node labels under any policy */
+    int local = ks->cfg->dynamic_node_selector && etp && strcmp(etp, "Local") == 0 &&
+                !h->obj->get(svc, "metadata", "annotations", HZ_HCCM_NODE_SELECTOR, NULL);
     if (hz_index_service(ks->index, key, ours, local, enqueue, ks) < 0)
         index_failed(ks, "service", key);
 }

@@ -177,6 +177,54 @@ START_TEST(network_zone_and_location_together_are_refused_naming_both)
 }
 END_TEST
 
+/* hccm's node-selector is a full Kubernetes label selector, in force
+ * whatever dynamic_node_selector says (on here, the default): a set-based
+ * one picks the targets (amd64 and arm64, no control plane; the excluded
+ * node stays out). A malformed one leaves the targets as they are, with an
+ * InvalidAnnotation warning naming the annotation, and nothing is
+ * written to Hetzner. */
+START_TEST(a_set_based_node_selector_picks_the_targets_and_a_malformed_one_changes_nothing)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_selector_nodes(&e);
+    char *uid =
+        hccm_apply_service(&e, "web",
+                           "    load-balancer.hetzner.cloud/node-selector: \"beta.kubernetes."
+                           "io/arch in (amd64, arm64), node-role.kubernetes.io/"
+                           "control-plane notin (true)\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.221,10.0.1.222"), 30000,
+             "the targets of the set-based selector");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    long writes = env_last_request(&e);
+
+    hccm_annotate(&e, "web",
+                  "load-balancer.hetzner.cloud/node-selector=beta.kubernetes.io/arch in (amd64");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation",
+                               "load-balancer.hetzner.cloud/node-selector", "in (amd64", NULL) > 0,
+             30000, "the InvalidAnnotation warning");
+    ck_assert(env_targets_are(&e, uid, "10.0.1.221,10.0.1.222"));
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_uint_eq(json_array_size(json_object_get(lb, "targets")), 2);
+    json_t *since = env_requests_since(&e, writes);
+    size_t i;
+    json_t *r;
+    json_array_foreach(since, i, r)
+    {
+        const char *m = json_string_value(json_object_get(r, "method"));
+        ck_assert_msg(m && strcmp(m, "GET") == 0, "%s %s after the malformed selector", m,
+                      json_string_value(json_object_get(r, "path")));
+    }
+    json_decref(since);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -188,6 +236,8 @@ suite(void)
     tcase_add_test(tc, a_balancer_listed_as_protected_is_not_asked_to_be_deleted);
     tcase_add_test(tc, network_zone_places_the_balancer_and_a_change_moves_nothing);
     tcase_add_test(tc, network_zone_and_location_together_are_refused_naming_both);
+    tcase_add_test(tc,
+                   a_set_based_node_selector_picks_the_targets_and_a_malformed_one_changes_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

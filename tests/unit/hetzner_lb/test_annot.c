@@ -325,6 +325,39 @@ START_TEST(network_zone_is_read_and_excludes_a_location)
 }
 END_TEST
 
+/* hccm's node-selector is read raw (the core's selection parses it) and
+ * marked as hccm's, which selects under any traffic policy; robotlb's
+ * beside it must say the same, else both are named. */
+START_TEST(hccms_node_selector_is_read_and_checked_against_robotlbs)
+{
+    const char *h[] = {"load-balancer.hetzner.cloud/node-selector", "arch in (amd64, arm64)", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)h, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.node_selector, "arch in (amd64, arm64)");
+    ck_assert_int_eq(a.selector_hccm, 1);
+    ck_assert_str_eq(a.selector_key, "load-balancer.hetzner.cloud/node-selector");
+    hz_annot_clear(&a);
+    const char *r[] = {"robotlb/node-selector", "arch=amd64", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)r, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.selector_hccm, 0);
+    ck_assert_str_eq(a.selector_key, "robotlb/node-selector");
+    hz_annot_clear(&a);
+    const char *alike[] = {"robotlb/node-selector", "arch=amd64",
+                           "load-balancer.hetzner.cloud/node-selector", "arch=amd64", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)alike, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.selector_hccm, 1);
+    hz_annot_clear(&a);
+    const char *conflict[] = {"robotlb/node-selector", "arch=amd64",
+                              "load-balancer.hetzner.cloud/node-selector", "arch=arm64", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)conflict, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/node-selector"));
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/node-selector"));
+    ck_assert_ptr_null(a.node_selector);
+    hz_annot_clear(&a);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -343,6 +376,7 @@ suite(void)
     tcase_add_test(tc, hccms_name_type_location_and_algorithm_type_are_read);
     tcase_add_test(tc, both_families_alike_are_taken_and_a_conflict_names_both);
     tcase_add_test(tc, network_zone_is_read_and_excludes_a_location);
+    tcase_add_test(tc, hccms_node_selector_is_read_and_checked_against_robotlbs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -80,6 +80,8 @@ struct hz_config {
     int64_t default_lb_timeout;
     int64_t default_lb_interval;
     char *default_lb_location;
+    char *default_network_zone; /* new balancers' network zone instead of
+                                   default_lb_location, or NULL */
     char *default_balancer_type;
     int default_lb_algorithm; /* index into the enum values: 0 least-connections,
                                  1 round-robin, 2 least-connection (alias of 0);
@@ -100,6 +102,18 @@ struct hz_config {
 
 HZ_HIDDEN extern const struct plb_setting hz_settings_table[];
 
+/* Looks up one environment variable; a borrowed value or NULL. */
+typedef const char *(*hz_env_get_fn)(void *arg, const char *name);
+/* hcloud-cloud-controller-manager's HCLOUD_LOAD_BALANCERS_* and
+ * HCLOUD_NETWORK (read through get) over c: each sets the setting of the
+ * same meaning unless that setting's ROBOTLB_* variable is set (which
+ * wins). Strings in c are then borrowed from what get returned. 0, or
+ * -EINVAL with a message naming the variable in err (c partly set). */
+HZ_HIDDEN int hz_env_apply(struct hz_config *c, hz_env_get_fn get, void *arg, char *err,
+                           size_t errlen);
+
+/* getenv as an hz_env_get_fn (arg unused). */
+HZ_HIDDEN const char *hz_getenv(void *arg, const char *name);
 /* The module's check hook (see struct plb_module.check). */
 HZ_HIDDEN int hz_check(const struct plb_host *host, plb_check *chk, const void *config,
                        void (*report)(plb_check *chk, const char *setting, const char *fmt, ...)

@@ -48,10 +48,13 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
         goto nomem;
     if (!(d.type = hz_strdup(a->type ? a->type : cfg->default_balancer_type)))
         goto nomem;
-    d.by_zone = a->network_zone != NULL;
-    if (!(d.location = hz_strdup(d.by_zone     ? a->network_zone
-                                 : a->location ? a->location
-                                               : cfg->default_lb_location)))
+    /* an annotation's zone or location, else the zone setting, else the
+     * location setting */
+    d.by_zone = a->network_zone || (!a->location && cfg->default_network_zone);
+    if (!(d.location = hz_strdup(a->network_zone ? a->network_zone
+                                 : a->location   ? a->location
+                                 : d.by_zone     ? cfg->default_network_zone
+                                                 : cfg->default_lb_location)))
         goto nomem;
     d.algorithm = a->algorithm >= 0 ? a->algorithm : hz_config_algorithm(cfg);
     net = a->network ? a->network : cfg->default_network;

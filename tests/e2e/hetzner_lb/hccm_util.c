@@ -81,6 +81,21 @@ hccm_cli_balancer_of(struct env *e, const char *uid)
     return lb;
 }
 
+void
+hccm_only_reads_since(struct env *e, long since, const char *what)
+{
+    json_t *log = env_requests_since(e, since);
+    size_t i;
+    json_t *r;
+    json_array_foreach(log, i, r)
+    {
+        const char *m = json_string_value(json_object_get(r, "method"));
+        ck_assert_msg(m && strcmp(m, "GET") == 0, "%s %s after %s", m,
+                      json_string_value(json_object_get(r, "path")), what);
+    }
+    json_decref(log);
+}
+
 const char *
 hccm_str2(json_t *o, const char *a, const char *b)
 {

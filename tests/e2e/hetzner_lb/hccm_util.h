@@ -27,6 +27,9 @@ void hccm_balancer(struct env *e, const char *uid, char *name, size_t len);
  * load-balancer list --selector ... -o json` shows it (new), or NULL while
  * there is none. */
 json_t *hccm_cli_balancer_of(struct env *e, const char *uid);
+/* Fail the test unless every request the fake Hetzner API logged after
+ * sequence number since is a GET (nothing was written after what). */
+void hccm_only_reads_since(struct env *e, long since, const char *what);
 /* A member two levels down of o, as a string (borrowed), or NULL. */
 const char *hccm_str2(json_t *o, const char *a, const char *b);
 /* The balancer's public address of family ("ipv4", "ipv6"; borrowed). */

@@ -112,6 +112,13 @@ typedef const char *(*hz_env_get_fn)(void *arg, const char *name);
 HZ_HIDDEN int hz_env_apply(struct hz_config *c, hz_env_get_fn get, void *arg, char *err,
                            size_t errlen);
 
+/* Go's strconv.ParseBool, as hccm reads booleans: 1 or 0, -1 when v is
+ * none of its words (1 t T TRUE true True, 0 f F FALSE false False). */
+HZ_HIDDEN int hz_go_bool(const char *v);
+/* A Go duration ("10s", "1m30s", "1500ms"), as hccm reads durations, in
+ * whole seconds into *out: 0, or -EINVAL when it is not one or not a whole
+ * number of seconds. */
+HZ_HIDDEN int hz_go_seconds(const char *v, int64_t *out);
 /* getenv as an hz_env_get_fn (arg unused). */
 HZ_HIDDEN const char *hz_getenv(void *arg, const char *name);
 /* The module's check hook (see struct plb_module.check). */
@@ -203,6 +210,12 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_NETWORK_ZONE "load-balancer.hetzner.cloud/network-zone"
 /* hccm's node selector: a Kubernetes label selector always in force. */
 #define HZ_HCCM_NODE_SELECTOR "load-balancer.hetzner.cloud/node-selector"
+/* hccm's per-service ones read so far: the PROXY protocol and the TCP
+ * health check's timing, beside robotlb's lb-proxy-mode and lb-check-*. */
+#define HZ_HCCM_PROXYPROTOCOL "load-balancer.hetzner.cloud/uses-proxyprotocol"
+#define HZ_HCCM_HC_INTERVAL "load-balancer.hetzner.cloud/health-check-interval"
+#define HZ_HCCM_HC_TIMEOUT "load-balancer.hetzner.cloud/health-check-timeout"
+#define HZ_HCCM_HC_RETRIES "load-balancer.hetzner.cloud/health-check-retries"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3

@@ -173,6 +173,63 @@ merge_algorithm(hz_annot_get_fn get, void *arg, int *alg, struct errbuf *e)
         *alg = h;
 }
 
+/* hccm's hkey, read as hv from its text v, beside robotlb's rkey already
+ * in *val (-1: absent): as merge_word. */
+static void
+merge_int(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, const char *v, int hv,
+          int *val, struct errbuf *e)
+{
+    if (*val >= 0 && *val != hv)
+        bad(e, rkey, "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)",
+            get(arg, rkey), hkey, v);
+    else
+        *val = hv;
+}
+
+/* hccm's duration hkey (Go's syntax, whole seconds within [lo, hi]) beside
+ * robotlb's rkey in *val. */
+static void
+merge_seconds(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, int lo, int hi,
+              int *val, struct errbuf *e)
+{
+    const char *v = get(arg, hkey);
+    int64_t n;
+    if (!v)
+        return;
+    if (hz_go_seconds(v, &n) < 0)
+        bad(e, hkey, "\"%.64s\" is not a duration of whole seconds (\"15s\")", v);
+    else if (n < lo || n > hi)
+        bad(e, hkey, "\"%.64s\" is out of range (%ds to %ds)", v, lo, hi);
+    else
+        merge_int(get, arg, rkey, hkey, v, (int)n, val, e);
+}
+
+/* hccm's uses-proxyprotocol and health-check-interval, -timeout and
+ * -retries beside robotlb's lb-proxy-mode, lb-check-interval, lb-timeout
+ * and lb-retries. */
+static void
+merge_service(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
+{
+    const char *v;
+    int b = -1;
+    if ((v = get(arg, HZ_HCCM_PROXYPROTOCOL))) {
+        if ((b = hz_go_bool(v)) < 0)
+            bad(e, HZ_HCCM_PROXYPROTOCOL, "\"%.64s\" is neither true nor false", v);
+        else
+            merge_int(get, arg, HZ_ANN_PROXY_MODE, HZ_HCCM_PROXYPROTOCOL, v, b, &a->proxy_mode, e);
+    }
+    merge_seconds(get, arg, HZ_ANN_CHECK_INTERVAL, HZ_HCCM_HC_INTERVAL, HZ_HC_INTERVAL_MIN,
+                  HZ_HC_INTERVAL_MAX, &a->check_interval, e);
+    merge_seconds(get, arg, HZ_ANN_TIMEOUT, HZ_HCCM_HC_TIMEOUT, HZ_HC_TIMEOUT_MIN,
+                  HZ_HC_TIMEOUT_MAX, &a->timeout, e);
+    if ((v = get(arg, HZ_HCCM_HC_RETRIES))) {
+        int n = -1, before = e->count;
+        get_int(get, arg, HZ_HCCM_HC_RETRIES, HZ_HC_RETRIES_MIN, HZ_HC_RETRIES_MAX, &n, e);
+        if (e->count == before)
+            merge_int(get, arg, HZ_ANN_RETRIES, HZ_HCCM_HC_RETRIES, v, n, &a->retries, e);
+    }
+}
+
 int
 hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, size_t errlen)
 {
@@ -247,6 +304,7 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         (rc = merge_word(get, arg, HZ_ANN_LOCATION, HZ_HCCM_LOCATION, &a.location, &e)) < 0)
         goto fail;
     merge_algorithm(get, arg, &a.algorithm, &e);
+    merge_service(get, arg, &a, &e);
     if (a.type)
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)

@@ -14,63 +14,6 @@
 
 #include "hz.h"
 
-/* Go's strconv.ParseBool: 1 or 0, -1 when v is none of its words. */
-static int
-go_bool(const char *v)
-{
-    static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True", NULL};
-    static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False", NULL};
-    for (size_t i = 0; t[i]; i++) {
-        if (strcmp(v, t[i]) == 0)
-            return 1;
-        if (strcmp(v, f[i]) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-/* A Go duration ("10s", "1m30s", "1500ms") as whole seconds into *out:
- * 0, or -EINVAL when it is not one or not a whole number of seconds. */
-static int
-go_seconds(const char *v, int64_t *out)
-{
-    static const struct {
-        const char *unit;
-        int64_t ms;
-    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
-    int64_t total = 0;
-    const char *p = v;
-    if (!*p)
-        return -EINVAL;
-    while (*p) {
-        char *end;
-        size_t k;
-        errno = 0;
-        if (*p < '0' || *p > '9')
-            return -EINVAL;
-        long long n = strtoll(p, &end, 10);
-        if (errno || end == p || n > 100000000)
-            return -EINVAL;
-        p = end;
-        for (k = 0; k < sizeof(units) / sizeof(units[0]); k++) {
-            size_t ul = strlen(units[k].unit);
-            /* "m" must not take the "ms" of milliseconds */
-            if (strncmp(p, units[k].unit, ul) == 0 && !(ul == 1 && p[0] == 'm' && p[1] == 's'))
-                break;
-        }
-        if (k == sizeof(units) / sizeof(units[0]))
-            return -EINVAL; /* no unit: Go refuses it too (but "0") */
-        total += (int64_t)n * units[k].ms;
-        p += strlen(units[k].unit);
-        if (total > INT64_C(100000000000))
-            return -EINVAL;
-    }
-    if (total % 1000)
-        return -EINVAL;
-    *out = total / 1000;
-    return 0;
-}
-
 /* What one variable sets. */
 enum env_kind { K_STRING, K_BOOL, K_NOT_BOOL, K_SECONDS, K_INT, K_ALGORITHM };
 
@@ -124,7 +67,7 @@ apply_row(struct hz_config *c, const struct env_row *r, const char *v, char *err
         return 0;
     case K_BOOL:
     case K_NOT_BOOL:
-        if ((b = go_bool(v)) < 0) {
+        if ((b = hz_go_bool(v)) < 0) {
             snprintf(err, errlen, "%s=\"%.64s\": must be true or false", r->name, v);
             return -EINVAL;
         }
@@ -142,7 +85,7 @@ apply_row(struct hz_config *c, const struct env_row *r, const char *v, char *err
     case K_INT: {
         char *end;
         errno = 0;
-        if (r->kind == K_SECONDS ? go_seconds(v, &n) < 0
+        if (r->kind == K_SECONDS ? hz_go_seconds(v, &n) < 0
                                  : ((n = strtoll(v, &end, 10)), errno || end == v || *end)) {
             snprintf(err, errlen, "%s=\"%.64s\": must be %s", r->name, v,
                      r->kind == K_SECONDS ? "a duration of whole seconds (\"15s\")"

@@ -220,6 +220,45 @@ START_TEST(ipv6_disabled_takes_the_ipv6_out_of_the_status)
 }
 END_TEST
 
+/* hccm's uses-proxyprotocol and health-check-interval, -timeout and
+ * -retries shape the balancer's service as hccm would have (the hcloud CLI
+ * shows them); a value out of Hetzner's bounds is an InvalidAnnotation
+ * naming it, and the last good set stays (nothing written). */
+START_TEST(hccms_proxyprotocol_and_health_check_timing_shape_the_service)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = hccm_apply_service(&e, "web",
+                                   "    load-balancer.hetzner.cloud/uses-proxyprotocol: \"true\"\n"
+                                   "    load-balancer.hetzner.cloud/health-check-interval: 20s\n"
+                                   "    load-balancer.hetzner.cloud/health-check-timeout: 5s\n"
+                                   "    load-balancer.hetzner.cloud/health-check-retries: \"2\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    json_t *svc = json_array_get(json_object_get(lb, "services"), 0);
+    json_t *hc = json_object_get(svc, "health_check");
+    ck_assert(json_is_true(json_object_get(svc, "proxyprotocol")));
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "interval")), 20);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "timeout")), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "retries")), 2);
+    long writes = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/health-check-interval=2s");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation",
+                               "load-balancer.hetzner.cloud/health-check-interval", "\"2s\"",
+                               NULL) > 0,
+             30000, "the InvalidAnnotation warning");
+    hccm_only_reads_since(&e, writes, "the bad interval");
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -233,6 +272,7 @@ suite(void)
     tcase_add_test(tc,
                    both_families_in_conflict_give_one_warning_naming_both_and_keep_the_balancer);
     tcase_add_test(tc, ipv6_disabled_takes_the_ipv6_out_of_the_status);
+    tcase_add_test(tc, hccms_proxyprotocol_and_health_check_timing_shape_the_service);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -358,6 +358,55 @@ START_TEST(hccms_node_selector_is_read_and_checked_against_robotlbs)
 }
 END_TEST
 
+/* hccm's uses-proxyprotocol (a Go boolean) and health-check-interval,
+ * -timeout (Go durations, whole seconds) and -retries fill what robotlb's
+ * lb-proxy-mode, lb-check-interval, lb-timeout and lb-retries fill, within
+ * Hetzner's bounds; beside robotlb's they must agree. */
+START_TEST(hccms_proxyprotocol_and_health_check_timing_are_read)
+{
+    const char *h[] = {"load-balancer.hetzner.cloud/uses-proxyprotocol",
+                       "True",
+                       "load-balancer.hetzner.cloud/health-check-interval",
+                       "20s",
+                       "load-balancer.hetzner.cloud/health-check-timeout",
+                       "5000ms",
+                       "load-balancer.hetzner.cloud/health-check-retries",
+                       "2",
+                       "robotlb/lb-retries",
+                       "2",
+                       NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)h, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.proxy_mode, 1);
+    ck_assert_int_eq(a.check_interval, 20);
+    ck_assert_int_eq(a.timeout, 5);
+    ck_assert_int_eq(a.retries, 2);
+    hz_annot_clear(&a);
+    const char *bad[][2] = {
+        {"load-balancer.hetzner.cloud/uses-proxyprotocol", "yes"},
+        {"load-balancer.hetzner.cloud/health-check-interval", "20"},
+        {"load-balancer.hetzner.cloud/health-check-interval", "2s"},
+        {"load-balancer.hetzner.cloud/health-check-timeout", "61s"},
+        {"load-balancer.hetzner.cloud/health-check-timeout", "1500ms"},
+        {"load-balancer.hetzner.cloud/health-check-retries", "6"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *kv[] = {bad[i][0], bad[i][1], NULL};
+        ck_assert_msg(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)) == -EINVAL,
+                      "%s: %s accepted", bad[i][0], bad[i][1]);
+        ck_assert_ptr_nonnull(strstr(err, bad[i][0]));
+        hz_annot_clear(&a);
+    }
+    const char *conflict[] = {"robotlb/lb-check-interval", "15",
+                              "load-balancer.hetzner.cloud/health-check-interval", "20s", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)conflict, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/lb-check-interval"));
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/health-check-interval"));
+    hz_annot_clear(&a);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -377,6 +426,7 @@ suite(void)
     tcase_add_test(tc, both_families_alike_are_taken_and_a_conflict_names_both);
     tcase_add_test(tc, network_zone_is_read_and_excludes_a_location);
     tcase_add_test(tc, hccms_node_selector_is_read_and_checked_against_robotlbs);
+    tcase_add_test(tc, hccms_proxyprotocol_and_health_check_timing_are_read);
     suite_add_tcase(s, tc);
     return s;
 }

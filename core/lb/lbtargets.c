@@ -35,6 +35,9 @@ core_lb_selector_free(struct core_lb_selector *sel)
     for (size_t i = 0; i < sel->n; i++) {
         core_free(sel->terms[i].key);
         core_free(sel->terms[i].value);
+        for (size_t j = 0; j < sel->terms[i].nvalues; j++)
+            core_free(sel->terms[i].values[j]);
+        core_free(sel->terms[i].values);
     }
     core_free(sel->terms);
     core_free(sel);
@@ -50,8 +53,9 @@ trim(const char **s, const char **e)
         (*e)--;
 }
 
-/* n bytes at s, from min to max of them, none a blank, '=', '!' or ','
- * (what separates the terms of a selector). */
+/* n bytes at s, from min to max of them, none a blank, '=', '!', ',', a
+ * parenthesis (what separates the terms of a selector and their parts) or
+ * '<', '>' (Kubernetes' numeric comparisons, not supported). */
 static int
 valid_token(const char *s, size_t n, size_t min, size_t max)
 {
@@ -59,7 +63,8 @@ valid_token(const char *s, size_t n, size_t min, size_t max)
         return 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
-        if (c == ' ' || c == '=' || c == '!' || c == ',' || c == '\t')
+        if (c == ' ' || c == '=' || c == '!' || c == ',' || c == '\t' || c == '(' || c == ')' ||
+            c == '<' || c == '>')
             return 0;
     }
     return 1;
@@ -105,6 +110,74 @@ add_term(struct core_lb_selector *sel, enum core_lb_sel_op op, const char *k, si
     return 0;
 }
 
+/* The end of the term at p: the next ',' outside parentheses, or the
+ * text's end. */
+static const char *
+term_end(const char *p)
+{
+    int depth = 0;
+    for (; *p; p++) {
+        if (*p == '(')
+            depth++;
+        else if (*p == ')' && depth > 0)
+            depth--;
+        else if (*p == ',' && depth == 0)
+            break;
+    }
+    return p;
+}
+
+/* The set-based term "key in (v1, v2)" or "key notin (v1, v2)" at [s, e)
+ * (trimmed), added to sel. 0, -EINVAL when it is not one, -ENOMEM. */
+static int
+add_set_term(struct core_lb_selector *sel, const char *s, const char *e)
+{
+    const char *ke = s, *w, *p;
+    enum core_lb_sel_op op;
+    while (ke < e && *ke != ' ' && *ke != '\t' && *ke != '(')
+        ke++;
+    for (w = ke; w < e && (*w == ' ' || *w == '\t');)
+        w++;
+    for (p = w; p < e && *p >= 'a' && *p <= 'z';)
+        p++;
+    if (p - w == 2 && memcmp(w, "in", 2) == 0)
+        op = CORE_LB_SEL_IN;
+    else if (p - w == 5 && memcmp(w, "notin", 5) == 0)
+        op = CORE_LB_SEL_NOTIN;
+    else
+        return -EINVAL;
+    while (p < e && (*p == ' ' || *p == '\t'))
+        p++;
+    if (!valid_key(s, (size_t)(ke - s)) || p >= e || *p != '(' || e[-1] != ')')
+        return -EINVAL;
+    const char *vs = p + 1, *ve = e - 1;
+    trim(&vs, &ve);
+    if (vs == ve)
+        return -EINVAL; /* an empty set */
+    int rc = add_term(sel, op, s, (size_t)(ke - s), NULL, 0);
+    if (rc < 0)
+        return rc;
+    struct core_lb_sel_term *t = &sel->terms[sel->n - 1];
+    for (const char *v = vs; v <= ve;) {
+        const char *end = memchr(v, ',', (size_t)(ve - v));
+        const char *a = v, *b = end ? end : ve;
+        trim(&a, &b);
+        if (!valid_value(a, (size_t)(b - a)))
+            return -EINVAL;
+        char **nv = core_realloc(t->values, (t->nvalues + 1) * sizeof(*nv));
+        if (!nv)
+            return -ENOMEM;
+        t->values = nv;
+        if (!(nv[t->nvalues] = core_strndup(a, (size_t)(b - a))))
+            return -ENOMEM;
+        t->nvalues++;
+        if (!end)
+            break;
+        v = end + 1;
+    }
+    return 0;
+}
+
 int
 core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *err, size_t errlen)
 {
@@ -116,9 +189,7 @@ core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *er
         text = "";
     const char *p = text;
     while (*p) {
-        const char *end = strchr(p, ',');
-        if (!end)
-            end = p + strlen(p);
+        const char *end = term_end(p);
         const char *s = p, *e = end;
         trim(&s, &e);
         size_t n = (size_t)(e - s);
@@ -135,7 +206,10 @@ core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *er
                     ne = s + i;
             }
             const char *eq = memchr(s, '=', n);
-            if (ne) {
+            if (!ne && !eq && memchr(s, '(', n)) {
+                if ((rc = add_set_term(sel, s, e)) == -EINVAL)
+                    goto bad;
+            } else if (ne) {
                 const char *ks = s, *ke = ne, *vs = ne + 2, *ve = e;
                 trim(&ks, &ke);
                 trim(&vs, &ve);
@@ -174,7 +248,8 @@ core_lb_selector_parse(const char *text, struct core_lb_selector **out, char *er
         continue;
     bad:
         snprintf(err, errlen,
-                 "bad term \"%.*s\" in node selector (use key=value, key!=value, !key or key)",
+                 "bad term \"%.*s\" in node selector (use key=value, key!=value, key in (v1,v2), "
+                 "key notin (v1,v2), !key or key)",
                  (int)n, s);
         rc = -EINVAL;
         goto fail;
@@ -210,6 +285,15 @@ core_lb_selector_match(const struct core_lb_selector *sel, const json_t *labels)
             if (v)
                 return 0;
             break;
+        case CORE_LB_SEL_IN:
+        case CORE_LB_SEL_NOTIN: {
+            int found = 0;
+            for (size_t j = 0; sv && j < t->nvalues && !found; j++)
+                found = strcmp(sv, t->values[j]) == 0;
+            if (found != (t->op == CORE_LB_SEL_IN))
+                return 0;
+            break;
+        }
         }
     }
     return 1;

@@ -12,7 +12,7 @@
  *     endpoint that still serves while the node has no ready one. Endpoint
  *     conditions decide; node state does not.
  *   Selector (dynamic selection off): the nodes matching a node selector
- *     "k=v,k!=v,!k,k" (all nodes when empty).
+ *     "k=v,k!=v,k in (a,b),k notin (a,b),!k,k" (all nodes when empty).
  *   Under every policy, nodes labelled
  *     node.kubernetes.io/exclude-from-external-load-balancers stay out.
  *   Targets are the nodes' InternalIP (IPv4 preferred), sorted by node name;
@@ -39,12 +39,16 @@ enum core_lb_sel_op {
     CORE_LB_SEL_NE,     /* k!=v: absent, or another value */
     CORE_LB_SEL_EXISTS, /* k */
     CORE_LB_SEL_ABSENT, /* !k */
+    CORE_LB_SEL_IN,     /* k in (v1,v2): present with one of the values */
+    CORE_LB_SEL_NOTIN,  /* k notin (v1,v2): absent, or none of the values */
 };
 
 struct core_lb_sel_term {
     enum core_lb_sel_op op;
     char *key;
-    char *value; /* EQ and NE */
+    char *value;   /* EQ and NE */
+    char **values; /* IN and NOTIN: nvalues of them */
+    size_t nvalues;
 };
 
 struct core_lb_selector {
@@ -52,7 +56,9 @@ struct core_lb_selector {
     struct core_lb_sel_term *terms;
 };
 
-/* Parse a node selector. Empty or NULL text gives an empty selector (every
+/* Parse a node selector, a Kubernetes label selector: comma-separated
+ * terms k=v, k==v, k!=v, k in (v1,v2), k notin (v1,v2), k and !k, all of
+ * which must hold. Empty or NULL text gives an empty selector (every
  * node matches). On a syntax error returns -EINVAL with a message in err
  * naming the bad term; -ENOMEM when out of memory. *out is new (free with
  * core_lb_selector_free) on success. */

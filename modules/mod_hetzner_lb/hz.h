@@ -80,6 +80,8 @@ struct hz_config {
     int64_t default_lb_timeout;
     int64_t default_lb_interval;
     char *default_lb_location;
+    char *default_network_zone; /* new balancers' network zone instead of
+                                   default_lb_location, or NULL */
     char *default_balancer_type;
     int default_lb_algorithm; /* index into the enum values: 0 least-connections,
                                  1 round-robin, 2 least-connection (alias of 0);
@@ -100,6 +102,25 @@ struct hz_config {
 
 HZ_HIDDEN extern const struct plb_setting hz_settings_table[];
 
+/* Looks up one environment variable; a borrowed value or NULL. */
+typedef const char *(*hz_env_get_fn)(void *arg, const char *name);
+/* hcloud-cloud-controller-manager's HCLOUD_LOAD_BALANCERS_* and
+ * HCLOUD_NETWORK (read through get) over c: each sets the setting of the
+ * same meaning unless that setting's ROBOTLB_* variable is set (which
+ * wins). Strings in c are then borrowed from what get returned. 0, or
+ * -EINVAL with a message naming the variable in err (c partly set). */
+HZ_HIDDEN int hz_env_apply(struct hz_config *c, hz_env_get_fn get, void *arg, char *err,
+                           size_t errlen);
+
+/* Go's strconv.ParseBool, as hccm reads booleans: 1 or 0, -1 when v is
+ * none of its words (1 t T TRUE true True, 0 f F FALSE false False). */
+HZ_HIDDEN int hz_go_bool(const char *v);
+/* A Go duration ("10s", "1m30s", "1500ms"), as hccm reads durations, in
+ * whole seconds into *out: 0, or -EINVAL when it is not one or not a whole
+ * number of seconds. */
+HZ_HIDDEN int hz_go_seconds(const char *v, int64_t *out);
+/* getenv as an hz_env_get_fn (arg unused). */
+HZ_HIDDEN const char *hz_getenv(void *arg, const char *name);
 /* The module's check hook (see struct plb_module.check). */
 HZ_HIDDEN int hz_check(const struct plb_host *host, plb_check *chk, const void *config,
                        void (*report)(plb_check *chk, const char *setting, const char *fmt, ...)
@@ -183,8 +204,18 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_TYPE "load-balancer.hetzner.cloud/type"
 #define HZ_HCCM_LOCATION "load-balancer.hetzner.cloud/location"
 #define HZ_HCCM_ALGORITHM "load-balancer.hetzner.cloud/algorithm-type"
-/* hccm's own: the balancer's IPv6 left out of the status. */
+/* hccm's own: the balancer's IPv6 left out of the status; the network
+ * zone a balancer is created in (instead of a location). */
 #define HZ_HCCM_IPV6_DISABLED "load-balancer.hetzner.cloud/ipv6-disabled"
+#define HZ_HCCM_NETWORK_ZONE "load-balancer.hetzner.cloud/network-zone"
+/* hccm's node selector: a Kubernetes label selector always in force. */
+#define HZ_HCCM_NODE_SELECTOR "load-balancer.hetzner.cloud/node-selector"
+/* hccm's per-service ones read so far: the PROXY protocol and the TCP
+ * health check's timing, beside robotlb's lb-proxy-mode and lb-check-*. */
+#define HZ_HCCM_PROXYPROTOCOL "load-balancer.hetzner.cloud/uses-proxyprotocol"
+#define HZ_HCCM_HC_INTERVAL "load-balancer.hetzner.cloud/health-check-interval"
+#define HZ_HCCM_HC_TIMEOUT "load-balancer.hetzner.cloud/health-check-timeout"
+#define HZ_HCCM_HC_RETRIES "load-balancer.hetzner.cloud/health-check-retries"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -202,13 +233,17 @@ struct hz_annot {
     char *balancer;      /* robotlb/balancer, hccm's name */
     char *network;       /* robotlb/lb-network */
     char *private_ip;    /* robotlb/lb-private-ip (IPv4 literal) */
-    char *node_selector; /* robotlb/node-selector, raw (the core's target
-                            selection parses it) */
+    char *node_selector; /* robotlb/node-selector or hccm's, raw (the core's
+                            target selection parses it) */
+    int selector_hccm;   /* node_selector came from hccm's annotation: it
+                            selects the targets whatever dynamic_node_selector
+                            says */
     int check_interval;  /* robotlb/lb-check-interval */
     int timeout;         /* robotlb/lb-timeout */
     int retries;         /* robotlb/lb-retries */
     int proxy_mode;      /* robotlb/lb-proxy-mode: 0, 1 */
     char *location;      /* robotlb/lb-location, hccm's location */
+    char *network_zone;  /* hccm's network-zone (never with a location) */
     int algorithm;       /* robotlb/lb-algorithm, hccm's algorithm-type: enum
                             hz_algorithm */
     char *type;          /* robotlb/balancer-type, hccm's type */
@@ -216,9 +251,9 @@ struct hz_annot {
     int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
     int ipv6_disabled;   /* hccm's ipv6-disabled: 0, 1 (-1: ipv6_ingress
                             decides) */
-    /* The annotation type and location came from (static strings; NULL
-     * when absent), for the messages that name it. */
-    const char *type_key, *location_key;
+    /* The annotation type, location and node_selector came from (static
+     * strings; NULL when absent), for the messages that name it. */
+    const char *type_key, *location_key, *selector_key;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -266,6 +301,8 @@ struct hz_desired {
     char name[HZ_NAME_MAX + 1]; /* create name */
     char *uid;
     char *type, *location;
+    int by_zone;      /* location names a network zone (hccm's network-zone),
+                         not a location */
     int algorithm;    /* enum hz_algorithm */
     char *network;    /* network name, NULL when none */
     char *private_ip; /* only with a network */
@@ -313,9 +350,11 @@ struct hz_actual {
     char *uid;      /* robotlb/service-uid label, or NULL */
     json_t *labels; /* every label (new reference) */
     char *type, *location;
+    char *network_zone; /* its location's network zone, or NULL */
     int algorithm;      /* enum hz_algorithm, -1 when unknown */
     char *ipv4, *ipv6;  /* public addresses or NULL */
     int public_enabled; /* public_net.enabled (1 when absent) */
+    int protect_delete; /* protection.delete: never deleted by us */
     struct hz_act_net *nets;
     size_t nnets;
     char **ip_targets; /* targets of type ip */

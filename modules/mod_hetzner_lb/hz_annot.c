@@ -38,7 +38,7 @@ void
 hz_annot_clear(struct hz_annot *a)
 {
     hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
-                 &a->type, NULL);
+                 &a->network_zone, &a->type, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -173,6 +173,63 @@ merge_algorithm(hz_annot_get_fn get, void *arg, int *alg, struct errbuf *e)
         *alg = h;
 }
 
+/* hccm's hkey, read as hv from its text v, beside robotlb's rkey already
+ * in *val (-1: absent): as merge_word. */
+static void
+merge_int(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, const char *v, int hv,
+          int *val, struct errbuf *e)
+{
+    if (*val >= 0 && *val != hv)
+        bad(e, rkey, "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)",
+            get(arg, rkey), hkey, v);
+    else
+        *val = hv;
+}
+
+/* hccm's duration hkey (Go's syntax, whole seconds within [lo, hi]) beside
+ * robotlb's rkey in *val. */
+static void
+merge_seconds(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, int lo, int hi,
+              int *val, struct errbuf *e)
+{
+    const char *v = get(arg, hkey);
+    int64_t n;
+    if (!v)
+        return;
+    if (hz_go_seconds(v, &n) < 0)
+        bad(e, hkey, "\"%.64s\" is not a duration of whole seconds (\"15s\")", v);
+    else if (n < lo || n > hi)
+        bad(e, hkey, "\"%.64s\" is out of range (%ds to %ds)", v, lo, hi);
+    else
+        merge_int(get, arg, rkey, hkey, v, (int)n, val, e);
+}
+
+/* hccm's uses-proxyprotocol and health-check-interval, -timeout and
+ * -retries beside robotlb's lb-proxy-mode, lb-check-interval, lb-timeout
+ * and lb-retries. */
+static void
+merge_service(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
+{
+    const char *v;
+    int b = -1;
+    if ((v = get(arg, HZ_HCCM_PROXYPROTOCOL))) {
+        if ((b = hz_go_bool(v)) < 0)
+            bad(e, HZ_HCCM_PROXYPROTOCOL, "\"%.64s\" is neither true nor false", v);
+        else
+            merge_int(get, arg, HZ_ANN_PROXY_MODE, HZ_HCCM_PROXYPROTOCOL, v, b, &a->proxy_mode, e);
+    }
+    merge_seconds(get, arg, HZ_ANN_CHECK_INTERVAL, HZ_HCCM_HC_INTERVAL, HZ_HC_INTERVAL_MIN,
+                  HZ_HC_INTERVAL_MAX, &a->check_interval, e);
+    merge_seconds(get, arg, HZ_ANN_TIMEOUT, HZ_HCCM_HC_TIMEOUT, HZ_HC_TIMEOUT_MIN,
+                  HZ_HC_TIMEOUT_MAX, &a->timeout, e);
+    if ((v = get(arg, HZ_HCCM_HC_RETRIES))) {
+        int n = -1, before = e->count;
+        get_int(get, arg, HZ_HCCM_HC_RETRIES, HZ_HC_RETRIES_MIN, HZ_HC_RETRIES_MAX, &n, e);
+        if (e->count == before)
+            merge_int(get, arg, HZ_ANN_RETRIES, HZ_HCCM_HC_RETRIES, v, n, &a->retries, e);
+    }
+}
+
 int
 hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, size_t errlen)
 {
@@ -201,6 +258,18 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     }
     if ((v = get(arg, HZ_ANN_NODE_SELECTOR)) && !(a.node_selector = hz_strdup(v)))
         goto nomem;
+    if ((v = get(arg, HZ_HCCM_NODE_SELECTOR))) {
+        /* hccm's selects by itself; robotlb's beside it must say the same */
+        if (a.node_selector && strcmp(a.node_selector, v) != 0)
+            bad(&e, HZ_ANN_NODE_SELECTOR,
+                "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)", a.node_selector,
+                HZ_HCCM_NODE_SELECTOR, v);
+        else if (!a.node_selector && !(a.node_selector = hz_strdup(v)))
+            goto nomem;
+        a.selector_hccm = 1;
+    }
+    if (a.node_selector)
+        a.selector_key = a.selector_hccm ? HZ_HCCM_NODE_SELECTOR : HZ_ANN_NODE_SELECTOR;
     get_int(get, arg, HZ_ANN_CHECK_INTERVAL, HZ_HC_INTERVAL_MIN, HZ_HC_INTERVAL_MAX,
             &a.check_interval, &e);
     get_int(get, arg, HZ_ANN_TIMEOUT, HZ_HC_TIMEOUT_MIN, HZ_HC_TIMEOUT_MAX, &a.timeout, &e);
@@ -235,10 +304,19 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         (rc = merge_word(get, arg, HZ_ANN_LOCATION, HZ_HCCM_LOCATION, &a.location, &e)) < 0)
         goto fail;
     merge_algorithm(get, arg, &a.algorithm, &e);
+    merge_service(get, arg, &a, &e);
     if (a.type)
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)
         a.location_key = get(arg, HZ_ANN_LOCATION) ? HZ_ANN_LOCATION : HZ_HCCM_LOCATION;
+    /* a balancer is placed by a location or by a network zone, not both */
+    if ((rc = get_word(get, arg, HZ_HCCM_NETWORK_ZONE, &a.network_zone, &e)) < 0)
+        goto fail;
+    if (a.network_zone && a.location)
+        bad(&e, HZ_HCCM_NETWORK_ZONE,
+            "\"%.64s\" and %s \"%.64s\" are mutually exclusive (a balancer is created in a "
+            "location or in a network zone: give one)",
+            a.network_zone, a.location_key, a.location);
     if (e.count) {
         if (errlen)
             err[e.n] = '\0';

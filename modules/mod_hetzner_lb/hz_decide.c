@@ -24,6 +24,7 @@ hz_desired_fp(const struct hz_desired *d)
     hz_fnv1a64_field(&h, d->name);
     hz_fnv1a64_field(&h, d->type);
     hz_fnv1a64_field(&h, d->location);
+    fp_i(&h, d->by_zone);
     fp_i(&h, d->algorithm);
     hz_fnv1a64_field(&h, d->network);
     hz_fnv1a64_field(&h, d->private_ip);

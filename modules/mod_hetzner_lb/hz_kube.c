@@ -65,7 +65,7 @@ hz_kube_free(struct hz_kside *ks)
     ks->fresh = NULL;
     hz_states_clear(&ks->states);
     for (size_t i = 0; i < ks->ndeleted; i++)
-        hz_free(ks->deleted[i]);
+        ks->host->obj->unref(ks->deleted[i]);
     hz_free(ks->deleted);
     ks->deleted = NULL;
     ks->ndeleted = 0;

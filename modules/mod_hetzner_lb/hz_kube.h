@@ -47,7 +47,8 @@ struct hz_kside {
     struct hz_index *index;   /* which Services an event changes (owned) */
     plb_metric *m_syncs;      /* Services synced (borrowed; may be NULL) */
     struct kop *kops;         /* writes in flight */
-    char **deleted;           /* UIDs of deleted Services not yet handled */
+    plb_obj **deleted;        /* deleted Services not yet handled (owned
+                                 references) */
     size_t ndeleted;
     int lost; /* an event or a retry was lost to memory: every Service is
                  synced again HZ_LOST_RETRY_MS later (hz_work.c) */

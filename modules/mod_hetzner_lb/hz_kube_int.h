@@ -76,7 +76,7 @@ HZ_HIDDEN void hz_kube_drop_finalizer(struct hz_kside *ks, const plb_obj *svc, c
                                       const char *ns, const char *name);
 /* Delete the balancer labelled with uid (from the resync list), if any.
  * 0, or -ENOMEM when the delete could not be started. */
-HZ_HIDDEN int hz_delete_labelled(struct hz_kside *ks, const char *uid);
+HZ_HIDDEN int hz_delete_labelled(struct hz_kside *ks, const char *uid, const plb_obj *svc);
 
 /* ------------------------------------------------------------------ */
 /* The status write (hz_ingress.c)                                      */

@@ -48,7 +48,13 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
         goto nomem;
     if (!(d.type = hz_strdup(a->type ? a->type : cfg->default_balancer_type)))
         goto nomem;
-    if (!(d.location = hz_strdup(a->location ? a->location : cfg->default_lb_location)))
+    /* an annotation's zone or location, else the zone setting, else the
+     * location setting */
+    d.by_zone = a->network_zone || (!a->location && cfg->default_network_zone);
+    if (!(d.location = hz_strdup(a->network_zone ? a->network_zone
+                                 : a->location   ? a->location
+                                 : d.by_zone     ? cfg->default_network_zone
+                                                 : cfg->default_lb_location)))
         goto nomem;
     d.algorithm = a->algorithm >= 0 ? a->algorithm : hz_config_algorithm(cfg);
     net = a->network ? a->network : cfg->default_network;
@@ -125,7 +131,8 @@ nomem:
 void
 hz_actual_clear(struct hz_actual *a)
 {
-    hz_free_each(&a->name, &a->uid, &a->type, &a->location, &a->ipv4, &a->ipv6, NULL);
+    hz_free_each(&a->name, &a->uid, &a->type, &a->location, &a->network_zone, &a->ipv4, &a->ipv6,
+                 NULL);
     json_decref(a->labels);
     for (size_t i = 0; i < a->nnets; i++)
         hz_free(a->nets[i].ip);
@@ -240,10 +247,13 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
         goto nomem;
     if (dup_str(json_object_get(json_object_get(lb, "load_balancer_type"), "name"), &a.type) < 0)
         goto nomem;
-    if (dup_str(json_object_get(json_object_get(lb, "location"), "name"), &a.location) < 0)
+    if (dup_str(json_object_get(json_object_get(lb, "location"), "name"), &a.location) < 0 ||
+        dup_str(json_object_get(json_object_get(lb, "location"), "network_zone"), &a.network_zone) <
+            0)
         goto nomem;
     a.algorithm = hz_algorithm_from_api(
         json_string_value(json_object_get(json_object_get(lb, "algorithm"), "type")));
+    a.protect_delete = json_is_true(json_object_get(json_object_get(lb, "protection"), "delete"));
     v = json_object_get(lb, "public_net");
     a.public_enabled = !json_is_false(json_object_get(v, "enabled"));
     if (dup_str(json_object_get(json_object_get(v, "ipv4"), "ip"), &a.ipv4) < 0 ||
@@ -314,8 +324,8 @@ hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets)
 {
     json_t *body =
         json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name, "load_balancer_type",
-                  d->type, "location", d->location, "algorithm", "type",
-                  hz_algorithm_api_name(d->algorithm), "labels", HZ_LABEL_UID, d->uid,
+                  d->type, d->by_zone ? "network_zone" : "location", d->location, "algorithm",
+                  "type", hz_algorithm_api_name(d->algorithm), "labels", HZ_LABEL_UID, d->uid,
                   "public_interface", d->public_iface || network_id <= 0 || d->private_ip);
     json_t *services = json_array();
     if (!body || !services)

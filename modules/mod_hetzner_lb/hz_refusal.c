@@ -101,7 +101,17 @@ source_of(const struct hz_svc_state *st, const char *ann, const char *setting)
         return st->good.type ? st->good.type_key : setting;
     if (!strcmp(ann, HZ_ANN_LOCATION))
         return st->good.location ? st->good.location_key : setting;
+    if (!strcmp(ann, HZ_HCCM_NETWORK_ZONE))
+        return st->good.network_zone ? ann : setting;
     return st->good.network ? ann : setting;
+}
+
+/* Where the Service's location or network zone comes from. */
+static const char *
+placement_source(const struct hz_svc_state *st, const struct hz_desired *d)
+{
+    return d->by_zone ? source_of(st, HZ_HCCM_NETWORK_ZONE, "default_network_zone")
+                      : source_of(st, HZ_ANN_LOCATION, "default_lb_location");
 }
 
 void
@@ -151,8 +161,9 @@ hz_refused_create(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
                 d->name, d->type, source_of(st, HZ_ANN_TYPE, "default_balancer_type"), why);
     else if (refused_field(res, "location", "network_zone"))
         refused(ks, st, svc, "InvalidLocation",
-                "Hetzner refused to create balancer \"%s\" in the location \"%s\" (%s): %s",
-                d->name, d->location, source_of(st, HZ_ANN_LOCATION, "default_lb_location"), why);
+                "Hetzner refused to create balancer \"%s\" in the %s \"%s\" (%s): %s", d->name,
+                d->by_zone ? "network zone" : "location", d->location, placement_source(st, d),
+                why);
     else
         refused(ks, st, svc, "CreateRefused",
                 "Hetzner refused to create balancer \"%s\" (type %s, location %s): %s", d->name,
@@ -160,24 +171,30 @@ hz_refused_create(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
 }
 
 /* Hetzner cannot move a balancer: a Service asking for another location
- * than its balancer's is told so (once while it holds) and keeps it. */
+ * (or network zone) than its balancer's is told so (once while it holds)
+ * and keeps it. */
 void
 hz_location_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
                   const struct hz_desired *d, const struct hz_actual *lb)
 {
-    const char *have = lb->location, *name = lb->name;
+    const char *have = d->by_zone ? lb->network_zone : lb->location, *name = lb->name;
+    const char *what = d->by_zone ? "network zone" : "location";
+    const char *zone = d->by_zone ? "the network zone " : "";
+    const char *reason = d->by_zone ? "NetworkZoneUnchangeable" : "LocationUnchangeable";
     char msg[768];
+    /* the other one no longer holds: the Service asks by this one now */
+    hz_warn_clear(st, d->by_zone ? "LocationUnchangeable" : "NetworkZoneUnchangeable");
     if (!have || strcmp(have, d->location) == 0) {
-        hz_warn_clear(st, "LocationUnchangeable");
+        hz_warn_clear(st, reason);
         return;
     }
     snprintf(msg, sizeof(msg),
-             "the Service asks for the location \"%s\" (%s) but its balancer \"%s\" is in "
-             "%s, and Hetzner cannot move a balancer: it stays in %s (delete the balancer to "
-             "have a new one, with a new IP, created in %s)",
-             d->location, source_of(st, HZ_ANN_LOCATION, "default_lb_location"), name ? name : "-",
-             have, have, d->location);
-    hz_warn_once(st, svc, "LocationUnchangeable", msg);
+             "the Service asks for the %s \"%s\" (%s) but its balancer \"%s\" is in %s%s, and "
+             "Hetzner cannot move a balancer: it stays in %s%s (delete the balancer to have a "
+             "new one, with a new IP, created in %s)",
+             what, d->location, placement_source(st, d), name ? name : "-", zone, have, zone, have,
+             d->location);
+    hz_warn_once(st, svc, reason, msg);
 }
 
 /* A Service whose balancer has no node to target any more (under Local:
@@ -196,7 +213,8 @@ hz_targets_check(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *sv
     snprintf(msg, sizeof(msg),
              "no node serves the Service now (%s): its balancer \"%s\" loses its targets but "
              "stays, with its IP %s, until a node does",
-             ks->cfg->dynamic_node_selector && policy && strcmp(policy, "Local") == 0
+             ks->cfg->dynamic_node_selector && !st->good.selector_hccm && policy &&
+                     strcmp(policy, "Local") == 0
                  ? "externalTrafficPolicy Local and no node has a ready endpoint"
                  : "no node is eligible",
              lb->name ? lb->name : "-", ip ? ip : "-");

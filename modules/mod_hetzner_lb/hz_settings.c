@@ -196,6 +196,11 @@ const struct plb_setting hz_settings_table[] = {
     {.name = "default_lb_location", .type = PLB_SET_STRING, .offset = OFF(default_lb_location),
      .def = "hel1", .env = "ROBOTLB_DEFAULT_LB_LOCATION", .validate = v_nonblank,
      .doc = "Location code of new balancers (fsn1, nbg1, hel1, ash, hil, sin)"},
+    {.name = "default_network_zone", .type = PLB_SET_STRING,
+     .offset = OFF(default_network_zone), .validate = v_nonblank,
+     .doc = "Network zone of new balancers (eu-central, us-east, us-west, ap-southeast) "
+            "instead of default_lb_location, as hccm's HCLOUD_LOAD_BALANCERS_NETWORK_ZONE; a "
+            "location annotation still wins; unset: default_lb_location"},
     {.name = "default_balancer_type", .type = PLB_SET_STRING,
      .offset = OFF(default_balancer_type), .def = "lb11", .env = "ROBOTLB_DEFAULT_LB_TYPE",
      .validate = v_nonblank,
@@ -250,6 +255,13 @@ const struct plb_setting hz_settings_table[] = {
 };
 /* clang-format on */
 
+const char *
+hz_getenv(void *arg, const char *name)
+{
+    (void)arg;
+    return getenv(name);
+}
+
 int
 hz_check(const struct plb_host *host, plb_check *chk, const void *config,
          void (*report)(plb_check *chk, const char *setting, const char *fmt, ...))
@@ -269,6 +281,12 @@ hz_check(const struct plb_host *host, plb_check *chk, const void *config,
     if (!c->hcloud_token_file && !c->hcloud_token) {
         report(chk, "hcloud_token_file",
                "no Hetzner API token: set hcloud_token_file or ROBOTLB_HCLOUD_TOKEN");
+        problems++;
+    }
+    struct hz_config eff = *c;
+    char err[256];
+    if (hz_env_apply(&eff, hz_getenv, NULL, err, sizeof(err)) < 0) {
+        report(chk, "environment", "%s", err);
         problems++;
     }
     if (c->hcloud_token_file && c->hcloud_token) {

@@ -109,7 +109,7 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
             /* with the targets Hetzner accepted, also when it refused one */
             if (status_follow(ks, res->st, &res->lb->a) < 0)
                 retry = 1;
-        } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid) < 0) {
+        } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid, NULL) < 0) {
             /* deleted or no longer ours while its balancer was created:
              * the deletion found nothing to delete then */
             ks->lost = 1;
@@ -145,7 +145,8 @@ sync_build(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int
     max = hz_type_max_targets(type);
     rc = h->lb->select_targets(
         ks->ctx, svc,
-        ks->cfg->dynamic_node_selector ? PLB_LB_POLICY_TRAFFIC : PLB_LB_POLICY_SELECTOR,
+        ks->cfg->dynamic_node_selector && !st->good.selector_hccm ? PLB_LB_POLICY_TRAFFIC
+                                                                  : PLB_LB_POLICY_SELECTOR,
         st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
     if (rc == -EINVAL) {
         /* one InvalidAnnotation in force: the sync's own, if it found one */
@@ -307,7 +308,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
                      "no longer a LoadBalancer of ours: dropped");
             hz_state_drop(&ks->states, key);
         }
-        return hz_delete_labelled(ks, uid);
+        return hz_delete_labelled(ks, uid, svc);
     }
     if (!(st = hz_state_get(&ks->states, key, 1)))
         return -ENOMEM;
@@ -324,8 +325,7 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     if (rc == 0 && a.node_selector) {
         char serr[512];
         if (h->lb->selector_check(a.node_selector, serr, sizeof(serr)) < 0) {
-            snprintf(err, sizeof(err), "%s: \"%s\": %s", HZ_ANN_NODE_SELECTOR, a.node_selector,
-                     serr);
+            snprintf(err, sizeof(err), "%s: \"%s\": %s", a.selector_key, a.node_selector, serr);
             hz_annot_clear(&a);
             rc = -EINVAL;
         }
@@ -380,12 +380,13 @@ hz_sync_fire(plb_timer *t, void *arg)
      * could not be started stays for the next sync. */
     size_t kept = 0;
     for (size_t i = 0; ks->by_uid && i < ks->ndeleted; i++) {
-        if (hz_delete_labelled(ks, ks->deleted[i]) == -ENOMEM) {
+        const char *uid = hz_ks_str(ks, ks->deleted[i], "metadata", "uid", NULL);
+        if (uid && hz_delete_labelled(ks, uid, ks->deleted[i]) == -ENOMEM) {
             ks->deleted[kept++] = ks->deleted[i];
             ks->lost = 1;
             continue;
         }
-        hz_free(ks->deleted[i]);
+        ks->host->obj->unref(ks->deleted[i]);
     }
     if (ks->by_uid)
         ks->ndeleted = kept;

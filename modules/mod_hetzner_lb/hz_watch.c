@@ -88,7 +88,9 @@ svc_event(struct hz_kside *ks, const plb_obj *svc, int deleted)
     int ours = !deleted && hz_kube_is_ours(ks, svc) &&
                !h->obj->get(svc, "metadata", "deletionTimestamp", NULL);
     const char *etp = h->obj->str(h->obj->get(svc, "spec", "externalTrafficPolicy", NULL));
-    int local = ks->cfg->dynamic_node_selector && etp && strcmp(etp, "Local") == 0;
+    /* hccm's node selector selects by node labels under any policy */
+    int local = ks->cfg->dynamic_node_selector && etp && strcmp(etp, "Local") == 0 &&
+                !h->obj->get(svc, "metadata", "annotations", HZ_HCCM_NODE_SELECTOR, NULL);
     if (hz_index_service(ks->index, key, ours, local, enqueue, ks) < 0)
         index_failed(ks, "service", key);
 }
@@ -163,7 +165,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
 {
     struct hz_kside *ks = arg;
     const char *uid = hz_ks_str(ks, old, "metadata", "uid", NULL);
-    char **nd;
+    plb_obj **nd;
     char key[512];
     if (key_of(ks, old, key, sizeof(key)) < 0)
         return;
@@ -171,7 +173,7 @@ on_svc_delete(plb_informer *inf, const plb_obj *old, void *arg)
     if (uid && hz_kube_is_ours(ks, old) &&
         (nd = hz_realloc(ks->deleted, (ks->ndeleted + 1) * sizeof(*nd)))) {
         ks->deleted = nd;
-        if ((nd[ks->ndeleted] = hz_strdup(uid)))
+        if ((nd[ks->ndeleted] = ks->host->obj->ref(old)))
             ks->ndeleted++;
     }
     on_event(inf, old, 1, ks);

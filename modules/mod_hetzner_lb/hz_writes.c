@@ -8,7 +8,8 @@
  *   - the robotlb/finalizer of earlier releases, removed;
  *   - the Hetzner delete of the balancer labelled for a Service that
  *     stopped being one (type change, other class, deletion) — never a
- *     balancer by its name.
+ *     balancer by its name, never one with delete protection (a
+ *     DeleteProtected warning Event instead, once while it holds).
  *
  * It calls nothing of the event side: a write's end reaches its starter
  * through the callback it gave.
@@ -38,8 +39,16 @@ struct kop {
 struct del {
     struct hz_kside *ks;
     char *uid;
+    char *name;   /* the balancer's (owned) */
+    plb_obj *svc; /* the Service, for a warning Event (owned reference; may be NULL) */
     int64_t id;
 };
+
+/* The values of ks->deleting: a delete in flight, or a protected balancer
+ * already warned of (kept so that the warning is not repeated on every
+ * sync while the protection holds). */
+#define DEL_IN_FLIGHT json_true()
+#define DEL_PROTECTED json_false()
 
 /* ------------------------------------------------------------------ */
 /* Kubernetes writes                                                   */
@@ -196,6 +205,37 @@ hz_kube_drop_finalizer(struct hz_kside *ks, const plb_obj *svc, const char *key,
 /* ------------------------------------------------------------------ */
 /* Hetzner deletes                                                     */
 
+/* The warning that balancer name (id) of Service uid stays because of its
+ * delete protection: an Event on svc (borrowed; NULL: logged only). */
+static void
+warn_protected(struct hz_kside *ks, const char *uid, const plb_obj *svc, const char *name,
+               int64_t id)
+{
+    const char *ns = svc ? hz_ks_str(ks, svc, "metadata", "namespace", NULL) : NULL;
+    const char *sname = svc ? hz_ks_str(ks, svc, "metadata", "name", NULL) : NULL;
+    char key[512], msg[768];
+    snprintf(key, sizeof(key), "%s/%s", ns ? ns : "-", sname ? sname : uid);
+    snprintf(msg, sizeof(msg),
+             "balancer %s (id %" PRId64 ") has delete protection: it is not deleted and keeps "
+             "its IPs; the Service no longer needs it, so lift the protection and delete it by "
+             "hand if it should go",
+             name ? name : "-", id);
+    if (svc && ns && sname) {
+        hz_warn_event(ks, key, svc, "DeleteProtected", msg);
+        return;
+    }
+    PLB_WARN(ks->host, ks->ctx, PLB_KV("service_uid", uid, "reason", "DeleteProtected"), "%s", msg);
+}
+
+static void
+del_free(struct del *d)
+{
+    d->ks->host->obj->unref(d->svc);
+    hz_free(d->name);
+    hz_free(d->uid);
+    hz_free(d);
+}
+
 static void
 del_done(void *arg, const struct hz_result *r)
 {
@@ -205,6 +245,15 @@ del_done(void *arg, const struct hz_result *r)
     snprintf(id, sizeof(id), "%" PRId64, d->id);
     if (r->err == -ECANCELED) {
         /* gate closed: the next leader decides again */
+    } else if (r->status >= 400 && r->code && strcmp(r->code, "protected") == 0) {
+        /* protected after the list it was known from: forgotten until the
+         * next resync list shows it (protected: not asked again) */
+        warn_protected(ks, d->uid, d->svc, d->name, d->id);
+        hz_lbs_del(ks->by_uid, d->uid);
+        if (ks->deleting && json_object_set_new(ks->deleting, d->uid, DEL_PROTECTED) == 0) {
+            del_free(d);
+            return;
+        }
     } else if (r->dry_run || (r->status >= 200 && r->status < 300) || r->status == 404) {
         PLB_INFO(ks->host, ks->ctx, PLB_KV("balancer", id, "service_uid", d->uid),
                  "deleted the balancer%s", r->dry_run ? " (dry run)" : "");
@@ -218,15 +267,15 @@ del_done(void *arg, const struct hz_result *r)
     }
     if (ks->deleting)
         json_object_del(ks->deleting, d->uid);
-    hz_free(d->uid);
-    hz_free(d);
+    del_free(d);
 }
 
 int
-hz_delete_labelled(struct hz_kside *ks, const char *uid)
+hz_delete_labelled(struct hz_kside *ks, const char *uid, const plb_obj *svc)
 {
     const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
     struct del *d;
+    json_t *was;
     char path[64], id[24];
     int rc;
     /* Only a balancer that carries this Service's label (the index holds
@@ -235,13 +284,26 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
         return 0;
     if (!ks->deleting && !(ks->deleting = json_object()))
         return -ENOMEM;
-    if (json_object_get(ks->deleting, uid))
+    was = json_object_get(ks->deleting, uid);
+    if (json_is_true(was) || (was && lb->a.protect_delete))
+        return 0; /* in flight, or protected and warned of */
+    if (lb->a.protect_delete) {
+        /* Hetzner would refuse the delete: say why the balancer stays */
+        if (json_object_set_new(ks->deleting, uid, DEL_PROTECTED) < 0)
+            return -ENOMEM;
+        warn_protected(ks, uid, svc, lb->a.name, lb->a.id);
         return 0;
-    if (json_object_set_new(ks->deleting, uid, json_true()) < 0)
+    }
+    /* not protected (any more, as the last list showed): deleted */
+    if (json_object_set_new(ks->deleting, uid, DEL_IN_FLIGHT) < 0)
         return -ENOMEM;
-    if (!(d = hz_calloc(sizeof(*d))) || !(d->uid = hz_strdup(uid))) {
+    if (!(d = hz_calloc(sizeof(*d))) || !(d->uid = hz_strdup(uid)) ||
+        !(d->name = hz_strdup(lb->a.name)) || (svc && !(d->svc = ks->host->obj->ref(svc)))) {
         json_object_del(ks->deleting, uid);
-        hz_free(d);
+        if (d) {
+            d->ks = ks;
+            del_free(d);
+        }
         return -ENOMEM;
     }
     d->ks = ks;
@@ -253,8 +315,7 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid)
     rc = hz_api_call(ks->api, uid, "DELETE", path, NULL, del_done, d);
     if (rc < 0) {
         json_object_del(ks->deleting, uid);
-        hz_free(d->uid);
-        hz_free(d);
+        del_free(d);
     }
     return rc == -ENOMEM ? -ENOMEM : 0;
 }

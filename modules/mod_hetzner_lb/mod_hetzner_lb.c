@@ -30,7 +30,10 @@
 struct hz_mod {
     const struct plb_host *host;
     plb_ctx *ctx;
-    const struct hz_config *cfg;
+    const struct hz_config *cfg; /* &eff */
+    struct hz_config eff;        /* the instance's settings under hccm's environment
+                                    variables (strings borrowed from the daemon's
+                                    config and the environment) */
     struct hz_api *api;
     plb_timer *resync;
     int started;
@@ -259,7 +262,7 @@ static int
 hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **state, char *err,
           size_t errlen)
 {
-    const struct hz_config *cfg = config;
+    const struct hz_config *cfg;
     struct hz_mod *m;
     int lvl;
 
@@ -268,7 +271,12 @@ hz_create(const struct plb_host *host, plb_ctx *ctx, const void *config, void **
         return -ENOMEM;
     m->host = host;
     m->ctx = ctx;
-    m->cfg = cfg;
+    m->eff = *(const struct hz_config *)config;
+    if (hz_env_apply(&m->eff, hz_getenv, NULL, err, errlen) < 0) {
+        hz_free(m);
+        return -EINVAL;
+    }
+    m->cfg = cfg = &m->eff;
     /* robotlb's ROBOTLB_LOG_LEVEL, under the daemon's log_level. */
     lvl = cfg->log_level ? hz_log_level_parse(cfg->log_level) : PLB_LOG_DEBUG;
     host->log->set_level(ctx, lvl == -2 ? PLB_LOG_DEBUG : lvl);

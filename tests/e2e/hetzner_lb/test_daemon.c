@@ -128,6 +128,45 @@ START_TEST(robotlb_environment_variables_override_the_settings)
 }
 END_TEST
 
+/* hccm's HCLOUD_LOAD_BALANCERS_* and HCLOUD_NETWORK are checked as the
+ * ROBOTLB_* ones are: a value hccm would refuse fails --check-config
+ * naming the variable; good values in hccm's spelling pass. */
+START_TEST(hccm_environment_variables_are_checked_like_robotlbs)
+{
+    static const char *const bad[] = {
+        "HCLOUD_LOAD_BALANCERS_DISABLE_IPV6=yes",
+        "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE=fastest",
+        "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL=15",
+        "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES=9",
+        "HCLOUD_NETWORK=my net",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char *out = NULL, name[64];
+        char *env[] = {(char *)bad[i], NULL};
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(bad[i], "="), bad[i]);
+        ck_assert_msg(check_config(CONF_FILE_TOKEN, env, &out) == 1, "%s passed", bad[i]);
+        ck_assert_msg(strstr(out, name) != NULL, "%s: %s", bad[i], out);
+        free(out);
+    }
+    char *both[] = {"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
+                    "HCLOUD_LOAD_BALANCERS_NETWORK_ZONE=eu-central", NULL};
+    char *out = NULL;
+    ck_assert_int_eq(check_config(CONF_FILE_TOKEN, both, &out), 1);
+    ck_assert_msg(strstr(out, "mutually exclusive") != NULL, "%s", out);
+    free(out);
+    char *good[] = {"HCLOUD_LOAD_BALANCERS_DISABLE_IPV6=False",
+                    "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE=round_robin",
+                    "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL=1m",
+                    "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT=15s",
+                    "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL=true",
+                    "HCLOUD_NETWORK=k8s",
+                    NULL};
+    out = NULL;
+    ck_assert_int_eq(check_config(CONF_FILE_TOKEN, good, &out), 0);
+    free(out);
+}
+END_TEST
+
 /* README.md's settings table is the one the daemon renders. */
 START_TEST(readme_settings_current)
 {
@@ -399,6 +438,7 @@ suite(void)
     tcase_add_test(tc, defaults_with_a_token_file_pass);
     tcase_add_test(tc, the_token_comes_from_a_file_or_the_environment_never_from_the_config);
     tcase_add_test(tc, robotlb_environment_variables_override_the_settings);
+    tcase_add_test(tc, hccm_environment_variables_are_checked_like_robotlbs);
     tcase_add_test(tc, readme_settings_current);
     tcase_add_test(tc,
                    the_daemon_lists_labelled_balancers_once_per_resync_and_dry_run_writes_nothing);

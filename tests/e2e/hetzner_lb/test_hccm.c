@@ -12,92 +12,14 @@
 #include <string.h>
 
 #include "env.h"
+#include "hccm_util.h"
 #include "testutil.h"
-
-/* kubectl apply Service name of type LoadBalancer (port 80, nodePort
- * 30080) with the annotations annot (YAML lines "    key: value\n", or
- * NULL); its UID (new). */
-static char *
-apply_service(struct env *e, const char *name, const char *annot)
-{
-    char path[4400], manifest[2048], *out = NULL;
-    snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
-    snprintf(manifest, sizeof(manifest),
-             "apiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\n%s%s"
-             "spec:\n  type: LoadBalancer\n  selector:\n    app: %s\n  ports:\n"
-             "  - port: 80\n    protocol: TCP\n    nodePort: 30080\n",
-             name, annot ? "  annotations:\n" : "", annot ? annot : "", name);
-    ck_assert_int_eq(tu_write_file(path, manifest), 0);
-    int rc = env_kubectl(e, &out, "apply", "-f", path, NULL);
-    ck_assert_msg(rc == 0, "kubectl apply: %s", out ? out : "");
-    free(out);
-    out = NULL;
-    rc = env_kubectl(e, &out, "get", "service", name, "-n", "default", "-o",
-                     "jsonpath={.metadata.uid}", NULL);
-    ck_assert_msg(rc == 0 && out && out[0], "kubectl get service: %s", out ? out : "");
-    return out;
-}
-
-/* kubectl annotate --overwrite Service default/web with kv ("key=value"). */
-static void
-annotate(struct env *e, const char *kv)
-{
-    char *out = NULL;
-    int rc = env_kubectl(e, &out, "annotate", "--overwrite", "service", "web", "-n", "default", kv,
-                         NULL);
-    ck_assert_msg(rc == 0, "kubectl annotate %s: %s", kv, out ? out : "");
-    free(out);
-}
-
-/* Make the balancer hccm makes for Service uid with the hcloud CLI; its
- * name into name. */
-static void
-hccm_balancer(struct env *e, const char *uid, char *name, size_t len)
-{
-    char label[256], *out = NULL;
-    size_t k = 0;
-    name[k++] = 'a';
-    for (const char *p = uid; *p && k + 1 < len; p++)
-        if (*p != '-')
-            name[k++] = *p;
-    name[k] = '\0';
-    snprintf(label, sizeof(label), "hcloud-ccm/service-uid=%s", uid);
-    const char *steps[][12] = {
-        {"load-balancer", "create", "--name", name, "--type", "lb11", "--location", "fsn1",
-         "--label", label, NULL},
-        {"load-balancer", "attach-to-network", "--network", "k8s", name, NULL},
-        {"load-balancer", "add-target", "--ip", "10.0.1.41", name, NULL},
-        {"load-balancer", "add-service", "--protocol", "tcp", "--listen-port", "80",
-         "--destination-port", "30080", name, NULL},
-    };
-    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-        const char *const *s = steps[i];
-        int rc =
-            env_hcloud(e, &out, s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], NULL);
-        ck_assert_msg(rc == 0, "hcloud %s %s: %s", s[0], s[1], out ? out : "");
-        free(out);
-        out = NULL;
-    }
-}
 
 /* `hcloud load-balancer describe NAME -o json` (new). */
 static json_t *
 describe(struct env *e, const char *name)
 {
     return env_hcloud_json(e, "load-balancer", "describe", name, NULL);
-}
-
-static const char *
-ip_of(json_t *lb, const char *family)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(lb, "public_net"), family), "ip"));
-}
-
-static const char *
-label_of(json_t *lb, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(lb, "labels"), key));
 }
 
 /* How many balancers `hcloud load-balancer list --selector SEL` lists. */
@@ -122,11 +44,11 @@ START_TEST(hccms_balancer_is_taken_over_with_its_name_and_both_ips)
     env_fakes_start(&e, 0, NULL, NULL);
     env_node(&e, "n1", "10.0.1.41");
     env_node(&e, "n2", "10.0.1.42");
-    char *uid = apply_service(&e, "web", NULL);
+    char *uid = hccm_apply_service(&e, "web", NULL);
     hccm_balancer(&e, uid, name, sizeof(name));
     json_t *before = describe(&e, name);
-    ck_assert_ptr_nonnull(ip_of(before, "ipv4"));
-    ck_assert_ptr_nonnull(ip_of(before, "ipv6"));
+    ck_assert_ptr_nonnull(hccm_ip_of(before, "ipv4"));
+    ck_assert_ptr_nonnull(hccm_ip_of(before, "ipv6"));
     long creates = env_count_route(&e, "POST /v1/load_balancers");
 
     env_daemon_start(&e, &o, "prismlb");
@@ -139,11 +61,11 @@ START_TEST(hccms_balancer_is_taken_over_with_its_name_and_both_ips)
     ck_assert_int_eq(json_integer_value(json_object_get(after, "id")),
                      json_integer_value(json_object_get(before, "id")));
     ck_assert_str_eq(json_string_value(json_object_get(after, "name")), name);
-    ck_assert_str_eq(ip_of(after, "ipv4"), ip_of(before, "ipv4"));
-    ck_assert_str_eq(ip_of(after, "ipv6"), ip_of(before, "ipv6"));
-    ck_assert_str_eq(label_of(after, "robotlb/service-uid"), uid);
-    ck_assert_str_eq(label_of(after, "hcloud-ccm/service-uid"), uid);
-    ck_assert_str_eq(ip, ip_of(before, "ipv4"));
+    ck_assert_str_eq(hccm_ip_of(after, "ipv4"), hccm_ip_of(before, "ipv4"));
+    ck_assert_str_eq(hccm_ip_of(after, "ipv6"), hccm_ip_of(before, "ipv6"));
+    ck_assert_str_eq(hccm_label_of(after, "robotlb/service-uid"), uid);
+    ck_assert_str_eq(hccm_label_of(after, "hcloud-ccm/service-uid"), uid);
+    ck_assert_str_eq(ip, hccm_ip_of(before, "ipv4"));
     /* no second balancer was made: the CLI lists one, ours */
     ck_assert_uint_eq(listed(&e, sel), 1);
     ck_assert_uint_eq(listed(&e, "hcloud-ccm/service-uid"), 1);
@@ -165,7 +87,7 @@ START_TEST(a_balancer_hccm_made_for_another_service_is_left_alone)
     char name[128];
     env_fakes_start(&e, 0, NULL, NULL);
     env_node(&e, "n1", "10.0.1.41");
-    char *uid = apply_service(&e, "web", NULL);
+    char *uid = hccm_apply_service(&e, "web", NULL);
     hccm_balancer(&e, "0b7f3c52-0000-4000-8000-000000000001", name, sizeof(name));
     json_t *before = describe(&e, name);
     long creates = env_count_route(&e, "POST /v1/load_balancers");
@@ -176,8 +98,8 @@ START_TEST(a_balancer_hccm_made_for_another_service_is_left_alone)
     ck_assert_uint_eq(json_array_size(mine), 1);
     ck_assert_str_ne(json_string_value(json_object_get(json_array_get(mine, 0), "name")), name);
     json_t *after = describe(&e, name);
-    ck_assert_ptr_null(label_of(after, "robotlb/service-uid"));
-    ck_assert_str_eq(ip_of(after, "ipv4"), ip_of(before, "ipv4"));
+    ck_assert_ptr_null(hccm_label_of(after, "robotlb/service-uid"));
+    ck_assert_str_eq(hccm_ip_of(after, "ipv4"), hccm_ip_of(before, "ipv4"));
     ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers"), creates + 1);
     json_decref(mine);
     json_decref(before);
@@ -186,27 +108,6 @@ START_TEST(a_balancer_hccm_made_for_another_service_is_left_alone)
     env_stop(&e);
 }
 END_TEST
-
-/* The one balancer labelled for uid, as `hcloud load-balancer list
- * --selector robotlb/service-uid=<uid> -o json` shows it (new), or NULL
- * while there is none. */
-static json_t *
-cli_balancer_of(struct env *e, const char *uid)
-{
-    char sel[256];
-    snprintf(sel, sizeof(sel), "robotlb/service-uid=%s", uid);
-    json_t *a = env_hcloud_json(e, "load-balancer", "list", "--selector", sel, NULL);
-    json_t *lb = json_array_size(a) == 1 ? json_incref(json_array_get(a, 0)) : NULL;
-    json_decref(a);
-    return lb;
-}
-
-/* A member two levels down of o, as a string (borrowed), or NULL. */
-static const char *
-str2(json_t *o, const char *a, const char *b)
-{
-    return json_string_value(json_object_get(json_object_get(o, a), b));
-}
 
 /* hccm's load-balancer.hetzner.cloud/name, type, location and
  * algorithm-type make the balancer as hccm would have: the hcloud CLI shows
@@ -220,28 +121,28 @@ START_TEST(hccms_name_type_location_and_algorithm_type_shape_the_balancer)
     json_t *lb = NULL;
     env_start(&e, NULL, NULL, NULL, 300);
     env_node(&e, "n1", "10.0.1.41");
-    char *uid = apply_service(&e, "web",
-                              "    load-balancer.hetzner.cloud/name: web-hccm\n"
-                              "    load-balancer.hetzner.cloud/type: lb21\n"
-                              "    load-balancer.hetzner.cloud/location: fsn1\n"
-                              "    load-balancer.hetzner.cloud/algorithm-type: round_robin\n");
+    char *uid = hccm_apply_service(&e, "web",
+                                   "    load-balancer.hetzner.cloud/name: web-hccm\n"
+                                   "    load-balancer.hetzner.cloud/type: lb21\n"
+                                   "    load-balancer.hetzner.cloud/location: fsn1\n"
+                                   "    load-balancer.hetzner.cloud/algorithm-type: round_robin\n");
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
-    lb = cli_balancer_of(&e, uid);
+    lb = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(lb);
     ck_assert_str_eq(json_string_value(json_object_get(lb, "name")), "web-hccm");
-    ck_assert_str_eq(str2(lb, "load_balancer_type", "name"), "lb21");
-    ck_assert_str_eq(str2(lb, "location", "name"), "fsn1");
-    ck_assert_str_eq(str2(lb, "algorithm", "type"), "round_robin");
-    annotate(&e, "load-balancer.hetzner.cloud/location=nbg1");
+    ck_assert_str_eq(hccm_str2(lb, "load_balancer_type", "name"), "lb21");
+    ck_assert_str_eq(hccm_str2(lb, "location", "name"), "fsn1");
+    ck_assert_str_eq(hccm_str2(lb, "algorithm", "type"), "round_robin");
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/location=nbg1");
     WAIT_FOR(&e,
              env_kubectl_event(&e, "web", "LocationUnchangeable", "\"nbg1\"",
                                "load-balancer.hetzner.cloud/location", NULL) > 0,
              30000, "the LocationUnchangeable warning");
-    json_t *after = cli_balancer_of(&e, uid);
+    json_t *after = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(after);
     ck_assert_int_eq(json_integer_value(json_object_get(after, "id")),
                      json_integer_value(json_object_get(lb, "id")));
-    ck_assert_str_eq(str2(after, "location", "name"), "fsn1");
+    ck_assert_str_eq(hccm_str2(after, "location", "name"), "fsn1");
     json_decref(after);
     json_decref(lb);
     free(uid);
@@ -257,38 +158,28 @@ START_TEST(both_families_in_conflict_give_one_warning_naming_both_and_keep_the_b
     struct env e;
     env_start(&e, NULL, NULL, NULL, 300);
     env_node(&e, "n1", "10.0.1.41");
-    char *uid = apply_service(&e, "web",
-                              "    load-balancer.hetzner.cloud/location: fsn1\n"
-                              "    load-balancer.hetzner.cloud/algorithm-type: round_robin\n");
+    char *uid = hccm_apply_service(&e, "web",
+                                   "    load-balancer.hetzner.cloud/location: fsn1\n"
+                                   "    load-balancer.hetzner.cloud/algorithm-type: round_robin\n");
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
     char ip[64];
     /* the status comes once the reconcile that made it has ended */
     WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
-    json_t *before = cli_balancer_of(&e, uid);
+    json_t *before = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(before);
     long writes = env_last_request(&e);
-    annotate(&e, "robotlb/lb-algorithm=least-connections");
+    hccm_annotate(&e, "web", "robotlb/lb-algorithm=least-connections");
     WAIT_FOR(&e,
              env_kubectl_event(&e, "web", "InvalidAnnotation", "robotlb/lb-algorithm",
                                "load-balancer.hetzner.cloud/algorithm-type", NULL) > 0,
              30000, "the InvalidAnnotation warning naming both");
-    json_t *after = cli_balancer_of(&e, uid);
+    json_t *after = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(after);
     ck_assert_int_eq(json_integer_value(json_object_get(after, "id")),
                      json_integer_value(json_object_get(before, "id")));
-    ck_assert_str_eq(str2(after, "location", "name"), "fsn1");
-    ck_assert_str_eq(str2(after, "algorithm", "type"), "round_robin");
-    /* nothing was written to Hetzner for the rejected set */
-    json_t *since = env_requests_since(&e, writes);
-    size_t i;
-    json_t *r;
-    json_array_foreach(since, i, r)
-    {
-        const char *m = json_string_value(json_object_get(r, "method"));
-        ck_assert_msg(m && strcmp(m, "GET") == 0, "%s %s after the conflict", m,
-                      json_string_value(json_object_get(r, "path")));
-    }
-    json_decref(since);
+    ck_assert_str_eq(hccm_str2(after, "location", "name"), "fsn1");
+    ck_assert_str_eq(hccm_str2(after, "algorithm", "type"), "round_robin");
+    hccm_only_reads_since(&e, writes, "the conflict");
     json_decref(before);
     json_decref(after);
     free(uid);
@@ -308,21 +199,60 @@ START_TEST(ipv6_disabled_takes_the_ipv6_out_of_the_status)
     env_start(&e, NULL, NULL, NULL, 300);
     env_node(&e, "n1", "10.0.1.41");
     char *uid =
-        apply_service(&e, "web", "    load-balancer.hetzner.cloud/ipv6-disabled: \"false\"\n");
+        hccm_apply_service(&e, "web", "    load-balancer.hetzner.cloud/ipv6-disabled: \"false\"\n");
     WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 2, 30000,
              "the status with the IPv4 and the IPv6");
-    json_t *lb = cli_balancer_of(&e, uid);
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(lb);
-    ck_assert_str_eq(ip, ip_of(lb, "ipv4"));
+    ck_assert_str_eq(ip, hccm_ip_of(lb, "ipv4"));
     ck_assert_int_eq(env_kubectl(&e, &out, "get", "service", "web", "-n", "default", "-o",
                                  "jsonpath={.status.loadBalancer.ingress[1].ip}", NULL),
                      0);
-    ck_assert_str_eq(out, ip_of(lb, "ipv6"));
+    ck_assert_str_eq(out, hccm_ip_of(lb, "ipv6"));
     free(out);
-    annotate(&e, "load-balancer.hetzner.cloud/ipv6-disabled=true");
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/ipv6-disabled=true");
     WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 1, 30000,
              "the status with the IPv4 only");
-    ck_assert_str_eq(ip, ip_of(lb, "ipv4"));
+    ck_assert_str_eq(ip, hccm_ip_of(lb, "ipv4"));
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* hccm's uses-proxyprotocol and health-check-interval, -timeout and
+ * -retries shape the balancer's service as hccm would have (the hcloud CLI
+ * shows them); a value out of Hetzner's bounds is an InvalidAnnotation
+ * naming it, and the last good set stays (nothing written). */
+START_TEST(hccms_proxyprotocol_and_health_check_timing_shape_the_service)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = hccm_apply_service(&e, "web",
+                                   "    load-balancer.hetzner.cloud/uses-proxyprotocol: \"true\"\n"
+                                   "    load-balancer.hetzner.cloud/health-check-interval: 20s\n"
+                                   "    load-balancer.hetzner.cloud/health-check-timeout: 5s\n"
+                                   "    load-balancer.hetzner.cloud/health-check-retries: \"2\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    json_t *svc = json_array_get(json_object_get(lb, "services"), 0);
+    json_t *hc = json_object_get(svc, "health_check");
+    ck_assert(json_is_true(json_object_get(svc, "proxyprotocol")));
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "interval")), 20);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "timeout")), 5);
+    ck_assert_int_eq(json_integer_value(json_object_get(hc, "retries")), 2);
+    long writes = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/health-check-interval=2s");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation",
+                               "load-balancer.hetzner.cloud/health-check-interval", "\"2s\"",
+                               NULL) > 0,
+             30000, "the InvalidAnnotation warning");
+    hccm_only_reads_since(&e, writes, "the bad interval");
     json_decref(lb);
     free(uid);
     env_stop(&e);
@@ -342,6 +272,7 @@ suite(void)
     tcase_add_test(tc,
                    both_families_in_conflict_give_one_warning_naming_both_and_keep_the_balancer);
     tcase_add_test(tc, ipv6_disabled_takes_the_ipv6_out_of_the_status);
+    tcase_add_test(tc, hccms_proxyprotocol_and_health_check_timing_shape_the_service);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -296,6 +296,117 @@ START_TEST(both_families_alike_are_taken_and_a_conflict_names_both)
 }
 END_TEST
 
+/* hccm's network-zone places the balancer instead of a location; the two
+ * are mutually exclusive (hccm's documentation), whichever family gives
+ * the location: one InvalidAnnotation naming both. */
+START_TEST(network_zone_is_read_and_excludes_a_location)
+{
+    const char *zone[] = {"load-balancer.hetzner.cloud/network-zone", "eu-central", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)zone, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.network_zone, "eu-central");
+    ck_assert_ptr_null(a.location);
+    hz_annot_clear(&a);
+    const char *loc[] = {"robotlb/lb-location", "load-balancer.hetzner.cloud/location"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *kv[] = {"load-balancer.hetzner.cloud/network-zone", "eu-central", loc[i],
+                            "fsn1", NULL};
+        ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/network-zone"));
+        ck_assert_ptr_nonnull(strstr(err, loc[i]));
+        ck_assert_ptr_nonnull(strstr(err, "mutually exclusive"));
+        ck_assert_ptr_null(a.network_zone);
+        hz_annot_clear(&a);
+    }
+    const char *empty[] = {"load-balancer.hetzner.cloud/network-zone", "", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)empty, &a, err, sizeof(err)), -EINVAL);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+/* hccm's node-selector is read raw (the core's selection parses it) and
+ * marked as hccm's, which selects under any traffic policy; robotlb's
+ * beside it must say the same, else both are named. */
+START_TEST(hccms_node_selector_is_read_and_checked_against_robotlbs)
+{
+    const char *h[] = {"load-balancer.hetzner.cloud/node-selector", "arch in (amd64, arm64)", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)h, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.node_selector, "arch in (amd64, arm64)");
+    ck_assert_int_eq(a.selector_hccm, 1);
+    ck_assert_str_eq(a.selector_key, "load-balancer.hetzner.cloud/node-selector");
+    hz_annot_clear(&a);
+    const char *r[] = {"robotlb/node-selector", "arch=amd64", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)r, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.selector_hccm, 0);
+    ck_assert_str_eq(a.selector_key, "robotlb/node-selector");
+    hz_annot_clear(&a);
+    const char *alike[] = {"robotlb/node-selector", "arch=amd64",
+                           "load-balancer.hetzner.cloud/node-selector", "arch=amd64", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)alike, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.selector_hccm, 1);
+    hz_annot_clear(&a);
+    const char *conflict[] = {"robotlb/node-selector", "arch=amd64",
+                              "load-balancer.hetzner.cloud/node-selector", "arch=arm64", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)conflict, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/node-selector"));
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/node-selector"));
+    ck_assert_ptr_null(a.node_selector);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+/* hccm's uses-proxyprotocol (a Go boolean) and health-check-interval,
+ * -timeout (Go durations, whole seconds) and -retries fill what robotlb's
+ * lb-proxy-mode, lb-check-interval, lb-timeout and lb-retries fill, within
+ * Hetzner's bounds; beside robotlb's they must agree. */
+START_TEST(hccms_proxyprotocol_and_health_check_timing_are_read)
+{
+    const char *h[] = {"load-balancer.hetzner.cloud/uses-proxyprotocol",
+                       "True",
+                       "load-balancer.hetzner.cloud/health-check-interval",
+                       "20s",
+                       "load-balancer.hetzner.cloud/health-check-timeout",
+                       "5000ms",
+                       "load-balancer.hetzner.cloud/health-check-retries",
+                       "2",
+                       "robotlb/lb-retries",
+                       "2",
+                       NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)h, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.proxy_mode, 1);
+    ck_assert_int_eq(a.check_interval, 20);
+    ck_assert_int_eq(a.timeout, 5);
+    ck_assert_int_eq(a.retries, 2);
+    hz_annot_clear(&a);
+    const char *bad[][2] = {
+        {"load-balancer.hetzner.cloud/uses-proxyprotocol", "yes"},
+        {"load-balancer.hetzner.cloud/health-check-interval", "20"},
+        {"load-balancer.hetzner.cloud/health-check-interval", "2s"},
+        {"load-balancer.hetzner.cloud/health-check-timeout", "61s"},
+        {"load-balancer.hetzner.cloud/health-check-timeout", "1500ms"},
+        {"load-balancer.hetzner.cloud/health-check-retries", "6"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *kv[] = {bad[i][0], bad[i][1], NULL};
+        ck_assert_msg(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)) == -EINVAL,
+                      "%s: %s accepted", bad[i][0], bad[i][1]);
+        ck_assert_ptr_nonnull(strstr(err, bad[i][0]));
+        hz_annot_clear(&a);
+    }
+    const char *conflict[] = {"robotlb/lb-check-interval", "15",
+                              "load-balancer.hetzner.cloud/health-check-interval", "20s", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)conflict, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "robotlb/lb-check-interval"));
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/health-check-interval"));
+    hz_annot_clear(&a);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -313,6 +424,9 @@ suite(void)
     tcase_add_test(tc, every_bad_annotation_is_named_in_one_message);
     tcase_add_test(tc, hccms_name_type_location_and_algorithm_type_are_read);
     tcase_add_test(tc, both_families_alike_are_taken_and_a_conflict_names_both);
+    tcase_add_test(tc, network_zone_is_read_and_excludes_a_location);
+    tcase_add_test(tc, hccms_node_selector_is_read_and_checked_against_robotlbs);
+    tcase_add_test(tc, hccms_proxyprotocol_and_health_check_timing_are_read);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "hz_rec.h"
 
 static const struct hz_port web_ports[] = {
     {"TCP", 80, 30080},
@@ -191,7 +192,8 @@ static const char *lb_json =
     "{\"id\":42,\"name\":\"web.shop\",\"labels\":{\"robotlb/"
     "service-uid\":\"uid-1\",\"team\":\"a\"},"
     "\"load_balancer_type\":{\"name\":\"lb11\",\"max_targets\":25},"
-    "\"location\":{\"name\":\"hel1\"},\"algorithm\":{\"type\":\"round_robin\"},"
+    "\"location\":{\"name\":\"hel1\",\"network_zone\":\"eu-central\"},"
+    "\"protection\":{\"delete\":true},\"algorithm\":{\"type\":\"round_robin\"},"
     "\"public_net\":{\"ipv4\":{\"ip\":\"1.2.3.4\"},\"ipv6\":{\"ip\":\"2001:db8::1\"}},"
     "\"private_net\":[{\"network\":7,\"ip\":\"10.0.0.5\"}],"
     "\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.10\"},\"use_private_ip\":false},"
@@ -212,6 +214,8 @@ START_TEST(the_actual_balancer_is_read_from_the_api_json)
     ck_assert_str_eq(json_string_value(json_object_get(a.labels, "team")), "a");
     ck_assert_str_eq(a.type, "lb11");
     ck_assert_str_eq(a.location, "hel1");
+    ck_assert_str_eq(a.network_zone, "eu-central");
+    ck_assert_int_eq(a.protect_delete, 1);
     ck_assert_int_eq(a.algorithm, HZ_ALG_ROUND_ROBIN);
     ck_assert_str_eq(a.ipv4, "1.2.3.4");
     ck_assert_str_eq(a.ipv6, "2001:db8::1");
@@ -285,6 +289,33 @@ START_TEST(every_balancer_created_is_labelled_with_the_service_uid)
 }
 END_TEST
 
+/* hccm's network-zone: the create names the zone instead of a location
+ * (Hetzner picks a location in it), and the decision's fingerprint tells
+ * a zone from a location of the same name. */
+START_TEST(a_network_zone_is_created_by_zone_not_location)
+{
+    struct hz_config c = default_config();
+    struct hz_annot a = no_annot();
+    struct hz_svc s = svc(web_ports, 2);
+    struct hz_desired d, byloc;
+    char err[256];
+    a.network_zone = (char *)"eu-central";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.by_zone, 1);
+    json_t *b = hz_create_body(&d, 0, 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "network_zone")), "eu-central");
+    ck_assert_ptr_null(json_object_get(b, "location"));
+    json_decref(b);
+    a.network_zone = NULL;
+    a.location = (char *)"eu-central";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &byloc, err, sizeof(err)), 0);
+    ck_assert_uint_ne(hz_desired_fp(&d), hz_desired_fp(&byloc));
+    hz_desired_clear(&byloc);
+    hz_desired_clear(&d);
+}
+END_TEST
+
 /* robotlb/lb-public-interface "false": a private-only balancer. Created
  * with the public interface disabled when the network is in the create
  * body; with a requested private IP (attached after the create) it is
@@ -346,6 +377,7 @@ suite(void)
     tcase_add_test(tc, when_no_port_can_be_exposed_there_is_no_balancer_and_a_warning);
     tcase_add_test(tc, the_actual_balancer_is_read_from_the_api_json);
     tcase_add_test(tc, every_balancer_created_is_labelled_with_the_service_uid);
+    tcase_add_test(tc, a_network_zone_is_created_by_zone_not_location);
     tcase_add_test(tc,
                    a_private_only_balancer_needs_a_network_and_is_created_without_public_interface);
     suite_add_tcase(s, tc);

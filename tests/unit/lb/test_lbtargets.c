@@ -208,6 +208,31 @@ START_TEST(selector_syntax_and_matching)
 }
 END_TEST
 
+/* Set-based terms, as Kubernetes label selectors have them: "in" needs the
+ * label with one of the values, "notin" its absence or none of them; the
+ * commas inside the parentheses do not end the term. */
+START_TEST(set_based_selector_terms)
+{
+    struct world w = {0};
+    w.nodes[w.nnodes++] = node("a", 1, 0, "10.0.1.1", "{\"arch\":\"amd64\",\"zone\":\"z1\"}");
+    w.nodes[w.nnodes++] = node("b", 1, 0, "10.0.1.2", "{\"arch\":\"arm64\",\"zone\":\"z2\"}");
+    w.nodes[w.nnodes++] = node("c", 1, 0, "10.0.1.3", "{\"arch\":\"riscv\"}");
+    json_t *svc = service(NULL);
+    char buf[512];
+    select_str(svc, CORE_LB_POLICY_SELECTOR, "arch in (amd64, arm64)", &w, 0, buf, sizeof(buf),
+               NULL);
+    ck_assert_str_eq(buf, "a=10.0.1.1,b=10.0.1.2");
+    select_str(svc, CORE_LB_POLICY_SELECTOR, "zone notin (z2),arch in(amd64,arm64,riscv)", &w, 0,
+               buf, sizeof(buf), NULL);
+    ck_assert_str_eq(buf, "a=10.0.1.1,c=10.0.1.3");
+    select_str(svc, CORE_LB_POLICY_SELECTOR, "zone, arch notin (amd64)", &w, 0, buf, sizeof(buf),
+               NULL);
+    ck_assert_str_eq(buf, "b=10.0.1.2");
+    json_decref(svc);
+    world_free(&w);
+}
+END_TEST
+
 START_TEST(bad_selectors_are_rejected_with_the_term)
 {
     struct core_lb_selector *sel = NULL;
@@ -219,6 +244,14 @@ START_TEST(bad_selectors_are_rejected_with_the_term)
     ck_assert_int_eq(core_lb_selector_parse("!", &sel, err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(core_lb_selector_parse("a b", &sel, err, sizeof(err)), -EINVAL);
     ck_assert_int_eq(core_lb_selector_parse("a=b,", &sel, err, sizeof(err)), -EINVAL);
+    const char *bad[] = {"a in ()",    "a in (b",    "a in b",     "a notin (b,c", "a inn (b)",
+                         "a in (b c)", "(a) in (b)", "a in (b) c", "a in (b),)",   "a=(b)",
+                         "a>5",        "a<5",        "!a in (b)"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ck_assert_msg(core_lb_selector_parse(bad[i], &sel, err, sizeof(err)) == -EINVAL,
+                      "\"%s\" accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(err, "node selector"));
+    }
     ck_assert_int_eq(core_lb_selector_parse(" k = v ", &sel, err, sizeof(err)), 0);
     ck_assert_uint_eq(sel->n, 1);
     ck_assert_str_eq(sel->terms[0].key, "k");
@@ -273,6 +306,7 @@ main(void)
     tcase_add_test(tc, terminating_not_serving_is_left_out);
     tcase_add_test(tc, selector_syntax_and_matching);
     tcase_add_test(tc, bad_selectors_are_rejected_with_the_term);
+    tcase_add_test(tc, set_based_selector_terms);
     tcase_add_test(tc, cap_drops_extra_nodes_in_a_stable_order);
     tcase_add_test(tc, targets_are_internal_ips_ipv4_first);
     suite_add_tcase(s, tc);

@@ -1,0 +1,156 @@
+/*
+ * hcloud-cloud-controller-manager's environment variables over the
+ * module's settings (hz_env.c), one test per rule of the module README's
+ * hccm table.
+ */
+#include <errno.h>
+
+#include "common.h"
+
+/* "HCLOUD_LOAD_BALANCERS_* ... are honoured as overrides of the module's
+ * settings, as ROBOTLB_* are": each sets the setting of its meaning, in
+ * hccm's syntax (Go booleans and durations). */
+START_TEST(hccms_variables_set_the_settings_of_the_same_meaning)
+{
+    const char *env[] = {"HCLOUD_LOAD_BALANCERS_TYPE",
+                         "lb21",
+                         "HCLOUD_LOAD_BALANCERS_LOCATION",
+                         "fsn1",
+                         "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE",
+                         "round_robin",
+                         "HCLOUD_LOAD_BALANCERS_DISABLE_IPV6",
+                         "False",
+                         "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL",
+                         "1",
+                         "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL",
+                         "1m",
+                         "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT",
+                         "15000ms",
+                         "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES",
+                         "5",
+                         "HCLOUD_NETWORK",
+                         "k8s",
+                         NULL};
+    struct hz_config c = default_config();
+    char err[256];
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)), 0);
+    ck_assert_str_eq(c.default_balancer_type, "lb21");
+    ck_assert_str_eq(c.default_lb_location, "fsn1");
+    ck_assert_int_eq(hz_config_algorithm(&c), HZ_ALG_ROUND_ROBIN);
+    ck_assert_int_eq(c.ipv6_ingress, 1);
+    ck_assert_int_eq(c.default_lb_proxy_mode_enabled, 1);
+    ck_assert_int_eq(c.default_lb_interval, 60);
+    ck_assert_int_eq(c.default_lb_timeout, 15);
+    ck_assert_int_eq(c.default_lb_retries, 5);
+    ck_assert_str_eq(c.default_network, "k8s");
+    ck_assert_ptr_null(c.default_network_zone);
+}
+END_TEST
+
+/* robotlb's own variable for the same setting wins; unset ones change
+ * nothing. */
+START_TEST(robotlbs_variable_wins_over_hccms)
+{
+    const char *env[] = {"HCLOUD_LOAD_BALANCERS_TYPE",
+                         "lb21",
+                         "ROBOTLB_DEFAULT_LB_TYPE",
+                         "lb31",
+                         "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES",
+                         "5",
+                         "ROBOTLB_DEFAULT_LB_RETRIES",
+                         "2",
+                         NULL};
+    struct hz_config c = default_config();
+    c.default_balancer_type = (char *)"lb31";
+    c.default_lb_retries = 2;
+    char err[256];
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)), 0);
+    ck_assert_str_eq(c.default_balancer_type, "lb31");
+    ck_assert_int_eq(c.default_lb_retries, 2);
+    ck_assert_str_eq(c.default_lb_location, "hel1");
+    ck_assert_int_eq(c.default_lb_interval, 15);
+}
+END_TEST
+
+/* A value hccm would not take, or one out of Hetzner's bounds, is an
+ * error naming the variable; location and network zone exclude each
+ * other. */
+START_TEST(bad_values_are_refused_naming_the_variable)
+{
+    const char *bad[][2] = {
+        {"HCLOUD_LOAD_BALANCERS_DISABLE_IPV6", "yes"},
+        {"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", "round-robin"},
+        {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", "10"},
+        {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", "1500ms"},
+        {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL", "2m"},
+        {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT", "0s"},
+        {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "6"},
+        {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "3x"},
+        {"HCLOUD_LOAD_BALANCERS_TYPE", "lb 11"},
+        {"HCLOUD_NETWORK", ""},
+    };
+    char err[256];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *env[] = {bad[i][0], bad[i][1], NULL};
+        struct hz_config c = default_config();
+        ck_assert_msg(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)) == -EINVAL,
+                      "%s=%s accepted", bad[i][0], bad[i][1]);
+        ck_assert_ptr_nonnull(strstr(err, bad[i][0]));
+    }
+    const char *both[] = {"HCLOUD_LOAD_BALANCERS_LOCATION", "fsn1",
+                          "HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", "eu-central", NULL};
+    struct hz_config c = default_config();
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)both, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "mutually exclusive"));
+}
+END_TEST
+
+/* HCLOUD_LOAD_BALANCERS_NETWORK_ZONE: new balancers go to the zone instead
+ * of default_lb_location; a location annotation still wins. */
+START_TEST(the_network_zone_variable_places_new_balancers_by_zone)
+{
+    const char *env[] = {"HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", "us-east", NULL};
+    static const struct hz_port ports[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 1};
+    struct hz_config c = default_config();
+    struct hz_annot a;
+    struct hz_desired d;
+    char err[256];
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)), 0);
+    ck_assert_str_eq(c.default_network_zone, "us-east");
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.by_zone, 1);
+    ck_assert_str_eq(d.location, "us-east");
+    hz_desired_clear(&d);
+    a.location = (char *)"ash";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.by_zone, 0);
+    ck_assert_str_eq(d.location, "ash");
+    hz_desired_clear(&d);
+}
+END_TEST
+
+static Suite *
+suite(void)
+{
+    Suite *s = suite_create("hetzner_lb env");
+    TCase *tc = tcase_create("env");
+    tcase_add_test(tc, hccms_variables_set_the_settings_of_the_same_meaning);
+    tcase_add_test(tc, robotlbs_variable_wins_over_hccms);
+    tcase_add_test(tc, bad_values_are_refused_naming_the_variable);
+    tcase_add_test(tc, the_network_zone_variable_places_new_balancers_by_zone);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int
+main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}

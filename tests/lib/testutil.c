@@ -92,6 +92,19 @@ tu_check_config_text(const char *dir, const char *name, const char *text,
     return tu_check_config(path, module_path_env, out);
 }
 
+int
+tu_check_config_fmt(const char *dir, const char *name, const char *module_path_env, char **out,
+                    const char *fmt, ...)
+{
+    char text[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    ck_assert_msg(n >= 0 && n < (int)sizeof(text), "config text too long");
+    return tu_check_config_text(dir, name, text, module_path_env, out);
+}
+
 void
 tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
                        const char *rest)
@@ -127,6 +140,18 @@ tu_file_has(const char *path, const char *needle)
     int found = text && strstr(text, needle);
     free(text);
     return found;
+}
+
+int
+tu_file_count(const char *path, const char *needle)
+{
+    char *text = tu_read_file(path, NULL);
+    size_t step = strlen(needle) ? strlen(needle) : 1;
+    int n = 0;
+    for (const char *q = text; q && (q = strstr(q, needle)); q += step)
+        n++;
+    free(text);
+    return n;
 }
 
 char *
@@ -465,6 +490,32 @@ tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
     buf[n++] = '\n';
     buf[n] = '\0';
     return tu_write_file(path, buf);
+}
+
+int
+tu_metric_value(const char *text, const char *series, double *v)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+            *v = strtod(p + n + 1, NULL);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+char *
+tu_scrape(int port)
+{
+    char url[64], *text = NULL;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+    char *argv[] = {"/usr/bin/curl", "-sSf", "--max-time", "10", url, NULL};
+    if (tu_run(argv, NULL, &text, 10000) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }
 
 #define KUBECTL_MAX_ARGS 32

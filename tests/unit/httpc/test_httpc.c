@@ -16,6 +16,7 @@
 
 #include "common.h"
 #include "srv.h"
+#include "testutil.h"
 
 static struct event_base *base;
 static struct srv *srv;
@@ -828,10 +829,7 @@ main(void)
     /* The in-process TLS server writes through OpenSSL's socket BIO, which
      * raises SIGPIPE on a peer that hung up; the daemon ignores it too. */
     signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(httpc_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(httpc_suite());
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

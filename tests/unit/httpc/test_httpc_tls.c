@@ -17,6 +17,7 @@
 
 #include "common.h"
 #include "srv.h"
+#include "testutil.h"
 
 static char *pki; /* made once in main, before the runner forks */
 
@@ -495,12 +496,9 @@ main(void)
         fprintf(stderr, "cannot make the test PKI\n");
         return 1;
     }
-    SRunner *sr = srunner_create(tls_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(tls_suite());
     tu_rmrf(pki);
     free(pki);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

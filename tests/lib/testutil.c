@@ -115,6 +115,21 @@ tu_assert_config_error(const char *out, const char *dir, const char *name, int l
         ck_abort_msg("expected \"%s\" in output:\n%s", want, out ? out : "(none)");
 }
 
+void
+tu_assert_config_refused(int rc, char *out, const char *dir, const char *name, int line,
+                         const char *fmt, ...)
+{
+    char rest[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof(rest), fmt, ap);
+    va_end(ap);
+    if (rc != 1)
+        ck_abort_msg("exit %d, not 1, for \"%s\":\n%s", rc, rest, out ? out : "(none)");
+    tu_assert_config_error(out, dir, name, line, rest);
+    free(out);
+}
+
 char *tu_dir;
 
 void
@@ -562,6 +577,37 @@ tu_run_suite(Suite *s)
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int
+tu_proc_stat(pid_t pid, unsigned long long *utime, unsigned long long *stime,
+             unsigned long long *start)
+{
+    char path[64], buf[1024];
+    unsigned long long ut = 0, st = 0, t = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* After the command name, which may hold spaces and parentheses:
+     * state (field 3) on; utime and stime are fields 14 and 15, the start
+     * time field 22. */
+    const char *p = strrchr(buf, ')');
+    if (!p || sscanf(p + 2,
+                     "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                     "%*d %*d %llu",
+                     &ut, &st, &t) != 3)
+        return -1;
+    if (utime)
+        *utime = ut;
+    if (stime)
+        *stime = st;
+    if (start)
+        *start = t;
+    return 0;
 }
 
 double

@@ -74,6 +74,12 @@ int tu_check_config_fmt(const char *dir, const char *name, const char *module_pa
 void tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
                             const char *rest);
 
+/* Fail the test unless rc is 1 (--check-config refused the file) and out
+ * holds "dir/name:line: " and the text of fmt; then free out (steals
+ * it). */
+void tu_assert_config_refused(int rc, char *out, const char *dir, const char *name, int line,
+                              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
 /* A Check fixture (tcase_add_checked_fixture(tc, tu_dir_setup,
  * tu_dir_teardown)): tu_dir is a fresh private directory (tu_mkdtemp)
  * during each test, removed after it. */
@@ -141,6 +147,12 @@ char *tu_scrape(int port);
 /* A suite's main: run every test of s (its runner freed here), and
  * EXIT_SUCCESS when none failed, else EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
+
+/* From /proc/PID/stat: the process's user and system CPU time and its
+ * start time since boot, in clock ticks (any pointer may be NULL). 0, or
+ * -1 when there is no such process. */
+int tu_proc_stat(pid_t pid, unsigned long long *utime, unsigned long long *stime,
+                 unsigned long long *start);
 
 /* CPU seconds (user and system) this process has used so far. */
 double tu_cpu_seconds(void);

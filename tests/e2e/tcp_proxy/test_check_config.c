@@ -35,12 +35,10 @@ run_check(const char *line4, char **out)
 static void
 rejected(const char *line4, const char *setting, const char *msg)
 {
-    char *out = NULL, rest[4096];
+    char *out = NULL;
     int rc = run_check(line4, &out);
-    snprintf(rest, sizeof(rest), "instances.kubeprism.%s: %s", setting, msg);
-    ck_assert_msg(rc == 1, "exit %d for [%s]: %s", rc, line4, out);
-    tu_assert_config_error(out, tu_dir, "proxy.conf", 4, rest);
-    free(out);
+    tu_assert_config_refused(rc, out, tu_dir, "proxy.conf", 4, "instances.kubeprism.%s: %s",
+                             setting, msg);
 }
 
 #define UP "upstreams = [\"eps\"]; "

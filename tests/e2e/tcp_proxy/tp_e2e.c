@@ -542,28 +542,13 @@ tp_registry_init(void)
     unlink(registry);
 }
 
-/* The start time of a process (clock ticks since boot, /proc/PID/stat
- * field 22), which tells it apart from a later process reusing its PID.
- * 0 when it does not exist. */
+/* The start time of a process (clock ticks since boot), which tells it
+ * apart from a later process reusing its PID. 0 when it does not exist. */
 static unsigned long long
 start_time(int pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     unsigned long long t = 0;
-    if (p && sscanf(p + 2,
-                    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                    "%*d %*d %llu",
-                    &t) == 1)
-        return t;
-    return 0;
+    return tu_proc_stat(pid, NULL, NULL, &t) == 0 ? t : 0;
 }
 
 void

@@ -43,12 +43,9 @@ accepted(const char *line3)
 static void
 rejected(const char *line3, const char *setting, const char *msg)
 {
-    char *out = NULL, rest[4096];
+    char *out = NULL;
     int rc = run_check(line3, &out);
-    snprintf(rest, sizeof(rest), "instances.ew.%s: %s", setting, msg);
-    ck_assert_msg(rc == 1, "exit %d for [%s]: %s", rc, line3, out);
-    tu_assert_config_error(out, tu_dir, "ew.conf", 3, rest);
-    free(out);
+    tu_assert_config_refused(rc, out, tu_dir, "ew.conf", 3, "instances.ew.%s: %s", setting, msg);
 }
 
 START_TEST(good_settings_are_ok)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fakeproc.h"
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 static struct fake fk;

@@ -1,7 +1,7 @@
 /*
- * tp_e2e: see tp_e2e.h.
+ * env: see env.h.
  */
-#include "tp_e2e.h"
+#include "env.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

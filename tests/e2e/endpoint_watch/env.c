@@ -1,7 +1,7 @@
 /*
- * ew_e2e: see ew_e2e.h.
+ * env: see env.h.
  */
-#include "ew_e2e.h"
+#include "env.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>

@@ -16,7 +16,6 @@
 
 #include "common.h"
 #include "srv.h"
-#include "testutil.h"
 
 static struct event_base *base;
 static struct srv *srv;
@@ -824,12 +823,7 @@ httpc_suite(void)
 int
 main(void)
 {
-    if (core_alloc_install_library_hooks() < 0)
+    if (httpc_suite_init() < 0)
         return 1;
-    /* The in-process TLS server writes through OpenSSL's socket BIO, which
-     * raises SIGPIPE on a peer that hung up; the daemon ignores it too. */
-    signal(SIGPIPE, SIG_IGN);
-    int rc = tu_run_suite(httpc_suite());
-    curl_global_cleanup();
-    return rc;
+    return httpc_suite_run(httpc_suite());
 }

@@ -17,7 +17,6 @@
 
 #include "common.h"
 #include "srv.h"
-#include "testutil.h"
 
 static char *pki; /* made once in main, before the runner forks */
 
@@ -486,19 +485,15 @@ tls_suite(void)
 int
 main(void)
 {
-    if (core_alloc_install_library_hooks() < 0)
+    if (httpc_suite_init() < 0)
         return 1;
-    /* The in-process TLS server writes through OpenSSL's socket BIO, which
-     * raises SIGPIPE on a peer that hung up; the daemon ignores it too. */
-    signal(SIGPIPE, SIG_IGN);
     pki = tu_mkdtemp();
     if (!pki || srv_make_pki(pki) < 0) {
         fprintf(stderr, "cannot make the test PKI\n");
         return 1;
     }
-    int rc = tu_run_suite(tls_suite());
+    int rc = httpc_suite_run(tls_suite());
     tu_rmrf(pki);
     free(pki);
-    curl_global_cleanup();
     return rc;
 }

@@ -96,6 +96,28 @@ opts_for(const char *url, struct result *r)
     return o;
 }
 
+/* The end of a fixture's setup, once its servers are on base: the client
+ * on base (new) into *hc and a private directory (new) into *tmpdir;
+ * fails the test when either cannot be had. */
+static inline void
+httpc_fixture_client(struct event_base *base, struct core_httpc **hc, char **tmpdir)
+{
+    *hc = core_httpc_new(base);
+    ck_assert_ptr_nonnull(*hc);
+    *tmpdir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(*tmpdir);
+}
+
+/* The end of a fixture's teardown, once the client and the servers are
+ * freed: base freed, tmpdir removed and freed (both stolen). */
+static inline void
+httpc_fixture_free(struct event_base *base, char *tmpdir)
+{
+    event_base_free(base);
+    tu_rmrf(tmpdir);
+    free(tmpdir);
+}
+
 /* In a suite's main, before the runner forks: the core's allocation hooks
  * in the libraries, and SIGPIPE ignored, as the daemon has both (the
  * in-process TLS server writes through OpenSSL's socket BIO, which raises

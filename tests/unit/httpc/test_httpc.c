@@ -31,10 +31,7 @@ setup(void)
     ck_assert_ptr_nonnull(base);
     srv = srv_new(base, NULL);
     ck_assert_ptr_nonnull(srv);
-    hc = core_httpc_new(base);
-    ck_assert_ptr_nonnull(hc);
-    tmpdir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(tmpdir);
+    httpc_fixture_client(base, &hc, &tmpdir);
 }
 
 static void
@@ -42,9 +39,7 @@ teardown(void)
 {
     core_httpc_free(hc);
     srv_free(srv);
-    event_base_free(base);
-    tu_rmrf(tmpdir);
-    free(tmpdir);
+    httpc_fixture_free(base, tmpdir);
 }
 
 static const char *

@@ -41,10 +41,7 @@ setup(void)
     mtls = srv_new(base, ctx_mtls);
     ck_assert_ptr_nonnull(tls);
     ck_assert_ptr_nonnull(mtls);
-    hc = core_httpc_new(base);
-    ck_assert_ptr_nonnull(hc);
-    tmpdir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(tmpdir);
+    httpc_fixture_client(base, &hc, &tmpdir);
 }
 
 static void
@@ -55,9 +52,7 @@ teardown(void)
     srv_free(mtls);
     SSL_CTX_free(ctx_plain);
     SSL_CTX_free(ctx_mtls);
-    event_base_free(base);
-    tu_rmrf(tmpdir);
-    free(tmpdir);
+    httpc_fixture_free(base, tmpdir);
 }
 
 /* A URL on server s with the given host part. */

@@ -572,8 +572,14 @@ tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra
 int
 tu_run_suite(Suite *s)
 {
+    return tu_run_tcase(s, NULL);
+}
+
+int
+tu_run_tcase(Suite *s, const char *tcase)
+{
     SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
+    srunner_run(sr, NULL, tcase, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -147,6 +147,9 @@ char *tu_scrape(int port);
 /* A suite's main: run every test of s (its runner freed here), and
  * EXIT_SUCCESS when none failed, else EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
+/* The same for the one test case named tcase of s (NULL: all of them), so
+ * that one executable serves as several meson tests. */
+int tu_run_tcase(Suite *s, const char *tcase);
 
 /* From /proc/PID/stat: the process's user and system CPU time and its
  * start time since boot, in clock ticks (any pointer may be NULL). 0, or

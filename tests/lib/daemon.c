@@ -1,6 +1,7 @@
 #include "daemon.h"
 
 #include <check.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,26 +32,34 @@ tu_daemon_init(struct tu_daemon *d, const char *dir, const char *name)
         "path too long under %s", dir);
 }
 
+int
+tu_prismlb_spawn(struct tu_proc *p, const char *conf, const char *log, char *const args[],
+                 char *const env_extra[])
+{
+    char exe[4096], *argv[MAX_ARGS + 4];
+    size_t n = 0;
+    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
+    argv[n++] = exe;
+    argv[n++] = "--config";
+    argv[n++] = (char *)conf;
+    for (size_t i = 0; args && args[i]; i++) {
+        if (n >= MAX_ARGS + 3)
+            return -E2BIG;
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    return tu_spawn(p, argv, env_extra, log);
+}
+
 void
 tu_daemon_spawn(struct tu_daemon *d, const char *conf_text, char *const args[],
                 char *const env_extra[])
 {
-    char exe[4096], *argv[MAX_ARGS + 4];
-    size_t n = 0;
     if (conf_text)
         ck_assert_msg(tu_write_file(d->conf, conf_text) == 0, "cannot write %s", d->conf);
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    argv[n++] = exe;
-    argv[n++] = "--config";
-    argv[n++] = d->conf;
-    for (size_t i = 0; args && args[i]; i++) {
-        ck_assert_msg(n < MAX_ARGS + 3, "more than %d arguments", MAX_ARGS);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
     d->started_ms = tu_now_ms();
-    int rc = tu_spawn(&d->proc, argv, env_extra, d->log);
-    ck_assert_msg(rc == 0, "cannot start %s: %s", exe, strerror(-rc));
+    int rc = tu_prismlb_spawn(&d->proc, d->conf, d->log, args, env_extra);
+    ck_assert_msg(rc == 0, "cannot start %s: %s", tu_build_path("core/prismlb"), strerror(-rc));
     d->running = 1;
 }
 
@@ -61,43 +70,59 @@ struct wait_for {
 };
 
 static int
-holds(const struct tu_daemon *d, const struct wait_for *w)
+holds(const char *log, const struct wait_for *w)
 {
     if (w->port > 0)
         return tu_wait_port("127.0.0.1", w->port, 0) == 0;
-    return tu_file_has(d->log, w->needle);
+    return tu_file_has(log, w->needle);
 }
 
 /* Poll w up to timeout_ms while the daemon runs: 0, -1 on timeout, -2
  * when the daemon exited first (w is asked once more after the exit: a
  * log line written right before it counts). */
 static int
-wait_for(struct tu_daemon *d, const struct wait_for *w, int timeout_ms)
+wait_for(struct tu_proc *p, const char *log, const struct wait_for *w, int timeout_ms)
 {
     long long deadline = tu_now_ms() + timeout_ms;
-    while (!holds(d, w)) {
-        if (tu_exited(&d->proc))
-            return w->needle && holds(d, w) ? 0 : -2;
+    while (!holds(log, w)) {
+        if (tu_exited(p))
+            return w->needle && holds(log, w) ? 0 : -2;
         if (tu_now_ms() >= deadline)
             return -1;
-        tu_sleep_ms(20);
+        tu_sleep_ms(10);
     }
-    d->ready_ms = tu_now_ms();
     return 0;
+}
+
+/* wait_for on d, noting when it held. */
+static int
+daemon_wait(struct tu_daemon *d, const struct wait_for *w, int timeout_ms)
+{
+    int rc = wait_for(&d->proc, d->log, w, timeout_ms);
+    if (rc == 0)
+        d->ready_ms = tu_now_ms();
+    return rc;
 }
 
 int
 tu_daemon_wait_port(struct tu_daemon *d, int port, int timeout_ms)
 {
     const struct wait_for w = {.port = port};
-    return wait_for(d, &w, timeout_ms);
+    return daemon_wait(d, &w, timeout_ms);
 }
 
 int
 tu_daemon_wait_log(struct tu_daemon *d, const char *needle, int timeout_ms)
 {
     const struct wait_for w = {.needle = needle};
-    return wait_for(d, &w, timeout_ms);
+    return daemon_wait(d, &w, timeout_ms);
+}
+
+int
+tu_proc_wait_log(struct tu_proc *p, const char *log, const char *needle, int timeout_ms)
+{
+    const struct wait_for w = {.needle = needle};
+    return wait_for(p, log, &w, timeout_ms);
 }
 
 int

@@ -29,6 +29,23 @@ struct tu_daemon {
 void tu_daemon_init(struct tu_daemon *d, const char *dir, const char *name);
 
 /*
+ * The one exec of the daemon: build/core/prismlb --config conf, then args
+ * (NULL-terminated, may be NULL; at most 16), with env_extra ("K=V"
+ * entries, may be NULL) added to the environment, stdout and stderr
+ * appended to log, started as p (by PID, in its own process group). For a
+ * harness that keeps its own struct tu_proc; tu_daemon_spawn is this for
+ * a struct tu_daemon. 0 or -errno.
+ */
+int tu_prismlb_spawn(struct tu_proc *p, const char *conf, const char *log, char *const args[],
+                     char *const env_extra[]);
+
+/* Wait up to timeout_ms, while p runs, for a line of the file log (both
+ * borrowed) that holds needle. 0, -1 on timeout, -2 when p exited first (a
+ * line written right before the exit counts). tu_daemon_wait_log is this
+ * for a struct tu_daemon. */
+int tu_proc_wait_log(struct tu_proc *p, const char *log, const char *needle, int timeout_ms);
+
+/*
  * Write conf_text to d->conf (unless NULL: the file is there already) and
  * start build/core/prismlb --config d->conf, then args (NULL-terminated,
  * may be NULL), with env_extra ("K=V" entries, may be NULL) added to the

@@ -92,6 +92,19 @@ tu_check_config_text(const char *dir, const char *name, const char *text,
     return tu_check_config(path, module_path_env, out);
 }
 
+int
+tu_check_config_fmt(const char *dir, const char *name, const char *module_path_env, char **out,
+                    const char *fmt, ...)
+{
+    char text[16384];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    ck_assert_msg(n >= 0 && n < (int)sizeof(text), "config text too long");
+    return tu_check_config_text(dir, name, text, module_path_env, out);
+}
+
 void
 tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
                        const char *rest)
@@ -100,6 +113,21 @@ tu_assert_config_error(const char *out, const char *dir, const char *name, int l
     snprintf(want, sizeof(want), "%s/%s:%d: %s", dir, name, line, rest);
     if (!out || !strstr(out, want))
         ck_abort_msg("expected \"%s\" in output:\n%s", want, out ? out : "(none)");
+}
+
+void
+tu_assert_config_refused(int rc, char *out, const char *dir, const char *name, int line,
+                         const char *fmt, ...)
+{
+    char rest[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rest, sizeof(rest), fmt, ap);
+    va_end(ap);
+    if (rc != 1)
+        ck_abort_msg("exit %d, not 1, for \"%s\":\n%s", rc, rest, out ? out : "(none)");
+    tu_assert_config_error(out, dir, name, line, rest);
+    free(out);
 }
 
 char *tu_dir;
@@ -127,6 +155,18 @@ tu_file_has(const char *path, const char *needle)
     int found = text && strstr(text, needle);
     free(text);
     return found;
+}
+
+int
+tu_file_count(const char *path, const char *needle)
+{
+    char *text = tu_read_file(path, NULL);
+    size_t step = strlen(needle) ? strlen(needle) : 1;
+    int n = 0;
+    for (const char *q = text; q && (q = strstr(q, needle)); q += step)
+        n++;
+    free(text);
+    return n;
 }
 
 char *
@@ -467,6 +507,32 @@ tu_write_kubeconfig(const char *path, const struct tu_kubeconfig *kc)
     return tu_write_file(path, buf);
 }
 
+int
+tu_metric_value(const char *text, const char *series, double *v)
+{
+    size_t n = strlen(series);
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, series, n) == 0 && p[n] == ' ') {
+            *v = strtod(p + n + 1, NULL);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+char *
+tu_scrape(int port)
+{
+    char url[64], *text = NULL;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
+    char *argv[] = {"/usr/bin/curl", "-sSf", "--max-time", "10", url, NULL};
+    if (tu_run(argv, NULL, &text, 10000) != 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
 #define KUBECTL_MAX_ARGS 32
 
 int
@@ -506,11 +572,48 @@ tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_extra
 int
 tu_run_suite(Suite *s)
 {
+    return tu_run_tcase(s, NULL);
+}
+
+int
+tu_run_tcase(Suite *s, const char *tcase)
+{
     SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
+    srunner_run(sr, NULL, tcase, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int
+tu_proc_stat(pid_t pid, unsigned long long *utime, unsigned long long *stime,
+             unsigned long long *start)
+{
+    char path[64], buf[1024];
+    unsigned long long ut = 0, st = 0, t = 0;
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* After the command name, which may hold spaces and parentheses:
+     * state (field 3) on; utime and stime are fields 14 and 15, the start
+     * time field 22. */
+    const char *p = strrchr(buf, ')');
+    if (!p || sscanf(p + 2,
+                     "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                     "%*d %*d %llu",
+                     &ut, &st, &t) != 3)
+        return -1;
+    if (utime)
+        *utime = ut;
+    if (stime)
+        *stime = st;
+    if (start)
+        *start = t;
+    return 0;
 }
 
 double

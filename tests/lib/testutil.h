@@ -65,10 +65,20 @@ int tu_check_config(const char *path, const char *module_path_env, char **out);
 int tu_check_config_text(const char *dir, const char *name, const char *text,
                          const char *module_path_env, char **out);
 
+/* The same with the text made from fmt and its arguments (printf). */
+int tu_check_config_fmt(const char *dir, const char *name, const char *module_path_env, char **out,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
 /* Fail the test unless out holds "dir/name:line: rest" (the FILE:LINE
  * form of --check-config's errors). */
 void tu_assert_config_error(const char *out, const char *dir, const char *name, int line,
                             const char *rest);
+
+/* Fail the test unless rc is 1 (--check-config refused the file) and out
+ * holds "dir/name:line: " and the text of fmt; then free out (steals
+ * it). */
+void tu_assert_config_refused(int rc, char *out, const char *dir, const char *name, int line,
+                              const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 
 /* A Check fixture (tcase_add_checked_fixture(tc, tu_dir_setup,
  * tu_dir_teardown)): tu_dir is a fresh private directory (tu_mkdtemp)
@@ -79,6 +89,9 @@ void tu_dir_teardown(void);
 
 /* 1 when the file at path holds needle (a daemon's log line, say). */
 int tu_file_has(const char *path, const char *needle);
+/* How many times needle occurs in the file at path, the occurrences not
+ * overlapping (0 when it cannot be read). */
+int tu_file_count(const char *path, const char *needle);
 
 /* Read a whole file (new, NUL-terminated). NULL on error. */
 char *tu_read_file(const char *path, size_t *len);
@@ -121,9 +134,28 @@ int tu_kubectlv(const char *kubeconfig, const char *cachedir, char *const envp_e
 /* Wait until a TCP connect to host:port succeeds. 0 or -1 on timeout. */
 int tu_wait_port(const char *host, int port, int timeout_ms);
 
+/* The value of the sample whose name and labels are series
+ * ("name{a=\"b\"}", exactly as the exposition writes them) in the
+ * Prometheus text (borrowed; NULL has none) into *v. 0, or -1 when there
+ * is no such sample. */
+int tu_metric_value(const char *text, const char *series, double *v);
+
+/* GET http://127.0.0.1:port/metrics with curl within 10 s: the text (new),
+ * or NULL while nothing answers there with a 2xx. */
+char *tu_scrape(int port);
+
 /* A suite's main: run every test of s (its runner freed here), and
  * EXIT_SUCCESS when none failed, else EXIT_FAILURE. */
 int tu_run_suite(Suite *s);
+/* The same for the one test case named tcase of s (NULL: all of them), so
+ * that one executable serves as several meson tests. */
+int tu_run_tcase(Suite *s, const char *tcase);
+
+/* From /proc/PID/stat: the process's user and system CPU time and its
+ * start time since boot, in clock ticks (any pointer may be NULL). 0, or
+ * -1 when there is no such process. */
+int tu_proc_stat(pid_t pid, unsigned long long *utime, unsigned long long *stime,
+                 unsigned long long *start);
 
 /* CPU seconds (user and system) this process has used so far. */
 double tu_cpu_seconds(void);

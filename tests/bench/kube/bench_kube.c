@@ -82,17 +82,8 @@ static int n_objects = 20000;
 static double
 proc_cpu(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    unsigned long ut = 0, st = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+    unsigned long long ut = 0, st = 0;
+    if (tu_proc_stat(pid, &ut, &st, NULL) < 0)
         return 0;
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ew_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 #define NS "default"

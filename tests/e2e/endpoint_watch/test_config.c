@@ -14,48 +14,20 @@
 
 #include "testutil.h"
 
-static char *dir;
-static char module_path[8192];
-
-static void
-setup(void)
-{
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-    char a[4096];
-    snprintf(a, sizeof(a), "%s", tu_build_path("modules"));
-    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s:%s", a,
-             tu_build_path("tests/modules"));
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
-}
-
-static int
-check_file(const char *path, char **out)
-{
-    return tu_check_config(path, module_path, out);
-}
+/* Where the daemon's --check-config finds the modules. */
+static const char *const mods[] = {"modules", "tests/modules", NULL};
 
 /* A config whose line 3 holds `line3` inside the instance "ew". */
 static int
 run_check(const char *line3, char **out)
 {
-    char path[4200], text[8192];
-    snprintf(path, sizeof(path), "%s/ew.conf", dir);
-    snprintf(text, sizeof(text),
-             "instances = (\n"
-             "  { module = \"endpoint_watch\"; name = \"ew\";\n"
-             "    %s\n"
-             "  }\n"
-             ");\n",
-             line3);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    return check_file(path, out);
+    return tu_check_config_fmt(tu_dir, "ew.conf", tu_module_path_env(mods), out,
+                               "instances = (\n"
+                               "  { module = \"endpoint_watch\"; name = \"ew\";\n"
+                               "    %s\n"
+                               "  }\n"
+                               ");\n",
+                               line3);
 }
 
 static void
@@ -71,12 +43,9 @@ accepted(const char *line3)
 static void
 rejected(const char *line3, const char *setting, const char *msg)
 {
-    char *out = NULL, want[8192];
+    char *out = NULL;
     int rc = run_check(line3, &out);
-    snprintf(want, sizeof(want), "%s/ew.conf:3: instances.ew.%s: %s", dir, setting, msg);
-    ck_assert_msg(rc == 1, "exit %d for [%s]: %s", rc, line3, out);
-    ck_assert_msg(strstr(out, want) != NULL, "expected \"%s\" in:\n%s", want, out);
-    free(out);
+    tu_assert_config_refused(rc, out, tu_dir, "ew.conf", 3, "instances.ew.%s: %s", setting, msg);
 }
 
 START_TEST(good_settings_are_ok)
@@ -88,7 +57,7 @@ START_TEST(good_settings_are_ok)
     accepted("endpoints = [\"10.0.0.1:6443\"]; enable_discovery = false;");
     /* --check-config loads the kubeconfig: it must be a usable one. */
     char kc[4200];
-    snprintf(kc, sizeof(kc), "%s/kc.yaml", dir);
+    snprintf(kc, sizeof(kc), "%s/kc.yaml", tu_dir);
     ck_assert_int_eq(tu_write_file(kc, "apiVersion: v1\nkind: Config\n"
                                        "clusters:\n- name: c\n  cluster:\n"
                                        "    server: https://127.0.0.1:6443\n"
@@ -173,7 +142,7 @@ END_TEST
 START_TEST(conf_proxy_conf_passes)
 {
     char *out = NULL;
-    int rc = check_file(tu_source_path("conf/proxy.conf"), &out);
+    int rc = tu_check_config(tu_source_path("conf/proxy.conf"), tu_module_path_env(mods), &out);
     ck_assert_msg(rc == 0 && strcmp(out, "OK\n") == 0, "conf/proxy.conf: exit %d: %s", rc, out);
     free(out);
 }
@@ -184,7 +153,7 @@ suite(void)
 {
     Suite *s = suite_create("endpoint_watch_config");
     TCase *tc = tcase_create("config");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, good_settings_are_ok);
     tcase_add_test(tc, endpoints_required_and_not_empty);

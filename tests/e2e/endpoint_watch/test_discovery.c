@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ew_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 static struct ewt T;

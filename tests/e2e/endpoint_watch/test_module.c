@@ -22,6 +22,7 @@
 #include <prismlb/module.h>
 
 #include "fakehost.h"
+#include "testutil.h"
 
 /* Why create or start failed, as the module said. */
 static char why[256];
@@ -580,9 +581,5 @@ main(int argc, char **argv)
         return 2;
     }
     module_path = argv[1];
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ew_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 /* ------------------------------------------------------------------------ */

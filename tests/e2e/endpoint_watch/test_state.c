@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ew_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 static struct ewt T;

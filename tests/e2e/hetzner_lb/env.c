@@ -13,11 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "daemon.h"
 #include "env.h"
 
 char *dir;
@@ -25,15 +22,15 @@ char *dir;
 void
 setup(void)
 {
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
+    tu_dir_setup();
+    dir = tu_dir;
 }
 
 void
 teardown(void)
 {
-    tu_rmrf(dir);
-    free(dir);
+    tu_dir_teardown();
+    dir = NULL;
 }
 
 void
@@ -47,7 +44,7 @@ dump_log(struct env *e)
 void
 env_fakes_start(struct env *e, int no_network, const char *seed_extra, const char *const *hz_args)
 {
-    char kubeconfig[8192], *seed;
+    char *seed;
     const char *x = seed_extra ? seed_extra : "";
     memset(e, 0, sizeof(*e));
     ck_assert_int_eq(fake_start(&e->kube, NULL), 0);
@@ -62,68 +59,43 @@ env_fakes_start(struct env *e, int no_network, const char *seed_extra, const cha
     ck_assert_int_eq(hzt_start(&e->hz, seed, hz_args), 0);
     free(seed);
     snprintf(e->kc, sizeof(e->kc), "%s/kubeconfig", e->kube.dir);
-    snprintf(kubeconfig, sizeof(kubeconfig),
-             "apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n"
-             "    certificate-authority: ca.crt\n    server: %s\n  name: fake\n"
-             "contexts:\n- context:\n    cluster: fake\n    user: me\n  name: fake\n"
-             "current-context: fake\nusers:\n- name: me\n  user:\n"
-             "    client-certificate: client.crt\n    client-key: client.key\n",
-             e->kube.server[0]);
-    ck_assert_int_eq(tu_write_file(e->kc, kubeconfig), 0);
+    /* The certificates by their bare names: beside the kubeconfig. */
+    const struct tu_kubeconfig kc = {.server = e->kube.server[0]};
+    ck_assert_int_eq(tu_write_kubeconfig(e->kc, &kc), 0);
 }
 
 int
 env_free_port(void)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t l = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
-    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &l) == 0)
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    ck_assert_int_gt(port, 0);
-    return port;
+    return tu_free_port();
 }
 
 char *
 env_scrape(int port)
 {
-    char url[64], *m = NULL;
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", port);
-    char *curl[] = {"/usr/bin/curl", "-sSf", url, NULL};
-    if (tu_run(curl, NULL, &m, 10000) != 0) {
-        free(m);
-        return NULL;
-    }
-    return m;
+    return tu_scrape(port);
 }
 
 double
 env_metric(const char *text, const char *series)
 {
-    size_t n = strlen(series);
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
-        if (strncmp(p, series, n) == 0 && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return -1;
+    double v;
+    return tu_metric_value(text, series, &v) == 0 ? v : -1;
 }
 
 void
 env_spawn(struct tu_proc *p, const char *name, const char *conf, int resync_s, char *log)
 {
-    char path[600], exe[4096], mods[4200], menv[8400], renv[64];
+    static const char *const mods[] = {"modules", "tests/modules", NULL};
+    char path[600], renv[64];
     snprintf(path, sizeof(path), "%s/%s.conf", dir, name);
     snprintf(log, 600, "%s/%s.log", dir, name);
     ck_assert_int_eq(tu_write_file(path, conf), 0);
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    snprintf(mods, sizeof(mods), "%s", tu_build_path("modules"));
-    snprintf(menv, sizeof(menv), "PRISMLB_MODULE_PATH=%s:%s", mods, tu_build_path("tests/modules"));
     snprintf(renv, sizeof(renv), "ROBOTLB_RESYNC_INTERVAL=%d", resync_s > 0 ? resync_s : 300);
-    char *argv[] = {exe, "--config", path, "--log-level", "debug", NULL};
-    char *env[] = {menv, "ROBOTLB_HCLOUD_TOKEN=tok-a", renv, NULL};
-    ck_assert_int_eq(tu_spawn(p, argv, env, log), 0);
+    char *args[] = {"--log-level", "debug", NULL};
+    char *env[] = {(char *)tu_module_path_env(mods), "ROBOTLB_HCLOUD_TOKEN=tok-a", renv, NULL};
+    int rc = tu_prismlb_spawn(p, path, log, args, env);
+    ck_assert_msg(rc == 0, "cannot start the daemon: %s", strerror(-rc));
 }
 
 void
@@ -295,35 +267,54 @@ env_lb_exists(struct env *e, long id)
     return st == 200;
 }
 
+/* The fake Hetzner API's request log after sequence number since (0:
+ * all it holds): its answer's body (new). */
+static json_t *
+admin_requests(struct env *e, long since)
+{
+    char path[64];
+    struct hzt_resp r;
+    snprintf(path, sizeof(path), "/_admin/requests?since=%ld", since);
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, NULL, NULL, NULL, &r), 0);
+    ck_assert_msg(r.status == 200 && r.body, "GET %s: %ld", path, r.status);
+    json_t *body = json_incref(r.body);
+    hzt_resp_free(&r);
+    return body;
+}
+
+/* The integer member key of the request log's answer, or of its member
+ * within when within is not NULL ({"counts": {ROUTE: N}}). */
+static long
+admin_requests_number(struct env *e, const char *within, const char *key)
+{
+    json_t *body = admin_requests(e, 0);
+    json_t *o = within ? json_object_get(body, within) : body;
+    long n = (long)json_integer_value(json_object_get(o, key));
+    json_decref(body);
+    return n;
+}
+
 long
 env_count_route(struct env *e, const char *route)
 {
-    struct hzt_resp r;
-    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
-    long n = (long)json_integer_value(json_object_get(json_object_get(r.body, "counts"), route));
-    hzt_resp_free(&r);
-    return n;
+    return admin_requests_number(e, "counts", route);
 }
 
 long
 env_count_requests(struct env *e)
 {
-    struct hzt_resp r;
-    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
-    long n = (long)json_array_size(json_object_get(r.body, "requests"));
-    hzt_resp_free(&r);
+    json_t *body = admin_requests(e, 0);
+    long n = (long)json_array_size(json_object_get(body, "requests"));
+    json_decref(body);
     return n;
 }
 
 json_t *
 env_requests_since(struct env *e, long since)
 {
-    char path[64];
-    struct hzt_resp r;
-    snprintf(path, sizeof(path), "/_admin/requests?since=%ld", since);
-    ck_assert_int_eq(hzt_req(&e->hz, "GET", path, NULL, NULL, NULL, &r), 0);
-    json_t *list = json_incref(json_object_get(r.body, "requests"));
-    hzt_resp_free(&r);
+    json_t *body = admin_requests(e, since);
+    json_t *list = json_incref(json_object_get(body, "requests"));
+    json_decref(body);
     ck_assert(json_is_array(list));
     return list;
 }
@@ -367,35 +358,21 @@ env_refusals_spaced(struct env *e, const char *route, long long min_gap_ms)
 long
 env_last_request(struct env *e)
 {
-    struct hzt_resp r;
-    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/requests", NULL, NULL, NULL, &r), 0);
-    long n = (long)json_integer_value(json_object_get(r.body, "total"));
-    hzt_resp_free(&r);
-    return n;
+    return admin_requests_number(e, NULL, "total");
 }
 
 int
 env_kubectl(struct env *e, char **out, ...)
 {
-    char kubectl[4300], cache[4400], home[4400], *argv[40];
-    int n = 0;
+    char cache[4400], home[4400];
     va_list ap;
-    const char *a;
-    snprintf(kubectl, sizeof(kubectl), "%s", tu_source_path(".tools/bin/kubectl"));
     snprintf(cache, sizeof(cache), "%s/kube-cache", dir);
     snprintf(home, sizeof(home), "HOME=%s", dir);
-    argv[n++] = kubectl;
-    argv[n++] = "--kubeconfig";
-    argv[n++] = e->kc;
-    argv[n++] = "--cache-dir";
-    argv[n++] = cache;
-    va_start(ap, out);
-    while ((a = va_arg(ap, const char *)) && n < 38)
-        argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n] = NULL;
     char *envp[] = {home, NULL};
-    return tu_run(argv, envp, out, 60000);
+    va_start(ap, out);
+    int rc = tu_kubectlv(e->kc, cache, envp, out, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* The Warning Events of reason about Service default/name whose message
@@ -495,20 +472,14 @@ env_lbs_of(struct env *e, const char *uid)
     return a;
 }
 
-/* The IP targets of the one balancer labelled for uid, sorted and joined
- * by commas, into buf; 0 when there is no such balancer (buf ""). */
-int
-env_targets_of(struct env *e, const char *uid, char *buf, size_t len)
+void
+env_lb_targets(json_t *lb, char *buf, size_t len)
 {
-    json_t *a = env_lbs_of(e, uid), *t;
     char ips[64][32];
     size_t n = 0, i;
+    json_t *t;
     buf[0] = '\0';
-    if (json_array_size(a) != 1) {
-        json_decref(a);
-        return 0;
-    }
-    json_array_foreach(json_object_get(json_array_get(a, 0), "targets"), i, t)
+    json_array_foreach(json_object_get(lb, "targets"), i, t)
     {
         const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
         if (ip && n < 64)
@@ -517,6 +488,20 @@ env_targets_of(struct env *e, const char *uid, char *buf, size_t len)
     qsort(ips, n, sizeof(ips[0]), (int (*)(const void *, const void *))strcmp);
     for (i = 0; i < n; i++)
         snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "," : "", ips[i]);
+}
+
+/* The IP targets of the one balancer labelled for uid, sorted and joined
+ * by commas, into buf; 0 when there is no such balancer (buf ""). */
+int
+env_targets_of(struct env *e, const char *uid, char *buf, size_t len)
+{
+    json_t *a = env_lbs_of(e, uid);
+    buf[0] = '\0';
+    if (json_array_size(a) != 1) {
+        json_decref(a);
+        return 0;
+    }
+    env_lb_targets(json_array_get(a, 0), buf, len);
     json_decref(a);
     return 1;
 }

@@ -153,6 +153,9 @@ json_t *env_lbs_of(struct env *e, const char *uid);
 /* The IP targets of the one balancer labelled for uid, sorted and joined
  * by commas, into buf; 0 when there is no such balancer (buf ""). */
 int env_targets_of(struct env *e, const char *uid, char *buf, size_t len);
+/* The IP targets of balancer lb (an object of the fake Hetzner API's
+ * answer, borrowed), sorted and joined by commas, into buf. */
+void env_lb_targets(json_t *lb, char *buf, size_t len);
 /* 1 when env_targets_of gives want. */
 int env_targets_are(struct env *e, const char *uid, const char *want);
 

@@ -22,31 +22,6 @@ t_name(plb_ctx *ctx)
     return "hz-test";
 }
 
-static void t_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv,
-                         const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
-
-static void
-t_log_fields(plb_ctx *ctx, enum plb_log_level lvl, const char *const *kv, const char *fmt,
-             va_list ap)
-{
-    (void)ctx;
-    if (!getenv("HZ_TEST_LOG") && lvl > PLB_LOG_WARN)
-        return;
-    fprintf(stderr, "[%d] ", (int)lvl);
-    vfprintf(stderr, fmt, ap);
-    for (size_t i = 0; kv && kv[i]; i += 2)
-        fprintf(stderr, " %s=%s", kv[i], kv[i + 1] ? kv[i + 1] : "");
-    fputc('\n', stderr);
-}
-
-static int
-t_log_enabled(plb_ctx *ctx, enum plb_log_level lvl)
-{
-    (void)ctx;
-    (void)lvl;
-    return 1;
-}
-
 static int64_t
 t_now(plb_ctx *ctx)
 {
@@ -73,12 +48,6 @@ t_http_request(plb_ctx *ctx, const struct plb_http_opts *o, int *err)
     return core_http_request(ctx->httpc, o, err);
 }
 
-static void *
-t_alloc(size_t n)
-{
-    return calloc(1, n);
-}
-
 int
 th_init(struct th *t)
 {
@@ -91,8 +60,6 @@ th_init(struct th *t)
         return -1;
     fake_host_init(&t->host);
     t->host.links.instance_name = t_name;
-    t->host.log.fields = t_log_fields;
-    t->host.log.enabled = t_log_enabled;
     t->host.loop.now_ms = t_now;
     t->host.loop.wall_ms = t_wall;
     t->host.loop.timer_new = t_timer_new;
@@ -107,10 +74,6 @@ th_init(struct th *t)
     t->host.http.resp_error_text = core_http_resp_error_text;
     t->host.http.resp_body = core_http_resp_body;
     t->host.http.resp_header = core_http_resp_header;
-    t->host.mem.alloc = t_alloc;
-    t->host.mem.realloc = realloc;
-    t->host.mem.free = free;
-    t->host.mem.strdup = strdup;
     return 0;
 }
 

@@ -1,8 +1,8 @@
 /*
  * A plb_host for driving mod_hetzner_lb's API client (hz_api.c) without the
  * daemon: the core's own reactor and HTTP client on a private event base,
- * logging to stderr, libc allocation. Members the client does not use stay
- * NULL, so a call to one of them crashes the test instead of passing.
+ * fake_host_init's log (stderr, FAKE_HOST_LOG_LEVEL) and libc allocation. Members the client does
+ * not use stay NULL, so a call to one of them crashes the test instead of passing.
  */
 #ifndef HZ_E2E_HOST_H
 #define HZ_E2E_HOST_H

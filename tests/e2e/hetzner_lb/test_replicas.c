@@ -36,25 +36,6 @@ json_in(const char *text, char c)
     return p ? json_loads(p, JSON_DISABLE_EOF_CHECK, NULL) : NULL;
 }
 
-/* The IP targets of a balancer object, sorted and joined by commas. */
-static void
-lb_targets(json_t *lb, char *buf, size_t len)
-{
-    char ips[64][32];
-    size_t n = 0, i;
-    json_t *t;
-    buf[0] = '\0';
-    json_array_foreach(json_object_get(lb, "targets"), i, t)
-    {
-        const char *ip = json_string_value(json_object_get(json_object_get(t, "ip"), "ip"));
-        if (ip && n < 64)
-            snprintf(ips[n++], sizeof(ips[0]), "%s", ip);
-    }
-    qsort(ips, n, sizeof(ips[0]), (int (*)(const void *, const void *))strcmp);
-    for (i = 0; i < n; i++)
-        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "," : "", ips[i]);
-}
-
 /* `hcloud load-balancer list --selector robotlb/service-uid=<uid> -o json`:
  * 1 when it lists exactly one balancer, its name in name and its targets in
  * targets. */
@@ -76,7 +57,7 @@ cli_list(const char *uid, char *name, size_t nlen, char *targets, size_t tlen)
         json_t *lb = json_array_get(a, 0);
         const char *nm = json_string_value(json_object_get(lb, "name"));
         snprintf(name, nlen, "%s", nm ? nm : "");
-        lb_targets(lb, targets, tlen);
+        env_lb_targets(lb, targets, tlen);
     }
     json_decref(a);
     free(out);
@@ -92,7 +73,7 @@ cli_describe_targets(const char *name, char *targets, size_t tlen)
     ck_assert_msg(rc == 0, "hcloud load-balancer describe: %d %s", rc, out ? out : "");
     json_t *lb = json_in(out, '{');
     ck_assert_msg(lb != NULL, "hcloud describe printed no JSON: %s", out);
-    lb_targets(lb, targets, tlen);
+    env_lb_targets(lb, targets, tlen);
     json_decref(lb);
     free(out);
 }

@@ -22,6 +22,7 @@
 #include "httpc.h"
 #include "kube-internal.h"
 #include "kube.h"
+#include "kubelog.h"
 #include "reactor.h"
 #include "testutil.h"
 
@@ -166,17 +167,7 @@ static inline int
 kt_requests(struct kt *t, const char *method, const char *frag1, const char *frag2)
 {
     json_t *d = kt_admin(t, "GET", "/requests", NULL);
-    json_t *items = json_object_get(d, "items"), *e;
-    size_t i;
-    int n = 0;
-    json_array_foreach(items, i, e)
-    {
-        const char *m = json_string_value(json_object_get(e, "method"));
-        const char *p = json_string_value(json_object_get(e, "path"));
-        if (m && p && strcmp(m, method) == 0 && (!frag1 || strstr(p, frag1)) &&
-            (!frag2 || strstr(p, frag2)))
-            n++;
-    }
+    int n = tu_kube_requests(d, method, frag1, frag2, NULL, 0);
     json_decref(d);
     return n;
 }

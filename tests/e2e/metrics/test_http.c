@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "env.h"
+#include "testutil.h"
 
 static char url_buf[512];
 
@@ -509,10 +510,7 @@ int
 main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(suite());
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

@@ -453,10 +453,7 @@ int
 main(int argc, char **argv)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    SRunner *sr = srunner_create(suite());
-    srunner_run(sr, NULL, argc > 1 ? argv[1] : NULL, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_tcase(suite(), argc > 1 ? argv[1] : NULL);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

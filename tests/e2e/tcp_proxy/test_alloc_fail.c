@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 #define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\";"

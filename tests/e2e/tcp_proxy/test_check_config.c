@@ -10,56 +10,35 @@
 
 #include "testutil.h"
 
-static char *dir;
-static char module_path[8192];
-
-static void
-setup(void)
-{
-    dir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(dir);
-    /* tu_build_path returns one static buffer: one call per statement. */
-    char a[4096];
-    snprintf(a, sizeof(a), "%s", tu_build_path("modules/mod_tcp_proxy"));
-    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s:%s", a,
-             tu_build_path("tests/modules"));
-}
-
-static void
-teardown(void)
-{
-    tu_rmrf(dir);
-    free(dir);
-}
+/* Where the daemon's --check-config finds the modules: the proxy's and
+ * the test modules; with mod_metrics beside them for run_pair. */
+static const char *const mods[] = {"modules/mod_tcp_proxy", "tests/modules", NULL};
+static const char *const mods_metrics[] = {"modules/mod_tcp_proxy", "tests/modules", "modules",
+                                           NULL};
 
 /* A config whose line 4 holds `line4` inside the proxy's group. */
 static int
 run_check(const char *line4, char **out)
 {
-    char path[4096], text[4096];
-    snprintf(path, sizeof(path), "%s/proxy.conf", dir);
-    snprintf(text, sizeof(text),
-             "instances = (\n"
-             "  { module = \"lifecycle\"; name = \"eps\"; trace_file = \"t.log\";\n"
-             "    publish = [\"127.0.0.1:6443\"]; },\n"
-             "  { module = \"tcp_proxy\"; name = \"kubeprism\"; %s\n"
-             "  }\n"
-             ");\n",
-             line4);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    return tu_check_config(path, module_path, out);
+    return tu_check_config_fmt(
+        tu_dir, "proxy.conf", tu_module_path_env(mods), out,
+        "instances = (\n"
+        "  { module = \"lifecycle\"; name = \"eps\"; trace_file = \"t.log\";\n"
+        "    publish = [\"127.0.0.1:6443\"]; },\n"
+        "  { module = \"tcp_proxy\"; name = \"kubeprism\"; %s\n"
+        "  }\n"
+        ");\n",
+        line4);
 }
 
 /* The setting on line 4 is rejected: "DIR/proxy.conf:4: instances.kubeprism.SETTING: MSG". */
 static void
 rejected(const char *line4, const char *setting, const char *msg)
 {
-    char *out = NULL, want[4096];
+    char *out = NULL;
     int rc = run_check(line4, &out);
-    snprintf(want, sizeof(want), "%s/proxy.conf:4: instances.kubeprism.%s: %s", dir, setting, msg);
-    ck_assert_msg(rc == 1, "exit %d for [%s]: %s", rc, line4, out);
-    ck_assert_msg(strstr(out, want) != NULL, "expected \"%s\" in:\n%s", want, out);
-    free(out);
+    tu_assert_config_refused(rc, out, tu_dir, "proxy.conf", 4, "instances.kubeprism.%s: %s",
+                             setting, msg);
 }
 
 #define UP "upstreams = [\"eps\"]; "
@@ -70,21 +49,17 @@ rejected(const char *line4, const char *setting, const char *msg)
 static int
 run_pair(const char *bind_port, const char *extra, const char *port, const char *mextra, char **out)
 {
-    char path[4096], text[4096], mp[12800];
-    snprintf(path, sizeof(path), "%s/pair.conf", dir);
-    snprintf(text, sizeof(text),
-             "instances = (\n"
-             "  { module = \"lifecycle\"; name = \"eps\"; trace_file = \"t.log\";\n"
-             "    publish = [\"127.0.0.1:6443\"]; },\n"
-             "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"eps\"];\n"
-             "    bind_port = %s; %s },\n"
-             "  { module = \"metrics\"; name = \"health\";\n"
-             "    port = %s; %s }\n"
-             ");\n",
-             bind_port, extra, port, mextra);
-    ck_assert_int_eq(tu_write_file(path, text), 0);
-    snprintf(mp, sizeof(mp), "%s:%s", module_path, tu_build_path("modules"));
-    return tu_check_config(path, mp, out);
+    return tu_check_config_fmt(
+        tu_dir, "pair.conf", tu_module_path_env(mods_metrics), out,
+        "instances = (\n"
+        "  { module = \"lifecycle\"; name = \"eps\"; trace_file = \"t.log\";\n"
+        "    publish = [\"127.0.0.1:6443\"]; },\n"
+        "  { module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"eps\"];\n"
+        "    bind_port = %s; %s },\n"
+        "  { module = \"metrics\"; name = \"health\";\n"
+        "    port = %s; %s }\n"
+        ");\n",
+        bind_port, extra, port, mextra);
 }
 
 /* The spec: "--bind-port and --health-port must differ". What bind(2)
@@ -98,7 +73,7 @@ START_TEST(bind_port_and_health_port_must_differ)
     snprintf(want, sizeof(want),
              "%s/pair.conf:7: instances.health.port: port 7445 on 127.0.0.1 is also "
              "instances.kubeprism.bind_port (%s/pair.conf:5): two listeners cannot share it",
-             dir, dir);
+             tu_dir, tu_dir);
     ck_assert_msg(strstr(out, want) != NULL, "want \"%s\" in:\n%s", want, out);
     free(out);
     /* Without its own bind_address the probe server listens where the
@@ -177,7 +152,8 @@ START_TEST(upstreams_are_required)
 {
     char *out = NULL, want[4096];
     int rc = run_check("bind_port = 7445;", &out);
-    snprintf(want, sizeof(want), "%s/proxy.conf:4: instances.kubeprism.upstreams: required", dir);
+    snprintf(want, sizeof(want), "%s/proxy.conf:4: instances.kubeprism.upstreams: required",
+             tu_dir);
     ck_assert_int_eq(rc, 1);
     ck_assert_msg(strstr(out, want) != NULL, "expected \"%s\" in:\n%s", want, out);
     free(out);
@@ -263,7 +239,7 @@ suite(void)
 {
     Suite *s = suite_create("tcp_proxy_check_config");
     TCase *tc = tcase_create("validation");
-    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_checked_fixture(tc, tu_dir_setup, tu_dir_teardown);
     tcase_add_test(tc, good_config_is_ok);
     tcase_add_test(tc, bind_port_and_health_port_must_differ);
     tcase_add_test(tc, bind_port_and_health_port_may_match_on_other_addresses);

@@ -18,7 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 /* Fast health checks so tests stay short (timeout < interval, >= 1 s). */

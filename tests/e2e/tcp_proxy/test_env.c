@@ -14,8 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "daemon.h"
 #include "fakeproc.h"
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 static struct fake fk;
@@ -52,11 +53,9 @@ setup(void)
     free(d);
     snprintf(conf, sizeof(conf), "%s/proxy.conf", dir);
     snprintf(log_path, sizeof(log_path), "%s/prismlb.log", dir);
-    char m1[4096], m2[4096], m3[4096];
-    snprintf(m1, sizeof(m1), "%s", tu_build_path("modules/mod_tcp_proxy"));
-    snprintf(m2, sizeof(m2), "%s", tu_build_path("modules/mod_endpoint_watch"));
-    snprintf(m3, sizeof(m3), "%s", tu_build_path("modules/mod_metrics"));
-    snprintf(module_path, sizeof(module_path), "PRISMLB_MODULE_PATH=%s:%s:%s", m1, m2, m3);
+    static const char *const mods[] = {"modules/mod_tcp_proxy", "modules/mod_endpoint_watch",
+                                       "modules/mod_metrics", NULL};
+    snprintf(module_path, sizeof(module_path), "%s", tu_module_path_env(mods));
     /* The suites run with TP_THREADS=1 and 2 (meson.build). */
     const char *threads = getenv("TP_THREADS");
     th[0] = '\0';
@@ -108,11 +107,8 @@ START_TEST(the_proxy_role_runs_from_extractedprisms_variables_alone)
         env[i] = v[i];
     env[n] = NULL;
 
-    char exe[4096];
-    snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-    char *argv[] = {exe, "--config", conf, NULL};
     struct tu_proc d;
-    ck_assert_int_eq(tu_spawn(&d, argv, env, log_path), 0);
+    ck_assert_int_eq(tu_prismlb_spawn(&d, conf, log_path, NULL, env), 0);
     tp_track(d.pid);
     /* Listening on EP_BIND_PORT; readyz with the client certificate: each
      * upstream turns ready; debug lines (EP_LOG_LEVEL). */
@@ -141,25 +137,15 @@ START_TEST(the_proxy_role_runs_from_extractedprisms_variables_alone)
     free(body);
 
     /* kubectl through the proxy. */
-    char kubeconfig[4400], cache[4400], kubectl[4096], text[16384];
+    char kubeconfig[4400], cache[4400], url[64];
     snprintf(kubeconfig, sizeof(kubeconfig), "%s/kubeconfig", dir);
     snprintf(cache, sizeof(cache), "%s/kcache", dir);
-    snprintf(kubectl, sizeof(kubectl), "%s", tu_source_path(".tools/bin/kubectl"));
-    ck_assert_msg(access(kubectl, X_OK) == 0, "no kubectl at %s: run tests/setup.sh", kubectl);
-    snprintf(text, sizeof(text),
-             "apiVersion: v1\nkind: Config\n"
-             "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:%d\", "
-             "certificate-authority: \"%s/ca.crt\"}}]\n"
-             "users: [{name: u, user: {client-certificate: \"%s/client.crt\", "
-             "client-key: \"%s/client.key\"}}]\n"
-             "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
-             "current-context: x\n",
-             port, fk.dir, fk.dir, fk.dir);
-    ck_assert_int_eq(tu_write_file(kubeconfig, text), 0);
-    char *kargv[] = {kubectl, "--kubeconfig", kubeconfig, "--cache-dir", cache,
-                     "get",   "ns",           "-oname",   NULL};
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d", port);
+    const struct tu_kubeconfig kc = {.server = url, .certdir = fk.dir};
+    ck_assert_int_eq(tu_write_kubeconfig(kubeconfig, &kc), 0);
+    const char *kargs[] = {"get", "ns", "-oname", NULL};
     char *out = NULL;
-    int rc = tu_run(kargv, NULL, &out, 30000);
+    int rc = tu_kubectl(kubeconfig, cache, NULL, &out, kargs);
     ck_assert_msg(rc == 0 && out && strstr(out, "namespace/default"), "kubectl: %s", out);
     free(out);
     ck_assert_int_eq(tu_stop(&d, SIGTERM, 10000), 0);

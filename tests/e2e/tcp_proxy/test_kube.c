@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fakeproc.h"
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 static struct fake fk;
@@ -53,17 +53,10 @@ start_all(void)
     snprintf(cachedir, sizeof(cachedir), "%s/kcache", px.dir);
     snprintf(kubectl, sizeof(kubectl), "%s", tu_source_path(".tools/bin/kubectl"));
     ck_assert_msg(access(kubectl, X_OK) == 0, "no kubectl at %s: run tests/setup.sh", kubectl);
-    char text[16384];
-    snprintf(text, sizeof(text),
-             "apiVersion: v1\nkind: Config\n"
-             "clusters: [{name: c, cluster: {server: \"https://127.0.0.1:%d\", "
-             "certificate-authority: \"%s/ca.crt\"}}]\n"
-             "users: [{name: u, user: {client-certificate: \"%s/client.crt\", "
-             "client-key: \"%s/client.key\"}}]\n"
-             "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
-             "current-context: x\n",
-             px.port, fk.dir, fk.dir, fk.dir);
-    ck_assert_int_eq(tu_write_file(kubeconfig, text), 0);
+    char url[64];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d", px.port);
+    const struct tu_kubeconfig kc = {.server = url, .certdir = fk.dir};
+    ck_assert_int_eq(tu_write_kubeconfig(kubeconfig, &kc), 0);
 }
 
 static void
@@ -77,10 +70,8 @@ stop_all(void)
 static int
 run_kubectl(const char *a1, const char *a2, const char *a3, char **out)
 {
-    char *argv[] = {kubectl,    "--kubeconfig",      kubeconfig, "--cache-dir",
-                    cachedir,   "--request-timeout", "10s",      (char *)a1,
-                    (char *)a2, (char *)a3,          NULL};
-    return tu_run(argv, NULL, out, 30000);
+    const char *args[] = {"--request-timeout", "10s", a1, a2, a3, NULL};
+    return tu_kubectl(kubeconfig, cachedir, NULL, out, args);
 }
 
 START_TEST(kubectl_keeps_working_while_one_api_server_is_killed)

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 #define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\"; "
@@ -117,12 +117,7 @@ rz_unready(const struct rz *r, int unready)
 static int
 log_count(struct proxy *p, const char *needle)
 {
-    char *s = proxy_log(p);
-    int n = 0;
-    for (const char *q = s; (q = strstr(q, needle)); q++)
-        n++;
-    free(s);
-    return n;
+    return tu_file_count(p->log, needle);
 }
 
 /* Wait until needle occurs at least `count` times. */

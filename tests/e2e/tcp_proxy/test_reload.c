@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 #define FAST "health_interval = \"1100ms\"; health_timeout = \"1s\";"

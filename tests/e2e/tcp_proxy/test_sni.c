@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tp_e2e.h"
+#include "env.h"
 #include "testutil.h"
 
 static char *pki; /* CA, the shared endpoint's certificate, kubeconfig (owned) */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "testutil.h"
 
 /* The example Service of the spec, with a name Hetzner accepts. */
 static const char *const example[] = {
@@ -434,9 +435,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "hz_api.h"
+#include "testutil.h"
 
 static struct hz_verdict
 classify(int status, const char *body, int is_write, int retries, int locked_tries)
@@ -225,9 +226,5 @@ main(void)
     tcase_add_test(tc, a_running_action_is_waited_for_an_ended_one_is_done);
     tcase_add_test(tc, a_route_names_the_method_and_path_with_ids_as_id_and_no_query);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

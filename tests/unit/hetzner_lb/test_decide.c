@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "hz_rec.h"
+#include "testutil.h"
 
 static const char *svc80 =
     "[{\"protocol\":\"tcp\",\"listen_port\":80,\"destination_port\":30080,"
@@ -170,9 +171,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

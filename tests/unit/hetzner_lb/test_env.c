@@ -6,6 +6,7 @@
 #include <errno.h>
 
 #include "common.h"
+#include "testutil.h"
 
 /* "HCLOUD_LOAD_BALANCERS_* ... are honoured as overrides of the module's
  * settings, as ROBOTLB_* are": each sets the setting of its meaning, in
@@ -148,9 +149,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

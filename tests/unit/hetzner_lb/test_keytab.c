@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "hz_keytab.h"
+#include "testutil.h"
 
 enum { NKEYS = 300 };
 
@@ -122,9 +123,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

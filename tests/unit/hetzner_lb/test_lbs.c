@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "fakehost.h"
+#include "testutil.h"
 
 /* Live bytes of everything allocated through the counting functions. */
 static long live;
@@ -270,9 +271,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -8,6 +8,7 @@
 
 #include "common.h"
 #include "hz_rec.h"
+#include "testutil.h"
 
 static const struct hz_port web_ports[] = {
     {"TCP", 80, 30080},
@@ -387,9 +388,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "hz.h"
+#include "testutil.h"
 
 /* "Without the robotlb/balancer annotation the balancer is named
  * <service>.<namespace>, ..." */
@@ -169,9 +170,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

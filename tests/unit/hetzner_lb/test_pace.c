@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "hz_api.h"
+#include "testutil.h"
 
 struct bucket {
     double size, refill_per_s, level;
@@ -268,9 +269,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

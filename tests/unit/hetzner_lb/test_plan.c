@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "common.h"
+#include "testutil.h"
 
 /* A balancer as the API returns it. targets: JSON array text. */
 static void
@@ -767,9 +768,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

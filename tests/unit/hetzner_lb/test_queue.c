@@ -10,6 +10,7 @@
 
 #include "common.h"
 #include "hz_queue.h"
+#include "testutil.h"
 
 static struct hz_queue *
 new_queue(int64_t base, int64_t max)
@@ -224,9 +225,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

@@ -9,6 +9,7 @@
 
 #include "common.h"
 #include "hz_rec.h"
+#include "testutil.h"
 
 static enum hz_rec_step
 next(enum hz_rec_step step, enum hz_rec_end end, int have_lb, int by_name)
@@ -255,9 +256,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

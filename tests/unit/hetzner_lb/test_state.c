@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "hz_state.h"
+#include "testutil.h"
 
 static struct hz_states tab;
 static int sent;
@@ -311,9 +312,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

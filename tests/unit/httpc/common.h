@@ -7,7 +7,9 @@
 #define PRISMLB_TEST_HTTPC_COMMON_H
 
 #include <check.h>
+#include <curl/curl.h>
 #include <event2/event.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,51 @@ opts_for(const char *url, struct result *r)
 {
     struct plb_http_opts o = {.size = sizeof(o), .url = url, .done = record_done, .arg = r};
     return o;
+}
+
+/* The end of a fixture's setup, once its servers are on base: the client
+ * on base (new) into *hc and a private directory (new) into *tmpdir;
+ * fails the test when either cannot be had. */
+static inline void
+httpc_fixture_client(struct event_base *base, struct core_httpc **hc, char **tmpdir)
+{
+    *hc = core_httpc_new(base);
+    ck_assert_ptr_nonnull(*hc);
+    *tmpdir = tu_mkdtemp();
+    ck_assert_ptr_nonnull(*tmpdir);
+}
+
+/* The end of a fixture's teardown, once the client and the servers are
+ * freed: base freed, tmpdir removed and freed (both stolen). */
+static inline void
+httpc_fixture_free(struct event_base *base, char *tmpdir)
+{
+    event_base_free(base);
+    tu_rmrf(tmpdir);
+    free(tmpdir);
+}
+
+/* In a suite's main, before the runner forks: the core's allocation hooks
+ * in the libraries, and SIGPIPE ignored, as the daemon has both (the
+ * in-process TLS server writes through OpenSSL's socket BIO, which raises
+ * SIGPIPE on a peer that hung up). 0 or -1. */
+static inline int
+httpc_suite_init(void)
+{
+    if (core_alloc_install_library_hooks() < 0)
+        return -1;
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+/* Run s (tu_run_suite: EXIT_SUCCESS or EXIT_FAILURE), then free libcurl's
+ * global state. */
+static inline int
+httpc_suite_run(Suite *s)
+{
+    int rc = tu_run_suite(s);
+    curl_global_cleanup();
+    return rc;
 }
 
 #endif

@@ -31,10 +31,7 @@ setup(void)
     ck_assert_ptr_nonnull(base);
     srv = srv_new(base, NULL);
     ck_assert_ptr_nonnull(srv);
-    hc = core_httpc_new(base);
-    ck_assert_ptr_nonnull(hc);
-    tmpdir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(tmpdir);
+    httpc_fixture_client(base, &hc, &tmpdir);
 }
 
 static void
@@ -42,9 +39,7 @@ teardown(void)
 {
     core_httpc_free(hc);
     srv_free(srv);
-    event_base_free(base);
-    tu_rmrf(tmpdir);
-    free(tmpdir);
+    httpc_fixture_free(base, tmpdir);
 }
 
 static const char *
@@ -823,15 +818,7 @@ httpc_suite(void)
 int
 main(void)
 {
-    if (core_alloc_install_library_hooks() < 0)
+    if (httpc_suite_init() < 0)
         return 1;
-    /* The in-process TLS server writes through OpenSSL's socket BIO, which
-     * raises SIGPIPE on a peer that hung up; the daemon ignores it too. */
-    signal(SIGPIPE, SIG_IGN);
-    SRunner *sr = srunner_create(httpc_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return httpc_suite_run(httpc_suite());
 }

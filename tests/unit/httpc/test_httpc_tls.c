@@ -41,10 +41,7 @@ setup(void)
     mtls = srv_new(base, ctx_mtls);
     ck_assert_ptr_nonnull(tls);
     ck_assert_ptr_nonnull(mtls);
-    hc = core_httpc_new(base);
-    ck_assert_ptr_nonnull(hc);
-    tmpdir = tu_mkdtemp();
-    ck_assert_ptr_nonnull(tmpdir);
+    httpc_fixture_client(base, &hc, &tmpdir);
 }
 
 static void
@@ -55,9 +52,7 @@ teardown(void)
     srv_free(mtls);
     SSL_CTX_free(ctx_plain);
     SSL_CTX_free(ctx_mtls);
-    event_base_free(base);
-    tu_rmrf(tmpdir);
-    free(tmpdir);
+    httpc_fixture_free(base, tmpdir);
 }
 
 /* A URL on server s with the given host part. */
@@ -485,22 +480,15 @@ tls_suite(void)
 int
 main(void)
 {
-    if (core_alloc_install_library_hooks() < 0)
+    if (httpc_suite_init() < 0)
         return 1;
-    /* The in-process TLS server writes through OpenSSL's socket BIO, which
-     * raises SIGPIPE on a peer that hung up; the daemon ignores it too. */
-    signal(SIGPIPE, SIG_IGN);
     pki = tu_mkdtemp();
     if (!pki || srv_make_pki(pki) < 0) {
         fprintf(stderr, "cannot make the test PKI\n");
         return 1;
     }
-    SRunner *sr = srunner_create(tls_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = httpc_suite_run(tls_suite());
     tu_rmrf(pki);
     free(pki);
-    curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "select.h"
+#include "testutil.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fakes                                                                    */
@@ -1088,9 +1089,5 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(suite());
 }

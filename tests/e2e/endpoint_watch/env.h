@@ -1,5 +1,5 @@
 /*
- * ew_e2e: helpers of the endpoint_watch end-to-end suites.
+ * env: the one harness of the endpoint_watch end-to-end suites.
  *
  * A test gets a private directory holding everything: the fake API server's
  * TLS material and state (dir/fake, kept across restarts of the fake so a
@@ -10,8 +10,8 @@
  * receives) and mod_metrics on a free port for the discovery counters.
  * Processes are started and stopped by PID; every wait is bounded.
  */
-#ifndef EW_E2E_H
-#define EW_E2E_H
+#ifndef PRISMLB_E2E_ENDPOINT_WATCH_ENV_H
+#define PRISMLB_E2E_ENDPOINT_WATCH_ENV_H
 
 #include <stddef.h>
 

@@ -1,11 +1,11 @@
 /*
- * tp_e2e: helpers of the tcp_proxy end-to-end suites: upstream servers on
+ * env: the one harness of the tcp_proxy end-to-end suites: upstream servers on
  * 127.0.0.1 run in threads of the test (echo, hello-then-echo, blackhole),
  * and the daemon started with a generated config and stopped by PID.
  * Every wait is bounded.
  */
-#ifndef TP_E2E_H
-#define TP_E2E_H
+#ifndef PRISMLB_E2E_TCP_PROXY_ENV_H
+#define PRISMLB_E2E_TCP_PROXY_ENV_H
 
 #include <pthread.h>
 #include <stddef.h>

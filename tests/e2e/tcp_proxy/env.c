@@ -1,7 +1,7 @@
 /*
- * tp_e2e: see tp_e2e.h.
+ * env: see env.h.
  */
-#include "tp_e2e.h"
+#include "env.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include "daemon.h"
 
 /* ------------------------------------------------------------------------ */
 /* Upstream servers                                                         */
@@ -228,12 +230,7 @@ srv_ep(const struct srv *s)
 int
 free_port(void)
 {
-    int port = 0; /* ephemeral */
-    int fd = listen_local(1, &port);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    return port;
+    return tu_free_port();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -356,7 +353,9 @@ int
 proxy_start_with(struct proxy *p, const char *settings, const char *instances,
                  const char *const *eps, size_t n)
 {
-    char text[16384], mp[20480];
+    static const char *const mods[] = {"modules/mod_tcp_proxy", "tests/e2e/tcp_proxy",
+                                       "modules/mod_metrics", "tests/modules", NULL};
+    char text[16384];
     memset(p, 0, sizeof(*p));
     p->dir = tu_mkdtemp();
     if (!p->dir)
@@ -386,17 +385,8 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
                  instances ? instances : "");
         if (tu_write_file(p->conf, text) < 0)
             return -1;
-        /* tu_build_path returns one static buffer: one call at a time. */
-        char m1[4096], m2[4096];
-        snprintf(m1, sizeof(m1), "%s", tu_build_path("modules/mod_tcp_proxy"));
-        snprintf(m2, sizeof(m2), "%s", tu_build_path("tests/e2e/tcp_proxy"));
-        char m3[4096];
-        snprintf(m3, sizeof(m3), "%s", tu_build_path("modules/mod_metrics"));
-        snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s:%s:%s:%s", m1, m2, m3,
-                 tu_build_path("tests/modules"));
-        char *argv[] = {(char *)tu_build_path("core/prismlb"), "--config", p->conf, NULL};
-        char *env[] = {mp, NULL};
-        if (tu_spawn(&p->proc, argv, env, p->log) < 0)
+        char *env[] = {(char *)tu_module_path_env(mods), NULL};
+        if (tu_prismlb_spawn(&p->proc, p->conf, p->log, NULL, env) < 0)
             return -1;
         tp_track(p->proc.pid);
         /* Wait for the log line rather than connecting: a test connection
@@ -422,17 +412,7 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
 int
 proxy_wait_log(struct proxy *p, const char *needle, int timeout_ms)
 {
-    long long end = tu_now_ms() + timeout_ms;
-    for (;;) {
-        char *s = tu_read_file(p->log, NULL);
-        int found = s && strstr(s, needle);
-        free(s);
-        if (found)
-            return 0;
-        if (tu_now_ms() >= end || tu_exited(&p->proc))
-            return -1;
-        tu_sleep_ms(10);
-    }
+    return tu_proc_wait_log(&p->proc, p->log, needle, timeout_ms) == 0 ? 0 : -1;
 }
 
 char *
@@ -516,15 +496,7 @@ fail:
 int
 metric_value(const char *text, const char *series, double *v)
 {
-    size_t n = strlen(series);
-    for (const char *line = text; line && *line;
-         line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
-        if (strncmp(line, series, n) == 0 && line[n] == ' ') {
-            *v = strtod(line + n + 1, NULL);
-            return 0;
-        }
-    }
-    return -1;
+    return tu_metric_value(text, series, v);
 }
 
 int
@@ -570,28 +542,13 @@ tp_registry_init(void)
     unlink(registry);
 }
 
-/* The start time of a process (clock ticks since boot, /proc/PID/stat
- * field 22), which tells it apart from a later process reusing its PID.
- * 0 when it does not exist. */
+/* The start time of a process (clock ticks since boot), which tells it
+ * apart from a later process reusing its PID. 0 when it does not exist. */
 static unsigned long long
 start_time(int pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command name may hold spaces */
     unsigned long long t = 0;
-    if (p && sscanf(p + 2,
-                    "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d "
-                    "%*d %*d %llu",
-                    &t) == 1)
-        return t;
-    return 0;
+    return tu_proc_stat(pid, NULL, NULL, &t) == 0 ? t : 0;
 }
 
 void

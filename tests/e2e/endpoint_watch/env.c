@@ -1,10 +1,11 @@
 /*
- * ew_e2e: see ew_e2e.h.
+ * env: see env.h.
  */
-#include "ew_e2e.h"
+#include "env.h"
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <jansson.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -15,6 +16,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "daemon.h"
+#include "kubelog.h"
 
 int
 ewt_init(struct ewt *t)
@@ -128,29 +132,10 @@ ewt_fake_stop(struct ewt *t)
 void
 ewt_write_kubeconfig(struct ewt *t, const char *url)
 {
-    char buf[16384];
-    snprintf(buf, sizeof(buf),
-             "apiVersion: v1\n"
-             "kind: Config\n"
-             "clusters:\n"
-             "- cluster:\n"
-             "    certificate-authority: %s/ca.crt\n"
-             "    server: %s\n"
-             "  name: fake\n"
-             "contexts:\n"
-             "- context:\n"
-             "    cluster: fake\n"
-             "    user: me\n"
-             "  name: fake\n"
-             "current-context: fake\n"
-             "users:\n"
-             "- name: me\n"
-             "  user:\n"
-             "    client-certificate: %s/client.crt\n"
-             "    client-key: %s/client.key\n",
-             t->fakedir, url ? url : t->f.server[0], t->fakedir, t->fakedir);
-    if (tu_write_file(t->kubeconfig, buf) < 0)
-        fprintf(stderr, "cannot write %s\n", t->kubeconfig);
+    const struct tu_kubeconfig kc = {.server = url ? url : t->f.server[0], .certdir = t->fakedir};
+    int rc = tu_write_kubeconfig(t->kubeconfig, &kc);
+    if (rc < 0)
+        fprintf(stderr, "cannot write %s: %s\n", t->kubeconfig, strerror(-rc));
 }
 
 int
@@ -175,20 +160,7 @@ ewt_requests(struct ewt *t, const char *method, const char *frag, const char *fr
     http_res_free(&r);
     if (!d)
         return -1;
-    json_t *items = json_object_get(d, "items"), *e;
-    size_t i;
-    int n = 0;
-    json_array_foreach(items, i, e)
-    {
-        const char *m = json_string_value(json_object_get(e, "method"));
-        const char *p = json_string_value(json_object_get(e, "path"));
-        if (!m || !p || strcmp(m, method) != 0 || (frag && !strstr(p, frag)) ||
-            (frag2 && !strstr(p, frag2)))
-            continue;
-        if (times && n < max)
-            times[n] = json_real_value(json_object_get(e, "time"));
-        n++;
-    }
+    int n = tu_kube_requests(d, method, frag, frag2, times, max);
     json_decref(d);
     return n;
 }
@@ -280,19 +252,7 @@ ewt_slice_delete(struct ewt *t, const char *ns, const char *name)
 int
 ewt_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t l = sizeof(a);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0)
-        return -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &l) < 0) {
-        close(fd);
-        return -1;
-    }
-    close(fd);
-    return ntohs(a.sin_port);
+    return tu_free_port();
 }
 
 int
@@ -328,16 +288,13 @@ ewt_free_fixed_port(void)
 int
 ewt_daemon_start(struct ewt *t, const char *ew_settings, const char *extra, char *const *env_extra)
 {
-    char text[16384], mp[16800], m1[4096], m2[4096], m3[4096], m4[4096];
+    static const char *const mods[] = {"modules/mod_endpoint_watch", "modules/mod_metrics",
+                                       "modules/mod_tcp_proxy", "tests/modules", NULL};
+    char text[16384];
     char *env[32];
     int ne = 0;
 
-    snprintf(m1, sizeof(m1), "%s", tu_build_path("modules/mod_endpoint_watch"));
-    snprintf(m2, sizeof(m2), "%s", tu_build_path("modules/mod_metrics"));
-    snprintf(m3, sizeof(m3), "%s", tu_build_path("modules/mod_tcp_proxy"));
-    snprintf(m4, sizeof(m4), "%s", tu_build_path("tests/modules"));
-    snprintf(mp, sizeof(mp), "PRISMLB_MODULE_PATH=%s:%s:%s:%s", m1, m2, m3, m4);
-    env[ne++] = mp;
+    env[ne++] = (char *)tu_module_path_env(mods);
     for (size_t i = 0; env_extra && env_extra[i] && ne < 30; i++)
         env[ne++] = env_extra[i];
     env[ne] = NULL;
@@ -358,11 +315,11 @@ ewt_daemon_start(struct ewt *t, const char *ew_settings, const char *extra, char
                  ew_settings ? ew_settings : "", t->trace, extra ? extra : "", t->metrics_port);
         if (tu_write_file(t->conf, text) < 0)
             return -1;
-        char exe[4096];
-        snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));
-        char *argv[] = {exe, "--config", t->conf, NULL};
-        if (tu_spawn(&t->daemon, argv, env, t->log) < 0)
+        int rc = tu_prismlb_spawn(&t->daemon, t->conf, t->log, NULL, env);
+        if (rc < 0) {
+            fprintf(stderr, "cannot start the daemon: %s\n", strerror(-rc));
             return -1;
+        }
         t->daemon_up = 1;
         if (tu_wait_port("127.0.0.1", t->metrics_port, 10000) == 0 &&
             ewt_metric(t, "prismlb_discovery_updates_total", "static") >= 0)
@@ -393,25 +350,13 @@ ewt_log(struct ewt *t)
 int
 ewt_log_count(struct ewt *t, const char *needle)
 {
-    char *s = ewt_log(t);
-    int n = 0;
-    for (char *p = s; p && (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    free(s);
-    return n;
+    return tu_file_count(t->log, needle);
 }
 
 int
 ewt_wait_log(struct ewt *t, const char *needle, int timeout_ms)
 {
-    long long end = tu_now_ms() + timeout_ms;
-    for (;;) {
-        if (ewt_log_count(t, needle) > 0)
-            return 0;
-        if (tu_now_ms() >= end || tu_exited(&t->daemon))
-            return -1;
-        tu_sleep_ms(10);
-    }
+    return tu_proc_wait_log(&t->daemon, t->log, needle, timeout_ms) == 0 ? 0 : -1;
 }
 
 int
@@ -502,47 +447,26 @@ ewt_wait_set(struct ewt *t, const char *want, int timeout_ms)
 /* ------------------------------------------------------------------------ */
 /* Metrics                                                                  */
 
-struct buf {
-    char *p;
-    size_t n;
-};
-
-static size_t
-collect(char *d, size_t sz, size_t nm, void *arg)
-{
-    struct buf *b = arg;
-    size_t k = sz * nm;
-    char *p = realloc(b->p, b->n + k + 1);
-    if (!p)
-        return 0;
-    memcpy(p + b->n, d, k);
-    b->n += k;
-    p[b->n] = '\0';
-    b->p = p;
-    return k;
-}
-
 double
 ewt_metric(struct ewt *t, const char *family, const char *provider)
 {
     char url[256], want[512];
-    struct buf b = {NULL, 0};
+    struct tu_buf b = {0};
     double v = -1;
     CURL *c = curl_easy_init();
     if (!c)
         return -1;
     snprintf(url, sizeof(url), "http://127.0.0.1:%d/metrics", t->metrics_port);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, tu_buf_append);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (curl_easy_perform(c) == CURLE_OK && b.p) {
-        snprintf(want, sizeof(want), "%s{module_instance=\"ew\",source=\"ew\",provider=\"%s\"} ",
+        snprintf(want, sizeof(want), "%s{module_instance=\"ew\",source=\"ew\",provider=\"%s\"}",
                  family, provider);
-        char *p = strstr(b.p, want);
-        if (p)
-            v = strtod(p + strlen(want), NULL);
+        if (tu_metric_value(b.p, want, &v) < 0)
+            v = -1;
     }
     curl_easy_cleanup(c);
     free(b.p);

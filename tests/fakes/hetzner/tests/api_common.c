@@ -122,12 +122,9 @@ api_run(int argc, char **argv, const char *name, const TTest *const *tests, size
     for (size_t i = 0; i < n; i++)
         _tcase_add_test(tc, tests[i], 0, 0, 0, 1);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(s);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }
 
 int

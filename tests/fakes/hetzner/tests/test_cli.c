@@ -458,10 +458,7 @@ main(void)
     tcase_add_test(tc, test_cli_sees_api_errors);
     tcase_add_test(tc, test_cli_certificates_and_https);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    int rc = tu_run_suite(s);
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

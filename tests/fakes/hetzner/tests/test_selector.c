@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "selector.h"
+#include "testutil.h"
 
 static json_t *labels;
 
@@ -216,9 +217,5 @@ main(void)
     tcase_add_test(tc, test_invalid_keys_values);
     tcase_add_test(tc, test_label_validation);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

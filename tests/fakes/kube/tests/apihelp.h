@@ -135,16 +135,12 @@ run_cases(const struct api_case *cases, size_t n)
     for (size_t i = 0; i < n; i++) {
         Suite *s = suite_create(cases[i].name);
         TCase *c = tcase_create(cases[i].name);
-        SRunner *sr;
         extra_args = cases[i].args;
         tcase_add_checked_fixture(c, setup, teardown);
         tcase_set_timeout(c, 60);
         tcase_add_test(c, cases[i].test);
         suite_add_tcase(s, c);
-        sr = srunner_create(s);
-        srunner_run_all(sr, CK_NORMAL);
-        failed += srunner_ntests_failed(sr);
-        srunner_free(sr);
+        failed += tu_run_suite(s) != EXIT_SUCCESS;
     }
     curl_global_cleanup();
     return failed;

@@ -490,13 +490,9 @@ suite(void)
 int
 main(void)
 {
-    SRunner *sr;
-    int failed;
+    int rc;
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    sr = srunner_create(suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    rc = tu_run_suite(suite());
     curl_global_cleanup();
-    return failed ? 1 : 0;
+    return rc;
 }

@@ -84,17 +84,11 @@ main(void)
 {
     Suite *s = suite_create("fake-kube-python");
     TCase *tc = tcase_create("python");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, python_list_watch_410_and_drop);
     tcase_add_test(tc, python_under_cluster_prefix);
     tcase_add_test(tc, python_meets_the_refusals);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

@@ -10,6 +10,7 @@
 #include <jansson.h>
 
 #include "fk.h"
+#include "testutil.h"
 
 static json_t *
 J(const char *s)
@@ -495,8 +496,6 @@ main(void)
 {
     Suite *s = suite_create("fake-kube-unit");
     TCase *tc = tcase_create("unit");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, merge_patch_rfc7386);
     tcase_add_test(tc, json_patch_rfc6902);
@@ -508,9 +507,5 @@ main(void)
     tcase_add_test(tc, service_address_allocation);
     tcase_add_test(tc, json_writer_matches_jansson);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? 1 : 0;
+    return tu_run_suite(s);
 }

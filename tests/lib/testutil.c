@@ -211,6 +211,16 @@ tu_rmrf(const char *path)
     return unlink(path) < 0 ? -errno : 0;
 }
 
+void
+tu_rmdtemp(char **dir)
+{
+    if (!*dir)
+        return;
+    tu_rmrf(*dir);
+    free(*dir);
+    *dir = NULL;
+}
+
 static void
 child_exec(char *const argv[], char *const envp_extra[], int outfd)
 {

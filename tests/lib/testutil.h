@@ -36,6 +36,9 @@ char *tu_mkdtemp(void);
  * its directory apart from the tests'). */
 char *tu_mkdtemp_prefix(const char *prefix);
 int tu_rmrf(const char *path);
+/* Remove *dir (from tu_mkdtemp) and all under it, free the string and set
+ * *dir to NULL; nothing when *dir is NULL. */
+void tu_rmdtemp(char **dir);
 
 /* Start argv[0] (PATH is searched) with extra "K=V" environment entries
  * (envp_extra may be NULL), stdout and stderr appended to log_path (or

@@ -67,11 +67,7 @@ ewt_fini(struct ewt *t)
     }
     if (t->fake_up)
         ewt_fake_stop(t);
-    if (t->dir) {
-        tu_rmrf(t->dir);
-        free(t->dir);
-        t->dir = NULL;
-    }
+    tu_rmdtemp(&t->dir);
     return rc;
 }
 

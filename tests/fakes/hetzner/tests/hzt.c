@@ -121,11 +121,7 @@ hzt_stop(struct hzt_fake *f)
     int st = -1;
     if (f->proc.pid > 0)
         st = tu_stop(&f->proc, SIGTERM, 5000);
-    if (f->dir) {
-        tu_rmrf(f->dir);
-        free(f->dir);
-        f->dir = NULL;
-    }
+    tu_rmdtemp(&f->dir);
     return st;
 }
 

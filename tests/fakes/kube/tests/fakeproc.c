@@ -85,11 +85,7 @@ fake_stop(struct fake *f)
         fprintf(stderr, "fake log:\n%s\n", log ? log : "(none)");
         free(log);
     }
-    if (f->dir) {
-        tu_rmrf(f->dir);
-        free(f->dir);
-        f->dir = NULL;
-    }
+    tu_rmdtemp(&f->dir);
     return st;
 }
 

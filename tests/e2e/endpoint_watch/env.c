@@ -77,7 +77,7 @@ ewt_fini(struct ewt *t)
 int
 ewt_fake_start(struct ewt *t, const char *const *extra)
 {
-    char *argv[64], state[4300], line[256], exe[4096];
+    char *argv[64], state[4300], exe[4096];
     int n = 0;
 
     snprintf(exe, sizeof(exe), "%s", tu_build_path("tests/fakes/kube/prismlb-fake-kube"));
@@ -97,24 +97,7 @@ ewt_fake_start(struct ewt *t, const char *const *extra)
     if (tu_spawn(&t->f.proc, argv, NULL, t->f.log) < 0)
         return -1;
     t->fake_up = 1;
-    if (tu_wait_line(state, "ready", line, sizeof(line), 15000) < 0)
-        return -1;
-    FILE *sf = fopen(state, "r");
-    if (!sf)
-        return -1;
-    while (fgets(line, sizeof(line), sf)) {
-        int idx;
-        char url[128];
-        if (sscanf(line, "server %d %127s", &idx, url) == 2 && idx >= 0 && idx < 8) {
-            snprintf(t->f.server[idx], sizeof(t->f.server[idx]), "%s", url);
-            if (idx + 1 > t->f.nservers)
-                t->f.nservers = idx + 1;
-        } else if (sscanf(line, "admin %127s", url) == 1) {
-            snprintf(t->f.admin, sizeof(t->f.admin), "%s", url);
-        }
-    }
-    fclose(sf);
-    return t->f.nservers > 0 && t->f.admin[0] ? 0 : -1;
+    return fake_wait_ready(&t->f, state, 15000);
 }
 
 int

@@ -27,11 +27,10 @@ int
 fake_start_wrapped(struct fake *f, const char *const *wrapper, const char *const *extra)
 {
     char *argv[64];
-    char state[4200], tls[4200], line[256];
+    char state[4200], tls[4200];
     const char *exe = tu_build_path("tests/fakes/kube/prismlb-fake-kube");
     char exe_copy[4096];
     int n = 0;
-    FILE *sf;
 
     memset(f, 0, sizeof(*f));
     f->dir = fake_private_dir();
@@ -53,7 +52,17 @@ fake_start_wrapped(struct fake *f, const char *const *wrapper, const char *const
     argv[n] = NULL;
     if (tu_spawn(&f->proc, argv, NULL, f->log) < 0)
         return -1;
-    if (tu_wait_line(state, "ready", line, sizeof(line), wrapper ? 60000 : 10000) < 0)
+    return fake_wait_ready(f, state, wrapper ? 60000 : 10000);
+}
+
+/* See fakeproc.h. */
+int
+fake_wait_ready(struct fake *f, const char *state, int timeout_ms)
+{
+    char line[256];
+    FILE *sf;
+
+    if (tu_wait_line(state, "ready", line, sizeof(line), timeout_ms) < 0)
         return -1;
     sf = fopen(state, "r");
     if (!sf)

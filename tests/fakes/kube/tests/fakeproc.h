@@ -43,6 +43,10 @@ int fake_start_wrapped(struct fake *f, const char *const *wrapper, const char *c
 /* SIGTERM, wait; returns the wait status (0 = clean exit 0). Removes the
  * temp dir. */
 int fake_stop(struct fake *f);
+/* Wait (at most timeout_ms) for the fake started with --state-file state to
+ * write "ready" there, then read its servers' and admin URLs into f.
+ * 0, or -1 (not ready in time, or no server or admin URL). */
+int fake_wait_ready(struct fake *f, const char *state, int timeout_ms);
 
 /* One HTTPS request to server `srv` (path incl. query) with the client
  * certificate (use_cert) or a bearer token (token != NULL). body may be

@@ -229,12 +229,6 @@ ewt_slice_delete(struct ewt *t, const char *ns, const char *name)
 /* The daemon                                                               */
 
 int
-ewt_free_port(void)
-{
-    return tu_free_port();
-}
-
-int
 ewt_free_fixed_port(void)
 {
     int lo = 32768, hi = 60999;
@@ -278,7 +272,7 @@ ewt_daemon_start(struct ewt *t, const char *ew_settings, const char *extra, char
         env[ne++] = env_extra[i];
     env[ne] = NULL;
     for (int attempt = 0; attempt < 3; attempt++) {
-        t->metrics_port = ewt_free_port();
+        t->metrics_port = tu_free_port();
         snprintf(text, sizeof(text),
                  "log_level = \"debug\";\n"
                  "instances = (\n"

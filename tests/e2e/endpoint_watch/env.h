@@ -100,8 +100,6 @@ int ewt_admin(struct ewt *t, const char *method, const char *path, const char *b
 int ewt_requests(struct ewt *t, const char *method, const char *frag, const char *frag2,
                  double *times, int max);
 
-/* A free TCP port on 127.0.0.1 (bound and released). */
-int ewt_free_port(void);
 /* A free port below the system's ephemeral range (so no outgoing
  * connection takes it while a server is down and comes back on it), or
  * -1. */

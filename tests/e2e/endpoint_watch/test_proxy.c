@@ -182,7 +182,7 @@ setup(void)
     ck_assert_int_eq(ewt_fake_start(&T, NULL), 0);
     ewt_write_kubeconfig(&T, NULL);
     for (int attempt = 0; attempt < 5; attempt++) {
-        P = ewt_free_port();
+        P = tu_free_port();
         int ok = 1;
         for (int i = 0; i < 4 && ok; i++)
             ok = apisrv_start(&S[i], ips[i], P, (char)('1' + i)) == 0;
@@ -210,7 +210,7 @@ start_proxy(const char *drain)
     char s[8192], extra[1024];
     snprintf(s, sizeof(s), "endpoints = [%s]; kubeconfig = \"%s\";", eps_static, T.kubeconfig);
     for (int attempt = 0; attempt < 3; attempt++) {
-        proxy_port = ewt_free_port();
+        proxy_port = tu_free_port();
         snprintf(extra, sizeof(extra),
                  "{ module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"ew\"];\n"
                  "    bind_address = \"127.0.0.1\"; bind_port = %d; health_interval = \"2s\";\n"
@@ -384,7 +384,7 @@ START_TEST(discovery_through_the_local_proxy_fails_over)
     char *env[] = {"KUBERNETES_SERVICE_HOST=10.96.0.1", "KUBERNETES_SERVICE_PORT=443",
                    "KUBECONFIG=", NULL};
     for (int attempt = 0;; attempt++) {
-        proxy_port = ewt_free_port();
+        proxy_port = tu_free_port();
         snprintf(s, sizeof(s),
                  "endpoints = [\"127.0.0.1:%d\"]; service_account_dir = \"%s\";\n"
                  "    server = \"https://127.0.0.1:%d\";",

@@ -48,7 +48,7 @@ start_proxy(const char *endpoint, const char *state, int *port)
     snprintf(s, sizeof(s), "endpoints = [\"%s\"]; kubeconfig = \"%s\"; state_file = \"%s\";",
              endpoint, T.kubeconfig, state);
     for (int attempt = 0; attempt < 3; attempt++) {
-        *port = ewt_free_port();
+        *port = tu_free_port();
         snprintf(extra, sizeof(extra),
                  "{ module = \"tcp_proxy\"; name = \"kubeprism\"; upstreams = [\"ew\"];\n"
                  "    bind_address = \"127.0.0.1\"; bind_port = %d; health_interval = \"2s\";\n"
@@ -139,7 +139,7 @@ bad_state_file(const char *why, void (*make)(const char *path))
     char state[4200], s[16384], url[64];
     snprintf(state, sizeof(state), "%s/endpoints", T.dir);
     make(state);
-    snprintf(url, sizeof(url), "https://127.0.0.1:%d", ewt_free_port());
+    snprintf(url, sizeof(url), "https://127.0.0.1:%d", tu_free_port());
     ewt_write_kubeconfig(&T, url);
     snprintf(s, sizeof(s),
              "endpoints = [\"127.0.0.1:1\"]; kubeconfig = \"%s\"; state_file = \"%s\";",

@@ -64,18 +64,6 @@ env_fakes_start(struct env *e, int no_network, const char *seed_extra, const cha
     ck_assert_int_eq(tu_write_kubeconfig(e->kc, &kc), 0);
 }
 
-int
-env_free_port(void)
-{
-    return tu_free_port();
-}
-
-char *
-env_scrape(int port)
-{
-    return tu_scrape(port);
-}
-
 double
 env_metric(const char *text, const char *series)
 {

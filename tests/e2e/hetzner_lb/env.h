@@ -70,11 +70,6 @@ void dump_log(struct env *e);
  * the fake API server's kubeconfig. */
 void env_fakes_start(struct env *e, int no_network, const char *seed_extra,
                      const char *const *hz_args);
-/* A TCP port on 127.0.0.1 free a moment ago (for a metrics listener). */
-int env_free_port(void);
-/* GET /metrics of the daemon's metrics instance on port (new text), or
- * NULL while nothing answers there. */
-char *env_scrape(int port);
 /* The value of the sample whose name and labels are series
  * ("name{a=\"b\"}") in the exposition text (NULL is fine), or -1 when
  * there is none. */

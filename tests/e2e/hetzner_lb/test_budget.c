@@ -51,7 +51,7 @@ start(struct env *e, const char *const *hz_args, int resync_s, int *mport)
     char *lbs = balancers();
     env_fakes_start(e, 0, lbs, hz_args);
     free(lbs);
-    *mport = env_free_port();
+    *mport = tu_free_port();
     snprintf(conf, sizeof(conf),
              "instances = (\n"
              "  { module = \"hetzner_lb\"; name = \"hz\";\n"
@@ -114,7 +114,7 @@ START_TEST(two_thousand_balancers_under_3600_stretch_the_resync_to_400_s)
     for (;;) {
         ck_assert_msg(!tu_exited(&e.d), "the daemon exited");
         free(m);
-        m = env_scrape(mport);
+        m = tu_scrape(mport);
         if (env_metric(m, RESYNCS) >= 1)
             break;
         if (tu_now_ms() > dl) {
@@ -168,7 +168,7 @@ START_TEST(the_stretched_interval_spaces_the_resyncs)
     for (;;) {
         ck_assert_msg(!tu_exited(&e.d), "the daemon exited");
         free(m);
-        m = env_scrape(mport);
+        m = tu_scrape(mport);
         if (env_metric(m, RESYNCS) >= 3)
             break;
         if (tu_now_ms() > dl) {

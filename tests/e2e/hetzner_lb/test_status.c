@@ -75,7 +75,7 @@ START_TEST(status_shows_each_service_its_balancer_and_the_leader)
              "\"ports\":[{\"port\":53,\"protocol\":\"UDP\",\"nodePort\":30153}]}}",
              201, NULL);
 
-    mport = env_free_port();
+    mport = tu_free_port();
     snprintf(
         conf, sizeof(conf),
         "instances = (\n"

@@ -227,12 +227,6 @@ srv_ep(const struct srv *s)
     return b;
 }
 
-int
-free_port(void)
-{
-    return tu_free_port();
-}
-
 /* ------------------------------------------------------------------------ */
 /* Client sockets                                                           */
 
@@ -371,7 +365,7 @@ proxy_start_with(struct proxy *p, const char *settings, const char *instances,
     if (threads && *threads)
         snprintf(th, sizeof(th), " threads = %d;", atoi(threads)); /* same line */
     for (int attempt = 0; attempt < 3; attempt++) {
-        p->port = free_port();
+        p->port = tu_free_port();
         snprintf(text, sizeof(text),
                  "log_level = \"debug\";%s\n"
                  "instances = (\n"
@@ -491,12 +485,6 @@ fail:
     close(fd);
     free(buf);
     return -1;
-}
-
-int
-metric_value(const char *text, const char *series, double *v)
-{
-    return tu_metric_value(text, series, v);
 }
 
 int

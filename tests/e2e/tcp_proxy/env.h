@@ -49,9 +49,6 @@ long long srv_accept_at(struct srv *s, int i);
  * eighth call after). */
 const char *dir_path(const char *dir, const char *name);
 
-/* A free TCP port on 127.0.0.1 (bound and released: a small race). */
-int free_port(void);
-
 struct proxy {
     struct tu_proc proc;
     char *dir;       /* private temp dir (owned) */
@@ -105,8 +102,6 @@ void tp_reap_all(void);
 /* GET http://127.0.0.1:port/path (Connection: close). 0 with the status
  * and the body (new), or -1. */
 int http_get(int port, const char *path, int *status, char **body);
-/* The value of one series ("name{labels}") in Prometheus text. 0 or -1. */
-int metric_value(const char *text, const char *series, double *v);
 /* Scrape http://127.0.0.1:port/metrics and run `promtool check metrics`
  * (lint included) on it. 0 when promtool is content, else -1 with what it
  * said and the exposition in *why (new). */

@@ -73,7 +73,7 @@ teardown(void)
 START_TEST(the_proxy_role_runs_from_extractedprisms_variables_alone)
 {
     write_conf("");
-    int port = free_port(), hport = free_port();
+    int port = tu_free_port(), hport = tu_free_port();
     char endpoints[512] = "", v[24][4300];
     for (int i = 0; i < fk.nservers; i++) {
         const char *hostport = strstr(fk.server[i], "://");
@@ -157,7 +157,7 @@ START_TEST(an_ambiguous_variable_fails_the_start_naming_it)
     write_conf("  { module = \"tcp_proxy\"; name = \"second\"; upstreams = [\"apiservers\"];\n"
                "    bind_port = 17445; },\n");
     char port[32];
-    snprintf(port, sizeof(port), "EP_BIND_PORT=%d", free_port());
+    snprintf(port, sizeof(port), "EP_BIND_PORT=%d", tu_free_port());
     char *env[] = {module_path, "EP_ENDPOINTS=127.0.0.1:6443", port, NULL};
     char exe[4096];
     snprintf(exe, sizeof(exe), "%s", tu_build_path("core/prismlb"));

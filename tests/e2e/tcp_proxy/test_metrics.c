@@ -24,7 +24,7 @@ static void
 start(const char *settings, const char *const *eps, size_t n)
 {
     char inst[256];
-    mport = free_port();
+    mport = tu_free_port();
     snprintf(inst, sizeof(inst),
              "{ module = \"metrics\"; name = \"metrics\"; bind_address = \"127.0.0.1\"; "
              "port = %d; }",
@@ -41,7 +41,7 @@ scrape(const char *series, double *v)
     char *body = NULL;
     ck_assert_int_eq(http_get(mport, "/metrics", &status, &body), 0);
     ck_assert_int_eq(status, 200);
-    int rc = metric_value(body, series, v);
+    int rc = tu_metric_value(body, series, v);
     free(body);
     return rc;
 }

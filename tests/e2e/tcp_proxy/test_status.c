@@ -102,9 +102,9 @@ START_TEST(status_shows_each_upstream_as_the_proxy_sees_it)
     struct srv a;
     char inst[256], down[64];
     ck_assert_int_eq(srv_start(&a, SRV_ECHO, 'a'), 0);
-    snprintf(down, sizeof(down), "127.0.0.1:%d", free_port()); /* nothing listens */
+    snprintf(down, sizeof(down), "127.0.0.1:%d", tu_free_port()); /* nothing listens */
     const char *eps[] = {srv_ep(&a), down};
-    mport = free_port();
+    mport = tu_free_port();
     snprintf(inst, sizeof(inst), "{ module = \"metrics\"; name = \"probes\"; port = %d; }", mport);
     ck_assert_msg(proxy_start_with(&px, FAST, inst, eps, 2) == 0, "prismlb did not start: %s",
                   px.dir ? proxy_log(&px) : "(no dir)");

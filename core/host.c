@@ -350,6 +350,7 @@ static const struct plb_host_lb host_lb = {
     .keep_services = core_lb_keep_services,
     .keep_nodes = core_lb_keep_nodes,
     .keep_slices = core_lb_keep_slices,
+    .status_write_ingress = core_lb_host_status_write_ingress,
 };
 
 static const struct plb_host_links host_links = {

@@ -106,41 +106,61 @@ core_lb_host_clear(struct plb_lb_targets *t)
     t->n = t->dropped = t->no_address = 0;
 }
 
+char *
+core_lb_ingress_patch(const struct plb_lb_ingress *v, size_t n, size_t entry_size, int *err)
+{
+    json_t *patch = NULL, *ingress = NULL;
+    char *body = NULL;
+
+    *err = -EINVAL;
+    if (n && (!v || entry_size < sizeof(struct plb_lb_ingress)))
+        return NULL; /* 3.2's entry is the smallest there is */
+    for (size_t i = 0; i < n; i++) {
+        const struct plb_lb_ingress *e = (const void *)((const char *)v + i * entry_size);
+        if (!e->ip == !e->hostname || (e->ip_mode && !e->ip))
+            return NULL;
+    }
+    *err = -ENOMEM;
+    if (!(ingress = json_array()))
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        const struct plb_lb_ingress *e = (const void *)((const char *)v + i * entry_size);
+        json_t *o =
+            e->ip ? json_pack("{s:s}", "ip", e->ip) : json_pack("{s:s}", "hostname", e->hostname);
+        if (!o || (e->ip_mode && json_object_set_new(o, "ipMode", json_string(e->ip_mode)) < 0)) {
+            json_decref(o);
+            goto out;
+        }
+        if (json_array_append_new(ingress, o) < 0)
+            goto out; /* o was stolen, even on failure */
+    }
+    /* A merge patch replaces the list whole, which is what status wants. */
+    patch = json_pack("{s:{s:{s:O}}}", "status", "loadBalancer", "ingress", ingress);
+    if (patch && (body = json_dumps(patch, JSON_COMPACT)))
+        *err = 0;
+out:
+    json_decref(patch);
+    json_decref(ingress);
+    return body;
+}
+
 plb_kube_op *
-core_lb_host_status_write(plb_kube *k, const plb_obj *svc, const char *const *ips, size_t n,
-                          const char *ip_mode, plb_kube_done_cb done, void *arg, int *err)
+core_lb_host_status_write_ingress(plb_kube *k, const plb_obj *svc, const struct plb_lb_ingress *v,
+                                  size_t n, size_t entry_size, plb_kube_done_cb done, void *arg,
+                                  int *err)
 {
     const json_t *md = json_object_get(OBJ_JSON(svc), "metadata");
     const char *ns = json_string_value(json_object_get(md, "namespace"));
     const char *name = json_string_value(json_object_get(md, "name"));
-    json_t *patch = NULL, *ingress = NULL;
-    char *body = NULL;
-    plb_kube_op *op = NULL;
+    char *body;
+    plb_kube_op *op;
 
-    if (!ns || !name || (n && !ips)) {
+    if (!ns || !name) {
         *err = -EINVAL;
         return NULL;
     }
-    *err = -ENOMEM;
-    ingress = json_array();
-    if (!ingress)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        json_t *e = json_pack("{s:s}", "ip", ips[i]);
-        if (!e || (ip_mode && json_object_set_new(e, "ipMode", json_string(ip_mode)) < 0)) {
-            json_decref(e);
-            goto out;
-        }
-        if (json_array_append_new(ingress, e) < 0)
-            goto out; /* e was stolen, even on failure */
-    }
-    /* A merge patch replaces the list whole, which is what status wants. */
-    patch = json_pack("{s:{s:{s:O}}}", "status", "loadBalancer", "ingress", ingress);
-    if (!patch)
-        goto out;
-    body = json_dumps(patch, JSON_COMPACT);
-    if (!body)
-        goto out;
+    if (!(body = core_lb_ingress_patch(v, n, entry_size, err)))
+        return NULL;
     struct plb_kube_ref ref = {
         .size = sizeof(ref),
         .api_version = "v1",
@@ -150,9 +170,28 @@ core_lb_host_status_write(plb_kube *k, const plb_obj *svc, const char *const *ip
         .subresource = "status",
     };
     op = core_kube_patch(k, &ref, PLB_KUBE_MERGE_PATCH, body, done, arg, err);
-out:
     core_free(body);
-    json_decref(patch);
-    json_decref(ingress);
+    return op;
+}
+
+plb_kube_op *
+core_lb_host_status_write(plb_kube *k, const plb_obj *svc, const char *const *ips, size_t n,
+                          const char *ip_mode, plb_kube_done_cb done, void *arg, int *err)
+{
+    struct plb_lb_ingress *v = NULL;
+    plb_kube_op *op;
+
+    if (n && !ips) {
+        *err = -EINVAL;
+        return NULL;
+    }
+    if (n && !(v = core_calloc(n, sizeof(*v)))) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[i] = (struct plb_lb_ingress){.ip = ips[i], .ip_mode = ip_mode};
+    op = core_lb_host_status_write_ingress(k, svc, v, n, sizeof(*v), done, arg, err);
+    core_free(v);
     return op;
 }

@@ -216,6 +216,8 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_HC_INTERVAL "load-balancer.hetzner.cloud/health-check-interval"
 #define HZ_HCCM_HC_TIMEOUT "load-balancer.hetzner.cloud/health-check-timeout"
 #define HZ_HCCM_HC_RETRIES "load-balancer.hetzner.cloud/health-check-retries"
+/* hccm network/status: the hostname the status shows instead of the IPs. */
+#define HZ_HCCM_HOSTNAME "load-balancer.hetzner.cloud/hostname"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -254,6 +256,9 @@ struct hz_annot {
     /* The annotation type, location and node_selector came from (static
      * strings; NULL when absent), for the messages that name it. */
     const char *type_key, *location_key, *selector_key;
+    /* hccm network/status */
+    char *hostname; /* hccm's hostname (a DNS name): the status's one entry,
+                       instead of the balancer's IPs; NULL: the IPs */
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */

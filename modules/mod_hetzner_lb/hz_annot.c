@@ -38,7 +38,7 @@ void
 hz_annot_clear(struct hz_annot *a)
 {
     hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
-                 &a->network_zone, &a->type, NULL);
+                 &a->network_zone, &a->type, &a->hostname, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -149,6 +149,48 @@ merge_word(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, c
         hv = NULL;
     }
     hz_free(hv);
+    return 0;
+}
+
+/* NULL when v is a DNS name the API server takes as a status hostname
+ * (lowercase letters, digits, '-' and '.', labels beginning and ending
+ * with a letter or digit, at most 253 characters; not an IP address), else
+ * why not (static). */
+static const char *
+status_hostname_bad(const char *v)
+{
+    size_t n = strlen(v), label = 0;
+    unsigned char b[sizeof(struct in6_addr)];
+    if (n == 0 || n > 253)
+        return "must be 1 to 253 characters";
+    if (inet_pton(AF_INET, v, b) == 1 || inet_pton(AF_INET6, v, b) == 1)
+        return "is an IP address, not a hostname";
+    for (size_t i = 0; i <= n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c == '.' || c == '\0') {
+            if (label == 0 || v[i - 1] == '-')
+                return "is not a DNS name (lowercase letters, digits, '-' and '.')";
+            label = 0;
+        } else if ((c >= 'a' && c <= 'z') || isdigit(c) || (c == '-' && label > 0)) {
+            label++;
+        } else {
+            return "is not a DNS name (lowercase letters, digits, '-' and '.')";
+        }
+    }
+    return NULL;
+}
+
+/* hccm's network/status annotations (hostname). 0 or -ENOMEM. */
+static int
+net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
+{
+    const char *v, *why;
+    if ((v = get(arg, HZ_HCCM_HOSTNAME))) {
+        if ((why = status_hostname_bad(v)))
+            bad(e, HZ_HCCM_HOSTNAME, "\"%.64s\" %s", v, why);
+        else if (!(a->hostname = hz_strdup(v)))
+            return -ENOMEM;
+    }
     return 0;
 }
 
@@ -278,6 +320,8 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     get_bool(get, arg, HZ_ANN_PROXY_MODE, &a.proxy_mode, &e);
     get_bool(get, arg, HZ_ANN_PUBLIC, &a.public_iface, &e);
     get_bool(get, arg, HZ_HCCM_IPV6_DISABLED, &a.ipv6_disabled, &e);
+    if ((rc = net_status(get, arg, &a, &e)) < 0)
+        goto fail;
     if ((rc = get_word(get, arg, HZ_ANN_LOCATION, &a.location, &e)) < 0)
         goto fail;
     if ((v = get(arg, HZ_ANN_ALGORITHM))) {

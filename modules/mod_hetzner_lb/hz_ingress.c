@@ -2,10 +2,11 @@
  * hz_ingress.c: the Service status mod_hetzner_lb writes:
  * status.loadBalancer.ingress with the balancer's IPv4 (and IPv6 with
  * ipv6_ingress; a private-only balancer's private IP) and the ipMode of
- * robotlb/ip-mode or default_ip_mode, through the daemon's
- * lb_status_write. The write is a machine of its own per Service (enum
- * hz_status_phase, hz_state.h): one write in flight at a time, a sync that
- * meets one asks for a look after it.
+ * robotlb/ip-mode or default_ip_mode, or instead of the IPs hccm's
+ * hostname alone, through the daemon's lb->status_write_ingress (ABI 3.2;
+ * on an older daemon lb->status_write, IPs only). The write is a machine of its own per Service
+ * (enum hz_status_phase, hz_state.h): one write in flight at a time, a sync that meets one asks for
+ * a look after it.
  *
  * Never a status the API server would refuse: just before a write is sent
  * the latest cached Service must still be ours (type LoadBalancer, a class
@@ -47,6 +48,16 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
     if (!arr) {
         *oom = 1;
         return NULL;
+    }
+    /* hccm's hostname: the one entry, no IP (a daemon before ABI 3.2
+     * writes IPs only, so there the IPs stay) */
+    if (hz_state_good(st) && st->good.hostname && PLB_HAS(ks->host->lb, status_write_ingress)) {
+        if (json_array_append_new(arr, json_pack("{s:s}", "hostname", st->good.hostname)) < 0) {
+            *oom = 1;
+            json_decref(arr);
+            return NULL;
+        }
+        return arr;
     }
     if ((v4 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v4, "ipMode", ms)) < 0) ||
         (v6 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
@@ -117,49 +128,67 @@ status_ended(struct hz_kside *ks, const char *key, const struct plb_kube_result 
         hz_work_add(ks, st->key);
 }
 
-/* What start_status_write sends. */
+/* What start_status_write sends: want's entries (borrowed from it). */
 struct status_write {
     const plb_obj *svc;
-    const char *ips[2];
+    struct plb_lb_ingress *v;
     size_t n;
-    const char *mode;
 };
 
 static plb_kube_op *
 start_status_write(struct hz_kside *ks, void *arg, plb_kube_done_cb done, void *karg, int *err)
 {
     struct status_write *w = arg;
-    return ks->host->lb->status_write(ks->kube, w->svc, w->ips, w->n, w->mode, done, karg, err);
+    const char *ips[2];
+    size_t n = 0;
+    if (PLB_HAS(ks->host->lb, status_write_ingress))
+        return ks->host->lb->status_write_ingress(ks->kube, w->svc, w->v, w->n, sizeof(*w->v), done,
+                                                  karg, err);
+    /* before ABI 3.2: IPs (ingress_of wrote no hostname), one ipMode */
+    for (size_t i = 0; i < w->n && n < 2; i++)
+        ips[n++] = w->v[i].ip;
+    return ks->host->lb->status_write(ks->kube, w->svc, ips, n, n ? w->v[0].ip_mode : NULL, done,
+                                      karg, err);
 }
-
 /* Send want (borrowed), the ingress st's Service svc (borrowed) should
  * show. 0, or -ENOMEM when it could not be started for want of memory. */
 static int
 status_send(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, json_t *want)
 {
-    struct status_write w = {
-        .svc = svc, .mode = json_string_value(json_object_get(json_array_get(want, 0), "ipMode"))};
+    struct status_write w = {.svc = svc, .n = json_array_size(want)};
+    char *text = json_dumps(want, JSON_COMPACT);
     size_t i;
     json_t *e;
     int rc;
+    w.v = hz_calloc(w.n * sizeof(*w.v));
+    if (!w.v || !text) {
+        hz_free(w.v);
+        hz_free(text);
+        return -ENOMEM;
+    }
     json_array_foreach(want, i, e)
     {
-        if (w.n < 2)
-            w.ips[w.n++] = json_string_value(json_object_get(e, "ip"));
+        w.v[i].ip = json_string_value(json_object_get(e, "ip"));
+        w.v[i].hostname = json_string_value(json_object_get(e, "hostname"));
+        w.v[i].ip_mode = json_string_value(json_object_get(e, "ipMode"));
     }
-    PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s%s%s", w.ips[0],
-             w.n > 1 ? ", " : "", w.n > 1 ? w.ips[1] : "");
+    PLB_INFO(ks->host, ks->ctx, PLB_KV("service", st->key), "status ingress %s", text);
+    hz_free(text);
     const char *rv = hz_ks_str(ks, svc, "metadata", "resourceVersion", NULL);
     char *rvc = rv ? hz_strdup(rv) : NULL;
-    if (rv && !rvc)
+    if (rv && !rvc) {
+        hz_free(w.v);
         return -ENOMEM;
+    }
     /* in flight from here: status_ended undoes this if it fails */
     json_decref(st->status_sent);
     st->status_sent = json_incref(want);
     hz_free(st->status_rv);
     st->status_rv = rvc;
     st->status = HZ_STATUS_WRITING;
-    if ((rc = hz_kop_run(ks, "status write", start_status_write, &w, status_ended, st->key)) < 0) {
+    rc = hz_kop_run(ks, "status write", start_status_write, &w, status_ended, st->key);
+    hz_free(w.v);
+    if (rc < 0) {
         /* not started (status_ended ran) or not tracked (it did not) */
         st->status = HZ_STATUS_IDLE;
         json_decref(st->status_sent);

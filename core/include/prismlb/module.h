@@ -1,5 +1,5 @@
 /*
- * prismlb/module.h — the public module ABI of prismlb, version 3.1.
+ * prismlb/module.h — the public module ABI of prismlb, version 3.2.
  *
  * Versioning (Varnish's rule). A module built against 3.N loads on a daemon of 3.M when M >= N;
  * the loader refuses any other module (another major, a newer minor) naming both versions. A minor
@@ -27,7 +27,8 @@
  * over (the root, every topic table, plb_kube_result, plb_informer_status, plb_endpoint_set,
  * plb_health_info). The reader uses the fields within that size and takes the others as zero; the
  * daemon refuses (-EINVAL) a structure smaller than its 3.0 size. Arrays come with their stride
- * (plb_module.setting_size, plb_lb_targets.target_size). Nothing that grows is embedded by value.
+ * (plb_module.setting_size, plb_lb_targets.target_size, lb->status_write_ingress's entry_size).
+ * Nothing that grows is embedded by value.
  *
  * Ownership: new (the caller owns the result and frees it with the named function); borrowed (the
  * callee keeps it, valid for the stated time); steals (ownership passes to the callee).
@@ -65,6 +66,7 @@
  * http->resp_in_flight_at_close): its effect is unknown. Reads are never fenced.
  *
  * Changelog (newest first, one line per change):
+ *   3.2 2026-12-03 lb->status_write_ingress: a status of struct plb_lb_ingress entries (hostnames).
  *   3.1 2026-12-03 plb_http_opts.fresh_connection: a request on a connection of its own.
  *   3.0 2026-12-02 Topic tables under a root: host->TOPIC->member, PLB_HAS for PLB_HOST_HAS;
  *       2.x modules are refused. Every member, by table (old→new; same name unless shown):
@@ -122,7 +124,7 @@ extern "C" {
 #endif
 
 #define PLB_ABI_MAJOR 3
-#define PLB_ABI_MINOR 1
+#define PLB_ABI_MINOR 2
 
 #define PLB_MODULE_SYMBOL "prismlb_module"
 #define PLB_MODULE_EXPORT                                                                          \
@@ -522,6 +524,15 @@ struct plb_lb_targets {
 #define PLB_LB_TARGET(t, i)                                                                        \
     ((const struct plb_lb_target *)(const void *)((const char *)(t)->v + (i) * (t)->target_size))
 
+/* 3.2: one entry of a Service's status.loadBalancer.ingress, for lb->status_write_ingress. An
+ * entry has an ip or a hostname, never both; ip_mode goes only with an ip (the API server's
+ * rules). Strings borrowed for the call. */
+struct plb_lb_ingress {
+    const char *ip;       /* an IPv4 or IPv6 address, or NULL */
+    const char *hostname; /* a DNS name, or NULL */
+    const char *ip_mode;  /* "VIP", "Proxy", or NULL: none */
+};
+
 /* --- Topic tables. Each begins with its size (the daemon's sizeof); a later --- */
 /* 3.x appends members at the end of its table only.                        */
 
@@ -788,6 +799,14 @@ struct plb_host_lb {
     const char *const *keep_services;
     const char *const *keep_nodes;
     const char *const *keep_slices;
+    /* 3.2: merge-patch status.loadBalancer.ingress of svc to the n entries of v, entry_size
+     * bytes apart (sizeof(struct plb_lb_ingress) as the module was built); n == 0 clears it.
+     * NULL with *err -EINVAL for an entry with neither or both of ip and hostname, or an
+     * ip_mode without an ip. Unconditional and always sent. Completes as kube->patch. */
+    plb_kube_op *(*status_write_ingress)(plb_kube *k, const plb_obj *svc,
+                                         const struct plb_lb_ingress *v, size_t n,
+                                         size_t entry_size, plb_kube_done_cb done, void *arg,
+                                         int *err);
 };
 
 struct plb_host_links {

@@ -228,7 +228,7 @@ START_TEST(every_test_module_builds_out_of_tree_and_loads)
 END_TEST
 
 /* mod_has built out of tree with a descriptor that says 3.0 runs on the
- * daemon (3.1: an older minor loads), finds every member and uses new_real. */
+ * daemon (of a newer minor: an older minor loads), finds every member and uses new_real. */
 START_TEST(a_module_built_for_3_0_finds_every_member_on_the_daemon)
 {
     char *dir = tu_mkdtemp();

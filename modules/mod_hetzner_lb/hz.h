@@ -216,8 +216,12 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_HC_INTERVAL "load-balancer.hetzner.cloud/health-check-interval"
 #define HZ_HCCM_HC_TIMEOUT "load-balancer.hetzner.cloud/health-check-timeout"
 #define HZ_HCCM_HC_RETRIES "load-balancer.hetzner.cloud/health-check-retries"
-/* hccm network/status: the hostname the status shows instead of the IPs. */
+/* hccm network/status: the hostname the status shows instead of the IPs;
+ * the public interface off (robotlb's lb-public-interface "false"); the
+ * private IP in the network (robotlb's lb-private-ip). */
 #define HZ_HCCM_HOSTNAME "load-balancer.hetzner.cloud/hostname"
+#define HZ_HCCM_DISABLE_PUBLIC "load-balancer.hetzner.cloud/disable-public-network"
+#define HZ_HCCM_PRIVATE_IPV4 "load-balancer.hetzner.cloud/private-ipv4"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -259,6 +263,8 @@ struct hz_annot {
     /* hccm network/status */
     char *hostname; /* hccm's hostname (a DNS name): the status's one entry,
                        instead of the balancer's IPs; NULL: the IPs */
+    /* The annotation public_iface came from (static; NULL when absent). */
+    const char *public_key;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */

@@ -180,11 +180,39 @@ status_hostname_bad(const char *v)
     return NULL;
 }
 
-/* hccm's network/status annotations (hostname). 0 or -ENOMEM. */
+/* hccm's network/status annotations: hostname; disable-public-network and
+ * private-ipv4 beside robotlb's lb-public-interface and lb-private-ip
+ * (both alike, or both named). 0 or -ENOMEM. */
 static int
 net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
 {
     const char *v, *why;
+    struct in_addr ia, ib;
+    int b;
+    if (a->public_iface >= 0)
+        a->public_key = HZ_ANN_PUBLIC;
+    if ((v = get(arg, HZ_HCCM_DISABLE_PUBLIC))) {
+        if ((b = hz_go_bool(v)) < 0) {
+            bad(e, HZ_HCCM_DISABLE_PUBLIC, "\"%.64s\" is neither true nor false", v);
+        } else if (a->public_iface >= 0 && a->public_iface == b) {
+            bad(e, HZ_ANN_PUBLIC, "\"%s\" and %s \"%.64s\" disagree (give one, or both alike)",
+                a->public_iface ? "true" : "false", HZ_HCCM_DISABLE_PUBLIC, v);
+        } else {
+            a->public_iface = !b;
+            a->public_key = HZ_HCCM_DISABLE_PUBLIC;
+        }
+    }
+    if ((v = get(arg, HZ_HCCM_PRIVATE_IPV4))) {
+        if (inet_pton(AF_INET, v, &ib) != 1)
+            bad(e, HZ_HCCM_PRIVATE_IPV4, "\"%.64s\" is not an IPv4 address", v);
+        else if (a->private_ip &&
+                 (inet_pton(AF_INET, a->private_ip, &ia) != 1 || ia.s_addr != ib.s_addr))
+            bad(e, HZ_ANN_PRIVATE_IP,
+                "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)", a->private_ip,
+                HZ_HCCM_PRIVATE_IPV4, v);
+        else if (!a->private_ip && !(a->private_ip = hz_strdup(v)))
+            return -ENOMEM;
+    }
     if ((v = get(arg, HZ_HCCM_HOSTNAME))) {
         if ((why = status_hostname_bad(v)))
             bad(e, HZ_HCCM_HOSTNAME, "\"%.64s\" %s", v, why);

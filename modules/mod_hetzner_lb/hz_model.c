@@ -72,9 +72,9 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     if (!d.public_iface && !net) {
         if (errlen)
             snprintf(err, errlen,
-                     "%s: \"false\" makes a private-only balancer, which needs a network "
+                     "%s: a private-only balancer needs a network "
                      "(robotlb/lb-network or default_network)",
-                     HZ_ANN_PUBLIC);
+                     a->public_key ? a->public_key : HZ_ANN_PUBLIC);
         hz_desired_clear(&d);
         return -EINVAL;
     }

@@ -64,12 +64,102 @@ START_TEST(hostname_is_a_dns_name_not_an_address)
 }
 END_TEST
 
+/* "disable-public-network: Disables the public network of the Hetzner
+ * Cloud Load Balancer" (a Go boolean): robotlb's lb-public-interface
+ * upside down, in the same field; both alike are taken, a disagreement
+ * names both. */
+START_TEST(disable_public_network_is_lb_public_interface_upside_down)
+{
+    const char *cases[][5] = {
+        {"load-balancer.hetzner.cloud/disable-public-network", "true", NULL},
+        {"load-balancer.hetzner.cloud/disable-public-network", "1", "robotlb/lb-public-interface",
+         "false", NULL},
+        {"load-balancer.hetzner.cloud/disable-public-network", "False", NULL},
+    };
+    const int want[] = {0, 0, 1};
+    const char *key[] = {"load-balancer.hetzner.cloud/disable-public-network",
+                         "load-balancer.hetzner.cloud/disable-public-network",
+                         "load-balancer.hetzner.cloud/disable-public-network"};
+    for (size_t i = 0; i < 3; i++) {
+        struct hz_annot a;
+        char err[512];
+        ck_assert_msg(hz_annot_parse(kv_get, (void *)cases[i], &a, err, sizeof(err)) == 0, "%s",
+                      err);
+        ck_assert_int_eq(a.public_iface, want[i]);
+        ck_assert_str_eq(a.public_key, key[i]);
+        hz_annot_clear(&a);
+    }
+    const char *r[] = {"robotlb/lb-public-interface", "false", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)r, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.public_key, "robotlb/lb-public-interface");
+    hz_annot_clear(&a);
+    const char *conflict[] = {"robotlb/lb-public-interface", "true",
+                              "load-balancer.hetzner.cloud/disable-public-network", "true", NULL};
+    expect_refused(conflict, "robotlb/lb-public-interface",
+                   "load-balancer.hetzner.cloud/disable-public-network");
+    const char *notbool[] = {"load-balancer.hetzner.cloud/disable-public-network", "yes", NULL};
+    expect_refused(notbool, "load-balancer.hetzner.cloud/disable-public-network", "\"yes\"");
+}
+END_TEST
+
+/* A private-only balancer needs a network; the message names the
+ * annotation that asked for it, whichever family. */
+START_TEST(a_private_only_balancer_without_a_network_names_its_annotation)
+{
+    static const struct hz_port p[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_config c = default_config();
+    const char *kv[] = {"load-balancer.hetzner.cloud/disable-public-network", "true", NULL};
+    struct hz_annot a;
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/disable-public-network"));
+    ck_assert_ptr_nonnull(strstr(err, "needs a network"));
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.public_iface, 0);
+    hz_desired_clear(&d);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+/* "private-ipv4: Specifies the IPv4 address to assign to the load balancer
+ * in the private network": robotlb's lb-private-ip; the same address in
+ * both is taken, two different ones are named together. */
+START_TEST(private_ipv4_is_lb_private_ip)
+{
+    const char *h[] = {"load-balancer.hetzner.cloud/private-ipv4", "10.0.0.30", NULL};
+    struct hz_annot a;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)h, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.private_ip, "10.0.0.30");
+    hz_annot_clear(&a);
+    const char *alike[] = {"robotlb/lb-private-ip", "10.0.0.30",
+                           "load-balancer.hetzner.cloud/private-ipv4", "10.0.0.30", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)alike, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.private_ip, "10.0.0.30");
+    hz_annot_clear(&a);
+    const char *conflict[] = {"robotlb/lb-private-ip", "10.0.0.30",
+                              "load-balancer.hetzner.cloud/private-ipv4", "10.0.0.31", NULL};
+    expect_refused(conflict, "robotlb/lb-private-ip", "load-balancer.hetzner.cloud/private-ipv4");
+    const char *v6[] = {"load-balancer.hetzner.cloud/private-ipv4", "fd00::1", NULL};
+    expect_refused(v6, "load-balancer.hetzner.cloud/private-ipv4", "not an IPv4 address");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
     Suite *s = suite_create("hetzner_lb annotations (hccm network and status)");
     TCase *tc = tcase_create("annot_net");
     tcase_add_test(tc, hostname_is_a_dns_name_not_an_address);
+    tcase_add_test(tc, disable_public_network_is_lb_public_interface_upside_down);
+    tcase_add_test(tc, a_private_only_balancer_without_a_network_names_its_annotation);
+    tcase_add_test(tc, private_ipv4_is_lb_private_ip);
     suite_add_tcase(s, tc);
     return s;
 }

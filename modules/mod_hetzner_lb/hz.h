@@ -98,6 +98,12 @@ struct hz_config {
     char *kube_context;
     char *load_balancer_class; /* the spec.loadBalancerClass served, or NULL:
                                   unset or "robotlb" */
+    /* hccm network/status */
+    int private_ingress;        /* the balancer's private IPs in the status too */
+    int disable_public_network; /* balancers without a public interface,
+                                   unless their Service says otherwise */
+    int use_private_ip;         /* hccm's HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP:
+                                   needs a network; targets are IPs anyway */
 };
 
 HZ_HIDDEN extern const struct plb_setting hz_settings_table[];
@@ -222,6 +228,10 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_HOSTNAME "load-balancer.hetzner.cloud/hostname"
 #define HZ_HCCM_DISABLE_PUBLIC "load-balancer.hetzner.cloud/disable-public-network"
 #define HZ_HCCM_PRIVATE_IPV4 "load-balancer.hetzner.cloud/private-ipv4"
+/* hccm network/status: the private IPs in the status too (or not); private
+ * IPs for server targets (prismlb makes IP targets only). */
+#define HZ_HCCM_DISABLE_PRIVATE_INGRESS "load-balancer.hetzner.cloud/disable-private-ingress"
+#define HZ_HCCM_USE_PRIVATE_IP "load-balancer.hetzner.cloud/use-private-ip"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -265,6 +275,9 @@ struct hz_annot {
                        instead of the balancer's IPs; NULL: the IPs */
     /* The annotation public_iface came from (static; NULL when absent). */
     const char *public_key;
+    int private_ingress; /* hccm's disable-private-ingress upside down: 0, 1
+                            (-1: the private_ingress setting decides) */
+    int use_private_ip;  /* hccm's use-private-ip: 0, 1 (-1: absent) */
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */

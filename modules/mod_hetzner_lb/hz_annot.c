@@ -42,6 +42,7 @@ hz_annot_clear(struct hz_annot *a)
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
+    a->private_ingress = a->use_private_ip = -1;
 }
 
 /* Error text accumulated as "key: why (value "v"); key2: ...". */
@@ -180,9 +181,25 @@ status_hostname_bad(const char *v)
     return NULL;
 }
 
+/* hccm's Go boolean key into *out (upside down with flip); a bad value is
+ * named. */
+static void
+go_bool(hz_annot_get_fn get, void *arg, const char *key, int flip, int *out, struct errbuf *e)
+{
+    const char *v = get(arg, key);
+    int b;
+    if (!v)
+        return;
+    if ((b = hz_go_bool(v)) < 0)
+        bad(e, key, "\"%.64s\" is neither true nor false", v);
+    else
+        *out = flip ? !b : b;
+}
+
 /* hccm's network/status annotations: hostname; disable-public-network and
  * private-ipv4 beside robotlb's lb-public-interface and lb-private-ip
- * (both alike, or both named). 0 or -ENOMEM. */
+ * (both alike, or both named); disable-private-ingress, use-private-ip.
+ * 0 or -ENOMEM. */
 static int
 net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
 {
@@ -213,6 +230,8 @@ net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
         else if (!a->private_ip && !(a->private_ip = hz_strdup(v)))
             return -ENOMEM;
     }
+    go_bool(get, arg, HZ_HCCM_DISABLE_PRIVATE_INGRESS, 1, &a->private_ingress, e);
+    go_bool(get, arg, HZ_HCCM_USE_PRIVATE_IP, 0, &a->use_private_ip, e);
     if ((v = get(arg, HZ_HCCM_HOSTNAME))) {
         if ((why = status_hostname_bad(v)))
             bad(e, HZ_HCCM_HOSTNAME, "\"%.64s\" %s", v, why);

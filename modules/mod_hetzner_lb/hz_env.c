@@ -47,6 +47,10 @@ static const struct env_row rows[] = {
     {"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES", "ROBOTLB_DEFAULT_LB_RETRIES", K_INT,
      OFF(default_lb_retries), HZ_HC_RETRIES_MIN, HZ_HC_RETRIES_MAX},
     {"HCLOUD_NETWORK", "ROBOTLB_DEFAULT_NETWORK", K_STRING, OFF(default_network), 0, 0},
+    {"HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS", NULL, K_NOT_BOOL, OFF(private_ingress), 0, 0},
+    {"HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", NULL, K_BOOL, OFF(disable_public_network), 0,
+     0},
+    {"HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", NULL, K_BOOL, OFF(use_private_ip), 0, 0},
 };
 /* clang-format on */
 

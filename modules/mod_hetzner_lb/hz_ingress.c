@@ -23,25 +23,43 @@
 
 #include "hz_kube_int.h"
 
+/* Append an entry {ip, ipMode ms} to arr for each network lb is in (when
+ * priv). 0 or -ENOMEM. */
+static int
+append_private(json_t *arr, const struct hz_actual *lb, int priv, const char *ms)
+{
+    for (size_t i = 0; priv && i < lb->nnets; i++)
+        if (lb->nets[i].ip &&
+            json_array_append_new(arr,
+                                  json_pack("{s:s, s:s}", "ip", lb->nets[i].ip, "ipMode", ms)) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
 /* Status ingress of lb for st's Service (new) or NULL: the public IPv4
  * (and IPv6 with ipv6_ingress, or per Service with hccm's ipv6-disabled
- * "false"; never with "true"); for a balancer whose public interface is
- * disabled, its first private network IP. NULL with *oom set when out of
+ * "false"; never with "true"), then its IP in each network with
+ * private_ingress (or per Service hccm's disable-private-ingress "false");
+ * for a balancer whose public interface is disabled, its network IPs
+ * alone. Or hccm's hostname alone. NULL with *oom set when out of
  * memory. */
 static json_t *
 ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struct hz_actual *lb,
            int *oom)
 {
     const char *v4 = lb->ipv4, *v6 = lb->ipv6;
+    int good = hz_state_good(st);
+    /* the private IPs after the public ones; without the public interface
+     * they are all there is (a Service may not ask for neither) */
+    int priv =
+        good && st->good.private_ingress >= 0 ? st->good.private_ingress : ks->cfg->private_ingress;
     if (!lb->public_enabled) {
-        v4 = lb->nnets ? lb->nets[0].ip : NULL;
-        v6 = NULL;
+        v4 = v6 = NULL;
+        priv = 1;
     }
-    int mode =
-        hz_state_good(st) && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
+    int mode = good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
     const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
-    if (hz_state_good(st) && st->good.ipv6_disabled >= 0 ? st->good.ipv6_disabled
-                                                         : !ks->cfg->ipv6_ingress)
+    if (good && st->good.ipv6_disabled >= 0 ? st->good.ipv6_disabled : !ks->cfg->ipv6_ingress)
         v6 = NULL;
     json_t *arr = json_array();
     *oom = 0;
@@ -51,7 +69,7 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
     }
     /* hccm's hostname: the one entry, no IP (a daemon before ABI 3.2
      * writes IPs only, so there the IPs stay) */
-    if (hz_state_good(st) && st->good.hostname && PLB_HAS(ks->host->lb, status_write_ingress)) {
+    if (good && st->good.hostname && PLB_HAS(ks->host->lb, status_write_ingress)) {
         if (json_array_append_new(arr, json_pack("{s:s}", "hostname", st->good.hostname)) < 0) {
             *oom = 1;
             json_decref(arr);
@@ -61,8 +79,8 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
     }
     if ((v4 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v4, "ipMode", ms)) < 0) ||
         (v6 && json_array_append_new(arr, json_pack("{s:s, s:s}", "ip", v6, "ipMode", ms)) < 0) ||
-        json_array_size(arr) == 0) {
-        *oom = v4 || v6; /* one to write, not written */
+        append_private(arr, lb, priv, ms) < 0 || json_array_size(arr) == 0) {
+        *oom = v4 || v6 || (priv && lb->nnets); /* one to write, not written */
         json_decref(arr);
         return NULL;
     }
@@ -139,17 +157,23 @@ static plb_kube_op *
 start_status_write(struct hz_kside *ks, void *arg, plb_kube_done_cb done, void *karg, int *err)
 {
     struct status_write *w = arg;
-    const char *ips[2];
-    size_t n = 0;
+    const char **ips;
+    plb_kube_op *op;
     if (PLB_HAS(ks->host->lb, status_write_ingress))
         return ks->host->lb->status_write_ingress(ks->kube, w->svc, w->v, w->n, sizeof(*w->v), done,
                                                   karg, err);
     /* before ABI 3.2: IPs (ingress_of wrote no hostname), one ipMode */
-    for (size_t i = 0; i < w->n && n < 2; i++)
-        ips[n++] = w->v[i].ip;
-    return ks->host->lb->status_write(ks->kube, w->svc, ips, n, n ? w->v[0].ip_mode : NULL, done,
-                                      karg, err);
+    if (!(ips = hz_calloc(w->n * sizeof(*ips)))) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < w->n; i++)
+        ips[i] = w->v[i].ip;
+    op = ks->host->lb->status_write(ks->kube, w->svc, ips, w->n, w->v[0].ip_mode, done, karg, err);
+    hz_free(ips);
+    return op;
 }
+
 /* Send want (borrowed), the ingress st's Service svc (borrowed) should
  * show. 0, or -ENOMEM when it could not be started for want of memory. */
 static int

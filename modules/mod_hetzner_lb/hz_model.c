@@ -68,13 +68,37 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
-    d.public_iface = a->public_iface >= 0 ? a->public_iface : 1;
+    d.public_iface = a->public_iface >= 0 ? a->public_iface : !cfg->disable_public_network;
+    /* what asked for a private-only balancer, for the messages */
+    const char *pkey = a->public_key          ? a->public_key
+                       : a->public_iface >= 0 ? HZ_ANN_PUBLIC
+                                              : "disable_public_network "
+                                                "(HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK)";
+    if ((a->use_private_ip >= 0 ? a->use_private_ip : cfg->use_private_ip) && !net) {
+        if (errlen)
+            snprintf(err, errlen,
+                     "%s: private IP targets need a network (robotlb/lb-network or "
+                     "default_network)",
+                     a->use_private_ip >= 0 ? HZ_HCCM_USE_PRIVATE_IP
+                                            : "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP");
+        hz_desired_clear(&d);
+        return -EINVAL;
+    }
+    if (!d.public_iface && a->private_ingress == 0) {
+        if (errlen)
+            snprintf(err, errlen,
+                     "%s and %s: a balancer without its public interface is reached at its "
+                     "private IP alone, which the status would then leave out: give one",
+                     pkey, HZ_HCCM_DISABLE_PRIVATE_INGRESS);
+        hz_desired_clear(&d);
+        return -EINVAL;
+    }
     if (!d.public_iface && !net) {
         if (errlen)
             snprintf(err, errlen,
                      "%s: a private-only balancer needs a network "
                      "(robotlb/lb-network or default_network)",
-                     a->public_key ? a->public_key : HZ_ANN_PUBLIC);
+                     pkey);
         hz_desired_clear(&d);
         return -EINVAL;
     }

@@ -219,6 +219,21 @@ const struct plb_setting hz_settings_table[] = {
     {.name = "ipv6_ingress", .type = PLB_SET_BOOL, .offset = OFF(ipv6_ingress), .def = "false",
      .env = "ROBOTLB_IPV6_INGRESS",
      .doc = "Put the balancer's IPv6 address in the Service's status beside the IPv4"},
+    {.name = "private_ingress", .type = PLB_SET_BOOL, .offset = OFF(private_ingress),
+     .def = "false",
+     .doc = "Put the balancer's private IPs (one per network) in the Service's status after the "
+            "public ones, as hccm does by default (its HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS "
+            "sets the opposite); per Service: load-balancer.hetzner.cloud/disable-private-ingress"},
+    {.name = "disable_public_network", .type = PLB_SET_BOOL,
+     .offset = OFF(disable_public_network), .def = "false",
+     .doc = "Make balancers without a public interface (reached at their private IP; needs a "
+            "network) when their Service does not say (robotlb/lb-public-interface, "
+            "load-balancer.hetzner.cloud/disable-public-network), as hccm's "
+            "HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK"},
+    {.name = "use_private_ip", .type = PLB_SET_BOOL, .offset = OFF(use_private_ip),
+     .def = "false",
+     .doc = "hccm's HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP: true needs a network; the targets are "
+            "the nodes' InternalIPs either way (prismlb makes IP targets only)"},
     {.name = "resync_interval", .type = PLB_SET_DURATION, .offset = OFF(resync_interval_ms),
      .def = "300s", .min = 1000, .env = "ROBOTLB_RESYNC_INTERVAL",
      .doc = "Time between checks of balancers nothing changed (an integer is seconds); one "

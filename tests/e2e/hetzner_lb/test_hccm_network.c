@@ -144,6 +144,83 @@ START_TEST(disable_public_network_and_private_ipv4_make_a_private_balancer)
 }
 END_TEST
 
+/* "disable-private-ingress" "false" (hccm's default): the status holds
+ * the balancer's IP in its network after the public one; "true" (prismlb's
+ * default, robotlb's) leaves it out. "use-private-ip" "true" changes
+ * nothing the hcloud CLI shows: the targets are the nodes' InternalIPs
+ * already. */
+START_TEST(disable_private_ingress_false_adds_the_private_ip_to_the_status)
+{
+    struct env e;
+    char ip[64], out1[64];
+    size_t n = 0;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid =
+        hccm_apply_service(&e, "web",
+                           "    load-balancer.hetzner.cloud/disable-private-ingress: \"false\"\n"
+                           "    load-balancer.hetzner.cloud/use-private-ip: \"true\"\n");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 2, 30000,
+             "the public and the private IP in the status");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_str_eq(ip, hccm_ip_of(lb, "ipv4"));
+    char *priv = jsonpath(&e, "web", "{.status.loadBalancer.ingress[1].ip}");
+    int enabled;
+    cli_public_private(&e, "web.default", &enabled, out1, sizeof(out1));
+    ck_assert_ptr_nonnull(priv);
+    ck_assert_str_eq(priv, out1);
+    ck_assert(strncmp(priv, "10.0.0.", 7) == 0);
+    free(priv);
+    ck_assert(env_targets_are(&e, uid, "10.0.1.41"));
+
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/disable-private-ingress=true");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 1, 30000,
+             "the public IP alone in the status");
+    ck_assert_str_eq(ip, hccm_ip_of(lb, "ipv4"));
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK and
+ * _DISABLE_PRIVATE_INGRESS, as an hccm Deployment sets them: a Service
+ * that says nothing gets a balancer without its public interface, shown
+ * at its private IP; one with disable-public-network "false" gets its
+ * public IP. (Check runs each test in its own process.) */
+START_TEST(hccms_public_and_private_variables_set_the_defaults)
+{
+    struct env e;
+    char ip[64];
+    setenv("HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", "true", 1);
+    setenv("HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS", "true", 1);
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *u1 = hccm_apply_service(&e, "inner", NULL);
+    char *u2 = env_service(
+        &e, "outer", "LoadBalancer", 30081,
+        ",\"annotations\":{\"load-balancer.hetzner.cloud/disable-public-network\":\"false\"}",
+        NULL);
+    WAIT_FOR(&e,
+             env_ingress(&e, "inner", ip, sizeof(ip), NULL, 0, NULL) &&
+                 strncmp(ip, "10.0.0.", 7) == 0,
+             30000, "the private IP in the status");
+    WAIT_FOR(
+        &e, env_ingress(&e, "outer", ip, sizeof(ip), NULL, 0, NULL) && strncmp(ip, "10.0.", 5) != 0,
+        30000, "the public IP in the other status");
+    int enabled;
+    char pip[64];
+    cli_public_private(&e, "inner.default", &enabled, pip, sizeof(pip));
+    ck_assert_int_eq(enabled, 0);
+    cli_public_private(&e, "outer.default", &enabled, pip, sizeof(pip));
+    ck_assert_int_eq(enabled, 1);
+    free(u1);
+    free(u2);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -153,6 +230,8 @@ suite(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, hostname_replaces_the_ips_in_the_status);
     tcase_add_test(tc, disable_public_network_and_private_ipv4_make_a_private_balancer);
+    tcase_add_test(tc, disable_private_ingress_false_adds_the_private_ip_to_the_status);
+    tcase_add_test(tc, hccms_public_and_private_variables_set_the_defaults);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -151,6 +151,50 @@ START_TEST(private_ipv4_is_lb_private_ip)
 }
 END_TEST
 
+/* "disable-private-ingress: Disables the use of the private network for
+ * ingress" and "use-private-ip: ... use the private IP for Load Balancer
+ * server targets", Go booleans. use-private-ip "true" needs a network (as
+ * hccm refuses it without one); a balancer without its public interface
+ * whose private ingress is disabled would show no address: both named. */
+START_TEST(private_ingress_and_use_private_ip_are_go_booleans)
+{
+    static const struct hz_port p[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_config c = default_config();
+    const char *kv[] = {"load-balancer.hetzner.cloud/disable-private-ingress", "false",
+                        "load-balancer.hetzner.cloud/use-private-ip", "T", NULL};
+    struct hz_annot a;
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.private_ingress, 1);
+    ck_assert_int_eq(a.use_private_ip, 1);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/use-private-ip"));
+    ck_assert_ptr_nonnull(strstr(err, "network"));
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    hz_desired_clear(&d);
+    hz_annot_clear(&a);
+    ck_assert_int_eq(a.private_ingress, -1);
+    ck_assert_int_eq(a.use_private_ip, -1);
+
+    const char *neither[] = {"load-balancer.hetzner.cloud/disable-private-ingress", "true",
+                             "load-balancer.hetzner.cloud/disable-public-network", "true", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)neither, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.private_ingress, 0);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/disable-private-ingress"));
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/disable-public-network"));
+    hz_annot_clear(&a);
+
+    const char *bad1[] = {"load-balancer.hetzner.cloud/disable-private-ingress", "yes", NULL};
+    expect_refused(bad1, "load-balancer.hetzner.cloud/disable-private-ingress", "\"yes\"");
+    const char *bad2[] = {"load-balancer.hetzner.cloud/use-private-ip", "enabled", NULL};
+    expect_refused(bad2, "load-balancer.hetzner.cloud/use-private-ip", "\"enabled\"");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -160,6 +204,7 @@ suite(void)
     tcase_add_test(tc, disable_public_network_is_lb_public_interface_upside_down);
     tcase_add_test(tc, a_private_only_balancer_without_a_network_names_its_annotation);
     tcase_add_test(tc, private_ipv4_is_lb_private_ip);
+    tcase_add_test(tc, private_ingress_and_use_private_ip_are_go_booleans);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -133,6 +133,54 @@ START_TEST(the_network_zone_variable_places_new_balancers_by_zone)
 }
 END_TEST
 
+/* HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS, _DISABLE_PUBLIC_NETWORK
+ * and _USE_PRIVATE_IP (Go booleans) set private_ingress (upside down),
+ * disable_public_network and use_private_ip; a private-only default needs
+ * a network, and so does use_private_ip, each named. */
+START_TEST(hccms_private_network_variables_set_their_settings)
+{
+    const char *env[] = {"HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS",
+                         "F",
+                         "HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK",
+                         "true",
+                         "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP",
+                         "1",
+                         NULL};
+    static const struct hz_port ports[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 1};
+    struct hz_config c = default_config();
+    struct hz_annot a;
+    struct hz_desired d;
+    char err[256];
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)), 0);
+    ck_assert_int_eq(c.private_ingress, 1);
+    ck_assert_int_eq(c.disable_public_network, 1);
+    ck_assert_int_eq(c.use_private_ip, 1);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP"));
+    c.use_private_ip = 0;
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK"));
+    c.default_network = (char *)"k8s";
+    c.use_private_ip = 1;
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(d.public_iface, 0);
+    hz_desired_clear(&d);
+    const char *bad[][2] = {{"HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS", "no"},
+                            {"HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", "off"},
+                            {"HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", ""}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *kv[] = {bad[i][0], bad[i][1], NULL};
+        struct hz_config b = default_config();
+        ck_assert_msg(hz_env_apply(&b, kv_get, (void *)kv, err, sizeof(err)) == -EINVAL,
+                      "%s=%s accepted", bad[i][0], bad[i][1]);
+        ck_assert_ptr_nonnull(strstr(err, bad[i][0]));
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -142,6 +190,7 @@ suite(void)
     tcase_add_test(tc, robotlbs_variable_wins_over_hccms);
     tcase_add_test(tc, bad_values_are_refused_naming_the_variable);
     tcase_add_test(tc, the_network_zone_variable_places_new_balancers_by_zone);
+    tcase_add_test(tc, hccms_private_network_variables_set_their_settings);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -232,6 +232,9 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
  * IPs for server targets (prismlb makes IP targets only). */
 #define HZ_HCCM_DISABLE_PRIVATE_INGRESS "load-balancer.hetzner.cloud/disable-private-ingress"
 #define HZ_HCCM_USE_PRIVATE_IP "load-balancer.hetzner.cloud/use-private-ip"
+/* hccm network/status: the reverse DNS of the balancer's public IPs. */
+#define HZ_HCCM_IPV4_RDNS "load-balancer.hetzner.cloud/ipv4-rdns"
+#define HZ_HCCM_IPV6_RDNS "load-balancer.hetzner.cloud/ipv6-rdns"
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -278,6 +281,8 @@ struct hz_annot {
     int private_ingress; /* hccm's disable-private-ingress upside down: 0, 1
                             (-1: the private_ingress setting decides) */
     int use_private_ip;  /* hccm's use-private-ip: 0, 1 (-1: absent) */
+    char *rdns4, *rdns6; /* hccm's ipv4-rdns, ipv6-rdns (DNS names), or NULL:
+                            the reverse DNS is left as it is */
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -339,6 +344,9 @@ struct hz_desired {
     size_t nservices;
     char **targets; /* target IPs (node InternalIPs), as given */
     size_t ntargets;
+    /* hccm network/status */
+    char *rdns4, *rdns6; /* the reverse DNS of the public IPv4, IPv6, or NULL:
+                            left as it is */
 };
 
 /* Build the desired balancer of svc from the settings, its (good)
@@ -374,11 +382,13 @@ struct hz_actual {
     char *uid;      /* robotlb/service-uid label, or NULL */
     json_t *labels; /* every label (new reference) */
     char *type, *location;
-    char *network_zone; /* its location's network zone, or NULL */
-    int algorithm;      /* enum hz_algorithm, -1 when unknown */
-    char *ipv4, *ipv6;  /* public addresses or NULL */
-    int public_enabled; /* public_net.enabled (1 when absent) */
-    int protect_delete; /* protection.delete: never deleted by us */
+    char *network_zone;        /* its location's network zone, or NULL */
+    int algorithm;             /* enum hz_algorithm, -1 when unknown */
+    char *ipv4, *ipv6;         /* public addresses or NULL */
+    char *dns_ptr4, *dns_ptr6; /* hccm network/status: their reverse DNS, or
+                                  NULL */
+    int public_enabled;        /* public_net.enabled (1 when absent) */
+    int protect_delete;        /* protection.delete: never deleted by us */
     struct hz_act_net *nets;
     size_t nnets;
     char **ip_targets; /* targets of type ip */
@@ -467,6 +477,7 @@ enum hz_op_kind {
     HZ_OP_ADD_SERVICE,      /* actions/add_service */
     HZ_OP_UPDATE_SERVICE,   /* actions/update_service */
     HZ_OP_ADD_TARGET,       /* actions/add_target */
+    HZ_OP_CHANGE_DNS_PTR,   /* actions/change_dns_ptr (hccm network/status) */
 };
 
 /* One Hetzner write, ready to send. */

@@ -38,7 +38,7 @@ void
 hz_annot_clear(struct hz_annot *a)
 {
     hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
-                 &a->network_zone, &a->type, &a->hostname, NULL);
+                 &a->network_zone, &a->type, &a->hostname, &a->rdns4, &a->rdns6, NULL);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -153,7 +153,8 @@ merge_word(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, c
     return 0;
 }
 
-/* NULL when v is a DNS name the API server takes as a status hostname
+/* NULL when v is a DNS name the API server takes as a status hostname (and
+ * Hetzner as a reverse DNS entry)
  * (lowercase letters, digits, '-' and '.', labels beginning and ending
  * with a letter or digit, at most 253 characters; not an IP address), else
  * why not (static). */
@@ -181,6 +182,20 @@ status_hostname_bad(const char *v)
     return NULL;
 }
 
+/* A DNS name annotation key into *out (new). 0 or -ENOMEM. */
+static int
+dns_name(hz_annot_get_fn get, void *arg, const char *key, char **out, struct errbuf *e)
+{
+    const char *v = get(arg, key), *why;
+    if (!v)
+        return 0;
+    if ((why = status_hostname_bad(v))) {
+        bad(e, key, "\"%.64s\" %s", v, why);
+        return 0;
+    }
+    return (*out = hz_strdup(v)) ? 0 : -ENOMEM;
+}
+
 /* hccm's Go boolean key into *out (upside down with flip); a bad value is
  * named. */
 static void
@@ -198,12 +213,12 @@ go_bool(hz_annot_get_fn get, void *arg, const char *key, int flip, int *out, str
 
 /* hccm's network/status annotations: hostname; disable-public-network and
  * private-ipv4 beside robotlb's lb-public-interface and lb-private-ip
- * (both alike, or both named); disable-private-ingress, use-private-ip.
- * 0 or -ENOMEM. */
+ * (both alike, or both named); disable-private-ingress, use-private-ip;
+ * ipv4-rdns, ipv6-rdns. 0 or -ENOMEM. */
 static int
 net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
 {
-    const char *v, *why;
+    const char *v;
     struct in_addr ia, ib;
     int b;
     if (a->public_iface >= 0)
@@ -232,12 +247,10 @@ net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
     }
     go_bool(get, arg, HZ_HCCM_DISABLE_PRIVATE_INGRESS, 1, &a->private_ingress, e);
     go_bool(get, arg, HZ_HCCM_USE_PRIVATE_IP, 0, &a->use_private_ip, e);
-    if ((v = get(arg, HZ_HCCM_HOSTNAME))) {
-        if ((why = status_hostname_bad(v)))
-            bad(e, HZ_HCCM_HOSTNAME, "\"%.64s\" %s", v, why);
-        else if (!(a->hostname = hz_strdup(v)))
-            return -ENOMEM;
-    }
+    if (dns_name(get, arg, HZ_HCCM_HOSTNAME, &a->hostname, e) < 0 ||
+        dns_name(get, arg, HZ_HCCM_IPV4_RDNS, &a->rdns4, e) < 0 ||
+        dns_name(get, arg, HZ_HCCM_IPV6_RDNS, &a->rdns6, e) < 0)
+        return -ENOMEM;
     return 0;
 }
 

@@ -17,7 +17,8 @@
 void
 hz_desired_clear(struct hz_desired *d)
 {
-    hz_free_each(&d->uid, &d->type, &d->location, &d->network, &d->private_ip, NULL);
+    hz_free_each(&d->uid, &d->type, &d->location, &d->network, &d->private_ip, &d->rdns4, &d->rdns6,
+                 NULL);
     hz_free(d->services);
     hz_strv_free(d->targets, d->ntargets);
     memset(d, 0, sizeof(*d));
@@ -65,6 +66,9 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
         goto nomem;
     d.interval = a->check_interval >= 0 ? a->check_interval : (int)cfg->default_lb_interval;
     d.timeout = a->timeout >= 0 ? a->timeout : (int)cfg->default_lb_timeout;
+    if ((a->rdns4 && !(d.rdns4 = hz_strdup(a->rdns4))) ||
+        (a->rdns6 && !(d.rdns6 = hz_strdup(a->rdns6))))
+        goto nomem;
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
@@ -156,7 +160,7 @@ void
 hz_actual_clear(struct hz_actual *a)
 {
     hz_free_each(&a->name, &a->uid, &a->type, &a->location, &a->network_zone, &a->ipv4, &a->ipv6,
-                 NULL);
+                 &a->dns_ptr4, &a->dns_ptr6, NULL);
     json_decref(a->labels);
     for (size_t i = 0; i < a->nnets; i++)
         hz_free(a->nets[i].ip);
@@ -281,7 +285,9 @@ hz_actual_parse(const json_t *lb, struct hz_actual *out)
     v = json_object_get(lb, "public_net");
     a.public_enabled = !json_is_false(json_object_get(v, "enabled"));
     if (dup_str(json_object_get(json_object_get(v, "ipv4"), "ip"), &a.ipv4) < 0 ||
-        dup_str(json_object_get(json_object_get(v, "ipv6"), "ip"), &a.ipv6) < 0)
+        dup_str(json_object_get(json_object_get(v, "ipv6"), "ip"), &a.ipv6) < 0 ||
+        dup_str(json_object_get(json_object_get(v, "ipv4"), "dns_ptr"), &a.dns_ptr4) < 0 ||
+        dup_str(json_object_get(json_object_get(v, "ipv6"), "dns_ptr"), &a.dns_ptr6) < 0)
         goto nomem;
 
     a.nets =

@@ -42,6 +42,8 @@ hz_op_name(enum hz_op_kind k)
         return "update_service";
     case HZ_OP_ADD_TARGET:
         return "add_target";
+    case HZ_OP_CHANGE_DNS_PTR:
+        return "change_dns_ptr";
     }
     return "?";
 }
@@ -184,6 +186,14 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
         (rc = push(&p, &cap, a, d->public_iface ? HZ_OP_ENABLE_PUBLIC : HZ_OP_DISABLE_PUBLIC,
                    json_object(), NULL)) < 0)
         goto fail;
+    /* hccm's reverse DNS of each public IP the Service names one for */
+    for (int v6 = 0; v6 < 2; v6++) {
+        const char *want = v6 ? d->rdns6 : d->rdns4, *ip = v6 ? a->ipv6 : a->ipv4;
+        if (want && ip && !str_eq(want, v6 ? a->dns_ptr6 : a->dns_ptr4) &&
+            (rc = push(&p, &cap, a, HZ_OP_CHANGE_DNS_PTR,
+                       json_pack("{s:s, s:s}", "ip", ip, "dns_ptr", want), NULL)) < 0)
+            goto fail;
+    }
     if (a->algorithm != d->algorithm &&
         (rc = push(&p, &cap, a, HZ_OP_CHANGE_ALGORITHM,
                    json_pack("{s:s}", "type", hz_algorithm_api_name(d->algorithm)), NULL)) < 0)

@@ -221,6 +221,78 @@ START_TEST(hccms_public_and_private_variables_set_the_defaults)
 }
 END_TEST
 
+/* How many change_dns_ptr the fake Hetzner API logged after since. */
+static size_t
+dns_ptr_changes_since(struct env *e, long since)
+{
+    json_t *log = env_requests_since(e, since);
+    size_t i, n = 0;
+    json_t *r;
+    json_array_foreach(log, i, r)
+    {
+        const char *path = json_string_value(json_object_get(r, "path"));
+        n += path && strstr(path, "/actions/change_dns_ptr") != NULL;
+    }
+    json_decref(log);
+    return n;
+}
+
+/* The reverse DNS of the balancer's public IP of family ("ipv4", "ipv6"),
+ * as `hcloud load-balancer describe` shows it, into out. */
+static void
+cli_rdns(struct env *e, const char *name, const char *family, char *out, size_t len)
+{
+    json_t *lb = env_hcloud_json(e, "load-balancer", "describe", name, NULL);
+    ck_assert_ptr_nonnull(lb);
+    const char *v = json_string_value(
+        json_object_get(json_object_get(json_object_get(lb, "public_net"), family), "dns_ptr"));
+    snprintf(out, len, "%s", v ? v : "");
+    json_decref(lb);
+}
+
+/* "ipv4-rdns", "ipv6-rdns": the balancer's public IPv4 and IPv6 get that
+ * reverse DNS (hccm's change_dns_ptr), which the hcloud CLI shows; one
+ * request each, none when the balancer already has it (a sync the status
+ * shows sends only reads), one when the annotation changes. */
+START_TEST(rdns_annotations_set_the_reverse_dns_of_the_public_ips)
+{
+    struct env e;
+    char rdns[256];
+    long start;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    start = env_last_request(&e);
+    char *uid = hccm_apply_service(&e, "web",
+                                   "    load-balancer.hetzner.cloud/ipv4-rdns: lb.example.com\n"
+                                   "    load-balancer.hetzner.cloud/ipv6-rdns: lb6.example.com\n");
+    WAIT_FOR(&e, dns_ptr_changes_since(&e, start) == 2, 30000, "two change_dns_ptr");
+    cli_rdns(&e, "web.default", "ipv4", rdns, sizeof(rdns));
+    ck_assert_str_eq(rdns, "lb.example.com");
+    cli_rdns(&e, "web.default", "ipv6", rdns, sizeof(rdns));
+    ck_assert_str_eq(rdns, "lb6.example.com");
+    char ip[64];
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+
+    long writes = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/hostname=web.example.com");
+    WAIT_FOR(
+        &e, jsonpath_is(&e, "web", "{.status.loadBalancer.ingress[0].hostname}", "web.example.com"),
+        30000, "a sync (the hostname in the status)");
+    hccm_only_reads_since(&e, writes, "a sync with the reverse DNS in place");
+
+    writes = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/ipv4-rdns=www.example.com");
+    WAIT_FOR(&e, dns_ptr_changes_since(&e, writes) == 1, 30000, "one change_dns_ptr");
+    cli_rdns(&e, "web.default", "ipv4", rdns, sizeof(rdns));
+    ck_assert_str_eq(rdns, "www.example.com");
+    cli_rdns(&e, "web.default", "ipv6", rdns, sizeof(rdns));
+    ck_assert_str_eq(rdns, "lb6.example.com");
+    ck_assert_uint_eq(dns_ptr_changes_since(&e, writes), 1);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -232,6 +304,7 @@ suite(void)
     tcase_add_test(tc, disable_public_network_and_private_ipv4_make_a_private_balancer);
     tcase_add_test(tc, disable_private_ingress_false_adds_the_private_ip_to_the_status);
     tcase_add_test(tc, hccms_public_and_private_variables_set_the_defaults);
+    tcase_add_test(tc, rdns_annotations_set_the_reverse_dns_of_the_public_ips);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -195,6 +195,78 @@ START_TEST(private_ingress_and_use_private_ip_are_go_booleans)
 }
 END_TEST
 
+/* "ipv4-rdns", "ipv6-rdns": hccm sets the reverse DNS of the balancer's
+ * public IPv4 and IPv6 to them through change_dns_ptr, only when it
+ * differs; a Service without them leaves it as it is. */
+START_TEST(rdns_is_set_only_when_it_differs)
+{
+    static const struct hz_port ports[] = {{"TCP", 80, 30080}};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 1};
+    struct hz_config c = default_config();
+    const char *kv[] = {"load-balancer.hetzner.cloud/ipv4-rdns", "lb.example.com",
+                        "load-balancer.hetzner.cloud/ipv6-rdns", "lb6.example.com", NULL};
+    struct hz_annot an;
+    struct hz_desired d;
+    struct hz_plan p;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &an, err, sizeof(err)), 0);
+    ck_assert_str_eq(an.rdns4, "lb.example.com");
+    ck_assert_str_eq(an.rdns6, "lb6.example.com");
+    ck_assert_int_eq(hz_desired_build(&c, &an, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    /* the balancer as Hetzner lists it: IPv4's reverse DNS already right */
+    const char *lbs[] = {
+        "\"ipv4\":{\"ip\":\"198.51.100.1\",\"dns_ptr\":\"lb.example.com\"},"
+        "\"ipv6\":{\"ip\":\"2001:db8:1::1\",\"dns_ptr\":\"\"}",
+        "\"ipv4\":{\"ip\":\"198.51.100.1\",\"dns_ptr\":\"lb.example.com\"},"
+        "\"ipv6\":{\"ip\":\"2001:db8:1::1\",\"dns_ptr\":\"lb6.example.com\"}",
+    };
+    for (size_t i = 0; i < 2; i++) {
+        char buf[1024];
+        struct hz_actual a;
+        snprintf(buf, sizeof(buf),
+                 "{\"id\":5,\"name\":\"web.shop\",\"labels\":{\"robotlb/service-uid\":\"uid-1\"},"
+                 "\"load_balancer_type\":{\"name\":\"lb11\"},\"location\":{\"name\":\"hel1\"},"
+                 "\"algorithm\":{\"type\":\"least_connections\"},\"public_net\":{\"enabled\":true,"
+                 "%s},\"services\":[{\"protocol\":\"tcp\",\"listen_port\":80,"
+                 "\"destination_port\":30080,\"proxyprotocol\":false,\"health_check\":{"
+                 "\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,\"timeout\":10,"
+                 "\"retries\":3}}]}",
+                 lbs[i]);
+        json_t *j = parse_json(buf);
+        ck_assert_int_eq(hz_actual_parse(j, &a), 0);
+        json_decref(j);
+        ck_assert_int_eq(hz_plan_build(&d, &a, 0, &p), 0);
+        if (i == 0) {
+            ck_assert_uint_eq(p.n, 1);
+            ck_assert_int_eq(p.ops[0].kind, HZ_OP_CHANGE_DNS_PTR);
+            ck_assert_str_eq(p.ops[0].path, "/load_balancers/5/actions/change_dns_ptr");
+            ck_assert_str_eq(json_string_value(json_object_get(p.ops[0].body, "ip")),
+                             "2001:db8:1::1");
+            ck_assert_str_eq(json_string_value(json_object_get(p.ops[0].body, "dns_ptr")),
+                             "lb6.example.com");
+        } else {
+            ck_assert_uint_eq(p.n, 0); /* the steady state sends nothing */
+        }
+        hz_plan_clear(&p);
+        /* without the annotations the reverse DNS is left as it is */
+        struct hz_desired none;
+        struct hz_annot empty;
+        memset(&empty, 0, sizeof(empty));
+        hz_annot_clear(&empty);
+        ck_assert_int_eq(hz_desired_build(&c, &empty, &s, NULL, 0, &none, err, sizeof(err)), 0);
+        ck_assert_int_eq(hz_plan_build(&none, &a, 0, &p), 0);
+        ck_assert_uint_eq(p.n, 0);
+        hz_plan_clear(&p);
+        hz_desired_clear(&none);
+        hz_actual_clear(&a);
+    }
+    hz_desired_clear(&d);
+    hz_annot_clear(&an);
+    const char *bad[] = {"load-balancer.hetzner.cloud/ipv6-rdns", "not a name", NULL};
+    expect_refused(bad, "load-balancer.hetzner.cloud/ipv6-rdns", "DNS name");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -205,6 +277,7 @@ suite(void)
     tcase_add_test(tc, a_private_only_balancer_without_a_network_names_its_annotation);
     tcase_add_test(tc, private_ipv4_is_lb_private_ip);
     tcase_add_test(tc, private_ingress_and_use_private_ip_are_go_booleans);
+    tcase_add_test(tc, rdns_is_set_only_when_it_differs);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -36,13 +36,20 @@ default_config(void)
     return c;
 }
 
+/* Service shop/web (uid-1): port 80 -> nodePort 30080. */
+static inline struct hz_svc
+web_svc(void)
+{
+    static const struct hz_port p[] = {{"TCP", 80, 30080}};
+    return (struct hz_svc){.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+}
+
 /* What Service shop/web (uid-1) asks for: port 80 -> nodePort 30080, the
  * targets ips, on the network "k8s" (id 7 in the balancers of the tests). */
 static inline void
 desired(struct hz_desired *d, const char *const *ips, size_t n)
 {
-    static const struct hz_port p[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_svc s = web_svc();
     struct hz_config c = default_config();
     struct hz_annot a;
     char err[256];

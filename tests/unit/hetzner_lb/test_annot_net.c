@@ -108,8 +108,7 @@ END_TEST
  * annotation that asked for it, whichever family. */
 START_TEST(a_private_only_balancer_without_a_network_names_its_annotation)
 {
-    static const struct hz_port p[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_svc s = web_svc();
     struct hz_config c = default_config();
     const char *kv[] = {"load-balancer.hetzner.cloud/disable-public-network", "true", NULL};
     struct hz_annot a;
@@ -158,8 +157,7 @@ END_TEST
  * whose private ingress is disabled would show no address: both named. */
 START_TEST(private_ingress_and_use_private_ip_are_go_booleans)
 {
-    static const struct hz_port p[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = p, .nports = 1};
+    struct hz_svc s = web_svc();
     struct hz_config c = default_config();
     const char *kv[] = {"load-balancer.hetzner.cloud/disable-private-ingress", "false",
                         "load-balancer.hetzner.cloud/use-private-ip", "T", NULL};
@@ -200,8 +198,7 @@ END_TEST
  * differs; a Service without them leaves it as it is. */
 START_TEST(rdns_is_set_only_when_it_differs)
 {
-    static const struct hz_port ports[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 1};
+    struct hz_svc s = web_svc();
     struct hz_config c = default_config();
     const char *kv[] = {"load-balancer.hetzner.cloud/ipv4-rdns", "lb.example.com",
                         "load-balancer.hetzner.cloud/ipv6-rdns", "lb6.example.com", NULL};

@@ -111,8 +111,7 @@ END_TEST
 START_TEST(the_network_zone_variable_places_new_balancers_by_zone)
 {
     const char *env[] = {"HCLOUD_LOAD_BALANCERS_NETWORK_ZONE", "us-east", NULL};
-    static const struct hz_port ports[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 1};
+    struct hz_svc s = web_svc();
     struct hz_config c = default_config();
     struct hz_annot a;
     struct hz_desired d;
@@ -146,8 +145,7 @@ START_TEST(hccms_private_network_variables_set_their_settings)
                          "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP",
                          "1",
                          NULL};
-    static const struct hz_port ports[] = {{"TCP", 80, 30080}};
-    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = ports, .nports = 1};
+    struct hz_svc s = web_svc();
     struct hz_config c = default_config();
     struct hz_annot a;
     struct hz_desired d;

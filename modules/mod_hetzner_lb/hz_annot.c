@@ -153,11 +153,10 @@ merge_word(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey, c
     return 0;
 }
 
-/* NULL when v is a DNS name the API server takes as a status hostname (and
- * Hetzner as a reverse DNS entry)
+/* NULL when v is a DNS name as the API server takes a status hostname
  * (lowercase letters, digits, '-' and '.', labels beginning and ending
- * with a letter or digit, at most 253 characters; not an IP address), else
- * why not (static). */
+ * with a letter or digit, at most 253 characters; not an IP address), the
+ * rule for hccm's reverse DNS names too; else why not (static). */
 static const char *
 status_hostname_bad(const char *v)
 {

@@ -1,12 +1,13 @@
 /*
  * hz_ingress.c: the Service status mod_hetzner_lb writes:
  * status.loadBalancer.ingress with the balancer's IPv4 (and IPv6 with
- * ipv6_ingress; a private-only balancer's private IP) and the ipMode of
- * robotlb/ip-mode or default_ip_mode, or instead of the IPs hccm's
- * hostname alone, through the daemon's lb->status_write_ingress (ABI 3.2;
- * on an older daemon lb->status_write, IPs only). The write is a machine of its own per Service
- * (enum hz_status_phase, hz_state.h): one write in flight at a time, a sync that meets one asks for
- * a look after it.
+ * ipv6_ingress), then its private IPs with private_ingress (a
+ * private-only balancer's private IPs alone), with the ipMode of
+ * robotlb/ip-mode or default_ip_mode; or instead hccm's hostname alone.
+ * Written through the daemon's lb->status_write_ingress (ABI 3.2; on an
+ * older daemon lb->status_write, IPs only). The write is a machine of its
+ * own per Service (enum hz_status_phase, hz_state.h): one write in flight
+ * at a time, a sync that meets one asks for a look after it.
  *
  * Never a status the API server would refuse: just before a write is sent
  * the latest cached Service must still be ours (type LoadBalancer, a class

@@ -64,11 +64,11 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     /* The private IP does nothing without a network. */
     if (net && a->private_ip && !(d.private_ip = hz_strdup(a->private_ip)))
         goto nomem;
-    d.interval = a->check_interval >= 0 ? a->check_interval : (int)cfg->default_lb_interval;
-    d.timeout = a->timeout >= 0 ? a->timeout : (int)cfg->default_lb_timeout;
     if ((a->rdns4 && !(d.rdns4 = hz_strdup(a->rdns4))) ||
         (a->rdns6 && !(d.rdns6 = hz_strdup(a->rdns6))))
         goto nomem;
+    d.interval = a->check_interval >= 0 ? a->check_interval : (int)cfg->default_lb_interval;
+    d.timeout = a->timeout >= 0 ? a->timeout : (int)cfg->default_lb_timeout;
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;

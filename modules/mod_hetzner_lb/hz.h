@@ -35,6 +35,7 @@
  *   hz_reconcile.c    one Service's reconcile with Hetzner: the driver
  *   hz_status.c       what `prismlb status` shows
  *   hz_refusal.c      the warning Events of what Hetzner refuses
+ *   hz_http.c         hccm's http/https services and HTTP health checks
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event
@@ -184,6 +185,71 @@ HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster, 
 HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 
 /* ------------------------------------------------------------------ */
+/* hccm http/certificates (hz_http.c)                                   */
+
+/* hcloud-cloud-controller-manager's per-service annotations of the http
+ * and https services and of the health check beyond its timing. */
+#define HZ_HCCM_PROTOCOL "load-balancer.hetzner.cloud/protocol"
+#define HZ_HCCM_HC_PROTOCOL "load-balancer.hetzner.cloud/health-check-protocol"
+#define HZ_HCCM_HC_PORT "load-balancer.hetzner.cloud/health-check-port"
+#define HZ_HCCM_HC_DOMAIN "load-balancer.hetzner.cloud/health-check-http-domain"
+#define HZ_HCCM_HC_PATH "load-balancer.hetzner.cloud/health-check-http-path"
+#define HZ_HCCM_HC_VALIDATE "load-balancer.hetzner.cloud/health-check-http-validate-certificate"
+#define HZ_HCCM_HC_STATUS "load-balancer.hetzner.cloud/http-status-codes"
+#define HZ_HCCM_COOKIE_NAME "load-balancer.hetzner.cloud/http-cookie-name"
+#define HZ_HCCM_COOKIE_LIFETIME "load-balancer.hetzner.cloud/http-cookie-lifetime"
+#define HZ_HCCM_STICKY "load-balancer.hetzner.cloud/http-sticky-sessions"
+
+enum hz_proto { HZ_PROTO_TCP = 0, HZ_PROTO_HTTP = 1, HZ_PROTO_HTTPS = 2 };
+
+/* One service's protocol, http settings and health check beyond TCP, the
+ * same for every port of a Service. Zero (and NULL) is Hetzner's default
+ * for each field, so an all-zero struct is a TCP service with a TCP health
+ * check on its destination port; the getters below give the value meant.
+ * What the Service asks for (from its annotations) or what a service of a
+ * balancer is (from Hetzner's JSON). */
+struct hz_http {
+    int protocol;        /* enum hz_proto; -1: one this module does not know */
+    int hc_http;         /* 1: the health check is HTTP; 0: TCP; -1: unknown */
+    int hc_port;         /* 0: the service's destination port */
+    int hc_tls;          /* the HTTP health check over TLS */
+    char *hc_domain;     /* NULL: "" (no Host header of its own) */
+    char *hc_path;       /* NULL: "/" */
+    char *hc_codes;      /* comma-separated status codes; NULL: "2??,3??" */
+    char *cookie_name;   /* NULL: "HCLBSTICKY" */
+    int cookie_lifetime; /* seconds; 0: 300 */
+    int sticky;          /* sticky sessions */
+};
+
+/* Free h's strings and zero it (all defaults). */
+HZ_HIDDEN void hz_http_clear(struct hz_http *h);
+/* Copy src into *dst (new strings). 0 or -ENOMEM (*dst left zero). */
+HZ_HIDDEN int hz_http_copy(const struct hz_http *src, struct hz_http *dst);
+/* Hetzner's word for protocol p ("tcp", "http", "https"). */
+HZ_HIDDEN const char *hz_proto_name(int p);
+/* Reports one bad annotation of the set being parsed (e: the parser's). */
+typedef void (*hz_bad_fn)(void *e, const char *key, const char *msg);
+/* Read hccm's protocol, http and health-check annotations through get into
+ * *out (new strings; zero first). Each bad value is reported through bad
+ * with its key; then *out may be partly set (the caller clears it). 0, or
+ * -ENOMEM. get is an hz_annot_get_fn. */
+HZ_HIDDEN int hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg,
+                            struct hz_http *out, hz_bad_fn bad, void *e);
+/* A service object of Hetzner's JSON (borrowed) into *out (new strings;
+ * hc_port is the port itself, never 0). 0 or -ENOMEM (*out left zero). */
+HZ_HIDDEN int hz_http_parse(const json_t *service, struct hz_http *out);
+/* 1 when a service's protocol, health check protocol and port, and http
+ * parts as Hetzner has them (have, from hz_http_parse) differ from what
+ * want asks for with destination port dest. */
+HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have);
+/* Add want's protocol, http object and health check protocol, port and
+ * http object to service (a service body whose health_check object is
+ * there; borrowed, changed) with destination port dest. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_http_json(const struct hz_http *want, int dest, json_t *service);
+/* Fold want into the fingerprint *h. */
+HZ_HIDDEN void hz_http_fp(uint64_t *h, const struct hz_http *want);
+
+/* ------------------------------------------------------------------ */
 /* Annotations (hz_annot.c)                                             */
 
 #define HZ_ANN_BALANCER "robotlb/balancer"
@@ -254,6 +320,8 @@ struct hz_annot {
     /* The annotation type, location and node_selector came from (static
      * strings; NULL when absent), for the messages that name it. */
     const char *type_key, *location_key, *selector_key;
+    /* hccm http/certificates: protocol, http settings, HTTP health check */
+    struct hz_http http;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -315,6 +383,9 @@ struct hz_desired {
     size_t nservices;
     char **targets; /* target IPs (node InternalIPs), as given */
     size_t ntargets;
+    /* hccm http/certificates: every service's protocol, http settings and
+     * health check beyond its timing */
+    struct hz_http http;
 };
 
 /* Build the desired balancer of svc from the settings, its (good)
@@ -332,10 +403,11 @@ HZ_HIDDEN int hz_desired_build(const struct hz_config *cfg, const struct hz_anno
 HZ_HIDDEN void hz_desired_clear(struct hz_desired *d);
 
 struct hz_act_service {
-    char *protocol;
     int listen, dest, proxy;
-    char *hc_protocol;
-    int hc_port, hc_interval, hc_timeout, hc_retries;
+    int hc_interval, hc_timeout, hc_retries;
+    /* hccm http/certificates: the protocol, the health check's protocol,
+     * port and request, the http settings */
+    struct hz_http http;
 };
 
 struct hz_act_net {

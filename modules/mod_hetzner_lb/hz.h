@@ -36,6 +36,7 @@
  *   hz_status.c       what `prismlb status` shows
  *   hz_refusal.c      the warning Events of what Hetzner refuses
  *   hz_http.c         hccm's http/https services and HTTP health checks
+ *   hz_cert.c         their certificates: names -> IDs
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event
@@ -185,7 +186,7 @@ HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster, 
 HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 
 /* ------------------------------------------------------------------ */
-/* hccm http/certificates (hz_http.c)                                   */
+/* hccm http/certificates (hz_http.c, hz_cert.c)                        */
 
 /* hcloud-cloud-controller-manager's per-service annotations of the http
  * and https services and of the health check beyond its timing. */
@@ -199,6 +200,9 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_COOKIE_NAME "load-balancer.hetzner.cloud/http-cookie-name"
 #define HZ_HCCM_COOKIE_LIFETIME "load-balancer.hetzner.cloud/http-cookie-lifetime"
 #define HZ_HCCM_STICKY "load-balancer.hetzner.cloud/http-sticky-sessions"
+#define HZ_HCCM_REDIRECT "load-balancer.hetzner.cloud/http-redirect-http"
+#define HZ_HCCM_CERT_TYPE "load-balancer.hetzner.cloud/certificate-type"
+#define HZ_HCCM_CERTS "load-balancer.hetzner.cloud/http-certificates"
 
 enum hz_proto { HZ_PROTO_TCP = 0, HZ_PROTO_HTTP = 1, HZ_PROTO_HTTPS = 2 };
 
@@ -219,6 +223,12 @@ struct hz_http {
     char *cookie_name;   /* NULL: "HCLBSTICKY" */
     int cookie_lifetime; /* seconds; 0: 300 */
     int sticky;          /* sticky sessions */
+    int redirect;        /* port 80 redirects to this https service */
+    char **certs;        /* http-certificates as written, IDs or names
+                            (ncerts of them); NULL when read from Hetzner */
+    int64_t *cert_ids;   /* the certificates' IDs (ncerts of them); 0: a
+                            name not looked up yet (hz_cert.c) */
+    size_t ncerts;
 };
 
 /* Free h's strings and zero it (all defaults). */
@@ -248,6 +258,23 @@ HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int dest, const struct
 HZ_HIDDEN int hz_http_json(const struct hz_http *want, int dest, json_t *service);
 /* Fold want into the fingerprint *h. */
 HZ_HIDDEN void hz_http_fp(uint64_t *h, const struct hz_http *want);
+
+/* Certificates named rather than numbered (hz_cert.c, pure). cache is a
+ * JSON object of certificate name -> ID (NULL is fine), filled by
+ * hz_cert_learn and kept for the daemon's life, as the networks' IDs. */
+
+/* Set the IDs of h's named certificates that cache knows; how many of
+ * h's certificates are still without an ID. */
+HZ_HIDDEN size_t hz_cert_resolve(const json_t *cache, struct hz_http *h);
+/* The next name of h still without an ID at or after *pos (borrowed; each
+ * name once, *pos moved past it), or NULL when none is left. */
+HZ_HIDDEN const char *hz_cert_next_unknown(const struct hz_http *h, size_t *pos);
+/* The answer body (borrowed) of GET /certificates?name=name: the ID of
+ * its certificate, set in h for every reference of that name and kept in
+ * *cache (made when NULL); 0 when Hetzner has no certificate of that name;
+ * -ENOMEM. */
+HZ_HIDDEN int64_t hz_cert_learn(json_t **cache, struct hz_http *h, const char *name,
+                                const json_t *body);
 
 /* ------------------------------------------------------------------ */
 /* Annotations (hz_annot.c)                                             */

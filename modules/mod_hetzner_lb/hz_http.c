@@ -30,13 +30,31 @@
 #define DEF_LIFETIME 300
 /* Bounds of what is read from an annotation. */
 #define MAX_CODES 32
+#define MAX_CERTS 16
 #define MAX_TEXT 1024
 
 void
 hz_http_clear(struct hz_http *h)
 {
     hz_free_each(&h->hc_domain, &h->hc_path, &h->hc_codes, &h->cookie_name, NULL);
+    if (h->certs)
+        hz_strv_free(h->certs, h->ncerts);
+    hz_free(h->cert_ids);
     memset(h, 0, sizeof(*h));
+}
+
+/* Room for n certificates in h (zeroed; with their references when
+ * refs). 0 or -ENOMEM. */
+static int
+certs_alloc(struct hz_http *h, size_t n, int refs)
+{
+    h->ncerts = n;
+    if (!n)
+        return 0;
+    if (!(h->cert_ids = hz_calloc(n * sizeof(*h->cert_ids))) ||
+        (refs && !(h->certs = hz_calloc(n * sizeof(*h->certs)))))
+        return -ENOMEM;
+    return 0;
 }
 
 int
@@ -44,14 +62,23 @@ hz_http_copy(const struct hz_http *src, struct hz_http *dst)
 {
     *dst = *src;
     dst->hc_domain = dst->hc_path = dst->hc_codes = dst->cookie_name = NULL;
+    dst->certs = NULL;
+    dst->cert_ids = NULL;
     if ((src->hc_domain && !(dst->hc_domain = hz_strdup(src->hc_domain))) ||
         (src->hc_path && !(dst->hc_path = hz_strdup(src->hc_path))) ||
         (src->hc_codes && !(dst->hc_codes = hz_strdup(src->hc_codes))) ||
-        (src->cookie_name && !(dst->cookie_name = hz_strdup(src->cookie_name)))) {
-        hz_http_clear(dst);
-        return -ENOMEM;
+        (src->cookie_name && !(dst->cookie_name = hz_strdup(src->cookie_name))) ||
+        certs_alloc(dst, src->ncerts, src->certs != NULL) < 0)
+        goto nomem;
+    for (size_t i = 0; i < src->ncerts; i++) {
+        dst->cert_ids[i] = src->cert_ids[i];
+        if (src->certs && !(dst->certs[i] = hz_strdup(src->certs[i])))
+            goto nomem;
     }
     return 0;
+nomem:
+    hz_http_clear(dst);
+    return -ENOMEM;
 }
 
 const char *
@@ -237,6 +264,88 @@ annot_health(const char *(*get)(void *, const char *), void *arg, struct hz_http
     return 0;
 }
 
+/* hccm's http-certificates: comma-separated IDs (digits) or names, each
+ * at least one character without control characters, at most MAX_CERTS.
+ * The references go to h (new), an ID's also to its cert_ids. 0 (also
+ * when bad or absent) or -ENOMEM. */
+static int
+annot_certs(const char *v, struct hz_http *h, hz_bad_fn bad, void *e)
+{
+    char msg[192];
+    size_t n = 1;
+    if (!v)
+        return 0;
+    for (const char *p = v; *p; p++) {
+        n += *p == ',';
+        if ((unsigned char)*p < ' ' || *p == 0x7f) {
+            snprintf(msg, sizeof(msg), "\"%.64s\" holds a control character", v);
+            bad(e, HZ_HCCM_CERTS, msg);
+            return 0;
+        }
+    }
+    if (n > MAX_CERTS || strlen(v) > MAX_TEXT) {
+        snprintf(msg, sizeof(msg), "\"%.64s\" lists more than %d certificates", v, MAX_CERTS);
+        bad(e, HZ_HCCM_CERTS, msg);
+        return 0;
+    }
+    if (certs_alloc(h, n, 1) < 0)
+        return -ENOMEM;
+    n = 0;
+    for (const char *p = v;; p++) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (!len) {
+            snprintf(msg, sizeof(msg), "\"%.64s\" names an empty certificate", v);
+            bad(e, HZ_HCCM_CERTS, msg);
+            return 0;
+        }
+        if (!(h->certs[n] = hz_strndup(p, len)))
+            return -ENOMEM;
+        /* hccm's rule: what parses as a number is an ID, the rest names */
+        if (strspn(h->certs[n], "0123456789") == len && len < 19)
+            h->cert_ids[n] = strtoll(h->certs[n], NULL, 10);
+        n++;
+        if (!c)
+            return 0;
+        p = c;
+    }
+}
+
+/* The https parts: redirect, certificate type and certificates, and what
+ * Hetzner refuses of them on another protocol. 0 or -ENOMEM. */
+static int
+annot_https(const char *(*get)(void *, const char *), void *arg, struct hz_http *h, hz_bad_fn bad,
+            void *e)
+{
+    char msg[192];
+    const char *v;
+    go_bool(HZ_HCCM_REDIRECT, get(arg, HZ_HCCM_REDIRECT), &h->redirect, bad, e);
+    if ((v = get(arg, HZ_HCCM_CERT_TYPE)) && strcasecmp(v, "uploaded") != 0) {
+        if (strcasecmp(v, "managed") == 0)
+            snprintf(msg, sizeof(msg),
+                     "\"%.64s\": managed certificates are not made by prismlb; upload one and "
+                     "name it in %s",
+                     v, HZ_HCCM_CERTS);
+        else
+            snprintf(msg, sizeof(msg), "\"%.64s\" is not a certificate type (uploaded, managed)",
+                     v);
+        bad(e, HZ_HCCM_CERT_TYPE, msg);
+    }
+    if (annot_certs(get(arg, HZ_HCCM_CERTS), h, bad, e) < 0)
+        return -ENOMEM;
+    if (h->protocol == HZ_PROTO_HTTPS && !get(arg, HZ_HCCM_CERTS)) {
+        snprintf(msg, sizeof(msg), "\"https\" needs a certificate (%s)", HZ_HCCM_CERTS);
+        bad(e, HZ_HCCM_PROTOCOL, msg);
+    }
+    snprintf(msg, sizeof(msg), "applies to https services only (%s is %s)", HZ_HCCM_PROTOCOL,
+             hz_proto_name(h->protocol));
+    if (h->protocol != HZ_PROTO_HTTPS && get(arg, HZ_HCCM_CERTS))
+        bad(e, HZ_HCCM_CERTS, msg);
+    if (h->protocol != HZ_PROTO_HTTPS && h->redirect)
+        bad(e, HZ_HCCM_REDIRECT, msg);
+    return 0;
+}
+
 int
 hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, struct hz_http *out,
               hz_bad_fn bad, void *e)
@@ -270,6 +379,8 @@ hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, struct 
         }
     }
     go_bool(HZ_HCCM_STICKY, get(arg, HZ_HCCM_STICKY), &h.sticky, bad, e);
+    if ((rc = annot_https(get, arg, &h, bad, e)) < 0)
+        goto fail;
     /* Hetzner refuses http settings on a tcp service: say so here */
     for (size_t i = 0; h.protocol == HZ_PROTO_TCP && i < sizeof(web_only) / sizeof(*web_only);
          i++) {
@@ -358,6 +469,12 @@ hz_http_parse(const json_t *service, struct hz_http *out)
             goto nomem;
         h.cookie_lifetime = (int)json_integer_value(json_object_get(http, "cookie_lifetime"));
         h.sticky = json_is_true(json_object_get(http, "sticky_sessions"));
+        h.redirect = json_is_true(json_object_get(http, "redirect_http"));
+        const json_t *certs = json_object_get(http, "certificates"), *c;
+        size_t i;
+        if (certs_alloc(&h, json_array_size(certs), 0) < 0)
+            goto nomem;
+        json_array_foreach(certs, i, c) h.cert_ids[i] = json_integer_value(c);
     }
     *out = h;
     return 0;
@@ -365,6 +482,29 @@ nomem:
     hz_http_clear(&h);
     memset(out, 0, sizeof(*out));
     return -ENOMEM;
+}
+
+/* 1 when id is among the certificates of h. */
+static int
+has_cert(const struct hz_http *h, int64_t id)
+{
+    for (size_t i = 0; i < h->ncerts; i++)
+        if (h->cert_ids[i] == id)
+            return 1;
+    return 0;
+}
+
+/* 1 when a and b hold the same certificates (each known), in any order. */
+static int
+same_certs(const struct hz_http *a, const struct hz_http *b)
+{
+    for (size_t i = 0; i < a->ncerts; i++)
+        if (a->cert_ids[i] <= 0 || !has_cert(b, a->cert_ids[i]))
+            return 0;
+    for (size_t i = 0; i < b->ncerts; i++)
+        if (!has_cert(a, b->cert_ids[i]))
+            return 0;
+    return 1;
 }
 
 int
@@ -378,10 +518,10 @@ hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have
          strcmp(path_of(have), path_of(want)) != 0 || strcmp(codes_of(have), codes_of(want)) != 0))
         return 1;
     if (want->protocol != HZ_PROTO_TCP &&
-        (have->sticky != want->sticky || lifetime_of(have) != lifetime_of(want) ||
-         strcmp(cookie_of(have), cookie_of(want)) != 0))
+        (have->sticky != want->sticky || have->redirect != want->redirect ||
+         lifetime_of(have) != lifetime_of(want) || strcmp(cookie_of(have), cookie_of(want)) != 0))
         return 1;
-    return 0;
+    return want->protocol == HZ_PROTO_HTTPS && !same_certs(want, have);
 }
 
 /* The comma-separated codes as a JSON array (new), NULL on ENOMEM. */
@@ -418,12 +558,25 @@ hz_http_json(const struct hz_http *want, int dest, json_t *service)
                                     path_of(want), "status_codes", codes, "tls", want->hc_tls)) < 0)
             return -ENOMEM;
     }
-    if (want->protocol != HZ_PROTO_TCP &&
-        json_object_set_new(service, "http",
-                            json_pack("{s:s, s:i, s:b}", "cookie_name", cookie_of(want),
-                                      "cookie_lifetime", lifetime_of(want), "sticky_sessions",
-                                      want->sticky)) < 0)
-        return -ENOMEM;
+    if (want->protocol != HZ_PROTO_TCP) {
+        json_t *certs = json_array();
+        for (size_t i = 0; certs && i < want->ncerts; i++) {
+            int dup = 0;
+            for (size_t j = 0; j < i; j++)
+                dup |= want->cert_ids[j] == want->cert_ids[i];
+            if (!dup && json_array_append_new(certs, json_integer(want->cert_ids[i])) < 0) {
+                json_decref(certs);
+                return -ENOMEM;
+            }
+        }
+        if (!certs ||
+            json_object_set_new(service, "http",
+                                json_pack("{s:s, s:i, s:b, s:b, s:o}", "cookie_name",
+                                          cookie_of(want), "cookie_lifetime", lifetime_of(want),
+                                          "sticky_sessions", want->sticky, "redirect_http",
+                                          want->redirect, "certificates", certs)) < 0)
+            return -ENOMEM;
+    }
     return 0;
 }
 
@@ -431,11 +584,13 @@ void
 hz_http_fp(uint64_t *h, const struct hz_http *want)
 {
     char b[64];
-    snprintf(b, sizeof(b), "%d/%d/%d/%d/%d/%d", want->protocol, want->hc_http, want->hc_port,
-             want->hc_tls, want->cookie_lifetime, want->sticky);
+    snprintf(b, sizeof(b), "%d/%d/%d/%d/%d/%d/%d", want->protocol, want->hc_http, want->hc_port,
+             want->hc_tls, want->cookie_lifetime, want->sticky, want->redirect);
     hz_fnv1a64_field(h, b);
     hz_fnv1a64_field(h, want->hc_domain);
     hz_fnv1a64_field(h, want->hc_path);
     hz_fnv1a64_field(h, want->hc_codes);
     hz_fnv1a64_field(h, want->cookie_name);
+    for (size_t i = 0; want->certs && i < want->ncerts; i++)
+        hz_fnv1a64_field(h, want->certs[i]);
 }

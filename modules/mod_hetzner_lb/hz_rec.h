@@ -8,6 +8,7 @@
  *     |---not labelled----> NAMES  (one shared list) --+
  *     `---after a taken---> LOOKUP (GET by name)     --+--> DECIDE --> NETWORK
  *         name
+ *   START --a certificate name without its ID--> CERTS --> (as from START)
  *   NETWORK --a balancer to change--> PLAN --every answer in--> DONE
  *           `--none-----------------> CREATE --created--> PLAN
  *                                       `--a target refused the create:
@@ -29,6 +30,7 @@ struct hz_svc_state;
 /* The steps. */
 enum hz_rec_step {
     HZ_REC_START = 0, /* not begun */
+    HZ_REC_CERTS,     /* waiting for the lookups of its certificates' names */
     HZ_REC_NAMES,     /* waiting for the shared list of unlabelled balancers */
     HZ_REC_LOOKUP,    /* waiting for the GETs of its names (after a taken name) */
     HZ_REC_DECIDE,    /* its names looked up: manage, adopt, create, or wait */
@@ -66,10 +68,12 @@ struct hz_rec_view {
     enum hz_rec_end end;   /* the worst outcome so far */
     int have_lb;           /* a balancer to change is known */
     int by_name;           /* look its names up one by one (START) */
+    int certs;             /* certificates named whose IDs are not known */
 };
 
 /* The step after v->step: DONE once the end is not OK (and after PLAN);
- * START to NETWORK with a balancer, else LOOKUP by name or NAMES; NAMES
+ * START to CERTS while certificate names need their IDs; START (or CERTS)
+ * to NETWORK with a balancer, else LOOKUP by name or NAMES; NAMES
  * and LOOKUP to DECIDE; DECIDE to NETWORK; NETWORK and CREATE to PLAN with
  * a balancer, else to CREATE (a create answered WITHOUT_TARGETS made
  * none). */

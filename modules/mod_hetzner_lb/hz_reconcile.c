@@ -442,6 +442,71 @@ step_decide(struct rec *r)
 }
 
 /* ------------------------------------------------------------------ */
+/* CERTS: the IDs of the certificates it names, one lookup per name     */
+
+/* A certificate lookup of r in flight, for the name it owns. */
+struct certq {
+    struct rec *r;
+    char *name;
+};
+
+/* The lookup of one certificate name answered: its ID (kept for every
+ * later reconcile), or the Service is warned that Hetzner has no
+ * certificate of that name and rechecked, its balancer left as it is. */
+static void
+cert_done(void *arg, const struct hz_result *res)
+{
+    struct certq *c = arg;
+    struct rec *r = c->r;
+    struct hz_svc_state *st;
+    const plb_obj *svc;
+    char msg[512];
+    if (rec_got(r, "certificate lookup", res)) {
+        int64_t id = hz_cert_learn(&r->ks->certs, &r->d.http, c->name, res->body);
+        if (id == 0 && (svc = rec_svc(r, &st))) {
+            snprintf(msg, sizeof(msg),
+                     "%s: Hetzner has no certificate named \"%s\"; the balancer is left as it "
+                     "is",
+                     HZ_HCCM_CERTS, c->name);
+            (void)hz_warn_once(st, svc, "CertificateNotFound", msg);
+        }
+        if (id <= 0)
+            rec_add(r, HZ_REC_RECHECK);
+    }
+    hz_free(c->name);
+    hz_free(c);
+    rec_run(r);
+}
+
+/* Look up each certificate name of r without an ID (GET
+ * /certificates?name=); the sync's plan, built without them, is dropped. */
+static void
+step_certs(struct rec *r)
+{
+    size_t pos = 0;
+    const char *name;
+    hz_plan_clear(&r->plan);
+    while ((name = hz_cert_next_unknown(&r->d.http, &pos))) {
+        struct certq *c = hz_calloc(sizeof(*c));
+        char *enc = NULL, *path = NULL;
+        if (!c || !(c->name = hz_strdup(name)) || !(enc = qenc(name)) ||
+            !(path = hz_asprintf("/certificates?name=%s", enc))) {
+            rec_add(r, HZ_REC_RECHECK);
+        } else {
+            c->r = r;
+            if (rec_call(r, "GET", path, NULL, cert_done, c) == 0)
+                c = NULL;
+        }
+        if (c)
+            hz_free(c->name);
+        hz_free(c);
+        hz_free_each(&enc, &path, NULL);
+        if (r->end != HZ_REC_OK)
+            break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
 /* NETWORK: its id, one lookup per name for every reconcile waiting     */
 
 /* The network lookup for r found net (borrowed; NULL: none): its id
@@ -740,8 +805,12 @@ static void
 rec_run(struct rec *r)
 {
     while (r->pending == 0) {
-        struct hz_rec_view v = {
-            .step = r->step, .end = r->end, .have_lb = r->lb != NULL, .by_name = r->by_name};
+        size_t pos = 0;
+        struct hz_rec_view v = {.step = r->step,
+                                .end = r->end,
+                                .have_lb = r->lb != NULL,
+                                .by_name = r->by_name,
+                                .certs = hz_cert_next_unknown(&r->d.http, &pos) != NULL};
         enum hz_rec_step prev = r->step;
         r->step = hz_rec_next(&v);
         PLB_DEBUG(r->ks->host, r->ks->ctx,
@@ -751,6 +820,9 @@ rec_run(struct rec *r)
         switch (r->step) {
         case HZ_REC_START:
             break; /* never a next step */
+        case HZ_REC_CERTS:
+            step_certs(r);
+            break;
         case HZ_REC_NAMES:
             step_names(r);
             break;

@@ -14,6 +14,7 @@
 
 #include "env.h"
 #include "hccm_util.h"
+#include "hzt.h"
 #include "testutil.h"
 
 #define P "    load-balancer.hetzner.cloud/"
@@ -25,6 +26,7 @@
 #define UPDATE "POST /v1/load_balancers/{id}/actions/update_service"
 #define ADD "POST /v1/load_balancers/{id}/actions/add_service"
 #define DELETE "POST /v1/load_balancers/{id}/actions/delete_service"
+#define CERT_LOOKUP "GET /v1/certificates"
 
 /* The balancer of Service default/name, as `hcloud load-balancer describe
  * NAME.default -o json` shows it (new). */
@@ -222,6 +224,119 @@ START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
 }
 END_TEST
 
+/* kubectl apply Service default/name of type LoadBalancer with the one
+ * port 443 (nodePort 30443) and the annotations annot (YAML lines); its
+ * UID (new). */
+static char *
+apply_443(struct env *e, const char *name, const char *annot)
+{
+    char path[4400], manifest[4096], *out = NULL;
+    snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
+    snprintf(manifest, sizeof(manifest),
+             "apiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\n"
+             "  annotations:\n%sspec:\n  type: LoadBalancer\n  selector:\n    app: %s\n"
+             "  ports:\n  - port: 443\n    protocol: TCP\n    nodePort: 30443\n",
+             name, annot, name);
+    ck_assert_int_eq(tu_write_file(path, manifest), 0);
+    int rc = env_kubectl(e, &out, "apply", "-f", path, NULL);
+    ck_assert_msg(rc == 0, "kubectl apply: %s", out ? out : "");
+    free(out);
+    out = NULL;
+    rc = env_kubectl(e, &out, "get", "service", name, "-n", "default", "-o",
+                     "jsonpath={.metadata.uid}", NULL);
+    ck_assert_msg(rc == 0 && out && out[0], "kubectl get service: %s", out ? out : "");
+    return out;
+}
+
+/* Upload the test certificate (made now by gen_certs.sh: CN example.com)
+ * with `hcloud certificate create --name name`; its ID. */
+static long
+upload_certificate(struct env *e, const char *name)
+{
+    char crt[4400], key[4400];
+    ck_assert_int_eq(hzt_gen_certs(dir), 0);
+    snprintf(crt, sizeof(crt), "%s/good.crt", dir);
+    snprintf(key, sizeof(key), "%s/good.key", dir);
+    char *out = NULL;
+    int rc = env_hcloud(e, &out, "certificate", "create", "--name", name, "--cert-file", crt,
+                        "--key-file", key, NULL);
+    ck_assert_msg(rc == 0, "hcloud certificate create: %s", out ? out : "");
+    free(out);
+    json_t *c = env_hcloud_json(e, "certificate", "describe", name, NULL);
+    ck_assert_ptr_nonnull(c);
+    long id = (long)json_integer_value(json_object_get(c, "id"));
+    json_decref(c);
+    ck_assert_int_gt(id, 0);
+    return id;
+}
+
+/* "protocol: https with certificate-type: uploaded and http-certificates
+ * by ID or name (names resolved with one GET /certificates?name= and
+ * cached, so steady state makes no new request), http-redirect-http":
+ * https on 443 with the certificate uploaded with the hcloud CLI, named,
+ * and port 80 redirected. An unknown name is a CertificateNotFound warning
+ * and the balancer keeps what it had (nothing written). */
+START_TEST(https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80)
+{
+    struct env e;
+    char ip[64];
+    env_start(&e, NULL, NULL, BUDGET_1S, 1);
+    env_node(&e, "n1", "10.0.1.41");
+    long cert = upload_certificate(&e, "shop-tls");
+    /* the CLI's own lookups are not the daemon's */
+    long lookups = env_count_route(&e, CERT_LOOKUP);
+    char *uid = apply_443(&e, "web",
+                          P "protocol: https\n" P "certificate-type: uploaded\n" P
+                            "http-certificates: shop-tls\n" P "http-redirect-http: \"true\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    json_t *lb = describe(&e, "web");
+    json_t *svc = service_on(lb, 443);
+    json_t *http = json_object_get(svc, "http");
+    ck_assert_str_eq(json_string_value(json_object_get(svc, "protocol")), "https");
+    ck_assert_int_eq(json_integer_value(json_object_get(svc, "destination_port")), 30443);
+    ck_assert(json_is_true(json_object_get(http, "redirect_http")));
+    ck_assert_uint_eq(json_array_size(json_object_get(http, "certificates")), 1);
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(http, "certificates"), 0)),
+                     cert);
+    ck_assert_uint_eq(json_array_size(json_object_get(lb, "services")), 1);
+    json_decref(lb);
+    ck_assert_int_eq(env_count_route(&e, CERT_LOOKUP), lookups + 1);
+    steady(&e);
+    ck_assert_int_eq(env_count_route(&e, CERT_LOOKUP), lookups + 1);
+    /* the certificate knows its balancer */
+    json_t *c = env_hcloud_json(&e, "certificate", "describe", "shop-tls", NULL);
+    ck_assert_uint_eq(json_array_size(json_object_get(c, "used_by")), 1);
+    json_decref(c);
+    lookups = env_count_route(&e, CERT_LOOKUP);
+
+    /* by its ID, the same certificate: nothing to write, nothing looked up */
+    long since = env_last_request(&e);
+    char kv[128];
+    snprintf(kv, sizeof(kv), "load-balancer.hetzner.cloud/http-certificates=%ld", cert);
+    hccm_annotate(&e, "web", kv);
+    steady(&e);
+    hccm_only_reads_since(&e, since, "the same certificate by its ID");
+    ck_assert_int_eq(env_count_route(&e, CERT_LOOKUP), lookups);
+
+    /* a name Hetzner does not have: warned, the balancer left as it is */
+    since = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/http-certificates=no-such-cert");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "CertificateNotFound", "no-such-cert",
+                               "load-balancer.hetzner.cloud/http-certificates", NULL) > 0,
+             30000, "the CertificateNotFound warning");
+    hccm_only_reads_since(&e, since, "an unknown certificate name");
+    lb = describe(&e, "web");
+    http = json_object_get(service_on(lb, 443), "http");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(http, "certificates"), 0)),
+                     cert);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -231,6 +346,7 @@ suite(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, an_http_health_check_with_domain_path_and_status_codes);
     tcase_add_test(tc, an_http_service_with_sticky_sessions_and_its_cookie);
+    tcase_add_test(tc, https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80);
     suite_add_tcase(s, tc);
     return s;
 }

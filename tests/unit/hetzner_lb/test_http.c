@@ -323,8 +323,9 @@ START_TEST(the_service_body_of_an_http_service_carries_its_cookie)
     struct hz_desired d;
     desired_with(&d, plain);
     json_t *body = hz_service_json(&d, &d.services[0]);
-    json_t *want = parse_json("{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                              "\"sticky_sessions\":false}");
+    json_t *want =
+        parse_json("{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                   "\"sticky_sessions\":false,\"redirect_http\":false,\"certificates\":[]}");
     ck_assert_str_eq(json_string_value(json_object_get(body, "protocol")), "http");
     ck_assert(json_equal(json_object_get(body, "http"), want));
     json_decref(want);
@@ -333,7 +334,7 @@ START_TEST(the_service_body_of_an_http_service_carries_its_cookie)
     desired_with(&d, sticky);
     body = hz_service_json(&d, &d.services[0]);
     want = parse_json("{\"cookie_name\":\"SHOPID\",\"cookie_lifetime\":300,"
-                      "\"sticky_sessions\":true}");
+                      "\"sticky_sessions\":true,\"redirect_http\":false,\"certificates\":[]}");
     ck_assert(json_equal(json_object_get(body, "http"), want));
     json_decref(want);
     json_decref(body);
@@ -383,6 +384,145 @@ START_TEST(a_changed_protocol_or_cookie_is_one_update_service)
 }
 END_TEST
 
+/* "protocol: https with certificate-type: uploaded and http-certificates
+ * by ID or name, http-redirect-http": a number is an ID, anything else a
+ * name (hccm's rule); https needs one; certificates and the redirect on
+ * another protocol, and managed certificates, are named. */
+START_TEST(https_certificates_are_ids_or_names_and_https_needs_one)
+{
+    static const char *const kv[] = {
+        P "protocol",
+        "https",
+        P "certificate-type",
+        "Uploaded",
+        P "http-certificates",
+        "17,shop tls,17",
+        P "http-redirect-http",
+        "true",
+        NULL,
+    };
+    static const char *const bad_set[] = {
+        P "protocol", "https", P "certificate-type", "managed", P "http-certificates", "a,,b", NULL,
+    };
+    static const char *const on_http[] = {
+        P "protocol", "http", P "http-certificates", "17", P "http-redirect-http", "1", NULL,
+    };
+    static const char *const none[] = {P "protocol", "https", NULL};
+    struct hz_annot a;
+    char err[1024];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.http.protocol, HZ_PROTO_HTTPS);
+    ck_assert_int_eq(a.http.redirect, 1);
+    ck_assert_uint_eq(a.http.ncerts, 3);
+    ck_assert_int_eq(a.http.cert_ids[0], 17);
+    ck_assert_str_eq(a.http.certs[1], "shop tls");
+    ck_assert_int_eq(a.http.cert_ids[1], 0);
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)bad_set, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "certificate-type: \"managed\""));
+    ck_assert_ptr_nonnull(strstr(err, P "http-certificates: \"a,,b\""));
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)on_http, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-certificates: applies to https services only"));
+    ck_assert_ptr_nonnull(strstr(err, P "http-redirect-http: applies to https services only"));
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)none, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "protocol: \"https\" needs a certificate"));
+}
+END_TEST
+
+/* A name is looked up once (each name once, however often it is given),
+ * its ID kept in the cache; with the cache, the sync knows it and sends
+ * nothing; an answer without a certificate is 0 (not found). */
+START_TEST(a_certificate_name_is_looked_up_once_and_kept)
+{
+    static const char *const kv[] = {
+        P "protocol", "https", P "http-certificates", "shop,5,shop,other", NULL,
+    };
+    struct hz_annot a;
+    struct hz_http h;
+    json_t *cache = NULL;
+    char err[512];
+    size_t pos = 0;
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h), 3);
+    ck_assert_str_eq(hz_cert_next_unknown(&h, &pos), "shop");
+    ck_assert_str_eq(hz_cert_next_unknown(&h, &pos), "other");
+    ck_assert_ptr_null(hz_cert_next_unknown(&h, &pos));
+    json_t *found = parse_json("{\"certificates\":[{\"id\":41,\"name\":\"shop\"}]}");
+    json_t *empty = parse_json("{\"certificates\":[]}");
+    ck_assert_int_eq(hz_cert_learn(&cache, &h, "shop", found), 41);
+    ck_assert_int_eq(hz_cert_learn(&cache, &h, "other", empty), 0);
+    ck_assert_int_eq(h.cert_ids[0], 41);
+    ck_assert_int_eq(h.cert_ids[2], 41);
+    ck_assert_int_eq(h.cert_ids[3], 0);
+    hz_http_clear(&h);
+    /* the next sync of the Service finds "shop" in the cache */
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h), 1);
+    ck_assert_int_eq(h.cert_ids[0], 41);
+    hz_http_clear(&h);
+    json_decref(found);
+    json_decref(empty);
+    json_decref(cache);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+/* The https body names each certificate once, with the redirect; a
+ * balancer with the same certificates in another order needs nothing,
+ * with another one an update_service; a name without its ID is never
+ * taken as matching. */
+START_TEST(the_https_service_is_compared_by_its_certificates)
+{
+    static const char *const kv[] = {
+        P "protocol", "https", P "http-certificates", "7,9,7", P "http-redirect-http", "true", NULL,
+    };
+    static const char *const named[] = {
+        P "protocol", "https", P "http-certificates", "7,shop", P "http-redirect-http",
+        "true",       NULL,
+    };
+    static const char *const hc = "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
+                                  "\"timeout\":10,\"retries\":3,\"http\":null}";
+    struct hz_desired d;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired_with(&d, kv);
+    json_t *body = hz_service_json(&d, &d.services[0]);
+    json_t *want = parse_json("[7,9]");
+    json_t *http = json_object_get(body, "http");
+    ck_assert(json_equal(json_object_get(http, "certificates"), want));
+    ck_assert(json_is_true(json_object_get(http, "redirect_http")));
+    json_decref(want);
+    json_decref(body);
+    balancer_with(&a, service("https",
+                              "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                              "\"certificates\":[9,7],\"redirect_http\":true,"
+                              "\"sticky_sessions\":false}",
+                              hc));
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 0);
+    hz_desired_clear(&d);
+    desired_with(&d, named);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    balancer_with(&a, service("https",
+                              "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                              "\"certificates\":[7],\"redirect_http\":true,"
+                              "\"sticky_sessions\":false}",
+                              hc));
+    hz_desired_clear(&d);
+    desired_with(&d, kv);
+    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&d);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -398,6 +538,9 @@ suite(void)
     tcase_add_test(tc, http_settings_on_a_tcp_service_and_bad_cookie_values_are_named);
     tcase_add_test(tc, the_service_body_of_an_http_service_carries_its_cookie);
     tcase_add_test(tc, a_changed_protocol_or_cookie_is_one_update_service);
+    tcase_add_test(tc, https_certificates_are_ids_or_names_and_https_needs_one);
+    tcase_add_test(tc, a_certificate_name_is_looked_up_once_and_kept);
+    tcase_add_test(tc, the_https_service_is_compared_by_its_certificates);
     suite_add_tcase(s, tc);
     return s;
 }

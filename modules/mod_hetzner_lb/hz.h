@@ -36,7 +36,8 @@
  *   hz_status.c       what `prismlb status` shows
  *   hz_refusal.c      the warning Events of what Hetzner refuses
  *   hz_http.c         hccm's http/https services and HTTP health checks
- *   hz_cert.c         their certificates: names -> IDs
+ *   hz_cert.c         their certificates: names -> IDs, state (pure)
+ *   hz_cert_io.c      ... looked up, made, retried, deleted with Hetzner
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event
@@ -203,6 +204,8 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_REDIRECT "load-balancer.hetzner.cloud/http-redirect-http"
 #define HZ_HCCM_CERT_TYPE "load-balancer.hetzner.cloud/certificate-type"
 #define HZ_HCCM_CERTS "load-balancer.hetzner.cloud/http-certificates"
+#define HZ_HCCM_MANAGED_NAME "load-balancer.hetzner.cloud/http-managed-certificate-name"
+#define HZ_HCCM_MANAGED_DOMAINS "load-balancer.hetzner.cloud/http-managed-certificate-domains"
 
 enum hz_proto { HZ_PROTO_TCP = 0, HZ_PROTO_HTTP = 1, HZ_PROTO_HTTPS = 2 };
 
@@ -229,6 +232,10 @@ struct hz_http {
     int64_t *cert_ids;   /* the certificates' IDs (ncerts of them); 0: a
                             name not looked up yet (hz_cert.c) */
     size_t ncerts;
+    int managed;        /* certificate-type managed: certs[0] (once named by
+                           hz_http_name_managed) is made by prismlb */
+    char *managed_name; /* its name as annotated; NULL: hccm's default */
+    char *domains;      /* its domains, comma-separated */
 };
 
 /* Free h's strings and zero it (all defaults). */
@@ -256,6 +263,13 @@ HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int dest, const struct
  * http object to service (a service body whose health_check object is
  * there; borrowed, changed) with destination port dest. 0 or -ENOMEM. */
 HZ_HIDDEN int hz_http_json(const struct hz_http *want, int dest, json_t *service);
+/* A managed certificate's name as h's one certificate: the annotated one,
+ * else hccm's "ccm-managed-certificate-<uid>". Nothing for an uploaded
+ * one. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_http_name_managed(struct hz_http *h, const char *uid);
+/* The items of the comma-separated list csv (NULL: none) as a JSON array
+ * of strings (new), NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_csv_json(const char *csv);
 /* Fold want into the fingerprint *h. */
 HZ_HIDDEN void hz_http_fp(uint64_t *h, const struct hz_http *want);
 
@@ -271,10 +285,32 @@ HZ_HIDDEN size_t hz_cert_resolve(const json_t *cache, struct hz_http *h);
 HZ_HIDDEN const char *hz_cert_next_unknown(const struct hz_http *h, size_t *pos);
 /* The answer body (borrowed) of GET /certificates?name=name: the ID of
  * its certificate, set in h for every reference of that name and kept in
- * *cache (made when NULL); 0 when Hetzner has no certificate of that name;
- * -ENOMEM. */
+ * *cache (made when NULL); 0 when Hetzner has no certificate of that name
+ * ready (none, or a managed one not issued); -ENOMEM. */
 HZ_HIDDEN int64_t hz_cert_learn(json_t **cache, struct hz_http *h, const char *name,
                                 const json_t *body);
+/* id as the ID of the certificate name: set in h for every reference of
+ * that name, kept in *cache (made when NULL). id, or -ENOMEM. */
+HZ_HIDDEN int64_t hz_cert_keep(json_t **cache, struct hz_http *h, const char *name, int64_t id);
+
+/* Where a certificate of Hetzner's is. */
+enum hz_cert_state {
+    HZ_CERT_NONE = 0, /* no such certificate */
+    HZ_CERT_READY,    /* uploaded, or managed and issued */
+    HZ_CERT_PENDING,  /* managed, its issuance under way */
+    HZ_CERT_FAILED,   /* managed, its issuance failed (retry it) */
+};
+/* The state of cert (a certificate object, borrowed; NULL: none), its ID
+ * into *id and, for a failed issuance, Hetzner's error code and message
+ * (borrowed from cert, NULL when absent). */
+HZ_HIDDEN enum hz_cert_state hz_cert_state_of(const json_t *cert, int64_t *id, const char **code,
+                                              const char **message);
+/* The body of POST /certificates making h's managed certificate
+ * (certs[0], its domains), labelled robotlb/service-uid=uid (new), or
+ * NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_cert_managed_body(const struct hz_http *h, const char *uid);
+/* s percent-encoded for a query value (a looked-up name; new), or NULL. */
+HZ_HIDDEN char *hz_qenc(const char *s);
 
 /* ------------------------------------------------------------------ */
 /* Annotations (hz_annot.c)                                             */

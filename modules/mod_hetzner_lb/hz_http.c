@@ -36,7 +36,8 @@
 void
 hz_http_clear(struct hz_http *h)
 {
-    hz_free_each(&h->hc_domain, &h->hc_path, &h->hc_codes, &h->cookie_name, NULL);
+    hz_free_each(&h->hc_domain, &h->hc_path, &h->hc_codes, &h->cookie_name, &h->managed_name,
+                 &h->domains, NULL);
     if (h->certs)
         hz_strv_free(h->certs, h->ncerts);
     hz_free(h->cert_ids);
@@ -64,10 +65,13 @@ hz_http_copy(const struct hz_http *src, struct hz_http *dst)
     dst->hc_domain = dst->hc_path = dst->hc_codes = dst->cookie_name = NULL;
     dst->certs = NULL;
     dst->cert_ids = NULL;
+    dst->managed_name = dst->domains = NULL;
     if ((src->hc_domain && !(dst->hc_domain = hz_strdup(src->hc_domain))) ||
         (src->hc_path && !(dst->hc_path = hz_strdup(src->hc_path))) ||
         (src->hc_codes && !(dst->hc_codes = hz_strdup(src->hc_codes))) ||
         (src->cookie_name && !(dst->cookie_name = hz_strdup(src->cookie_name))) ||
+        (src->managed_name && !(dst->managed_name = hz_strdup(src->managed_name))) ||
+        (src->domains && !(dst->domains = hz_strdup(src->domains))) ||
         certs_alloc(dst, src->ncerts, src->certs != NULL) < 0)
         goto nomem;
     for (size_t i = 0; i < src->ncerts; i++) {
@@ -311,6 +315,49 @@ annot_certs(const char *v, struct hz_http *h, hz_bad_fn bad, void *e)
     }
 }
 
+/* A managed certificate's name (at most 128 characters without control
+ * characters; NULL: hccm's default, set by hz_http_name_managed) and its
+ * domains (comma-separated, 1 to 100 DNS names without blanks, "*." first
+ * allowed; required). 0 (also when bad) or -ENOMEM. */
+static int
+annot_managed(const char *(*get)(void *, const char *), void *arg, struct hz_http *h, hz_bad_fn bad,
+              void *e)
+{
+    const char *name = get(arg, HZ_HCCM_MANAGED_NAME), *v = get(arg, HZ_HCCM_MANAGED_DOMAINS);
+    char msg[192];
+    size_t n = 1;
+    if (name) {
+        int ok = *name && strlen(name) <= 128;
+        for (const char *p = name; ok && *p; p++)
+            ok = (unsigned char)*p >= ' ' && *p != 0x7f;
+        if (!ok) {
+            snprintf(msg, sizeof(msg),
+                     "\"%.64s\" is not a certificate name (1 to 128 characters, no control "
+                     "characters)",
+                     name);
+            bad(e, HZ_HCCM_MANAGED_NAME, msg);
+        } else if (!(h->managed_name = hz_strdup(name))) {
+            return -ENOMEM;
+        }
+    }
+    if (!v) {
+        snprintf(msg, sizeof(msg), "is needed with %s \"managed\" (the certificate's domains)",
+                 HZ_HCCM_CERT_TYPE);
+        bad(e, HZ_HCCM_MANAGED_DOMAINS, msg);
+        return 0;
+    }
+    for (const char *p = v; *p; p++)
+        n += *p == ',';
+    if (!*v || has_blank(v) || strlen(v) > MAX_TEXT || n > 100 || strstr(v, ",,") ||
+        v[strlen(v) - 1] == ',' || v[0] == ',') {
+        snprintf(msg, sizeof(msg),
+                 "\"%.64s\" is not a comma-separated list of 1 to 100 domain names", v);
+        bad(e, HZ_HCCM_MANAGED_DOMAINS, msg);
+        return 0;
+    }
+    return (h->domains = hz_strdup(v)) ? 0 : -ENOMEM;
+}
+
 /* The https parts: redirect, certificate type and certificates, and what
  * Hetzner refuses of them on another protocol. 0 or -ENOMEM. */
 static int
@@ -321,26 +368,36 @@ annot_https(const char *(*get)(void *, const char *), void *arg, struct hz_http 
     const char *v;
     go_bool(HZ_HCCM_REDIRECT, get(arg, HZ_HCCM_REDIRECT), &h->redirect, bad, e);
     if ((v = get(arg, HZ_HCCM_CERT_TYPE)) && strcasecmp(v, "uploaded") != 0) {
-        if (strcasecmp(v, "managed") == 0)
-            snprintf(msg, sizeof(msg),
-                     "\"%.64s\": managed certificates are not made by prismlb; upload one and "
-                     "name it in %s",
-                     v, HZ_HCCM_CERTS);
-        else
+        if (strcasecmp(v, "managed") == 0) {
+            h->managed = 1;
+        } else {
             snprintf(msg, sizeof(msg), "\"%.64s\" is not a certificate type (uploaded, managed)",
                      v);
-        bad(e, HZ_HCCM_CERT_TYPE, msg);
+            bad(e, HZ_HCCM_CERT_TYPE, msg);
+        }
     }
-    if (annot_certs(get(arg, HZ_HCCM_CERTS), h, bad, e) < 0)
+    if (h->managed) {
+        if (annot_managed(get, arg, h, bad, e) < 0)
+            return -ENOMEM;
+        if (get(arg, HZ_HCCM_CERTS)) {
+            snprintf(msg, sizeof(msg), "%s \"managed\" makes its own certificate (give one)",
+                     HZ_HCCM_CERT_TYPE);
+            bad(e, HZ_HCCM_CERTS, msg);
+        }
+    } else if (annot_certs(get(arg, HZ_HCCM_CERTS), h, bad, e) < 0) {
         return -ENOMEM;
-    if (h->protocol == HZ_PROTO_HTTPS && !get(arg, HZ_HCCM_CERTS)) {
-        snprintf(msg, sizeof(msg), "\"https\" needs a certificate (%s)", HZ_HCCM_CERTS);
+    }
+    if (h->protocol == HZ_PROTO_HTTPS && !get(arg, HZ_HCCM_CERTS) && !h->managed) {
+        snprintf(msg, sizeof(msg), "\"https\" needs a certificate (%s, or %s \"managed\")",
+                 HZ_HCCM_CERTS, HZ_HCCM_CERT_TYPE);
         bad(e, HZ_HCCM_PROTOCOL, msg);
     }
     snprintf(msg, sizeof(msg), "applies to https services only (%s is %s)", HZ_HCCM_PROTOCOL,
              hz_proto_name(h->protocol));
     if (h->protocol != HZ_PROTO_HTTPS && get(arg, HZ_HCCM_CERTS))
         bad(e, HZ_HCCM_CERTS, msg);
+    if (h->protocol != HZ_PROTO_HTTPS && h->managed)
+        bad(e, HZ_HCCM_CERT_TYPE, msg);
     if (h->protocol != HZ_PROTO_HTTPS && h->redirect)
         bad(e, HZ_HCCM_REDIRECT, msg);
     return 0;
@@ -524,12 +581,11 @@ hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have
     return want->protocol == HZ_PROTO_HTTPS && !same_certs(want, have);
 }
 
-/* The comma-separated codes as a JSON array (new), NULL on ENOMEM. */
-static json_t *
-codes_json(const char *codes)
+json_t *
+hz_csv_json(const char *csv)
 {
     json_t *a = json_array();
-    for (const char *p = codes; a && *p;) {
+    for (const char *p = csv; a && p && *p;) {
         const char *c = strchr(p, ',');
         size_t len = c ? (size_t)(c - p) : strlen(p);
         if (json_array_append_new(a, json_stringn(p, len)) < 0) {
@@ -551,7 +607,7 @@ hz_http_json(const struct hz_http *want, int dest, json_t *service)
         json_object_set_new(hc, "port", json_integer(want->hc_port ? want->hc_port : dest)) < 0)
         return -ENOMEM;
     if (want->hc_http) {
-        json_t *codes = codes_json(codes_of(want));
+        json_t *codes = hz_csv_json(codes_of(want));
         if (!codes || json_object_set_new(
                           hc, "http",
                           json_pack("{s:s, s:s, s:o, s:b}", "domain", domain_of(want), "path",
@@ -593,4 +649,25 @@ hz_http_fp(uint64_t *h, const struct hz_http *want)
     hz_fnv1a64_field(h, want->cookie_name);
     for (size_t i = 0; want->certs && i < want->ncerts; i++)
         hz_fnv1a64_field(h, want->certs[i]);
+    hz_fnv1a64_field(h, want->managed ? "managed" : "uploaded");
+    hz_fnv1a64_field(h, want->managed_name);
+    hz_fnv1a64_field(h, want->domains);
+}
+
+int
+hz_http_name_managed(struct hz_http *h, const char *uid)
+{
+    if (!h->managed || h->ncerts)
+        return 0;
+    if (certs_alloc(h, 1, 1) < 0 ||
+        !(h->certs[0] = h->managed_name ? hz_strdup(h->managed_name)
+                                        : hz_asprintf("ccm-managed-certificate-%s", uid))) {
+        hz_free(h->cert_ids);
+        hz_free(h->certs);
+        h->cert_ids = NULL;
+        h->certs = NULL;
+        h->ncerts = 0;
+        return -ENOMEM;
+    }
+    return 0;
 }

@@ -70,7 +70,7 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
     d.public_iface = a->public_iface >= 0 ? a->public_iface : 1;
-    if (hz_http_copy(&a->http, &d.http) < 0)
+    if (hz_http_copy(&a->http, &d.http) < 0 || hz_http_name_managed(&d.http, d.uid) < 0)
         goto nomem;
     if (!d.public_iface && !net) {
         if (errlen)

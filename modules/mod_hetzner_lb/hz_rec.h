@@ -179,6 +179,27 @@ struct hz_rec_req {
     hz_rec_done_fn done;
 };
 
+/* ------------------------------------------------------------------ */
+/* Certificates with Hetzner (hz_cert_io.c)                             */
+
+/* A warning Event for the Service (reason, text; borrowed). */
+typedef void (*hz_cert_warn_fn)(void *arg, const char *reason, const char *msg);
+/* The lookups ended as end (OK: every certificate of h has its ID). */
+typedef void (*hz_cert_done_fn)(void *arg, enum hz_rec_end end);
+/* Find the ID of each certificate of h (borrowed until done) named
+ * without one, on the lane of Service uid: looked up by name; the managed
+ * one made, labelled robotlb/service-uid=uid, when Hetzner has none of its
+ * name, and its failed issuance retried; each ID found is set in h and
+ * kept in ks->certs. done runs once, on a later loop iteration; warn
+ * before it for what the Service is told. 0: started; -ENOENT (no name
+ * without an ID) or -ENOMEM: nothing started, done is not called. */
+HZ_HIDDEN int hz_cert_find(struct hz_kside *ks, const char *uid, struct hz_http *h,
+                           hz_cert_warn_fn warn, hz_cert_done_fn done, void *arg);
+/* Service uid's balancer was deleted: delete each certificate labelled
+ * robotlb/service-uid=uid that no balancer uses (a managed one prismlb
+ * made); the others, and uploaded ones, are never touched. */
+HZ_HIDDEN void hz_cert_sweep(struct hz_kside *ks, const char *uid);
+
 /* Start one reconcile (the Service has none in flight; the caller keeps
  * it so). 0: started, done runs once when it ends; -ENOMEM: nothing
  * started, done is not called. */

@@ -80,28 +80,6 @@ rec_add(struct rec *r, enum hz_rec_end e)
     r->end = hz_rec_worse(r->end, e);
 }
 
-/* Percent-encode s for a query value (new), or NULL. */
-static char *
-qenc(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *o = hz_calloc(strlen(s) * 3 + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            *p++ = (char)c;
-        } else {
-            *p++ = '%';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 15];
-        }
-    }
-    return o;
-}
-
 /* The Service of r as the cache has it now (borrowed), with its state in
  * *stp; NULL when it is gone, no longer ours (type, class, deletion), no
  * longer tracked or recreated. */
@@ -353,7 +331,7 @@ static int
 rec_lookup(struct rec *r, const char *key, const char *value, struct hz_lb **slot, const char *what)
 {
     struct lookup *l = hz_calloc(sizeof(*l));
-    char *enc = qenc(value);
+    char *enc = hz_qenc(value);
     char *path = enc ? hz_asprintf("/load_balancers?%s=%s&sort=id:asc", key, enc) : NULL;
     int rc = -ENOMEM;
     hz_free(enc);
@@ -442,68 +420,39 @@ step_decide(struct rec *r)
 }
 
 /* ------------------------------------------------------------------ */
-/* CERTS: the IDs of the certificates it names, one lookup per name     */
+/* CERTS: the IDs of the certificates it names                          */
 
-/* A certificate lookup of r in flight, for the name it owns. */
-struct certq {
-    struct rec *r;
-    char *name;
-};
-
-/* The lookup of one certificate name answered: its ID (kept for every
- * later reconcile), or the Service is warned that Hetzner has no
- * certificate of that name and rechecked, its balancer left as it is. */
+/* A warning of the certificates' step for r's Service. */
 static void
-cert_done(void *arg, const struct hz_result *res)
+cert_warn(void *arg, const char *reason, const char *msg)
 {
-    struct certq *c = arg;
-    struct rec *r = c->r;
     struct hz_svc_state *st;
-    const plb_obj *svc;
-    char msg[512];
-    if (rec_got(r, "certificate lookup", res)) {
-        int64_t id = hz_cert_learn(&r->ks->certs, &r->d.http, c->name, res->body);
-        if (id == 0 && (svc = rec_svc(r, &st))) {
-            snprintf(msg, sizeof(msg),
-                     "%s: Hetzner has no certificate named \"%s\"; the balancer is left as it "
-                     "is",
-                     HZ_HCCM_CERTS, c->name);
-            (void)hz_warn_once(st, svc, "CertificateNotFound", msg);
-        }
-        if (id <= 0)
-            rec_add(r, HZ_REC_RECHECK);
-    }
-    hz_free(c->name);
-    hz_free(c);
+    const plb_obj *svc = rec_svc(arg, &st);
+    if (svc)
+        (void)hz_warn_once(st, svc, reason, msg);
+}
+
+/* The certificates' step of r ended as end. */
+static void
+cert_found(void *arg, enum hz_rec_end end)
+{
+    struct rec *r = arg;
+    r->pending--;
+    rec_add(r, end);
     rec_run(r);
 }
 
-/* Look up each certificate name of r without an ID (GET
- * /certificates?name=); the sync's plan, built without them, is dropped. */
+/* Find the IDs of the certificates r names without them (hz_cert_io.c:
+ * looked up, the managed one made or its issuance retried); the sync's
+ * plan, built without them, is dropped. */
 static void
 step_certs(struct rec *r)
 {
-    size_t pos = 0;
-    const char *name;
     hz_plan_clear(&r->plan);
-    while ((name = hz_cert_next_unknown(&r->d.http, &pos))) {
-        struct certq *c = hz_calloc(sizeof(*c));
-        char *enc = NULL, *path = NULL;
-        if (!c || !(c->name = hz_strdup(name)) || !(enc = qenc(name)) ||
-            !(path = hz_asprintf("/certificates?name=%s", enc))) {
-            rec_add(r, HZ_REC_RECHECK);
-        } else {
-            c->r = r;
-            if (rec_call(r, "GET", path, NULL, cert_done, c) == 0)
-                c = NULL;
-        }
-        if (c)
-            hz_free(c->name);
-        hz_free(c);
-        hz_free_each(&enc, &path, NULL);
-        if (r->end != HZ_REC_OK)
-            break;
-    }
+    if (hz_cert_find(r->ks, r->uid, &r->d.http, cert_warn, cert_found, r) < 0)
+        rec_add(r, HZ_REC_RECHECK);
+    else
+        r->pending++;
 }
 
 /* ------------------------------------------------------------------ */
@@ -589,7 +538,7 @@ step_network(struct rec *r)
     for (const struct rec *q = ks->netq; q && !waiting; q = q->qnext)
         waiting = strcmp(q->d.network, r->d.network) == 0;
     if (!waiting &&
-        (!(enc = qenc(r->d.network)) || !(path = hz_asprintf("/networks?name=%s", enc)) ||
+        (!(enc = hz_qenc(r->d.network)) || !(path = hz_asprintf("/networks?name=%s", enc)) ||
          hz_api_call(ks->api, NULL, "GET", path, NULL, net_done, r) < 0)) {
         rec_add(r, HZ_REC_RECHECK);
         goto out;

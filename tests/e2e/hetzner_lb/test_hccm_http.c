@@ -27,6 +27,8 @@
 #define ADD "POST /v1/load_balancers/{id}/actions/add_service"
 #define DELETE "POST /v1/load_balancers/{id}/actions/delete_service"
 #define CERT_LOOKUP "GET /v1/certificates"
+#define CERT_CREATE "POST /v1/certificates"
+#define CERT_RETRY "POST /v1/certificates/{id}/actions/retry"
 
 /* The balancer of Service default/name, as `hcloud load-balancer describe
  * NAME.default -o json` shows it (new). */
@@ -53,6 +55,16 @@ service_on(json_t *j, long port)
     }
     ck_abort_msg("no service on port %ld", port);
     return NULL;
+}
+
+/* Wait for the balancer of Service uid to target n1 and for Service web
+ * to show its IP: it is served. */
+static void
+served(struct env *e, const char *uid)
+{
+    char ip[64];
+    WAIT_FOR(e, env_targets_are(e, uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(e, env_ingress(e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
 }
 
 /* 1 once two resync lists came after *since with no other request among
@@ -99,15 +111,13 @@ steady(struct env *e)
 START_TEST(an_http_health_check_with_domain_path_and_status_codes)
 {
     struct env e;
-    char ip[64];
     env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.41");
     char *uid = hccm_apply_service(
         &e, "web",
         P "health-check-protocol: http\n" P "health-check-http-domain: shop.example.net\n" P
           "health-check-http-path: /healthz\n" P "http-status-codes: \"200,3??\"\n");
-    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
-    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    served(&e, uid);
     json_t *lb = describe(&e, "web");
     json_t *svc = service_on(lb, 80);
     json_t *hc = json_object_get(svc, "health_check");
@@ -161,12 +171,10 @@ END_TEST
 START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
 {
     struct env e;
-    char ip[64];
     env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.41");
     char *uid = hccm_apply_service(&e, "web", NULL);
-    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
-    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    served(&e, uid);
     json_t *lb = describe(&e, "web");
     ck_assert_str_eq(json_string_value(json_object_get(service_on(lb, 80), "protocol")), "tcp");
     json_decref(lb);
@@ -224,30 +232,6 @@ START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
 }
 END_TEST
 
-/* kubectl apply Service default/name of type LoadBalancer with the one
- * port 443 (nodePort 30443) and the annotations annot (YAML lines); its
- * UID (new). */
-static char *
-apply_443(struct env *e, const char *name, const char *annot)
-{
-    char path[4400], manifest[4096], *out = NULL;
-    snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
-    snprintf(manifest, sizeof(manifest),
-             "apiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\n"
-             "  annotations:\n%sspec:\n  type: LoadBalancer\n  selector:\n    app: %s\n"
-             "  ports:\n  - port: 443\n    protocol: TCP\n    nodePort: 30443\n",
-             name, annot, name);
-    ck_assert_int_eq(tu_write_file(path, manifest), 0);
-    int rc = env_kubectl(e, &out, "apply", "-f", path, NULL);
-    ck_assert_msg(rc == 0, "kubectl apply: %s", out ? out : "");
-    free(out);
-    out = NULL;
-    rc = env_kubectl(e, &out, "get", "service", name, "-n", "default", "-o",
-                     "jsonpath={.metadata.uid}", NULL);
-    ck_assert_msg(rc == 0 && out && out[0], "kubectl get service: %s", out ? out : "");
-    return out;
-}
-
 /* Upload the test certificate (made now by gen_certs.sh: CN example.com)
  * with `hcloud certificate create --name name`; its ID. */
 static long
@@ -279,17 +263,17 @@ upload_certificate(struct env *e, const char *name)
 START_TEST(https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80)
 {
     struct env e;
-    char ip[64];
     env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.41");
     long cert = upload_certificate(&e, "shop-tls");
     /* the CLI's own lookups are not the daemon's */
     long lookups = env_count_route(&e, CERT_LOOKUP);
-    char *uid = apply_443(&e, "web",
-                          P "protocol: https\n" P "certificate-type: uploaded\n" P
-                            "http-certificates: shop-tls\n" P "http-redirect-http: \"true\"\n");
-    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
-    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    char *uid = hccm_apply_service_port(&e, "web",
+                                        P "protocol: https\n" P "certificate-type: uploaded\n" P
+                                          "http-certificates: shop-tls\n" P
+                                          "http-redirect-http: \"true\"\n",
+                                        443, 30443);
+    served(&e, uid);
     json_t *lb = describe(&e, "web");
     json_t *svc = service_on(lb, 443);
     json_t *http = json_object_get(svc, "http");
@@ -337,6 +321,142 @@ START_TEST(https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80)
 }
 END_TEST
 
+/* `hcloud certificate describe NAME -o json` (new), NULL when there is
+ * no such certificate. */
+static json_t *
+certificate(struct env *e, const char *name)
+{
+    char *out = NULL;
+    int rc = env_hcloud(e, &out, "certificate", "describe", name, "-o", "json", NULL);
+    json_t *j = rc == 0 && out ? json_loads(out, 0, NULL) : NULL;
+    free(out);
+    return j;
+}
+
+/* The first certificate of Service web's https service on port 443, as
+ * the CLI shows it. */
+static long
+https_certificate(struct env *e)
+{
+    json_t *lb = describe(e, "web");
+    json_t *http = json_object_get(service_on(lb, 443), "http");
+    long id = (long)json_integer_value(json_array_get(json_object_get(http, "certificates"), 0));
+    json_decref(lb);
+    return id;
+}
+
+/* 1 while Hetzner has a certificate called name. */
+static int
+certificate_exists(struct env *e, const char *name)
+{
+    json_t *c = certificate(e, name);
+    json_decref(c);
+    return c != NULL;
+}
+
+/* "Managed certificates: certificate-type: managed,
+ * http-managed-certificate-name, http-managed-certificate-domains: created
+ * through the API with its domains and labelled as ours, followed through
+ * its issuance action ... deleted only when it carries our label and no
+ * balancer of ours still uses it; uploaded certificates are never changed
+ * or deleted": the managed certificate is made under hccm's default name,
+ * issued and put on the https service; the steady state looks nothing up;
+ * when the Service goes, the balancer and then the managed certificate go,
+ * and an uploaded certificate of the project stays. */
+START_TEST(a_managed_certificate_is_made_issued_used_and_deleted_with_its_service)
+{
+    struct env e;
+    char name[128];
+    env_start(&e, NULL, NULL, BUDGET_1S, 1);
+    env_node(&e, "n1", "10.0.1.41");
+    long uploaded = upload_certificate(&e, "other-tls");
+    char *uid = hccm_apply_service_port(&e, "web",
+                                        P "protocol: https\n" P "certificate-type: managed\n" P
+                                          "http-managed-certificate-domains: shop.example.com\n",
+                                        443, 30443);
+    snprintf(name, sizeof(name), "ccm-managed-certificate-%s", uid);
+    served(&e, uid);
+    json_t *c = certificate(&e, name);
+    ck_assert_ptr_nonnull(c);
+    long id = (long)json_integer_value(json_object_get(c, "id"));
+    ck_assert_str_eq(json_string_value(json_object_get(c, "type")), "managed");
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "status"), "issuance")),
+                     "completed");
+    ck_assert_str_eq(json_string_value(json_array_get(json_object_get(c, "domain_names"), 0)),
+                     "shop.example.com");
+    ck_assert_str_eq(
+        json_string_value(json_object_get(json_object_get(c, "labels"), "robotlb/service-uid")),
+        uid);
+    json_decref(c);
+    ck_assert_int_eq(https_certificate(&e), id);
+    ck_assert_int_eq(env_count_route(&e, CERT_CREATE), 2); /* the CLI's upload and ours */
+    long lookups = env_count_route(&e, CERT_LOOKUP);
+    steady(&e);
+    ck_assert_int_eq(env_count_route(&e, CERT_LOOKUP), lookups);
+
+    char *out = NULL;
+    ck_assert_int_eq(env_kubectl(&e, &out, "delete", "service", "web", "-n", "default", NULL), 0);
+    free(out);
+    WAIT_FOR(&e, !certificate_exists(&e, name), 30000, "the managed certificate deleted");
+    json_t *lbs = env_lbs_of(&e, uid);
+    ck_assert_uint_eq(json_array_size(lbs), 0);
+    json_decref(lbs);
+    c = certificate(&e, "other-tls");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_int_eq(json_integer_value(json_object_get(c, "id")), uploaded);
+    json_decref(c);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* "a failed issuance is a warning Event naming Hetzner's error, retried
+ * (POST /certificates/{id}/actions/retry) on the refused-recheck cycle":
+ * the fake fails the issuance for the domain (fail_issuance); the Service
+ * gets CertificateIssuanceFailed with Hetzner's code; once the fault is
+ * cleared, the next recheck retries it, it is issued, and the https
+ * service takes it — one certificate made, never a second. */
+START_TEST(a_failed_issuance_is_warned_about_then_retried_and_issued)
+{
+    struct env e;
+    char ip[64], name[128];
+    env_start(&e, NULL, NULL, BUDGET_1S "refused_recheck_interval = \"1s\";", 1);
+    env_node(&e, "n1", "10.0.1.41");
+    env_faults(&e, "{\"fail_issuance\":{\"domains\":[\"bad.example.com\"]}}");
+    char *uid = hccm_apply_service_port(&e, "web",
+                                        P "protocol: https\n" P "certificate-type: managed\n" P
+                                          "http-managed-certificate-name: shop-managed\n" P
+                                          "http-managed-certificate-domains: bad.example.com\n",
+                                        443, 30443);
+    snprintf(name, sizeof(name), "shop-managed");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "CertificateIssuanceFailed", "shop-managed",
+                               "ca_dns_validation_failed", NULL) > 0,
+             30000, "the CertificateIssuanceFailed warning naming Hetzner's error");
+    json_t *c = certificate(&e, name);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "status"), "issuance")),
+                     "failed");
+    json_decref(c);
+    /* no balancer serves the Service without its certificate */
+    ck_assert(!env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL));
+    WAIT_FOR(&e, env_count_route(&e, CERT_RETRY) >= 1, 30000, "a retry on the recheck cycle");
+
+    env_faults(&e, "{\"fail_issuance\":null}");
+    served(&e, uid);
+    c = certificate(&e, name);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_str_eq(json_string_value(json_object_get(json_object_get(c, "status"), "issuance")),
+                     "completed");
+    long id = (long)json_integer_value(json_object_get(c, "id"));
+    json_decref(c);
+    ck_assert_int_eq(https_certificate(&e), id);
+    ck_assert_int_eq(env_count_route(&e, CERT_CREATE), 1);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -347,6 +467,8 @@ suite(void)
     tcase_add_test(tc, an_http_health_check_with_domain_path_and_status_codes);
     tcase_add_test(tc, an_http_service_with_sticky_sessions_and_its_cookie);
     tcase_add_test(tc, https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80);
+    tcase_add_test(tc, a_managed_certificate_is_made_issued_used_and_deleted_with_its_service);
+    tcase_add_test(tc, a_failed_issuance_is_warned_about_then_retried_and_issued);
     suite_add_tcase(s, tc);
     return s;
 }

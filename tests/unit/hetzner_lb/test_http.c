@@ -61,6 +61,22 @@ service(const char *proto, const char *http, const char *hc)
     return buf;
 }
 
+/* The plan turning the balancer with the one service svc (JSON text) into
+ * d: how many writes, and the first one's kind in *first (0: none). */
+static size_t
+plan_for(const struct hz_desired *d, const char *svc, enum hz_op_kind *first)
+{
+    struct hz_actual a;
+    struct hz_plan p;
+    balancer_with(&a, svc);
+    ck_assert_int_eq(hz_plan_build(d, &a, 7, &p), 0);
+    size_t n = p.n;
+    *first = n ? p.ops[0].kind : 0;
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    return n;
+}
+
 static const char *const http_check[] = {
     P "health-check-protocol",
     "HTTP",
@@ -227,37 +243,32 @@ END_TEST
  * path is one update_service. */
 START_TEST(a_matching_http_health_check_needs_no_write_and_a_change_one_update)
 {
+    static const char *const tcp_hc = "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
+                                      "\"timeout\":10,\"retries\":3,\"http\":null}";
     struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
+    enum hz_op_kind kind;
     desired_with(&d, http_check);
-    balancer_with(&a, service("tcp", "null",
-                              "{\"protocol\":\"http\",\"port\":30080,\"interval\":15,"
-                              "\"timeout\":10,\"retries\":3,\"http\":{\"domain\":"
-                              "\"shop.example.net\",\"path\":\"/healthz\",\"response\":\"\","
-                              "\"status_codes\":[\"200\",\"3??\"],\"tls\":false}}"));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 0);
-    hz_actual_clear(&a);
-    balancer_with(&a, service("tcp", "null",
-                              "{\"protocol\":\"http\",\"port\":30080,\"interval\":15,"
-                              "\"timeout\":10,\"retries\":3,\"http\":{\"domain\":"
-                              "\"shop.example.net\",\"path\":\"/\",\"response\":\"\","
-                              "\"status_codes\":[\"200\",\"3??\"],\"tls\":false}}"));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 1);
-    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
+    ck_assert_uint_eq(
+        plan_for(&d,
+                 service("tcp", "null",
+                         "{\"protocol\":\"http\",\"port\":30080,\"interval\":15,"
+                         "\"timeout\":10,\"retries\":3,\"http\":{\"domain\":"
+                         "\"shop.example.net\",\"path\":\"/healthz\",\"response\":\"\","
+                         "\"status_codes\":[\"200\",\"3??\"],\"tls\":false}}"),
+                 &kind),
+        0);
+    ck_assert_uint_eq(plan_for(&d,
+                               service("tcp", "null",
+                                       "{\"protocol\":\"http\",\"port\":30080,\"interval\":15,"
+                                       "\"timeout\":10,\"retries\":3,\"http\":{\"domain\":"
+                                       "\"shop.example.net\",\"path\":\"/\",\"response\":\"\","
+                                       "\"status_codes\":[\"200\",\"3??\"],\"tls\":false}}"),
+                               &kind),
+                      1);
+    ck_assert_int_eq(kind, HZ_OP_UPDATE_SERVICE);
     /* a TCP health check where an HTTP one is asked for */
-    balancer_with(&a, service("tcp", "null",
-                              "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
-                              "\"timeout\":10,\"retries\":3,\"http\":null}"));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 1);
-    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
+    ck_assert_uint_eq(plan_for(&d, service("tcp", "null", tcp_hc), &kind), 1);
+    ck_assert_int_eq(kind, HZ_OP_UPDATE_SERVICE);
     hz_desired_clear(&d);
 }
 END_TEST
@@ -352,34 +363,27 @@ START_TEST(a_changed_protocol_or_cookie_is_one_update_service)
     static const char *const tcp_hc = "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
                                       "\"timeout\":10,\"retries\":3,\"http\":null}";
     struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
+    enum hz_op_kind kind;
     desired_with(&d, sticky);
-    balancer_with(&a, service("tcp", "null", tcp_hc));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 1);
-    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
-    ck_assert_str_eq(json_string_value(json_object_get(p.ops[0].body, "protocol")), "http");
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
-    balancer_with(&a, service("http",
-                              "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                              "\"certificates\":[],\"redirect_http\":false,"
-                              "\"sticky_sessions\":true}",
-                              tcp_hc));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 0);
-    hz_actual_clear(&a);
-    balancer_with(&a, service("http",
-                              "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":60,"
-                              "\"certificates\":[],\"redirect_http\":false,"
-                              "\"sticky_sessions\":true}",
-                              tcp_hc));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 1);
-    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
+    ck_assert_uint_eq(plan_for(&d, service("tcp", "null", tcp_hc), &kind), 1);
+    ck_assert_int_eq(kind, HZ_OP_UPDATE_SERVICE);
+    ck_assert_uint_eq(plan_for(&d,
+                               service("http",
+                                       "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                                       "\"certificates\":[],\"redirect_http\":false,"
+                                       "\"sticky_sessions\":true}",
+                                       tcp_hc),
+                               &kind),
+                      0);
+    ck_assert_uint_eq(plan_for(&d,
+                               service("http",
+                                       "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":60,"
+                                       "\"certificates\":[],\"redirect_http\":false,"
+                                       "\"sticky_sessions\":true}",
+                                       tcp_hc),
+                               &kind),
+                      1);
+    ck_assert_int_eq(kind, HZ_OP_UPDATE_SERVICE);
     hz_desired_clear(&d);
 }
 END_TEST
@@ -419,8 +423,8 @@ START_TEST(https_certificates_are_ids_or_names_and_https_needs_one)
     ck_assert_int_eq(a.http.cert_ids[1], 0);
     hz_annot_clear(&a);
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)bad_set, &a, err, sizeof(err)), -EINVAL);
-    ck_assert_ptr_nonnull(strstr(err, P "certificate-type: \"managed\""));
-    ck_assert_ptr_nonnull(strstr(err, P "http-certificates: \"a,,b\""));
+    ck_assert_ptr_nonnull(strstr(err, P "http-certificates: " P "certificate-type \"managed\""));
+    ck_assert_ptr_nonnull(strstr(err, P "http-managed-certificate-domains: is needed"));
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)on_http, &a, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, P "http-certificates: applies to https services only"));
     ck_assert_ptr_nonnull(strstr(err, P "http-redirect-http: applies to https services only"));
@@ -484,8 +488,7 @@ START_TEST(the_https_service_is_compared_by_its_certificates)
     static const char *const hc = "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
                                   "\"timeout\":10,\"retries\":3,\"http\":null}";
     struct hz_desired d;
-    struct hz_actual a;
-    struct hz_plan p;
+    enum hz_op_kind kind;
     desired_with(&d, kv);
     json_t *body = hz_service_json(&d, &d.services[0]);
     json_t *want = parse_json("[7,9]");
@@ -494,32 +497,125 @@ START_TEST(the_https_service_is_compared_by_its_certificates)
     ck_assert(json_is_true(json_object_get(http, "redirect_http")));
     json_decref(want);
     json_decref(body);
-    balancer_with(&a, service("https",
-                              "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                              "\"certificates\":[9,7],\"redirect_http\":true,"
-                              "\"sticky_sessions\":false}",
-                              hc));
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 0);
+    ck_assert_uint_eq(plan_for(&d,
+                               service("https",
+                                       "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                                       "\"certificates\":[9,7],\"redirect_http\":true,"
+                                       "\"sticky_sessions\":false}",
+                                       hc),
+                               &kind),
+                      0);
+    ck_assert_uint_eq(plan_for(&d,
+                               service("https",
+                                       "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                                       "\"certificates\":[7],\"redirect_http\":true,"
+                                       "\"sticky_sessions\":false}",
+                                       hc),
+                               &kind),
+                      1);
+    ck_assert_int_eq(kind, HZ_OP_UPDATE_SERVICE);
     hz_desired_clear(&d);
     desired_with(&d, named);
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 1);
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
-    balancer_with(&a, service("https",
-                              "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                              "\"certificates\":[7],\"redirect_http\":true,"
-                              "\"sticky_sessions\":false}",
-                              hc));
+    ck_assert_uint_eq(plan_for(&d,
+                               service("https",
+                                       "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                                       "\"certificates\":[9,7],\"redirect_http\":true,"
+                                       "\"sticky_sessions\":false}",
+                                       hc),
+                               &kind),
+                      1);
     hz_desired_clear(&d);
+}
+END_TEST
+
+/* "certificate-type: managed, http-managed-certificate-name,
+ * http-managed-certificate-domains": the certificate is named as
+ * annotated, else as hccm names it (ccm-managed-certificate-<UID>), made
+ * with its domains and prismlb's label; bad domains are named. */
+START_TEST(a_managed_certificate_is_named_and_made_with_its_domains)
+{
+    static const char *const kv[] = {
+        P "protocol",
+        "https",
+        P "certificate-type",
+        "managed",
+        P "http-managed-certificate-domains",
+        "shop.example.net,*.shop.example.net",
+        NULL,
+    };
+    static const char *const named[] = {
+        P "protocol",
+        "https",
+        P "certificate-type",
+        "Managed",
+        P "http-managed-certificate-name",
+        "shop cert",
+        P "http-managed-certificate-domains",
+        "shop.example.net",
+        NULL,
+    };
+    static const char *const bad_domains[] = {
+        P "protocol",
+        "https",
+        P "certificate-type",
+        "managed",
+        P "http-managed-certificate-domains",
+        "a.example.net,,b.example.net",
+        NULL,
+    };
+    struct hz_desired d;
+    struct hz_annot a;
+    char err[512];
     desired_with(&d, kv);
-    ck_assert_int_eq(hz_plan_build(&d, &a, 7, &p), 0);
-    ck_assert_uint_eq(p.n, 1);
-    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
-    hz_plan_clear(&p);
-    hz_actual_clear(&a);
+    ck_assert_int_eq(d.http.managed, 1);
+    ck_assert_uint_eq(d.http.ncerts, 1);
+    ck_assert_str_eq(d.http.certs[0], "ccm-managed-certificate-uid-1");
+    ck_assert_int_eq(d.http.cert_ids[0], 0);
+    json_t *body = hz_cert_managed_body(&d.http, "uid-1");
+    json_t *want = parse_json("{\"name\":\"ccm-managed-certificate-uid-1\",\"type\":\"managed\","
+                              "\"domain_names\":[\"shop.example.net\",\"*.shop.example.net\"],"
+                              "\"labels\":{\"robotlb/service-uid\":\"uid-1\"}}");
+    ck_assert(json_equal(body, want));
+    json_decref(want);
+    json_decref(body);
     hz_desired_clear(&d);
+    desired_with(&d, named);
+    ck_assert_str_eq(d.http.certs[0], "shop cert");
+    hz_desired_clear(&d);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)bad_domains, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-managed-certificate-domains: \"a.example.net,,"));
+}
+END_TEST
+
+/* A certificate's state as Hetzner shows it: uploaded (no status) and an
+ * issued managed one are ready, a pending one waits, a failed one carries
+ * Hetzner's error; none is none. */
+START_TEST(a_certificates_state_is_read_from_its_status)
+{
+    static const struct {
+        const char *json;
+        enum hz_cert_state want;
+    } cases[] = {
+        {"{\"id\":3,\"type\":\"uploaded\",\"status\":null}", HZ_CERT_READY},
+        {"{\"id\":3,\"status\":{\"issuance\":\"completed\",\"error\":null}}", HZ_CERT_READY},
+        {"{\"id\":3,\"status\":{\"issuance\":\"pending\",\"error\":null}}", HZ_CERT_PENDING},
+        {"{\"id\":3,\"status\":{\"issuance\":\"failed\",\"error\":{\"code\":"
+         "\"ca_dns_validation_failed\",\"message\":\"DNS\"}}}",
+         HZ_CERT_FAILED},
+        {"{\"name\":\"no id\"}", HZ_CERT_NONE},
+    };
+    const char *code, *message;
+    int64_t id;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *c = parse_json(cases[i].json);
+        ck_assert_int_eq(hz_cert_state_of(c, &id, &code, &message), cases[i].want);
+        if (cases[i].want == HZ_CERT_FAILED) {
+            ck_assert_str_eq(code, "ca_dns_validation_failed");
+            ck_assert_str_eq(message, "DNS");
+        }
+        json_decref(c);
+    }
+    ck_assert_int_eq(hz_cert_state_of(NULL, &id, &code, &message), HZ_CERT_NONE);
 }
 END_TEST
 
@@ -541,6 +637,8 @@ suite(void)
     tcase_add_test(tc, https_certificates_are_ids_or_names_and_https_needs_one);
     tcase_add_test(tc, a_certificate_name_is_looked_up_once_and_kept);
     tcase_add_test(tc, the_https_service_is_compared_by_its_certificates);
+    tcase_add_test(tc, a_managed_certificate_is_named_and_made_with_its_domains);
+    tcase_add_test(tc, a_certificates_state_is_read_from_its_status);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -35,6 +35,9 @@
  *   hz_reconcile.c    one Service's reconcile with Hetzner: the driver
  *   hz_status.c       what `prismlb status` shows
  *   hz_refusal.c      the warning Events of what Hetzner refuses
+ *   hz_http.c         hccm's http/https services and HTTP health checks
+ *   hz_cert.c         their certificates: names -> IDs, state (pure)
+ *   hz_cert_io.c      ... looked up, made, retried, deleted with Hetzner
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event
@@ -190,6 +193,132 @@ HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster, 
 HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 
 /* ------------------------------------------------------------------ */
+/* hccm http/certificates (hz_http.c, hz_cert.c)                        */
+
+/* hcloud-cloud-controller-manager's per-service annotations of the http
+ * and https services and of the health check beyond its timing. */
+#define HZ_HCCM_PROTOCOL "load-balancer.hetzner.cloud/protocol"
+#define HZ_HCCM_HC_PROTOCOL "load-balancer.hetzner.cloud/health-check-protocol"
+#define HZ_HCCM_HC_PORT "load-balancer.hetzner.cloud/health-check-port"
+#define HZ_HCCM_HC_DOMAIN "load-balancer.hetzner.cloud/health-check-http-domain"
+#define HZ_HCCM_HC_PATH "load-balancer.hetzner.cloud/health-check-http-path"
+#define HZ_HCCM_HC_VALIDATE "load-balancer.hetzner.cloud/health-check-http-validate-certificate"
+#define HZ_HCCM_HC_STATUS "load-balancer.hetzner.cloud/http-status-codes"
+#define HZ_HCCM_COOKIE_NAME "load-balancer.hetzner.cloud/http-cookie-name"
+#define HZ_HCCM_COOKIE_LIFETIME "load-balancer.hetzner.cloud/http-cookie-lifetime"
+#define HZ_HCCM_STICKY "load-balancer.hetzner.cloud/http-sticky-sessions"
+#define HZ_HCCM_REDIRECT "load-balancer.hetzner.cloud/http-redirect-http"
+#define HZ_HCCM_CERT_TYPE "load-balancer.hetzner.cloud/certificate-type"
+#define HZ_HCCM_CERTS "load-balancer.hetzner.cloud/http-certificates"
+#define HZ_HCCM_MANAGED_NAME "load-balancer.hetzner.cloud/http-managed-certificate-name"
+#define HZ_HCCM_MANAGED_DOMAINS "load-balancer.hetzner.cloud/http-managed-certificate-domains"
+
+enum hz_proto { HZ_PROTO_TCP = 0, HZ_PROTO_HTTP = 1, HZ_PROTO_HTTPS = 2 };
+
+/* One service's protocol, http settings and health check beyond TCP, the
+ * same for every port of a Service. Zero (and NULL) is Hetzner's default
+ * for each field, so an all-zero struct is a TCP service with a TCP health
+ * check on its destination port; the getters below give the value meant.
+ * What the Service asks for (from its annotations) or what a service of a
+ * balancer is (from Hetzner's JSON). */
+struct hz_http {
+    int protocol;        /* enum hz_proto; -1: one this module does not know */
+    int hc_http;         /* 1: the health check is HTTP; 0: TCP; -1: unknown */
+    int hc_port;         /* 0: the service's destination port */
+    int hc_tls;          /* the HTTP health check over TLS */
+    char *hc_domain;     /* NULL: "" (no Host header of its own) */
+    char *hc_path;       /* NULL: "/" */
+    char *hc_codes;      /* comma-separated status codes; NULL: "2??,3??" */
+    char *cookie_name;   /* NULL: "HCLBSTICKY" */
+    int cookie_lifetime; /* seconds; 0: 300 */
+    int sticky;          /* sticky sessions */
+    int redirect;        /* port 80 redirects to this https service */
+    char **certs;        /* http-certificates as written, IDs or names
+                            (ncerts of them); NULL when read from Hetzner */
+    int64_t *cert_ids;   /* the certificates' IDs (ncerts of them); 0: a
+                            name not looked up yet (hz_cert.c) */
+    size_t ncerts;
+    int managed;        /* certificate-type managed: certs[0] (once named by
+                           hz_http_name_managed) is made by prismlb */
+    char *managed_name; /* its name as annotated; NULL: hccm's default */
+    char *domains;      /* its domains, comma-separated */
+};
+
+/* Free h's strings and zero it (all defaults). */
+HZ_HIDDEN void hz_http_clear(struct hz_http *h);
+/* Copy src into *dst (new strings). 0 or -ENOMEM (*dst left zero). */
+HZ_HIDDEN int hz_http_copy(const struct hz_http *src, struct hz_http *dst);
+/* Hetzner's word for protocol p ("tcp", "http", "https"). */
+HZ_HIDDEN const char *hz_proto_name(int p);
+/* Reports one bad annotation of the set being parsed (e: the parser's). */
+typedef void (*hz_bad_fn)(void *e, const char *key, const char *msg);
+/* Read hccm's protocol, http and health-check annotations through get into
+ * *out (new strings; zero first). Each bad value is reported through bad
+ * with its key; then *out may be partly set (the caller clears it). 0, or
+ * -ENOMEM. get is an hz_annot_get_fn. */
+HZ_HIDDEN int hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg,
+                            struct hz_http *out, hz_bad_fn bad, void *e);
+/* A service object of Hetzner's JSON (borrowed) into *out (new strings;
+ * hc_port is the port itself, never 0). 0 or -ENOMEM (*out left zero). */
+HZ_HIDDEN int hz_http_parse(const json_t *service, struct hz_http *out);
+/* 1 when a service's protocol, health check protocol and port, and http
+ * parts as Hetzner has them (have, from hz_http_parse) differ from what
+ * want asks for with destination port dest. */
+HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have);
+/* Add want's protocol, http object and health check protocol, port and
+ * http object to service (a service body whose health_check object is
+ * there; borrowed, changed) with destination port dest. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_http_json(const struct hz_http *want, int dest, json_t *service);
+/* A managed certificate's name as h's one certificate: the annotated one,
+ * else hccm's "ccm-managed-certificate-<uid>". Nothing for an uploaded
+ * one. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_http_name_managed(struct hz_http *h, const char *uid);
+/* The items of the comma-separated list csv (NULL: none) as a JSON array
+ * of strings (new), NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_csv_json(const char *csv);
+/* Fold want into the fingerprint *h. */
+HZ_HIDDEN void hz_http_fp(uint64_t *h, const struct hz_http *want);
+
+/* Certificates named rather than numbered (hz_cert.c, pure). cache is a
+ * JSON object of certificate name -> ID (NULL is fine), filled by
+ * hz_cert_learn and kept for the daemon's life, as the networks' IDs. */
+
+/* Set the IDs of h's named certificates that cache knows; how many of
+ * h's certificates are still without an ID. */
+HZ_HIDDEN size_t hz_cert_resolve(const json_t *cache, struct hz_http *h);
+/* The next name of h still without an ID at or after *pos (borrowed; each
+ * name once, *pos moved past it), or NULL when none is left. */
+HZ_HIDDEN const char *hz_cert_next_unknown(const struct hz_http *h, size_t *pos);
+/* The answer body (borrowed) of GET /certificates?name=name: the ID of
+ * its certificate, set in h for every reference of that name and kept in
+ * *cache (made when NULL); 0 when Hetzner has no certificate of that name
+ * ready (none, or a managed one not issued); -ENOMEM. */
+HZ_HIDDEN int64_t hz_cert_learn(json_t **cache, struct hz_http *h, const char *name,
+                                const json_t *body);
+/* id as the ID of the certificate name: set in h for every reference of
+ * that name, kept in *cache (made when NULL). id, or -ENOMEM. */
+HZ_HIDDEN int64_t hz_cert_keep(json_t **cache, struct hz_http *h, const char *name, int64_t id);
+
+/* Where a certificate of Hetzner's is. */
+enum hz_cert_state {
+    HZ_CERT_NONE = 0, /* no such certificate */
+    HZ_CERT_READY,    /* uploaded, or managed and issued */
+    HZ_CERT_PENDING,  /* managed, its issuance under way */
+    HZ_CERT_FAILED,   /* managed, its issuance failed (retry it) */
+};
+/* The state of cert (a certificate object, borrowed; NULL: none), its ID
+ * into *id and, for a failed issuance, Hetzner's error code and message
+ * (borrowed from cert, NULL when absent). */
+HZ_HIDDEN enum hz_cert_state hz_cert_state_of(const json_t *cert, int64_t *id, const char **code,
+                                              const char **message);
+/* The body of POST /certificates making h's managed certificate
+ * (certs[0], its domains), labelled robotlb/service-uid=uid (new), or
+ * NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_cert_managed_body(const struct hz_http *h, const char *uid);
+/* s percent-encoded for a query value (a looked-up name; new), or NULL. */
+HZ_HIDDEN char *hz_qenc(const char *s);
+
+/* ------------------------------------------------------------------ */
 /* Annotations (hz_annot.c)                                             */
 
 #define HZ_ANN_BALANCER "robotlb/balancer"
@@ -283,6 +412,8 @@ struct hz_annot {
     int use_private_ip;  /* hccm's use-private-ip: 0, 1 (-1: absent) */
     char *rdns4, *rdns6; /* hccm's ipv4-rdns, ipv6-rdns (DNS names), or NULL:
                             the reverse DNS is left as it is */
+    /* hccm http/certificates: protocol, http settings, HTTP health check */
+    struct hz_http http;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -347,6 +478,9 @@ struct hz_desired {
     /* hccm network/status */
     char *rdns4, *rdns6; /* the reverse DNS of the public IPv4, IPv6, or NULL:
                             left as it is */
+    /* hccm http/certificates: every service's protocol, http settings and
+     * health check beyond its timing */
+    struct hz_http http;
 };
 
 /* Build the desired balancer of svc from the settings, its (good)
@@ -364,10 +498,11 @@ HZ_HIDDEN int hz_desired_build(const struct hz_config *cfg, const struct hz_anno
 HZ_HIDDEN void hz_desired_clear(struct hz_desired *d);
 
 struct hz_act_service {
-    char *protocol;
     int listen, dest, proxy;
-    char *hc_protocol;
-    int hc_port, hc_interval, hc_timeout, hc_retries;
+    int hc_interval, hc_timeout, hc_retries;
+    /* hccm http/certificates: the protocol, the health check's protocol,
+     * port and request, the http settings */
+    struct hz_http http;
 };
 
 struct hz_act_net {

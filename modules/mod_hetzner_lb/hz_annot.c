@@ -39,6 +39,7 @@ hz_annot_clear(struct hz_annot *a)
 {
     hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
                  &a->network_zone, &a->type, &a->hostname, &a->rdns4, &a->rdns6, NULL);
+    hz_http_clear(&a->http);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -70,6 +71,13 @@ static void PLB_PRINTF(3, 4) bad(struct errbuf *e, const char *key, const char *
     if (e->n > e->len)
         e->n = e->len;
     e->count++;
+}
+
+/* hz_http_annot's report of one bad value (e: the struct errbuf). */
+static void
+bad_http(void *e, const char *key, const char *msg)
+{
+    bad(e, key, "%s", msg);
 }
 
 /* An integer annotation within [lo, hi]. */
@@ -408,6 +416,8 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         goto fail;
     merge_algorithm(get, arg, &a.algorithm, &e);
     merge_service(get, arg, &a, &e);
+    if ((rc = hz_http_annot(get, arg, &a.http, bad_http, &e)) < 0)
+        goto fail;
     if (a.type)
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)

@@ -39,6 +39,7 @@ hz_desired_fp(const struct hz_desired *d)
     }
     for (size_t i = 0; i < d->ntargets; i++)
         hz_fnv1a64_field(&h, d->targets[i]);
+    hz_http_fp(&h, &d->http);
     return h;
 }
 

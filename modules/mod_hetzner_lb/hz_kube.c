@@ -61,6 +61,8 @@ hz_kube_free(struct hz_kside *ks)
     ks->kube = NULL;
     json_decref(ks->nets);
     ks->nets = NULL;
+    json_decref(ks->certs);
+    ks->certs = NULL;
     json_decref(ks->fresh);
     ks->fresh = NULL;
     hz_states_clear(&ks->states);

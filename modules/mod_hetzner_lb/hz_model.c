@@ -21,6 +21,7 @@ hz_desired_clear(struct hz_desired *d)
                  NULL);
     hz_free(d->services);
     hz_strv_free(d->targets, d->ntargets);
+    hz_http_clear(&d->http);
     memset(d, 0, sizeof(*d));
 }
 
@@ -97,6 +98,8 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
         hz_desired_clear(&d);
         return -EINVAL;
     }
+    if (hz_http_copy(&a->http, &d.http) < 0 || hz_http_name_managed(&d.http, d.uid) < 0)
+        goto nomem;
     if (!d.public_iface && !net) {
         if (errlen)
             snprintf(err, errlen,
@@ -167,7 +170,7 @@ hz_actual_clear(struct hz_actual *a)
     hz_free(a->nets);
     hz_strv_free(a->ip_targets, a->nip_targets);
     for (size_t i = 0; i < a->nservices; i++)
-        hz_free_each(&a->services[i].protocol, &a->services[i].hc_protocol, NULL);
+        hz_http_clear(&a->services[i].http);
     hz_free(a->services);
     memset(a, 0, sizeof(*a));
 }
@@ -204,7 +207,7 @@ fill_net(const json_t *it, void *slot)
 }
 
 /* One item of services into slot (a struct hz_act_service): 1 or -ENOMEM
- * (the slot left empty). */
+ * (the slot's strings left unset). */
 static int
 fill_service(const json_t *it, void *slot)
 {
@@ -213,16 +216,10 @@ fill_service(const json_t *it, void *slot)
     s->listen = int_of(it, "listen_port");
     s->dest = int_of(it, "destination_port");
     s->proxy = json_is_true(json_object_get(it, "proxyprotocol"));
-    s->hc_port = int_of(hc, "port");
     s->hc_interval = int_of(hc, "interval");
     s->hc_timeout = int_of(hc, "timeout");
     s->hc_retries = int_of(hc, "retries");
-    if (dup_str(json_object_get(it, "protocol"), &s->protocol) < 0 ||
-        dup_str(json_object_get(hc, "protocol"), &s->hc_protocol) < 0) {
-        hz_free_each(&s->protocol, &s->hc_protocol, NULL);
-        return -ENOMEM;
-    }
-    return 1;
+    return hz_http_parse(it, &s->http) < 0 ? -ENOMEM : 1;
 }
 
 /* The items of the JSON array v as a new C array of slots of size bytes,
@@ -343,10 +340,14 @@ hz_actual_hccm_uid(const struct hz_actual *a)
 json_t *
 hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s)
 {
-    return json_pack("{s:s, s:i, s:i, s:b, s:{s:s, s:i, s:i, s:i, s:i}}", "protocol", "tcp",
-                     "listen_port", s->listen, "destination_port", s->dest, "proxyprotocol",
-                     s->proxy, "health_check", "protocol", "tcp", "port", s->dest, "interval",
-                     d->interval, "timeout", d->timeout, "retries", d->retries);
+    json_t *o = json_pack("{s:i, s:i, s:b, s:{s:i, s:i, s:i}}", "listen_port", s->listen,
+                          "destination_port", s->dest, "proxyprotocol", s->proxy, "health_check",
+                          "interval", d->interval, "timeout", d->timeout, "retries", d->retries);
+    if (o && hz_http_json(&d->http, s->dest, o) < 0) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
 }
 
 json_t *

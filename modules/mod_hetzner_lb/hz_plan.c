@@ -133,10 +133,9 @@ static int
 service_differs(const struct hz_desired *d, const struct hz_svc_port *s,
                 const struct hz_act_service *x)
 {
-    return !str_eq(x->protocol, "tcp") || x->dest != s->dest || x->proxy != s->proxy ||
-           !str_eq(x->hc_protocol, "tcp") || x->hc_port != s->dest ||
-           x->hc_interval != d->interval || x->hc_timeout != d->timeout ||
-           x->hc_retries != d->retries;
+    return x->dest != s->dest || x->proxy != s->proxy || x->hc_interval != d->interval ||
+           x->hc_timeout != d->timeout || x->hc_retries != d->retries ||
+           hz_http_differs(&d->http, s->dest, &x->http);
 }
 
 int

@@ -8,6 +8,7 @@
  *     |---not labelled----> NAMES  (one shared list) --+
  *     `---after a taken---> LOOKUP (GET by name)     --+--> DECIDE --> NETWORK
  *         name
+ *   START --a certificate name without its ID--> CERTS --> (as from START)
  *   NETWORK --a balancer to change--> PLAN --every answer in--> DONE
  *           `--none-----------------> CREATE --created--> PLAN
  *                                       `--a target refused the create:
@@ -29,6 +30,7 @@ struct hz_svc_state;
 /* The steps. */
 enum hz_rec_step {
     HZ_REC_START = 0, /* not begun */
+    HZ_REC_CERTS,     /* waiting for the lookups of its certificates' names */
     HZ_REC_NAMES,     /* waiting for the shared list of unlabelled balancers */
     HZ_REC_LOOKUP,    /* waiting for the GETs of its names (after a taken name) */
     HZ_REC_DECIDE,    /* its names looked up: manage, adopt, create, or wait */
@@ -66,10 +68,12 @@ struct hz_rec_view {
     enum hz_rec_end end;   /* the worst outcome so far */
     int have_lb;           /* a balancer to change is known */
     int by_name;           /* look its names up one by one (START) */
+    int certs;             /* certificates named whose IDs are not known */
 };
 
 /* The step after v->step: DONE once the end is not OK (and after PLAN);
- * START to NETWORK with a balancer, else LOOKUP by name or NAMES; NAMES
+ * START to CERTS while certificate names need their IDs; START (or CERTS)
+ * to NETWORK with a balancer, else LOOKUP by name or NAMES; NAMES
  * and LOOKUP to DECIDE; DECIDE to NETWORK; NETWORK and CREATE to PLAN with
  * a balancer, else to CREATE (a create answered WITHOUT_TARGETS made
  * none). */
@@ -174,6 +178,27 @@ struct hz_rec_req {
     int64_t plan_net;       /* ... built with this network id */
     hz_rec_done_fn done;
 };
+
+/* ------------------------------------------------------------------ */
+/* Certificates with Hetzner (hz_cert_io.c)                             */
+
+/* A warning Event for the Service (reason, text; borrowed). */
+typedef void (*hz_cert_warn_fn)(void *arg, const char *reason, const char *msg);
+/* The lookups ended as end (OK: every certificate of h has its ID). */
+typedef void (*hz_cert_done_fn)(void *arg, enum hz_rec_end end);
+/* Find the ID of each certificate of h (borrowed until done) named
+ * without one, on the lane of Service uid: looked up by name; the managed
+ * one made, labelled robotlb/service-uid=uid, when Hetzner has none of its
+ * name, and its failed issuance retried; each ID found is set in h and
+ * kept in ks->certs. done runs once, on a later loop iteration; warn
+ * before it for what the Service is told. 0: started; -ENOENT (no name
+ * without an ID) or -ENOMEM: nothing started, done is not called. */
+HZ_HIDDEN int hz_cert_find(struct hz_kside *ks, const char *uid, struct hz_http *h,
+                           hz_cert_warn_fn warn, hz_cert_done_fn done, void *arg);
+/* Service uid's balancer was deleted: delete each certificate labelled
+ * robotlb/service-uid=uid that no balancer uses (a managed one prismlb
+ * made); the others, and uploaded ones, are never touched. */
+HZ_HIDDEN void hz_cert_sweep(struct hz_kside *ks, const char *uid);
 
 /* Start one reconcile (the Service has none in flight; the caller keeps
  * it so). 0: started, done runs once when it ends; -ENOMEM: nothing

@@ -15,6 +15,10 @@ hz_rec_next(const struct hz_rec_view *v)
         return HZ_REC_DONE;
     switch (v->step) {
     case HZ_REC_START:
+        if (v->certs)
+            return HZ_REC_CERTS;
+        /* fall through */
+    case HZ_REC_CERTS:
         if (v->have_lb)
             return HZ_REC_NETWORK;
         return v->by_name ? HZ_REC_LOOKUP : HZ_REC_NAMES;
@@ -108,9 +112,9 @@ const char *
 hz_rec_step_name(enum hz_rec_step s)
 {
     static const char *const names[] = {
-        [HZ_REC_START] = "start",   [HZ_REC_NAMES] = "names",     [HZ_REC_LOOKUP] = "lookup",
-        [HZ_REC_DECIDE] = "decide", [HZ_REC_NETWORK] = "network", [HZ_REC_CREATE] = "create",
-        [HZ_REC_PLAN] = "plan",     [HZ_REC_DONE] = "done",
+        [HZ_REC_START] = "start",   [HZ_REC_CERTS] = "certs",   [HZ_REC_NAMES] = "names",
+        [HZ_REC_LOOKUP] = "lookup", [HZ_REC_DECIDE] = "decide", [HZ_REC_NETWORK] = "network",
+        [HZ_REC_CREATE] = "create", [HZ_REC_PLAN] = "plan",     [HZ_REC_DONE] = "done",
     };
     return (size_t)s < sizeof(names) / sizeof(names[0]) && names[s] ? names[s] : "?";
 }

@@ -80,28 +80,6 @@ rec_add(struct rec *r, enum hz_rec_end e)
     r->end = hz_rec_worse(r->end, e);
 }
 
-/* Percent-encode s for a query value (new), or NULL. */
-static char *
-qenc(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *o = hz_calloc(strlen(s) * 3 + 1), *p = o;
-    if (!o)
-        return NULL;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '.' || c == '_' || c == '~') {
-            *p++ = (char)c;
-        } else {
-            *p++ = '%';
-            *p++ = hex[c >> 4];
-            *p++ = hex[c & 15];
-        }
-    }
-    return o;
-}
-
 /* The Service of r as the cache has it now (borrowed), with its state in
  * *stp; NULL when it is gone, no longer ours (type, class, deletion), no
  * longer tracked or recreated. */
@@ -353,7 +331,7 @@ static int
 rec_lookup(struct rec *r, const char *key, const char *value, struct hz_lb **slot, const char *what)
 {
     struct lookup *l = hz_calloc(sizeof(*l));
-    char *enc = qenc(value);
+    char *enc = hz_qenc(value);
     char *path = enc ? hz_asprintf("/load_balancers?%s=%s&sort=id:asc", key, enc) : NULL;
     int rc = -ENOMEM;
     hz_free(enc);
@@ -442,6 +420,42 @@ step_decide(struct rec *r)
 }
 
 /* ------------------------------------------------------------------ */
+/* CERTS: the IDs of the certificates it names                          */
+
+/* A warning of the certificates' step for r's Service. */
+static void
+cert_warn(void *arg, const char *reason, const char *msg)
+{
+    struct hz_svc_state *st;
+    const plb_obj *svc = rec_svc(arg, &st);
+    if (svc)
+        (void)hz_warn_once(st, svc, reason, msg);
+}
+
+/* The certificates' step of r ended as end. */
+static void
+cert_found(void *arg, enum hz_rec_end end)
+{
+    struct rec *r = arg;
+    r->pending--;
+    rec_add(r, end);
+    rec_run(r);
+}
+
+/* Find the IDs of the certificates r names without them (hz_cert_io.c:
+ * looked up, the managed one made or its issuance retried); the sync's
+ * plan, built without them, is dropped. */
+static void
+step_certs(struct rec *r)
+{
+    hz_plan_clear(&r->plan);
+    if (hz_cert_find(r->ks, r->uid, &r->d.http, cert_warn, cert_found, r) < 0)
+        rec_add(r, HZ_REC_RECHECK);
+    else
+        r->pending++;
+}
+
+/* ------------------------------------------------------------------ */
 /* NETWORK: its id, one lookup per name for every reconcile waiting     */
 
 /* The network lookup for r found net (borrowed; NULL: none): its id
@@ -524,7 +538,7 @@ step_network(struct rec *r)
     for (const struct rec *q = ks->netq; q && !waiting; q = q->qnext)
         waiting = strcmp(q->d.network, r->d.network) == 0;
     if (!waiting &&
-        (!(enc = qenc(r->d.network)) || !(path = hz_asprintf("/networks?name=%s", enc)) ||
+        (!(enc = hz_qenc(r->d.network)) || !(path = hz_asprintf("/networks?name=%s", enc)) ||
          hz_api_call(ks->api, NULL, "GET", path, NULL, net_done, r) < 0)) {
         rec_add(r, HZ_REC_RECHECK);
         goto out;
@@ -740,8 +754,12 @@ static void
 rec_run(struct rec *r)
 {
     while (r->pending == 0) {
-        struct hz_rec_view v = {
-            .step = r->step, .end = r->end, .have_lb = r->lb != NULL, .by_name = r->by_name};
+        size_t pos = 0;
+        struct hz_rec_view v = {.step = r->step,
+                                .end = r->end,
+                                .have_lb = r->lb != NULL,
+                                .by_name = r->by_name,
+                                .certs = hz_cert_next_unknown(&r->d.http, &pos) != NULL};
         enum hz_rec_step prev = r->step;
         r->step = hz_rec_next(&v);
         PLB_DEBUG(r->ks->host, r->ks->ctx,
@@ -751,6 +769,9 @@ rec_run(struct rec *r)
         switch (r->step) {
         case HZ_REC_START:
             break; /* never a next step */
+        case HZ_REC_CERTS:
+            step_certs(r);
+            break;
         case HZ_REC_NAMES:
             step_names(r);
             break;

@@ -19,8 +19,9 @@
 
 /* The refusals a reconcile reports; cleared when one passes without. */
 static const char *const refusal_reasons[] = {
-    "InvalidBalancerType", "InvalidLocation",      "CreateRefused",
-    "TargetRefused",       "NetworkAttachRefused", "BalancerUpdateRefused",
+    "InvalidBalancerType", "InvalidLocation",           "CreateRefused",
+    "TargetRefused",       "NetworkAttachRefused",      "BalancerUpdateRefused",
+    "CertificateNotFound", "CertificateIssuanceFailed",
 };
 
 void

@@ -23,6 +23,7 @@
 
 #include "hz_dlist.h"
 #include "hz_kube_int.h"
+#include "hz_rec.h"
 
 #define FINALIZER "robotlb/finalizer"
 
@@ -42,6 +43,7 @@ struct del {
     char *name;   /* the balancer's (owned) */
     plb_obj *svc; /* the Service, for a warning Event (owned reference; may be NULL) */
     int64_t id;
+    int certs; /* a service of it used certificates: sweep them after */
 };
 
 /* The values of ks->deleting: a delete in flight, or a protected balancer
@@ -257,6 +259,8 @@ del_done(void *arg, const struct hz_result *r)
     } else if (r->dry_run || (r->status >= 200 && r->status < 300) || r->status == 404) {
         PLB_INFO(ks->host, ks->ctx, PLB_KV("balancer", id, "service_uid", d->uid),
                  "deleted the balancer%s", r->dry_run ? " (dry run)" : "");
+        if (!r->dry_run && d->certs)
+            hz_cert_sweep(ks, d->uid);
         if (!r->dry_run)
             hz_lbs_del(ks->by_uid, d->uid);
     } else {
@@ -308,6 +312,8 @@ hz_delete_labelled(struct hz_kside *ks, const char *uid, const plb_obj *svc)
     }
     d->ks = ks;
     d->id = lb->a.id;
+    for (size_t i = 0; i < lb->a.nservices; i++)
+        d->certs |= lb->a.services[i].http.ncerts > 0;
     snprintf(path, sizeof(path), "/load_balancers/%" PRId64, d->id);
     snprintf(id, sizeof(id), "%" PRId64, d->id);
     PLB_INFO(ks->host, ks->ctx, PLB_KV("service_uid", uid, "balancer", id, "name", lb->a.name),

@@ -13,13 +13,19 @@
 char *
 hccm_apply_service(struct env *e, const char *name, const char *annot)
 {
+    return hccm_apply_service_port(e, name, annot, 80, 30080);
+}
+
+char *
+hccm_apply_service_port(struct env *e, const char *name, const char *annot, int port, int node_port)
+{
     char path[4400], manifest[4096], *out = NULL;
     snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
     snprintf(manifest, sizeof(manifest),
              "apiVersion: v1\nkind: Service\nmetadata:\n  name: %s\n  namespace: default\n%s%s"
              "spec:\n  type: LoadBalancer\n  selector:\n    app: %s\n  ports:\n"
-             "  - port: 80\n    protocol: TCP\n    nodePort: 30080\n",
-             name, annot ? "  annotations:\n" : "", annot ? annot : "", name);
+             "  - port: %d\n    protocol: TCP\n    nodePort: %d\n",
+             name, annot ? "  annotations:\n" : "", annot ? annot : "", name, port, node_port);
     ck_assert_int_eq(tu_write_file(path, manifest), 0);
     int rc = env_kubectl(e, &out, "apply", "-f", path, NULL);
     ck_assert_msg(rc == 0, "kubectl apply: %s", out ? out : "");

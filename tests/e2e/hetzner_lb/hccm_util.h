@@ -15,6 +15,9 @@
  * nodePort 30080, selector app=name) with the annotations annot (YAML
  * lines "    key: value\n", or NULL); its UID (new). */
 char *hccm_apply_service(struct env *e, const char *name, const char *annot);
+/* The same with the one port port and its nodePort node_port. */
+char *hccm_apply_service_port(struct env *e, const char *name, const char *annot, int port,
+                              int node_port);
 /* kubectl annotate --overwrite Service default/name with kv ("key=value",
  * or "key-" to remove it). */
 void hccm_annotate(struct env *e, const char *name, const char *kv);

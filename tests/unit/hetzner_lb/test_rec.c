@@ -229,12 +229,29 @@ START_TEST(every_step_has_a_name_for_the_log)
 }
 END_TEST
 
+/* Certificate names without their IDs are looked up first; then the
+ * reconcile goes on as from the start; a name not found ends it. */
+START_TEST(certificate_names_are_looked_up_before_anything_else)
+{
+    struct hz_rec_view v = {.step = HZ_REC_START, .certs = 1};
+    ck_assert_int_eq(hz_rec_next(&v), HZ_REC_CERTS);
+    v.step = HZ_REC_CERTS;
+    ck_assert_int_eq(hz_rec_next(&v), HZ_REC_NAMES);
+    v.have_lb = 1;
+    ck_assert_int_eq(hz_rec_next(&v), HZ_REC_NETWORK);
+    v.end = HZ_REC_RECHECK;
+    ck_assert_int_eq(hz_rec_next(&v), HZ_REC_DONE);
+    ck_assert_str_eq(hz_rec_step_name(HZ_REC_CERTS), "certs");
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
     Suite *s = suite_create("hetzner_lb reconcile steps");
     TCase *tc = tcase_create("steps");
     tcase_add_test(tc, a_labelled_balancer_goes_straight_to_the_network);
+    tcase_add_test(tc, certificate_names_are_looked_up_before_anything_else);
     tcase_add_test(tc, an_unlabelled_service_finds_its_names_in_the_shared_list);
     tcase_add_test(tc, after_a_taken_name_its_names_are_looked_up_one_by_one);
     tcase_add_test(tc, a_decision_goes_to_the_network_then_to_the_plan_or_the_create);

@@ -32,7 +32,10 @@
 
 #include "conn_int.h"
 
-static _Thread_local char copy_buf[COPY_BUF]; /* one per loop thread */
+/* One per loop thread. In a module (dynamic TLS) each access is a call of
+ * __tls_get_addr, so a loop keeps its address (lp->copy, taken on the
+ * loop's thread) and fill() reads it from there. */
+static _Thread_local char copy_buf[COPY_BUF];
 
 /* ------------------------------------------------------------------------ */
 /* Socket options and pipes                                                 */
@@ -296,7 +299,7 @@ unfresh(struct tp_conn *c)
     tp_redial_free(c->tp, c);
 }
 
-/* Keep n bytes read from the client (in copy_buf) for a redial. */
+/* Keep n bytes read from the client (in the copy buffer) for a redial. */
 static void
 replay_keep(struct tp_conn *c, const char *data, size_t n)
 {
@@ -369,6 +372,7 @@ fill(struct tp_loop *lp, struct tp_dir *dr, int src, int dst, int *drained, stru
 {
     struct tp *tp = lp->tp;
     int copy_only = keep != NULL;
+    char *buf = lp->copy ? lp->copy : (lp->copy = copy_buf);
     *drained = 0;
     *bad = src;
     ssize_t n;
@@ -397,21 +401,21 @@ fill(struct tp_loop *lp, struct tp_dir *dr, int src, int dst, int *drained, stru
         }
     }
     do
-        n = recv(src, copy_buf, sizeof(copy_buf), 0);
+        n = recv(src, buf, COPY_BUF, 0);
     while (n < 0 && errno == EINTR);
     if (n <= 0)
         return n == 0 ? 0 : -errno;
-    *drained = n < (ssize_t)sizeof(copy_buf);
+    *drained = n < (ssize_t)COPY_BUF;
 #ifndef TP_FORCE_COPY
-    if (n == (ssize_t)sizeof(copy_buf))
+    if (n == (ssize_t)COPY_BUF)
         dr->bulk = 1; /* more is coming: splice from now on */
 #endif
     if (keep)
-        replay_keep(keep, copy_buf, (size_t)n);
+        replay_keep(keep, buf, (size_t)n);
     *bad = dst;
     ssize_t sent = 0;
     while (sent < n) {
-        ssize_t w = send(dst, copy_buf + sent, (size_t)(n - sent), MSG_NOSIGNAL);
+        ssize_t w = send(dst, buf + sent, (size_t)(n - sent), MSG_NOSIGNAL);
         if (w > 0) {
             sent += w;
             continue;
@@ -428,7 +432,7 @@ fill(struct tp_loop *lp, struct tp_dir *dr, int src, int dst, int *drained, stru
         dr->buf = tp->host->mem->alloc((size_t)(n - sent));
         if (!dr->buf)
             return -ENOMEM;
-        memcpy(dr->buf, copy_buf + sent, (size_t)(n - sent));
+        memcpy(dr->buf, buf + sent, (size_t)(n - sent));
         dr->len = (uint32_t)(n - sent);
         dr->off = 0;
     }

@@ -137,6 +137,8 @@ struct tp_loop {
     plb_listener *listener; /* a worker's own (SO_REUSEPORT) */
     struct tp_pipe *pipes;  /* spare empty pipes */
     unsigned npipes;
+    char *copy;      /* the loop thread's copy buffer (pump.c), NULL until
+                        its first read */
     int no_splice;   /* splice(2) unavailable: buffered copy only */
     int client_opts; /* enum tp_client_opts */
     int stopping;

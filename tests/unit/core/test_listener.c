@@ -122,28 +122,46 @@ START_TEST(test_sockaddr_parse)
 }
 END_TEST
 
+/* ip:port parses and formats as want. */
+static void
+format_is(const char *ip, int port, const char *want)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    char buf[CORE_SOCKADDR_STRLEN];
+
+    ck_assert_int_eq(core_sockaddr_parse(ip, port, &ss, &len), 0);
+    core_sockaddr_format((struct sockaddr *)&ss, buf, sizeof buf);
+    ck_assert_str_eq(buf, want);
+}
+
 START_TEST(test_sockaddr_format)
 {
     struct sockaddr_storage ss;
     socklen_t len;
     char buf[CORE_SOCKADDR_STRLEN];
 
-    ck_assert_int_eq(core_sockaddr_parse("10.1.2.3", 5, &ss, &len), 0);
-    core_sockaddr_format((struct sockaddr *)&ss, buf, sizeof buf);
-    ck_assert_str_eq(buf, "10.1.2.3:5");
-    ck_assert_int_eq(core_sockaddr_parse("[::1]", 6443, &ss, &len), 0);
-    core_sockaddr_format((struct sockaddr *)&ss, buf, sizeof buf);
-    ck_assert_str_eq(buf, "[::1]:6443");
-    ck_assert_int_eq(core_sockaddr_parse("2001:DB8:0:0:0:0:0:1", 443, &ss, &len), 0);
-    core_sockaddr_format((struct sockaddr *)&ss, buf, sizeof buf);
-    ck_assert_str_eq(buf, "[2001:db8::1]:443");
+    format_is("10.1.2.3", 5, "10.1.2.3:5");
+    format_is("[::1]", 6443, "[::1]:6443");
+    format_is("2001:DB8:0:0:0:0:0:1", 443, "[2001:db8::1]:443");
     /* The longest form fits CORE_SOCKADDR_STRLEN. */
-    ck_assert_int_eq(
-        core_sockaddr_parse("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", 65535, &ss, &len), 0);
-    core_sockaddr_format((struct sockaddr *)&ss, buf, sizeof buf);
-    ck_assert_str_eq(buf, "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535");
+    format_is("ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255", 65535,
+              "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535");
+    /* The extremes of each IPv4 field and of the port. */
+    format_is("0.0.0.0", 0, "0.0.0.0:0");
+    format_is("255.255.255.255", 65535, "255.255.255.255:65535");
+    format_is("192.0.20.109", 10080, "192.0.20.109:10080");
+    format_is("::ffff:10.0.0.1", 7445, "[::ffff:10.0.0.1]:7445");
 
-    /* Truncation keeps a terminator. */
+    /* Truncation keeps a terminator, at every length. */
+    ck_assert_int_eq(core_sockaddr_parse("[::1]", 6443, &ss, &len), 0);
+    for (size_t n = 1; n <= sizeof "[::1]:6443"; n++) {
+        char cut[sizeof "[::1]:6443"];
+        memset(cut, 'x', sizeof cut);
+        core_sockaddr_format((struct sockaddr *)&ss, cut, n);
+        ck_assert_uint_eq(strlen(cut), n - 1);
+        ck_assert_int_eq(strncmp(cut, "[::1]:6443", n - 1), 0);
+    }
     char small[6];
     memset(small, 'x', sizeof small);
     ck_assert_int_eq(core_sockaddr_parse("10.1.2.3", 5, &ss, &len), 0);

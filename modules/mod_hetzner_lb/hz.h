@@ -365,6 +365,11 @@ HZ_HIDDEN char *hz_qenc(const char *s);
 #define HZ_HCCM_IPV4_RDNS "load-balancer.hetzner.cloud/ipv4-rdns"
 #define HZ_HCCM_IPV6_RDNS "load-balancer.hetzner.cloud/ipv6-rdns"
 
+/* prismlb's own annotations (neither hccm nor robotlb has them; the
+ * README's "prismlb's own annotations"): delete protection, set and
+ * cleared from the Service (a Go boolean, as hccm's). */
+#define HZ_OWN_DELETE_PROTECTION "prismlb.io/delete-protection"
+
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
 #define HZ_HC_INTERVAL_MAX 60
@@ -414,6 +419,9 @@ struct hz_annot {
                             the reverse DNS is left as it is */
     /* hccm http/certificates: protocol, http settings, HTTP health check */
     struct hz_http http;
+    /* prismlb's own */
+    int delete_protection; /* prismlb.io/delete-protection: 0, 1 (-1: absent,
+                              the balancer's protection left as it is) */
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -481,6 +489,9 @@ struct hz_desired {
     /* hccm http/certificates: every service's protocol, http settings and
      * health check beyond its timing */
     struct hz_http http;
+    /* prismlb's own: delete protection, when protect_given (else the
+     * balancer's is left as it is) */
+    int protect_given, protect;
 };
 
 /* Build the desired balancer of svc from the settings, its (good)
@@ -613,6 +624,7 @@ enum hz_op_kind {
     HZ_OP_UPDATE_SERVICE,   /* actions/update_service */
     HZ_OP_ADD_TARGET,       /* actions/add_target */
     HZ_OP_CHANGE_DNS_PTR,   /* actions/change_dns_ptr (hccm network/status) */
+    HZ_OP_PROTECT,          /* actions/change_protection (prismlb's own) */
 };
 
 /* One Hetzner write, ready to send. */
@@ -633,7 +645,8 @@ struct hz_plan {
  * labels (adoption), network (attach the one d asks for; once a is on it,
  * detach every other: a changed robotlb/lb-network moves the balancer in
  * two passes, never leaving it on no network), public interface, algorithm, target removals,
- * service deletions, type, service additions and updates, target additions. network_id is the id of
+ * service deletions, type, service additions and updates, target additions, delete protection
+ * (when d gives it and it differs). network_id is the id of
  * d->network (0 when d has none). Returns 0 (an empty plan when nothing differs), -EPERM when a is
  * labelled for another Service (never changed), or -ENOMEM. Free with hz_plan_clear. */
 HZ_HIDDEN int hz_plan_build(const struct hz_desired *d, const struct hz_actual *a,

@@ -44,6 +44,7 @@ hz_annot_clear(struct hz_annot *a)
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
     a->private_ingress = a->use_private_ip = -1;
+    a->delete_protection = -1; /* prismlb's own */
 }
 
 /* Error text accumulated as "key: why (value "v"); key2: ...". */
@@ -418,6 +419,8 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     merge_service(get, arg, &a, &e);
     if ((rc = hz_http_annot(get, arg, &a.http, bad_http, &e)) < 0)
         goto fail;
+    /* prismlb's own: a Go boolean, as hccm's */
+    go_bool(get, arg, HZ_OWN_DELETE_PROTECTION, 0, &a.delete_protection, &e);
     if (a.type)
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)

@@ -73,6 +73,9 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
+    /* prismlb's own: delete protection only when the Service says */
+    d.protect_given = a->delete_protection >= 0;
+    d.protect = a->delete_protection > 0;
     d.public_iface = a->public_iface >= 0 ? a->public_iface : !cfg->disable_public_network;
     /* what asked for a private-only balancer, for the messages */
     const char *pkey = a->public_key          ? a->public_key

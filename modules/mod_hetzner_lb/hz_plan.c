@@ -44,6 +44,8 @@ hz_op_name(enum hz_op_kind k)
         return "add_target";
     case HZ_OP_CHANGE_DNS_PTR:
         return "change_dns_ptr";
+    case HZ_OP_PROTECT:
+        return "change_protection";
     }
     return "?";
 }
@@ -233,6 +235,10 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
                        json_pack("{s:s, s:{s:s}}", "type", "ip", "ip", "ip", ip), ip)) < 0)
             goto fail;
     }
+    /* prismlb's own: delete protection as the Service says, when it says */
+    if (d->protect_given && !d->protect != !a->protect_delete &&
+        (rc = push(&p, &cap, a, HZ_OP_PROTECT, json_pack("{s:b}", "delete", d->protect), NULL)) < 0)
+        goto fail;
     *out = p;
     return 0;
 fail:

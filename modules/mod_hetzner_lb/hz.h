@@ -369,6 +369,11 @@ HZ_HIDDEN char *hz_qenc(const char *s);
  * README's "prismlb's own annotations"): delete protection, set and
  * cleared from the Service (a Go boolean, as hccm's). */
 #define HZ_OWN_DELETE_PROTECTION "prismlb.io/delete-protection"
+/* prismlb's own: the ports whose services send the PROXY protocol header
+ * ("80,443"), instead of hccm's uses-proxyprotocol or robotlb's
+ * lb-proxy-mode for all of them (never beside either). */
+#define HZ_OWN_PROXY_PORTS "prismlb.io/proxy-protocol-ports"
+#define HZ_OWN_PROXY_PORTS_MAX 64 /* ports a list may name */
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -422,6 +427,9 @@ struct hz_annot {
     /* prismlb's own */
     int delete_protection; /* prismlb.io/delete-protection: 0, 1 (-1: absent,
                               the balancer's protection left as it is) */
+    int *proxy_ports;      /* prismlb.io/proxy-protocol-ports: the listed
+                              ports, no two alike, or NULL when absent */
+    size_t nproxy_ports;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */

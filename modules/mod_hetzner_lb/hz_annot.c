@@ -40,6 +40,7 @@ hz_annot_clear(struct hz_annot *a)
     hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
                  &a->network_zone, &a->type, &a->hostname, &a->rdns4, &a->rdns6, NULL);
     hz_http_clear(&a->http);
+    hz_free(a->proxy_ports); /* prismlb's own */
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -340,6 +341,68 @@ merge_service(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf 
     }
 }
 
+/* prismlb's own: prismlb.io/proxy-protocol-ports, a comma-separated list
+ * of ports 1-65535 (blanks around each allowed, no two alike, at most
+ * HZ_OWN_PROXY_PORTS_MAX), into a->proxy_ports (new); never beside hccm's
+ * uses-proxyprotocol or robotlb's lb-proxy-mode (both named). 0 or
+ * -ENOMEM. */
+static int
+proxy_ports(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
+{
+    const char *v = get(arg, HZ_OWN_PROXY_PORTS), *p, *other;
+    int list[HZ_OWN_PROXY_PORTS_MAX];
+    size_t n = 0;
+
+    if (!v)
+        return 0;
+    other = get(arg, HZ_HCCM_PROXYPROTOCOL) ? HZ_HCCM_PROXYPROTOCOL
+            : get(arg, HZ_ANN_PROXY_MODE)   ? HZ_ANN_PROXY_MODE
+                                            : NULL;
+    if (other) {
+        bad(e, HZ_OWN_PROXY_PORTS,
+            "\"%.64s\" and %s are both given (the list says which ports send the PROXY "
+            "header; give one)",
+            v, other);
+        return 0;
+    }
+    for (p = v;;) {
+        char *end;
+        long port;
+        while (*p == ' ')
+            p++;
+        errno = 0;
+        port = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+        if (port < 1 || port > 65535 || errno) {
+            bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" is not a comma-separated list of ports", v);
+            return 0;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (list[i] == port) {
+                bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" names port %ld twice", v, port);
+                return 0;
+            }
+        if (n == HZ_OWN_PROXY_PORTS_MAX) {
+            bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" names more than %d ports", v,
+                HZ_OWN_PROXY_PORTS_MAX);
+            return 0;
+        }
+        list[n++] = (int)port;
+        for (p = end; *p == ' '; p++)
+            ;
+        if (!*p)
+            break;
+        if (*p++ != ',') {
+            bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" is not a comma-separated list of ports", v);
+            return 0;
+        }
+    }
+    if (!(a->proxy_ports = hz_calloc(n * sizeof(*a->proxy_ports))))
+        return -ENOMEM;
+    memcpy(a->proxy_ports, list, n * sizeof(*list));
+    a->nproxy_ports = n;
+    return 0;
+}
+
 int
 hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, size_t errlen)
 {
@@ -421,6 +484,8 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         goto fail;
     /* prismlb's own: a Go boolean, as hccm's */
     go_bool(get, arg, HZ_OWN_DELETE_PROTECTION, 0, &a.delete_protection, &e);
+    if ((rc = proxy_ports(get, arg, &a, &e)) < 0)
+        goto fail;
     if (a.type)
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)

@@ -59,6 +59,12 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
         priv = 1;
     }
     int mode = good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
+    /* prismlb's own: with proxy-protocol-ports, Proxy unless robotlb/ip-mode
+     * says otherwise (ipMode is one per address, not per port: Proxy keeps
+     * in-cluster clients of the listed ports going through the balancer,
+     * which adds their header; the other ports only take that detour) */
+    if (good && st->good.ip_mode < 0 && st->good.proxy_ports)
+        mode = HZ_IPMODE_PROXY;
     const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
     if (good && st->good.ipv6_disabled >= 0 ? st->good.ipv6_disabled : !ks->cfg->ipv6_ingress)
         v6 = NULL;

@@ -31,6 +31,20 @@ is_tcp(const char *proto)
     return !proto || strcasecmp(proto, "TCP") == 0;
 }
 
+/* prismlb's own: whether the service on port sends the PROXY header: as
+ * prismlb.io/proxy-protocol-ports lists, else all (the per-Service
+ * annotations or the default). */
+static int
+proxy_of(const struct hz_annot *a, int port, int all)
+{
+    if (!a->proxy_ports)
+        return all;
+    for (size_t i = 0; i < a->nproxy_ports; i++)
+        if (a->proxy_ports[i] == port)
+            return 1;
+    return 0;
+}
+
 int
 hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const struct hz_svc *svc,
                  const char *const *target_ips, size_t ntargets, struct hz_desired *out, char *err,
@@ -73,6 +87,8 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
+    if (a->ip_mode < 0 && a->proxy_ports) /* prismlb's own, as hz_ingress.c */
+        d.ip_mode = HZ_IPMODE_PROXY;
     /* prismlb's own: delete protection only when the Service says */
     d.protect_given = a->delete_protection >= 0;
     d.protect = a->delete_protection > 0;
@@ -130,7 +146,23 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
             dup |= d.services[j].listen == p->port;
         if (dup)
             continue;
-        d.services[d.nservices++] = (struct hz_svc_port){p->port, p->node_port, d.proxy};
+        d.services[d.nservices++] =
+            (struct hz_svc_port){p->port, p->node_port, proxy_of(a, p->port, d.proxy)};
+    }
+    /* prismlb's own: every port of the list must be one of the balancer's */
+    for (size_t i = 0; i < a->nproxy_ports; i++) {
+        int hit = 0;
+        for (size_t j = 0; j < d.nservices; j++)
+            hit |= d.services[j].listen == a->proxy_ports[i];
+        if (!hit && d.nservices) {
+            if (errlen)
+                snprintf(err, errlen,
+                         "%s: port %d is not a TCP port of the Service with a nodePort, so no "
+                         "service of the balancer listens on it",
+                         HZ_OWN_PROXY_PORTS, a->proxy_ports[i]);
+            hz_desired_clear(&d);
+            return -EINVAL;
+        }
     }
     if (d.nservices == 0) {
         if (errlen)

@@ -1,5 +1,6 @@
 /*
- * prismlb's own annotations (neither hccm nor robotlb has them), as a user
+ * prismlb's own annotations (neither hccm nor robotlb has them: delete
+ * protection, the PROXY protocol per port), as a user
  * drives them: kubectl applies, annotates and deletes the Service, the
  * hcloud CLI (against the fake Hetzner API) reads its balancer.
  */
@@ -106,6 +107,134 @@ START_TEST(a_bad_delete_protection_is_named_and_changes_nothing)
 }
 END_TEST
 
+/* kubectl apply Service default/web with ports 80, 443 and 8080 (nodePorts
+ * 30080, 30443, 30880) and the annotation lines annot; its UID (new). */
+static char *
+apply_three_ports(struct env *e, const char *annot)
+{
+    char path[4400], manifest[2048], *out = NULL;
+    snprintf(path, sizeof(path), "%s/web3.yaml", dir);
+    snprintf(manifest, sizeof(manifest),
+             "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: default\n"
+             "  annotations:\n%s"
+             "spec:\n  type: LoadBalancer\n  selector:\n    app: web\n  ports:\n"
+             "  - name: http\n    port: 80\n    protocol: TCP\n    nodePort: 30080\n"
+             "  - name: https\n    port: 443\n    protocol: TCP\n    nodePort: 30443\n"
+             "  - name: alt\n    port: 8080\n    protocol: TCP\n    nodePort: 30880\n",
+             annot);
+    ck_assert_int_eq(tu_write_file(path, manifest), 0);
+    int rc = env_kubectl(e, &out, "apply", "-f", path, NULL);
+    ck_assert_msg(rc == 0, "kubectl apply: %s", out ? out : "");
+    free(out);
+    out = NULL;
+    rc = env_kubectl(e, &out, "get", "service", "web", "-n", "default", "-o",
+                     "jsonpath={.metadata.uid}", NULL);
+    ck_assert_msg(rc == 0 && out && out[0], "kubectl get service: %s", out ? out : "");
+    return out;
+}
+
+/* proxyprotocol of the balancer's service on port listen as `hcloud
+ * load-balancer list -o json` shows it (lb: borrowed): 1, 0, -1 when
+ * there is no such service. */
+static int
+cli_proxy(json_t *lb, int listen)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(lb, "services"), i, s)
+    {
+        if (json_integer_value(json_object_get(s, "listen_port")) == listen)
+            return json_is_true(json_object_get(s, "proxyprotocol"));
+    }
+    return -1;
+}
+
+/* cli_proxy of Service uid's balancer as the hcloud CLI shows it now; -2
+ * while there is none. */
+static int
+cli_proxy_now(struct env *e, const char *uid, int listen)
+{
+    json_t *lb = hccm_cli_balancer_of(e, uid);
+    int r = lb ? cli_proxy(lb, listen) : -2;
+    json_decref(lb);
+    return r;
+}
+
+/* The ipMode of every ingress entry of Service web, as kubectl shows
+ * them, into buf ("Proxy " for one entry in Proxy mode). */
+static void
+kubectl_ip_modes(struct env *e, char *buf, size_t len)
+{
+    char *out = NULL;
+    int rc = env_kubectl(e, &out, "get", "service", "web", "-n", "default", "-o",
+                         "jsonpath={range .status.loadBalancer.ingress[*]}{.ipMode} {end}", NULL);
+    ck_assert_msg(rc == 0, "kubectl get service: %s", out ? out : "");
+    snprintf(buf, len, "%s", out ? out : "");
+    free(out);
+}
+
+/* prismlb.io/proxy-protocol-ports on two of three ports: the hcloud CLI
+ * shows proxyprotocol on those two services only; the status's one
+ * entry (an address has one ipMode) says Proxy. Listing the third port
+ * too changes that service alone (one update_service). */
+START_TEST(the_proxy_protocol_goes_to_the_listed_ports_only)
+{
+    struct env e;
+    char modes[128];
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = apply_three_ports(&e, "    prismlb.io/proxy-protocol-ports: \"80,443\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    WAIT_FOR(&e, (kubectl_ip_modes(&e, modes, sizeof(modes)), modes[0] != '\0'), 30000,
+             "the status");
+    ck_assert_str_eq(modes, "Proxy ");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_uint_eq(json_array_size(json_object_get(lb, "services")), 3);
+    ck_assert_int_eq(cli_proxy(lb, 80), 1);
+    ck_assert_int_eq(cli_proxy(lb, 443), 1);
+    ck_assert_int_eq(cli_proxy(lb, 8080), 0);
+    json_decref(lb);
+
+    long updates = env_count_route(&e, "POST /v1/load_balancers/{id}/actions/update_service");
+    hccm_annotate(&e, "web", "prismlb.io/proxy-protocol-ports=80,443,8080");
+    WAIT_FOR(&e, cli_proxy_now(&e, uid, 8080) == 1, 30000, "port 8080 with the proxy protocol");
+    ck_assert_int_eq(cli_proxy_now(&e, uid, 80), 1);
+    ck_assert_int_eq(cli_proxy_now(&e, uid, 443), 1);
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers/{id}/actions/update_service"),
+                     updates + 1);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* The list beside hccm's uses-proxyprotocol is an InvalidAnnotation
+ * naming both, and the balancer keeps what the last good set made. */
+START_TEST(the_per_port_list_beside_uses_proxyprotocol_names_both)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = apply_three_ports(&e, "    prismlb.io/proxy-protocol-ports: \"443\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    long writes = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/uses-proxyprotocol=true");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation", "prismlb.io/proxy-protocol-ports",
+                               "load-balancer.hetzner.cloud/uses-proxyprotocol", NULL) > 0,
+             30000, "the InvalidAnnotation warning naming both");
+    hccm_only_reads_since(&e, writes, "the list beside uses-proxyprotocol");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_int_eq(cli_proxy(lb, 443), 1);
+    ck_assert_int_eq(cli_proxy(lb, 80), 0);
+    ck_assert_int_eq(cli_proxy(lb, 8080), 0);
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -115,6 +244,8 @@ suite(void)
     tcase_set_timeout(tc, 150);
     tcase_add_test(tc, delete_protection_is_set_and_cleared_from_the_service);
     tcase_add_test(tc, a_bad_delete_protection_is_named_and_changes_nothing);
+    tcase_add_test(tc, the_proxy_protocol_goes_to_the_listed_ports_only);
+    tcase_add_test(tc, the_per_port_list_beside_uses_proxyprotocol_names_both);
     suite_add_tcase(s, tc);
     return s;
 }

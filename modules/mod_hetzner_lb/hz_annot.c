@@ -315,9 +315,10 @@ merge_seconds(hz_annot_get_fn get, void *arg, const char *rkey, const char *hkey
         merge_int(get, arg, rkey, hkey, v, (int)n, val, e);
 }
 
-/* hccm's uses-proxyprotocol and health-check-interval, -timeout and
- * -retries beside robotlb's lb-proxy-mode, lb-check-interval, lb-timeout
- * and lb-retries. */
+/* hccm's uses-proxyprotocol (and the ipMode it implies) and
+ * health-check-interval, -timeout and -retries beside robotlb's
+ * lb-proxy-mode, lb-check-interval, lb-timeout and lb-retries. Runs after
+ * robotlb/ip-mode is read. */
 static void
 merge_service(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
 {
@@ -328,6 +329,10 @@ merge_service(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf 
             bad(e, HZ_HCCM_PROXYPROTOCOL, "\"%.64s\" is neither true nor false", v);
         else
             merge_int(get, arg, HZ_ANN_PROXY_MODE, HZ_HCCM_PROXYPROTOCOL, v, b, &a->proxy_mode, e);
+        /* hccm's status says ipMode Proxy exactly when its proxy protocol is
+         * on (VIP when off); robotlb/ip-mode, when given, still decides */
+        if (b >= 0 && a->ip_mode < 0)
+            a->ip_mode = b ? HZ_IPMODE_PROXY : HZ_IPMODE_VIP;
     }
     merge_seconds(get, arg, HZ_ANN_CHECK_INTERVAL, HZ_HCCM_HC_INTERVAL, HZ_HC_INTERVAL_MIN,
                   HZ_HC_INTERVAL_MAX, &a->check_interval, e);

@@ -222,8 +222,8 @@ END_TEST
 
 /* hccm's uses-proxyprotocol and health-check-interval, -timeout and
  * -retries shape the balancer's service as hccm would have (the hcloud CLI
- * shows them); a value out of Hetzner's bounds is an InvalidAnnotation
- * naming it, and the last good set stays (nothing written). */
+ * shows them), and the status says ipMode Proxy as hccm's does; a value out of Hetzner's bounds is
+ * an InvalidAnnotation naming it, and the last good set stays (nothing written). */
 START_TEST(hccms_proxyprotocol_and_health_check_timing_shape_the_service)
 {
     struct env e;
@@ -236,7 +236,10 @@ START_TEST(hccms_proxyprotocol_and_health_check_timing_shape_the_service)
                                    "    load-balancer.hetzner.cloud/health-check-timeout: 5s\n"
                                    "    load-balancer.hetzner.cloud/health-check-retries: \"2\"\n");
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
-    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, NULL), 30000, "the status");
+    char mode[16];
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), mode, sizeof(mode), NULL), 30000,
+             "the status");
+    ck_assert_str_eq(mode, "Proxy"); /* hccm's ipMode under its proxy protocol */
     json_t *lb = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(lb);
     json_t *svc = json_array_get(json_object_get(lb, "services"), 0);

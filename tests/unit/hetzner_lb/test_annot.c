@@ -359,6 +359,28 @@ START_TEST(hccms_node_selector_is_read_and_checked_against_robotlbs)
 }
 END_TEST
 
+/* hccm writes ipMode Proxy when its uses-proxyprotocol is on and VIP when
+ * it is off; robotlb/ip-mode, when given, decides instead. */
+START_TEST(hccms_proxyprotocol_sets_the_ip_mode_unless_robotlb_names_one)
+{
+    const char *cases[][4] = {
+        {"load-balancer.hetzner.cloud/uses-proxyprotocol", "true", NULL, NULL},
+        {"load-balancer.hetzner.cloud/uses-proxyprotocol", "0", NULL, NULL},
+        {"load-balancer.hetzner.cloud/uses-proxyprotocol", "true", "robotlb/ip-mode", "VIP"},
+        {"load-balancer.hetzner.cloud/uses-proxyprotocol", "false", "robotlb/ip-mode", "Proxy"},
+    };
+    const int want[] = {HZ_IPMODE_PROXY, HZ_IPMODE_VIP, HZ_IPMODE_VIP, HZ_IPMODE_PROXY};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const char *kv[] = {cases[i][0], cases[i][1], cases[i][2], cases[i][3], NULL};
+        struct hz_annot a;
+        char err[256];
+        ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+        ck_assert_msg(a.ip_mode == want[i], "case %zu: ipMode %d", i, a.ip_mode);
+        hz_annot_clear(&a);
+    }
+}
+END_TEST
+
 /* hccm's uses-proxyprotocol (a Go boolean) and health-check-interval,
  * -timeout (Go durations, whole seconds) and -retries fill what robotlb's
  * lb-proxy-mode, lb-check-interval, lb-timeout and lb-retries fill, within
@@ -380,6 +402,7 @@ START_TEST(hccms_proxyprotocol_and_health_check_timing_are_read)
     char err[512];
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)h, &a, err, sizeof(err)), 0);
     ck_assert_int_eq(a.proxy_mode, 1);
+    ck_assert_int_eq(a.ip_mode, HZ_IPMODE_PROXY); /* hccm's status follows it */
     ck_assert_int_eq(a.check_interval, 20);
     ck_assert_int_eq(a.timeout, 5);
     ck_assert_int_eq(a.retries, 2);
@@ -428,6 +451,7 @@ suite(void)
     tcase_add_test(tc, network_zone_is_read_and_excludes_a_location);
     tcase_add_test(tc, hccms_node_selector_is_read_and_checked_against_robotlbs);
     tcase_add_test(tc, hccms_proxyprotocol_and_health_check_timing_are_read);
+    tcase_add_test(tc, hccms_proxyprotocol_sets_the_ip_mode_unless_robotlb_names_one);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -78,6 +78,8 @@ struct hz_config {
     char *hcloud_endpoint;   /* base URL ending in /v1 */
     char *cluster_name;      /* DNS label or NULL */
     char *default_network;   /* network name or NULL */
+    /* IPv4 CIDR of the subnet balancers' private IPs come from, or NULL */
+    char *private_subnet_ip_range;
     int dynamic_node_selector;
     int64_t default_lb_retries;
     int64_t default_lb_timeout;
@@ -128,6 +130,14 @@ HZ_HIDDEN int hz_go_bool(const char *v);
  * whole seconds into *out: 0, or -EINVAL when it is not one or not a whole
  * number of seconds. */
 HZ_HIDDEN int hz_go_seconds(const char *v, int64_t *out);
+/* An IPv4 CIDR as Go's net.ParseCIDR reads it ("10.0.1.0/24"; hccm sends
+ * the network it names, so "10.0.1.5/24" is "10.0.1.0/24") into out: 0, or
+ * -EINVAL when v is not one (an IPv6 CIDR too: Hetzner's networks are
+ * IPv4). */
+#define HZ_CIDR4_MAX 19 /* "255.255.255.255/32" */
+HZ_HIDDEN int hz_go_cidr4(const char *v, char out[HZ_CIDR4_MAX]);
+/* 1 when the IPv4 address ip lies in the CIDR cidr (both valid). */
+HZ_HIDDEN int hz_cidr4_holds(const char *cidr, const char *ip);
 /* getenv as an hz_env_get_fn (arg unused). */
 HZ_HIDDEN const char *hz_getenv(void *arg, const char *name);
 /* The module's check hook (see struct plb_module.check). */
@@ -357,6 +367,9 @@ HZ_HIDDEN char *hz_qenc(const char *s);
 #define HZ_HCCM_HOSTNAME "load-balancer.hetzner.cloud/hostname"
 #define HZ_HCCM_DISABLE_PUBLIC "load-balancer.hetzner.cloud/disable-public-network"
 #define HZ_HCCM_PRIVATE_IPV4 "load-balancer.hetzner.cloud/private-ipv4"
+/* hccm network/status: the subnet of the network the private IP comes from
+ * (attach_to_network's ip_range). */
+#define HZ_HCCM_PRIVATE_SUBNET "load-balancer.hetzner.cloud/private-subnet-ip-range"
 /* hccm network/status: the private IPs in the status too (or not); private
  * IPs for server targets (prismlb makes IP targets only). */
 #define HZ_HCCM_DISABLE_PRIVATE_INGRESS "load-balancer.hetzner.cloud/disable-private-ingress"
@@ -388,9 +401,11 @@ HZ_HIDDEN char *hz_qenc(const char *s);
  * location, algorithm-type: read into the same fields); absent ones are
  * NULL or -1. */
 struct hz_annot {
-    char *balancer;      /* robotlb/balancer, hccm's name */
-    char *network;       /* robotlb/lb-network */
-    char *private_ip;    /* robotlb/lb-private-ip (IPv4 literal) */
+    char *balancer;   /* robotlb/balancer, hccm's name */
+    char *network;    /* robotlb/lb-network */
+    char *private_ip; /* robotlb/lb-private-ip (IPv4 literal) */
+    /* hccm's private-subnet-ip-range (IPv4 CIDR, its network address) */
+    char *private_subnet;
     char *node_selector; /* robotlb/node-selector or hccm's, raw (the core's
                             target selection parses it) */
     int selector_hccm;   /* node_selector came from hccm's annotation: it
@@ -482,6 +497,8 @@ struct hz_desired {
     int algorithm;    /* enum hz_algorithm */
     char *network;    /* network name, NULL when none */
     char *private_ip; /* only with a network */
+    /* the subnet (IPv4 CIDR) private_ip comes from; only with a network */
+    char *private_subnet;
     int interval, timeout, retries;
     int proxy;
     int ip_mode;      /* enum hz_ip_mode (for the Service status) */
@@ -606,9 +623,14 @@ HZ_HIDDEN struct hz_lb *hz_lbs_next(const struct hz_lbs *m, size_t *pos);
  * IP targets (with_targets). The public interface is disabled in the body
  * only when d asks for it and the network is in the body (Hetzner refuses
  * a private-only balancer without one); else the plan disables it after
- * attach_to_network. A requested private IP needs attach_to_network
- * after the create, which the plan then issues. NULL on ENOMEM. */
+ * attach_to_network. A requested private IP (or subnet) needs
+ * attach_to_network after the create, which the plan then issues. NULL on
+ * ENOMEM. */
 HZ_HIDDEN json_t *hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets);
+/* The body of attach_to_network for d (new): the network, and the private
+ * IP and the subnet (ip_range) it comes from when d asks for them. NULL on
+ * ENOMEM. */
+HZ_HIDDEN json_t *hz_attach_body(const struct hz_desired *d, int64_t network_id);
 
 /* One service of d as the API takes it (new): tcp, listen, destination,
  * proxyprotocol and a tcp health check on the destination port. NULL on

@@ -37,8 +37,9 @@ hz_algorithm_from_api(const char *s)
 void
 hz_annot_clear(struct hz_annot *a)
 {
-    hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->node_selector, &a->location,
-                 &a->network_zone, &a->type, &a->hostname, &a->rdns4, &a->rdns6, NULL);
+    hz_free_each(&a->balancer, &a->network, &a->private_ip, &a->private_subnet, &a->node_selector,
+                 &a->location, &a->network_zone, &a->type, &a->hostname, &a->rdns4, &a->rdns6,
+                 NULL);
     hz_http_clear(&a->http);
     hz_free(a->proxy_ports); /* prismlb's own */
     memset(a, 0, sizeof(*a));
@@ -222,8 +223,8 @@ go_bool(hz_annot_get_fn get, void *arg, const char *key, int flip, int *out, str
 
 /* hccm's network/status annotations: hostname; disable-public-network and
  * private-ipv4 beside robotlb's lb-public-interface and lb-private-ip
- * (both alike, or both named); disable-private-ingress, use-private-ip;
- * ipv4-rdns, ipv6-rdns. 0 or -ENOMEM. */
+ * (both alike, or both named); private-subnet-ip-range; disable-private-
+ * ingress, use-private-ip; ipv4-rdns, ipv6-rdns. 0 or -ENOMEM. */
 static int
 net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
 {
@@ -252,6 +253,13 @@ net_status(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e)
                 "\"%.64s\" and %s \"%.64s\" disagree (give one, or both alike)", a->private_ip,
                 HZ_HCCM_PRIVATE_IPV4, v);
         else if (!a->private_ip && !(a->private_ip = hz_strdup(v)))
+            return -ENOMEM;
+    }
+    if ((v = get(arg, HZ_HCCM_PRIVATE_SUBNET))) {
+        char cidr[HZ_CIDR4_MAX];
+        if (hz_go_cidr4(v, cidr) < 0)
+            bad(e, HZ_HCCM_PRIVATE_SUBNET, "\"%.64s\" is not an IPv4 CIDR (\"10.0.1.0/24\")", v);
+        else if (!(a->private_subnet = hz_strdup(cidr)))
             return -ENOMEM;
     }
     go_bool(get, arg, HZ_HCCM_DISABLE_PRIVATE_INGRESS, 1, &a->private_ingress, e);

@@ -28,6 +28,7 @@ hz_desired_fp(const struct hz_desired *d)
     fp_i(&h, d->algorithm);
     hz_fnv1a64_field(&h, d->network);
     hz_fnv1a64_field(&h, d->private_ip);
+    hz_fnv1a64_field(&h, d->private_subnet);
     fp_i(&h, d->interval);
     fp_i(&h, d->timeout);
     fp_i(&h, d->retries);

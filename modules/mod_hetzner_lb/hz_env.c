@@ -15,7 +15,7 @@
 #include "hz.h"
 
 /* What one variable sets. */
-enum env_kind { K_STRING, K_BOOL, K_NOT_BOOL, K_SECONDS, K_INT, K_ALGORITHM };
+enum env_kind { K_STRING, K_BOOL, K_NOT_BOOL, K_SECONDS, K_INT, K_ALGORITHM, K_CIDR };
 
 struct env_row {
     const char *name;    /* hccm's variable */
@@ -51,6 +51,8 @@ static const struct env_row rows[] = {
     {"HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK", NULL, K_BOOL, OFF(disable_public_network), 0,
      0},
     {"HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP", NULL, K_BOOL, OFF(use_private_ip), 0, 0},
+    {"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", NULL, K_CIDR, OFF(private_subnet_ip_range),
+     0, 0},
 };
 /* clang-format on */
 
@@ -69,6 +71,16 @@ apply_row(struct hz_config *c, const struct env_row *r, const char *v, char *err
         }
         *(const char **)(void *)base = v;
         return 0;
+    case K_CIDR: {
+        char cidr[HZ_CIDR4_MAX];
+        if (hz_go_cidr4(v, cidr) < 0) {
+            snprintf(err, errlen, "%s=\"%.64s\": must be an IPv4 CIDR (\"10.0.1.0/24\")", r->name,
+                     v);
+            return -EINVAL;
+        }
+        *(const char **)(void *)base = v;
+        return 0;
+    }
     case K_BOOL:
     case K_NOT_BOOL:
         if ((b = hz_go_bool(v)) < 0) {

@@ -17,8 +17,8 @@
 void
 hz_desired_clear(struct hz_desired *d)
 {
-    hz_free_each(&d->uid, &d->type, &d->location, &d->network, &d->private_ip, &d->rdns4, &d->rdns6,
-                 NULL);
+    hz_free_each(&d->uid, &d->type, &d->location, &d->network, &d->private_ip, &d->private_subnet,
+                 &d->rdns4, &d->rdns6, NULL);
     hz_free(d->services);
     hz_strv_free(d->targets, d->ntargets);
     hz_http_clear(&d->http);
@@ -79,6 +79,18 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     /* The private IP does nothing without a network. */
     if (net && a->private_ip && !(d.private_ip = hz_strdup(a->private_ip)))
         goto nomem;
+    /* So does the subnet it comes from; the setting's is checked at start. */
+    if (net && (a->private_subnet || cfg->private_subnet_ip_range)) {
+        char cidr[HZ_CIDR4_MAX];
+        if (a->private_subnet ? snprintf(cidr, sizeof(cidr), "%s", a->private_subnet) < 0
+                              : hz_go_cidr4(cfg->private_subnet_ip_range, cidr) < 0)
+            goto inval_subnet;
+        if (!(d.private_subnet = hz_strdup(cidr)))
+            goto nomem;
+        /* Hetzner refuses an IP outside the subnet: say so first */
+        if (d.private_ip && !hz_cidr4_holds(cidr, d.private_ip))
+            goto inval_subnet;
+    }
     if ((a->rdns4 && !(d.rdns4 = hz_strdup(a->rdns4))) ||
         (a->rdns6 && !(d.rdns6 = hz_strdup(a->rdns6))))
         goto nomem;
@@ -190,6 +202,16 @@ nomem:
     if (errlen)
         snprintf(err, errlen, "out of memory");
     return -ENOMEM;
+inval_subnet:
+    if (errlen)
+        snprintf(err, errlen, "%s \"%.64s\": the private IP \"%.64s\" is not in that subnet",
+                 a->private_subnet ? HZ_HCCM_PRIVATE_SUBNET
+                                   : "private_subnet_ip_range "
+                                     "(HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE)",
+                 a->private_subnet ? a->private_subnet : cfg->private_subnet_ip_range,
+                 d.private_ip ? d.private_ip : "");
+    hz_desired_clear(&d);
+    return -EINVAL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -388,11 +410,11 @@ hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s)
 json_t *
 hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets)
 {
-    json_t *body =
-        json_pack("{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name, "load_balancer_type",
-                  d->type, d->by_zone ? "network_zone" : "location", d->location, "algorithm",
-                  "type", hz_algorithm_api_name(d->algorithm), "labels", HZ_LABEL_UID, d->uid,
-                  "public_interface", d->public_iface || network_id <= 0 || d->private_ip);
+    json_t *body = json_pack(
+        "{s:s, s:s, s:s, s:{s:s}, s:{s:s}, s:b}", "name", d->name, "load_balancer_type", d->type,
+        d->by_zone ? "network_zone" : "location", d->location, "algorithm", "type",
+        hz_algorithm_api_name(d->algorithm), "labels", HZ_LABEL_UID, d->uid, "public_interface",
+        d->public_iface || network_id <= 0 || d->private_ip || d->private_subnet);
     json_t *services = json_array();
     if (!body || !services)
         goto fail;
@@ -406,7 +428,7 @@ hz_create_body(const struct hz_desired *d, int64_t network_id, int with_targets)
         goto fail;
     }
     services = NULL;
-    if (network_id > 0 && !d->private_ip) {
+    if (network_id > 0 && !d->private_ip && !d->private_subnet) {
         if (json_object_set_new(body, "network", json_integer(network_id)) < 0)
             goto fail;
         if (with_targets && d->ntargets) {
@@ -440,4 +462,19 @@ hz_type_max_targets(const char *type)
         if (strcmp(type, types[i].name) == 0)
             return types[i].max;
     return 0;
+}
+
+json_t *
+hz_attach_body(const struct hz_desired *d, int64_t network_id)
+{
+    json_t *b = json_pack("{s:I}", "network", (json_int_t)network_id);
+    if (b && d->private_ip && json_object_set_new(b, "ip", json_string(d->private_ip)) < 0)
+        goto fail;
+    if (b && d->private_subnet &&
+        json_object_set_new(b, "ip_range", json_string(d->private_subnet)) < 0)
+        goto fail;
+    return b;
+fail:
+    json_decref(b);
+    return NULL;
 }

@@ -166,10 +166,7 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
             goto fail;
     }
     if (network_id > 0 && !hz_actual_on_network(a, network_id)) {
-        json_t *b = d->private_ip ? json_pack("{s:I, s:s}", "network", (json_int_t)network_id, "ip",
-                                              d->private_ip)
-                                  : json_pack("{s:I}", "network", (json_int_t)network_id);
-        if ((rc = push(&p, &cap, a, HZ_OP_ATTACH_NETWORK, b, NULL)) < 0)
+        if ((rc = push(&p, &cap, a, HZ_OP_ATTACH_NETWORK, hz_attach_body(d, network_id), NULL)) < 0)
             goto fail;
     } else if (network_id > 0) {
         /* On the network it asks for: leave the ones it asked for before. */

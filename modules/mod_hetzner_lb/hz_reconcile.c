@@ -604,7 +604,8 @@ step_create(struct rec *r, int first)
 {
     json_t *body;
     if (first)
-        r->with_targets = r->net_id > 0 && !r->d.private_ip && r->d.ntargets > 0;
+        r->with_targets =
+            r->net_id > 0 && !r->d.private_ip && !r->d.private_subnet && r->d.ntargets > 0;
     if (!(body = hz_create_body(&r->d, r->net_id, r->with_targets))) {
         rec_add(r, HZ_REC_RECHECK);
         return;

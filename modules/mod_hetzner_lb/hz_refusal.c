@@ -136,12 +136,15 @@ hz_refused_op(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
         break;
     case HZ_OP_ATTACH_NETWORK:
         refused(ks, st, svc, "NetworkAttachRefused",
-                "Hetzner refused to attach balancer \"%s\" to the network \"%s\" (%s)%s%s%s: %s; "
+                "Hetzner refused to attach balancer \"%s\" to the network \"%s\" (%s)%s%s%s%s%s%s: "
+                "%s; "
                 "it reaches no target, so the Service's status is not written until it is "
                 "attached",
                 lb_name, d->network, source_of(st, HZ_ANN_NETWORK, "default_network"),
                 d->private_ip ? " with the IP \"" : "", d->private_ip ? d->private_ip : "",
-                d->private_ip ? "\" (" HZ_ANN_PRIVATE_IP ")" : "", why);
+                d->private_ip ? "\" (" HZ_ANN_PRIVATE_IP ")" : "",
+                d->private_subnet ? " in the subnet \"" : "",
+                d->private_subnet ? d->private_subnet : "", d->private_subnet ? "\"" : "", why);
         break;
     default:
         refused(ks, st, svc, "BalancerUpdateRefused", "Hetzner refused %s on balancer \"%s\": %s",

@@ -105,6 +105,14 @@ v_nonblank(const void *value)
 }
 
 static const char *
+v_cidr4(const void *value)
+{
+    const char *s = *(char *const *)value;
+    char cidr[HZ_CIDR4_MAX];
+    return s && hz_go_cidr4(s, cidr) < 0 ? "must be an IPv4 CIDR (\"10.0.1.0/24\")" : NULL;
+}
+
+static const char *
 v_endpoint(const void *value)
 {
     const char *s = *(char *const *)value;
@@ -178,6 +186,11 @@ const struct plb_setting hz_settings_table[] = {
      .env = "ROBOTLB_DEFAULT_NETWORK", .validate = v_nonblank,
      .doc = "Network (name) balancers are attached to when a Service has no "
             "robotlb/lb-network annotation; unset: only the annotation's network is used"},
+    {.name = "private_subnet_ip_range", .type = PLB_SET_STRING,
+     .offset = OFF(private_subnet_ip_range), .validate = v_cidr4,
+     .doc = "Subnet (IPv4 CIDR) of the network the balancers' private IPs come from when a "
+            "Service has no load-balancer.hetzner.cloud/private-subnet-ip-range annotation, as "
+            "hccm's HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE; unset: Hetzner picks one"},
     {.name = "dynamic_node_selector", .type = PLB_SET_BOOL,
      .offset = OFF(dynamic_node_selector), .def = "true", .env = "ROBOTLB_DYNAMIC_NODE_SELECTOR",
      .doc = "Select target nodes by the Service's externalTrafficPolicy (Cluster: every node; "

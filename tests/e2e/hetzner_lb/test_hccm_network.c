@@ -221,6 +221,74 @@ START_TEST(hccms_public_and_private_variables_set_the_defaults)
 }
 END_TEST
 
+/* The network k8s with a second cloud subnet, 10.0.2.0/24, beside the
+ * first (10.0.0.0/24) and the nodes' vSwitch subnet (10.0.1.0/24). */
+#define TWO_CLOUD_SUBNETS                                                                          \
+    ",\"networks\":[{\"id\":7,\"name\":\"k8s\",\"ip_range\":\"10.0.0.0/16\",\"subnets\":["         \
+    "{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/24\"},{\"type\":\"vswitch\",\"ip_range\":"        \
+    "\"10.0.1.0/24\",\"vswitch_id\":4242},{\"type\":\"cloud\",\"ip_range\":\"10.0.2.0/24\"}]}]"
+
+/* "private-subnet-ip-range": the balancer's private IP comes from that
+ * subnet of its network (attach_to_network's ip_range), as the hcloud CLI
+ * and the status (with disable-private-ingress "false") show. A malformed
+ * range is an InvalidAnnotation naming it, nothing written and the status
+ * kept; a range that is no cloud subnet of the network (here the nodes'
+ * vSwitch subnet) is refused by Hetzner: a NetworkAttachRefused warning
+ * naming it and no status, until the annotation names one. */
+START_TEST(private_subnet_ip_range_picks_the_subnet_of_the_private_ip)
+{
+    struct env e;
+    char ip[64], pip[64];
+    size_t n = 0;
+    int enabled;
+    struct env_opts o = {
+        .no_network = 1, .seed_extra = TWO_CLOUD_SUBNETS, .extra = "default_network = \"k8s\";"};
+    env_start_opts(&e, &o);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid =
+        hccm_apply_service(&e, "web",
+                           "    load-balancer.hetzner.cloud/private-subnet-ip-range: 10.0.2.0/24\n"
+                           "    load-balancer.hetzner.cloud/disable-private-ingress: \"false\"\n");
+    WAIT_FOR(&e, env_ingress(&e, "web", ip, sizeof(ip), NULL, 0, &n) && n == 2, 30000,
+             "the public and the private IP in the status");
+    cli_public_private(&e, "web.default", &enabled, pip, sizeof(pip));
+    ck_assert_msg(strncmp(pip, "10.0.2.", 7) == 0, "private IP %s", pip);
+    char *priv = jsonpath(&e, "web", "{.status.loadBalancer.ingress[1].ip}");
+    ck_assert_ptr_nonnull(priv);
+    ck_assert_str_eq(priv, pip);
+    free(priv);
+    ck_assert(env_targets_are(&e, uid, "10.0.1.41"));
+
+    long writes = env_last_request(&e);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/private-subnet-ip-range=10.0.2.0/33");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation",
+                               "load-balancer.hetzner.cloud/private-subnet-ip-range",
+                               "\"10.0.2.0/33\"", "IPv4 CIDR", NULL) > 0,
+             30000, "the InvalidAnnotation naming the range");
+    hccm_only_reads_since(&e, writes, "a malformed range");
+    ck_assert(jsonpath_is(&e, "web", "{.status.loadBalancer.ingress[1].ip}", pip));
+
+    char *u2 = hccm_apply_service_port(&e, "other",
+                                       "    load-balancer.hetzner.cloud/private-subnet-ip-range: "
+                                       "10.0.1.0/24\n",
+                                       81, 30081);
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "other", "NetworkAttachRefused", "\"k8s\"",
+                               "in the subnet \"10.0.1.0/24\"", NULL) > 0,
+             30000, "the NetworkAttachRefused warning naming the subnet");
+    ck_assert(jsonpath_is(&e, "other", "{.status.loadBalancer.ingress[*].ip}", ""));
+    hccm_annotate(&e, "other", "load-balancer.hetzner.cloud/private-subnet-ip-range=10.0.0.0/24");
+    WAIT_FOR(&e, env_ingress(&e, "other", ip, sizeof(ip), NULL, 0, NULL), 30000,
+             "the status once attached");
+    cli_public_private(&e, "other.default", &enabled, pip, sizeof(pip));
+    ck_assert_msg(strncmp(pip, "10.0.0.", 7) == 0, "private IP %s", pip);
+    free(u2);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* How many change_dns_ptr the fake Hetzner API logged after since. */
 static size_t
 dns_ptr_changes_since(struct env *e, long since)
@@ -305,6 +373,7 @@ suite(void)
     tcase_add_test(tc, disable_private_ingress_false_adds_the_private_ip_to_the_status);
     tcase_add_test(tc, hccms_public_and_private_variables_set_the_defaults);
     tcase_add_test(tc, rdns_annotations_set_the_reverse_dns_of_the_public_ips);
+    tcase_add_test(tc, private_subnet_ip_range_picks_the_subnet_of_the_private_ip);
     suite_add_tcase(s, tc);
     return s;
 }

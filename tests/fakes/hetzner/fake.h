@@ -398,10 +398,11 @@ int hz_check_target(struct hz_req *r, struct hz_lb *lb, json_t *req_target, json
 int hz_check_service(struct hz_req *r, struct hz_lb *lb, json_t *req_service, json_t **out);
 /* update_service: merge req over the existing service base (borrowed). */
 int hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, json_t **out);
-/* Choose the private IP for attaching lb to net_id (ip: requested or NULL)
- * into out_ip; the caller appends {network, ip} to lb->private_net. */
-int hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip, char *out_ip,
-                      size_t len);
+/* Choose the private IP for attaching lb to net_id (ip: requested or NULL;
+ * ip_range: the cloud subnet to take it from, or NULL: the first with a free
+ * IP) into out_ip; the caller appends {network, ip} to lb->private_net. */
+int hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip,
+                      const char *ip_range, char *out_ip, size_t len);
 
 /* ---- seed.c --------------------------------------------------------- */
 

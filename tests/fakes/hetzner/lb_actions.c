@@ -153,17 +153,18 @@ static int
 attach_to_network(struct hz_req *r, struct hz_lb *lb, json_t *body, int apply)
 {
     long long net;
-    int present, p_ip;
-    const char *ip = NULL;
+    int present, p_ip, p_range;
+    const char *ip = NULL, *ip_range = NULL;
     char out[16];
     if (hz_json_int(r, body, "network", "network", &net, &present) < 0 ||
-        hz_json_str(r, body, "ip", "ip", &ip, &p_ip) < 0)
+        hz_json_str(r, body, "ip", "ip", &ip, &p_ip) < 0 ||
+        hz_json_str(r, body, "ip_range", "ip_range", &ip_range, &p_range) < 0)
         return -1;
     if (!present) {
         hz_reply_invalid(r, "network", "is required");
         return -1;
     }
-    if (hz_attach_network(r, lb, (long)net, ip, out, sizeof(out)) < 0)
+    if (hz_attach_network(r, lb, (long)net, ip, ip_range, out, sizeof(out)) < 0)
         return -1;
     if (!apply)
         return 0;

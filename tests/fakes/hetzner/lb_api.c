@@ -148,7 +148,7 @@ hz_lb_build(struct hz_req *r, json_t *body)
         const char *want = NULL;
         int p_ip;
         if (hz_json_str(r, body, "network_ip", "network_ip", &want, &p_ip) < 0 ||
-            hz_attach_network(r, lb, (long)net_id, want, ip, sizeof(ip)) < 0)
+            hz_attach_network(r, lb, (long)net_id, want, NULL, ip, sizeof(ip)) < 0)
             goto fail;
         if (json_array_append_new(lb->private_net, json_pack("{s:I, s:s}", "network",
                                                              (json_int_t)net_id, "ip", ip)) < 0)

@@ -529,14 +529,31 @@ ip_taken(struct hz_fake *f, const struct hz_network *n, uint32_t ip)
     return 0;
 }
 
+/* 1 if subnet sn may hold a balancer's IP: a cloud subnet of zone and,
+ * when prefix >= 0, the subnet net/prefix names (*snet, *sprefix: its range). */
+static int
+subnet_fits(json_t *sn, const char *zone, uint32_t net, int prefix, uint32_t *snet, int *sprefix)
+{
+    if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") != 0 ||
+        strcmp(json_string_value(json_object_get(sn, "network_zone")), zone) != 0 ||
+        hz_cidr4_parse(json_string_value(json_object_get(sn, "ip_range")), snet, sprefix) < 0)
+        return 0;
+    if (prefix < 0)
+        return 1;
+    uint32_t mask = prefix == 0 ? 0 : 0xffffffffu << (32 - prefix);
+    return *sprefix == prefix && (*snet & mask) == (net & mask);
+}
+
 int
-hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip, char *out_ip,
-                  size_t len)
+hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *ip,
+                  const char *ip_range, char *out_ip, size_t len)
 {
     struct hz_network *n = hz_net_find(r->f, net_id);
     const char *zone = lb->location->network_zone;
     size_t i;
     json_t *sn;
+    uint32_t rnet = 0, snet;
+    int rprefix = -1, sprefix;
     if (!n) {
         hz_reply_error(r, 404, "not_found", "network not found", NULL);
         return -1;
@@ -546,16 +563,35 @@ hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *i
                        "load balancer is already attached to this network", NULL);
         return -1;
     }
+    if (ip_range) {
+        if (hz_cidr4_parse(ip_range, &rnet, &rprefix) < 0) {
+            hz_reply_invalid(r, "ip_range", "must be an IPv4 CIDR");
+            return -1;
+        }
+        int found = 0;
+        json_array_foreach(n->subnets, i, sn) found |=
+            subnet_fits(sn, zone, rnet, rprefix, &snet, &sprefix);
+        if (!found) {
+            hz_reply_error(r, 422, "no_subnet_available",
+                           "ip_range is not a cloud subnet of the network in the network zone of "
+                           "the load balancer",
+                           NULL);
+            return -1;
+        }
+    }
     if (ip) {
         uint32_t a;
         if (hz_ip4_parse(ip, &a) < 0 || !hz_cidr4_contains(n->ip_range, a)) {
             hz_reply_invalid(r, "ip", "must be an IPv4 address inside the network");
             return -1;
         }
+        if (ip_range && !hz_cidr4_contains(ip_range, a)) {
+            hz_reply_invalid(r, "ip", "must be an IPv4 address inside ip_range");
+            return -1;
+        }
         json_array_foreach(n->subnets, i, sn)
         {
-            if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") == 0 &&
-                strcmp(json_string_value(json_object_get(sn, "network_zone")), zone) == 0 &&
+            if (subnet_fits(sn, zone, rnet, rprefix, &snet, &sprefix) &&
                 hz_cidr4_contains(json_string_value(json_object_get(sn, "ip_range")), a) &&
                 !ip_taken(r->f, n, a)) {
                 snprintf(out_ip, len, "%s", ip);
@@ -567,17 +603,12 @@ hz_attach_network(struct hz_req *r, struct hz_lb *lb, long net_id, const char *i
     }
     json_array_foreach(n->subnets, i, sn)
     {
-        uint32_t net;
-        int prefix;
-        if (strcmp(json_string_value(json_object_get(sn, "type")), "cloud") != 0 ||
-            strcmp(json_string_value(json_object_get(sn, "network_zone")), zone) != 0 ||
-            hz_cidr4_parse(json_string_value(json_object_get(sn, "ip_range")), &net, &prefix) < 0 ||
-            prefix > 30)
+        if (!subnet_fits(sn, zone, rnet, rprefix, &snet, &sprefix) || sprefix > 30)
             continue;
-        uint64_t size = 1ull << (32 - prefix);
+        uint64_t size = 1ull << (32 - sprefix);
         for (uint64_t k = 2; k + 1 < size; k++) {
-            if (!ip_taken(r->f, n, net + (uint32_t)k)) {
-                hz_ip4_format(net + (uint32_t)k, out_ip, len);
+            if (!ip_taken(r->f, n, snet + (uint32_t)k)) {
+                hz_ip4_format(snet + (uint32_t)k, out_ip, len);
                 return 0;
             }
         }

@@ -264,6 +264,74 @@ START_TEST(rdns_is_set_only_when_it_differs)
 }
 END_TEST
 
+/* "private-subnet-ip-range: Specifies the subnet the load balancer's
+ * private IP is taken from" (an IPv4 CIDR, Go's net.ParseCIDR): only with
+ * a network, where it becomes attach_to_network's ip_range and keeps the
+ * create from carrying the network (the attach follows it); a private IP
+ * outside it, which Hetzner refuses, is named first; a malformed one is
+ * named and leaves nothing parsed. */
+START_TEST(private_subnet_ip_range_goes_into_the_attach)
+{
+    struct hz_svc s = web_svc();
+    struct hz_config c = default_config();
+    const char *kv[] = {"load-balancer.hetzner.cloud/private-subnet-ip-range", "10.0.1.0/24", NULL};
+    struct hz_annot a;
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.private_subnet, "10.0.1.0/24");
+    /* without a network it does nothing, as the private IP */
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_ptr_null(d.private_subnet);
+    hz_desired_clear(&d);
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.private_subnet, "10.0.1.0/24");
+    json_t *create = hz_create_body(&d, 7, 1);
+    ck_assert_ptr_nonnull(create);
+    ck_assert_ptr_null(json_object_get(create, "network"));
+    ck_assert(json_is_true(json_object_get(create, "public_interface")));
+    json_decref(create);
+    json_t *b = hz_attach_body(&d, 7);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "ip_range")), "10.0.1.0/24");
+    ck_assert_ptr_null(json_object_get(b, "ip"));
+    json_decref(b);
+    hz_desired_clear(&d);
+    hz_annot_clear(&a);
+    ck_assert_ptr_null(a.private_subnet);
+
+    /* with a private IP inside it: both in the attach */
+    const char *both[] = {"load-balancer.hetzner.cloud/private-subnet-ip-range", "10.0.1.9/24",
+                          "load-balancer.hetzner.cloud/private-ipv4", "10.0.1.30", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)both, &a, err, sizeof(err)), 0);
+    ck_assert_str_eq(a.private_subnet, "10.0.1.0/24");
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    b = hz_attach_body(&d, 7);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "ip")), "10.0.1.30");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "ip_range")), "10.0.1.0/24");
+    json_decref(b);
+    hz_desired_clear(&d);
+    hz_annot_clear(&a);
+
+    const char *outside[] = {"load-balancer.hetzner.cloud/private-subnet-ip-range", "10.0.1.0/24",
+                             "robotlb/lb-private-ip", "10.0.0.30", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)outside, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "load-balancer.hetzner.cloud/private-subnet-ip-range"));
+    ck_assert_ptr_nonnull(strstr(err, "10.0.0.30"));
+    hz_annot_clear(&a);
+
+    const char *bad[] = {"10.0.1.0",  "10.0.1.0/33", "10.0.1.0/", "ten.0.1.0/24",
+                         "fd00::/64", "10.0.1.0/2x", ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *k[] = {"load-balancer.hetzner.cloud/private-subnet-ip-range", bad[i], NULL};
+        expect_refused(k, "load-balancer.hetzner.cloud/private-subnet-ip-range", "IPv4 CIDR");
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -275,6 +343,7 @@ suite(void)
     tcase_add_test(tc, private_ipv4_is_lb_private_ip);
     tcase_add_test(tc, private_ingress_and_use_private_ip_are_go_booleans);
     tcase_add_test(tc, rdns_is_set_only_when_it_differs);
+    tcase_add_test(tc, private_subnet_ip_range_goes_into_the_attach);
     suite_add_tcase(s, tc);
     return s;
 }

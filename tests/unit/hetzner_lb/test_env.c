@@ -179,6 +179,62 @@ START_TEST(hccms_private_network_variables_set_their_settings)
 }
 END_TEST
 
+/* "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE": the default of the
+ * private-subnet-ip-range annotation, read as Go's net.ParseCIDR reads it;
+ * it goes into attach_to_network's ip_range for a Service with a network
+ * and no annotation of its own, and anything but an IPv4 CIDR is refused
+ * naming the variable. */
+START_TEST(the_subnet_variable_sets_the_default_ip_range)
+{
+    const char *env[] = {"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", "10.0.1.0/24",
+                         "HCLOUD_NETWORK", "k8s", NULL};
+    struct hz_config c = default_config();
+    char err[256];
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)), 0);
+    ck_assert_str_eq(c.private_subnet_ip_range, "10.0.1.0/24");
+    struct hz_svc s = web_svc();
+    struct hz_annot a;
+    struct hz_desired d;
+    memset(&a, 0, sizeof(a));
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.private_subnet, "10.0.1.0/24");
+    json_t *b = hz_attach_body(&d, 7);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(json_string_value(json_object_get(b, "ip_range")), "10.0.1.0/24");
+    ck_assert_int_eq(json_integer_value(json_object_get(b, "network")), 7);
+    ck_assert_ptr_null(json_object_get(b, "ip"));
+    json_decref(b);
+    hz_desired_clear(&d);
+    /* the annotation wins over it */
+    const char *kv[] = {"load-balancer.hetzner.cloud/private-subnet-ip-range", "10.0.2.0/24", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.private_subnet, "10.0.2.0/24");
+    hz_desired_clear(&d);
+    hz_annot_clear(&a);
+    /* Go's net.ParseCIDR takes a host address (and a prefix with leading
+     * zeros); the range is its network */
+    const char *host[] = {"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", "10.0.1.7/024",
+                          "HCLOUD_NETWORK", "k8s", NULL};
+    c = default_config();
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)host, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_desired_build(&c, &a, &s, NULL, 0, &d, err, sizeof(err)), 0);
+    ck_assert_str_eq(d.private_subnet, "10.0.1.0/24");
+    hz_desired_clear(&d);
+    const char *bad[] = {"10.0.1.0", "10.0.1.0/33", "010.0.1.0/24", "fd00::/64",
+                         "",         "10.0.1.0/24 "};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const char *e[] = {"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", bad[i], NULL};
+        c = default_config();
+        ck_assert_msg(hz_env_apply(&c, kv_get, (void *)e, err, sizeof(err)) == -EINVAL,
+                      "\"%s\" accepted", bad[i]);
+        ck_assert_ptr_nonnull(strstr(err, "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE"));
+        ck_assert_ptr_nonnull(strstr(err, "IPv4 CIDR"));
+    }
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -189,6 +245,7 @@ suite(void)
     tcase_add_test(tc, bad_values_are_refused_naming_the_variable);
     tcase_add_test(tc, the_network_zone_variable_places_new_balancers_by_zone);
     tcase_add_test(tc, hccms_private_network_variables_set_their_settings);
+    tcase_add_test(tc, the_subnet_variable_sets_the_default_ip_range);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -19,7 +19,9 @@ static const char *SEED =
     "\"subnets\":[{\"type\":\"cloud\",\"ip_range\":\"10.0.0.0/"
     "24\",\"network_zone\":\"eu-central\"},"
     "{\"type\":\"vswitch\",\"ip_range\":\"10.0.1.0/24\",\"network_zone\":\"eu-central\","
-    "\"vswitch_id\":4242}],\"reserved_ips\":[\"10.0.0.2\"]}],"
+    "\"vswitch_id\":4242},"
+    "{\"type\":\"cloud\",\"ip_range\":\"10.0.2.0/24\",\"network_zone\":\"eu-central\"}],"
+    "\"reserved_ips\":[\"10.0.0.2\"]}],"
     "\"load_balancers\":[{\"id\":5,\"name\":\"old\",\"load_balancer_type\":\"lb11\","
     "\"location\":\"fsn1\",\"network\":7,\"targets\":[{\"type\":\"ip\",\"ip\":{\"ip\":\"10.0.1.9\"}"
     "}]},"
@@ -99,7 +101,7 @@ attach(struct hz_lb *lb, const char *want, const char *expect_ip)
 {
     char ip[16];
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, lb, 7, want, ip, sizeof(ip)), 0);
+    ck_assert_int_eq(hz_attach_network(&R, lb, 7, want, NULL, ip, sizeof(ip)), 0);
     ck_assert_str_eq(ip, expect_ip);
     json_array_append_new(lb->private_net, json_pack("{s:i, s:s}", "network", 7, "ip", ip));
 }
@@ -171,21 +173,21 @@ START_TEST(test_attach_allocation)
     attach(b, "10.0.0.20", "10.0.0.20");
     char ip[16];
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, a, 7, NULL, ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, a, 7, NULL, NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "load_balancer_already_attached");
     struct hz_lb *c = new_lb("c", "lb11");
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, c, 7, "10.0.0.20", ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, c, 7, "10.0.0.20", NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "ip_not_available");
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, c, 7, "10.0.0.2", ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, c, 7, "10.0.0.2", NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "ip_not_available");
     reset_req();
     /* A vSwitch subnet cannot hold a cloud resource's IP. */
-    ck_assert_int_eq(hz_attach_network(&R, c, 7, "10.0.1.50", ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, c, 7, "10.0.1.50", NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "ip_not_available");
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, c, 7, "192.168.0.1", ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, c, 7, "192.168.0.1", NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "invalid_input");
     ck_assert_int_eq(R.status, 400);
     /* No cloud subnet in us-east. */
@@ -196,13 +198,61 @@ START_TEST(test_attach_allocation)
     json_decref(body);
     ck_assert_ptr_nonnull(far);
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, far, 7, NULL, ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, far, 7, NULL, NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "no_subnet_available");
     hz_lb_free(far);
     reset_req();
-    ck_assert_int_eq(hz_attach_network(&R, c, 99, NULL, ip, sizeof(ip)), -1);
+    ck_assert_int_eq(hz_attach_network(&R, c, 99, NULL, NULL, ip, sizeof(ip)), -1);
     ck_assert_str_eq(err_code(), "not_found");
     ck_assert_int_eq(R.status, 404);
+}
+END_TEST
+
+/* ip_range picks the cloud subnet the IP comes from; a range that is no
+ * cloud subnet of the network, a malformed one, or an ip outside it is
+ * refused and attaches nothing. */
+START_TEST(test_attach_ip_range)
+{
+    struct hz_lb *a = new_lb("a", "lb11");
+    struct hz_lb *b = new_lb("b", "lb11");
+    char ip[16];
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, a, 7, NULL, "10.0.2.0/24", ip, sizeof(ip)), 0);
+    ck_assert_str_eq(ip, "10.0.2.2");
+    json_array_append_new(a->private_net, json_pack("{s:i, s:s}", "network", 7, "ip", ip));
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, b, 7, NULL, "10.0.2.0/24", ip, sizeof(ip)), 0);
+    ck_assert_str_eq(ip, "10.0.2.3");
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, b, 7, "10.0.2.40", "10.0.2.0/24", ip, sizeof(ip)), 0);
+    ck_assert_str_eq(ip, "10.0.2.40");
+    /* the first cloud subnet without ip_range */
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, b, 7, NULL, NULL, ip, sizeof(ip)), 0);
+    ck_assert_str_eq(ip, "10.0.0.4");
+    const char *no_subnet[] = {"10.0.1.0/24", "10.0.3.0/24", "10.0.2.0/25", "10.0.0.0/16",
+                               "192.168.0.0/24"};
+    for (size_t i = 0; i < sizeof(no_subnet) / sizeof(no_subnet[0]); i++) {
+        reset_req();
+        ck_assert_int_eq(hz_attach_network(&R, b, 7, NULL, no_subnet[i], ip, sizeof(ip)), -1);
+        ck_assert_msg(strcmp(err_code(), "no_subnet_available") == 0, "%s: %s", no_subnet[i],
+                      err_code());
+        ck_assert_int_eq(R.status, 422);
+    }
+    const char *malformed[] = {"10.0.2.0", "10.0.2.0/33", "ten/24", ""};
+    for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
+        reset_req();
+        ck_assert_int_eq(hz_attach_network(&R, b, 7, NULL, malformed[i], ip, sizeof(ip)), -1);
+        ck_assert_str_eq(err_code(), "invalid_input");
+        ck_assert_int_eq(R.status, 400);
+    }
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, b, 7, "10.0.0.40", "10.0.2.0/24", ip, sizeof(ip)), -1);
+    ck_assert_str_eq(err_code(), "invalid_input");
+    reset_req();
+    ck_assert_int_eq(hz_attach_network(&R, b, 7, "10.0.2.2", "10.0.2.0/24", ip, sizeof(ip)), -1);
+    ck_assert_str_eq(err_code(), "ip_not_available");
+    ck_assert_uint_eq(json_array_size(b->private_net), 0);
 }
 END_TEST
 
@@ -532,6 +582,7 @@ main(void)
     tcase_add_test(tc, test_seed_loaded);
     tcase_add_test(tc, test_seed_rejects_bad_files);
     tcase_add_test(tc, test_attach_allocation);
+    tcase_add_test(tc, test_attach_ip_range);
     tcase_add_test(tc, test_ip_targets);
     tcase_add_test(tc, test_services);
     tcase_add_test(tc, test_service_limits_and_update);

@@ -6,6 +6,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* http.timeout_idle in seconds: the range Hetzner takes (hccm documents its
+ * annotation as "between 30s and 300s") and the value shown when none was
+ * given. */
+#define HZ_IDLE_MIN 30
+#define HZ_IDLE_MAX 300
+#define HZ_IDLE_DEFAULT 60
+
 /* 1 if lb has a private_net entry on network id. */
 static int
 attached_to(const struct hz_lb *lb, long net_id)
@@ -358,7 +365,8 @@ out:
 /* The http object of a service on lb (self: the service it replaces, or
  * NULL) as Hetzner takes it: certificates only on https, where at least one
  * is needed and each must exist; redirect_http only on https port 443 with
- * port 80 free; cookie settings in range. 0, or -1 after replying. */
+ * port 80 free; cookie settings and timeout_idle in range. 0, or -1 after
+ * replying. */
 static int
 check_http(struct hz_req *r, struct hz_lb *lb, const json_t *self, const char *proto,
            long long listen, json_t *http)
@@ -370,6 +378,11 @@ check_http(struct hz_req *r, struct hz_lb *lb, const json_t *self, const char *p
     if (!cookie || !*cookie || strlen(cookie) > 64 ||
         json_integer_value(json_object_get(http, "cookie_lifetime")) < 1) {
         hz_reply_invalid(r, "http", "cookie_name must be 1 to 64 characters, cookie_lifetime >= 1");
+        return -1;
+    }
+    json_int_t idle = json_integer_value(json_object_get(http, "timeout_idle"));
+    if (idle < HZ_IDLE_MIN || idle > HZ_IDLE_MAX) {
+        hz_reply_invalid(r, "http.timeout_idle", "must be between 30 and 300");
         return -1;
     }
     if (https && json_array_size(certs) == 0) {
@@ -473,10 +486,11 @@ hz_merge_service(struct hz_req *r, struct hz_lb *lb, json_t *base, json_t *req, 
     json_t *http = json_null();
     if (web) {
         json_t *bh = base ? json_object_get(base, "http") : NULL;
-        http = json_is_object(bh) ? json_deep_copy(bh)
-                                  : json_pack("{s:s, s:i, s:[], s:b, s:b}", "cookie_name",
-                                              "HCLBSTICKY", "cookie_lifetime", 300, "certificates",
-                                              "redirect_http", 0, "sticky_sessions", 0);
+        http = json_is_object(bh)
+                   ? json_deep_copy(bh)
+                   : json_pack("{s:s, s:i, s:[], s:b, s:b, s:i}", "cookie_name", "HCLBSTICKY",
+                               "cookie_lifetime", 300, "certificates", "redirect_http", 0,
+                               "sticky_sessions", 0, "timeout_idle", HZ_IDLE_DEFAULT);
         if (!http) {
             json_decref(hc);
             hz_reply_error(r, 500, "server_error", "out of memory", NULL);

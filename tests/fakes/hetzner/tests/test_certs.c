@@ -407,7 +407,7 @@ START_TEST(test_https_services)
         "{\"protocol\":\"https\",\"listen_port\":443,\"destination_port\":30443,"
         "\"proxyprotocol\":true,"
         "\"http\":{\"certificates\":[1],\"redirect_http\":true,\"sticky_sessions\":true,"
-        "\"cookie_name\":\"SESS\",\"cookie_lifetime\":600},"
+        "\"cookie_name\":\"SESS\",\"cookie_lifetime\":600,\"timeout_idle\":120},"
         "\"health_check\":{\"protocol\":\"http\",\"port\":30443,\"interval\":10,"
         "\"timeout\":5,\"retries\":2,\"http\":{\"domain\":\"example.com\",\"path\":\"/healthz\","
         "\"response\":\"ok\",\"status_codes\":[\"200\",\"3??\"],\"tls\":true}}}",
@@ -421,6 +421,7 @@ START_TEST(test_https_services)
     ck_assert(json_is_true(json_object_get(h, "sticky_sessions")));
     ck_assert_str_eq(json_string_value(json_object_get(h, "cookie_name")), "SESS");
     ck_assert_int_eq(json_integer_value(json_object_get(h, "cookie_lifetime")), 600);
+    ck_assert_int_eq(json_integer_value(json_object_get(h, "timeout_idle")), 120);
     json_t *hh = json_object_get(json_object_get(s, "health_check"), "http");
     ck_assert_str_eq(json_string_value(json_object_get(hh, "domain")), "example.com");
     ck_assert_str_eq(json_string_value(json_object_get(hh, "path")), "/healthz");
@@ -475,6 +476,14 @@ START_TEST(test_https_services)
          "invalid_input"},
         {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"cookie_name\":\"\"}}", 400,
          "invalid_input"},
+        /* timeout_idle outside 30..300, and on tcp */
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"timeout_idle\":29}}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"http\",\"listen_port\":8080,\"http\":{\"timeout_idle\":301}}", 400,
+         "invalid_input"},
+        {"{\"protocol\":\"tcp\",\"listen_port\":25,\"destination_port\":25,"
+         "\"http\":{\"timeout_idle\":60}}",
+         400, "invalid_input"},
         {"{\"protocol\":\"http\",\"listen_port\":8080,\"health_check\":{\"protocol\":\"http\","
          "\"http\":{\"path\":\"healthz\"}}}",
          400, "invalid_input"},
@@ -506,16 +515,20 @@ START_TEST(test_https_services)
      * required on https; a tcp service takes no http settings. */
     action_ok(1, "update_service",
               "{\"listen_port\":443,\"http\":{\"cookie_lifetime\":30,\"redirect_http\":false,"
-              "\"certificates\":[2]}}",
+              "\"certificates\":[2],\"timeout_idle\":300}}",
               "success");
     svcs = services_of(1);
     h = json_object_get(json_array_get(svcs, 0), "http");
     ck_assert_int_eq(json_integer_value(json_object_get(h, "cookie_lifetime")), 30);
+    ck_assert_int_eq(json_integer_value(json_object_get(h, "timeout_idle")), 300);
     ck_assert(json_is_false(json_object_get(h, "redirect_http")));
     ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(h, "certificates"), 0)), 2);
     json_decref(svcs);
     expect_error("POST", "/load_balancers/1/actions/update_service",
                  "{\"listen_port\":443,\"http\":{\"certificates\":[]}}", 400, "invalid_input");
+    expect_invalid_field("POST", "/load_balancers/1/actions/update_service",
+                         "{\"listen_port\":443,\"http\":{\"timeout_idle\":3600}}",
+                         "http.timeout_idle");
     expect_error("POST", "/load_balancers/2/actions/update_service",
                  "{\"listen_port\":80,\"http\":{\"sticky_sessions\":true}}", 400, "invalid_input");
     /* The CLI's update-service sends an empty http object for tcp too. */
@@ -523,6 +536,16 @@ START_TEST(test_https_services)
               "success");
     /* Port 80 is free again on 1 now that it does not redirect. */
     action_ok(1, "add_service", "{\"protocol\":\"http\",\"listen_port\":80}", "success");
+    /* Services that give no timeout_idle show Hetzner's default; an update
+     * leaves the one given before. */
+    svcs = services_of(1);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(svcs, 1), "http"), "timeout_idle")),
+                     60);
+    ck_assert_int_eq(json_integer_value(json_object_get(
+                         json_object_get(json_array_get(svcs, 0), "http"), "timeout_idle")),
+                     300);
+    json_decref(svcs);
 
     /* Certificate 1 is unused now: it can go. Deleting the balancer frees 2. */
     c = get_cert(1);

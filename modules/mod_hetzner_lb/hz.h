@@ -217,6 +217,7 @@ HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
 #define HZ_HCCM_COOKIE_NAME "load-balancer.hetzner.cloud/http-cookie-name"
 #define HZ_HCCM_COOKIE_LIFETIME "load-balancer.hetzner.cloud/http-cookie-lifetime"
 #define HZ_HCCM_STICKY "load-balancer.hetzner.cloud/http-sticky-sessions"
+#define HZ_HCCM_TIMEOUT_IDLE "load-balancer.hetzner.cloud/http-timeout-idle"
 #define HZ_HCCM_REDIRECT "load-balancer.hetzner.cloud/http-redirect-http"
 #define HZ_HCCM_CERT_TYPE "load-balancer.hetzner.cloud/certificate-type"
 #define HZ_HCCM_CERTS "load-balancer.hetzner.cloud/http-certificates"
@@ -241,6 +242,8 @@ struct hz_http {
     char *hc_codes;      /* comma-separated status codes; NULL: "2??,3??" */
     char *cookie_name;   /* NULL: "HCLBSTICKY" */
     int cookie_lifetime; /* seconds; 0: 300 */
+    int timeout_idle;    /* seconds, 30..300; 0: not asked for (not sent,
+                            Hetzner's value stays) */
     int sticky;          /* sticky sessions */
     int redirect;        /* port 80 redirects to this https service */
     char **certs;        /* http-certificates as written, IDs or names

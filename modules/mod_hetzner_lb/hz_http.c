@@ -28,7 +28,10 @@
 #define DEF_CODES "2??,3??"
 #define DEF_COOKIE "HCLBSTICKY"
 #define DEF_LIFETIME 300
-/* Bounds of what is read from an annotation. */
+/* Bounds of what is read from an annotation; http.timeout_idle in the
+ * range Hetzner takes, in seconds. */
+#define IDLE_MIN 30
+#define IDLE_MAX 300
 #define MAX_CODES 32
 #define MAX_CERTS 16
 #define MAX_TEXT 1024
@@ -408,7 +411,7 @@ hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, struct 
               hz_bad_fn bad, void *e)
 {
     static const char *const web_only[] = {HZ_HCCM_COOKIE_NAME, HZ_HCCM_COOKIE_LIFETIME,
-                                           HZ_HCCM_STICKY};
+                                           HZ_HCCM_STICKY, HZ_HCCM_TIMEOUT_IDLE};
     struct hz_http h = {0};
     char msg[160];
     const char *v;
@@ -433,6 +436,18 @@ hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, struct 
             bad(e, HZ_HCCM_COOKIE_LIFETIME, msg);
         } else {
             h.cookie_lifetime = (int)n;
+        }
+    }
+    if ((v = get(arg, HZ_HCCM_TIMEOUT_IDLE))) {
+        int64_t n;
+        if (hz_go_seconds(v, &n) < 0 || n < IDLE_MIN || n > IDLE_MAX) {
+            snprintf(msg, sizeof(msg),
+                     "\"%.64s\" is not a duration of whole seconds between 30s and 300s "
+                     "(\"60s\"), the range Hetzner takes",
+                     v);
+            bad(e, HZ_HCCM_TIMEOUT_IDLE, msg);
+        } else {
+            h.timeout_idle = (int)n;
         }
     }
     go_bool(HZ_HCCM_STICKY, get(arg, HZ_HCCM_STICKY), &h.sticky, bad, e);
@@ -525,6 +540,7 @@ hz_http_parse(const json_t *service, struct hz_http *out)
         if (dup_member(http, "cookie_name", &h.cookie_name) < 0)
             goto nomem;
         h.cookie_lifetime = (int)json_integer_value(json_object_get(http, "cookie_lifetime"));
+        h.timeout_idle = (int)json_integer_value(json_object_get(http, "timeout_idle"));
         h.sticky = json_is_true(json_object_get(http, "sticky_sessions"));
         h.redirect = json_is_true(json_object_get(http, "redirect_http"));
         const json_t *certs = json_object_get(http, "certificates"), *c;
@@ -576,7 +592,8 @@ hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have
         return 1;
     if (want->protocol != HZ_PROTO_TCP &&
         (have->sticky != want->sticky || have->redirect != want->redirect ||
-         lifetime_of(have) != lifetime_of(want) || strcmp(cookie_of(have), cookie_of(want)) != 0))
+         lifetime_of(have) != lifetime_of(want) || strcmp(cookie_of(have), cookie_of(want)) != 0 ||
+         (want->timeout_idle && have->timeout_idle != want->timeout_idle)))
         return 1;
     return want->protocol == HZ_PROTO_HTTPS && !same_certs(want, have);
 }
@@ -625,12 +642,18 @@ hz_http_json(const struct hz_http *want, int dest, json_t *service)
                 return -ENOMEM;
             }
         }
-        if (!certs ||
-            json_object_set_new(service, "http",
-                                json_pack("{s:s, s:i, s:b, s:b, s:o}", "cookie_name",
-                                          cookie_of(want), "cookie_lifetime", lifetime_of(want),
-                                          "sticky_sessions", want->sticky, "redirect_http",
-                                          want->redirect, "certificates", certs)) < 0)
+        json_t *http =
+            certs ? json_pack("{s:s, s:i, s:b, s:b, s:o}", "cookie_name", cookie_of(want),
+                              "cookie_lifetime", lifetime_of(want), "sticky_sessions", want->sticky,
+                              "redirect_http", want->redirect, "certificates", certs)
+                  : NULL;
+        /* absent: Hetzner keeps the value it has */
+        if (http && want->timeout_idle &&
+            json_object_set_new(http, "timeout_idle", json_integer(want->timeout_idle)) < 0) {
+            json_decref(http);
+            return -ENOMEM;
+        }
+        if (!http || json_object_set_new(service, "http", http) < 0)
             return -ENOMEM;
     }
     return 0;
@@ -639,9 +662,9 @@ hz_http_json(const struct hz_http *want, int dest, json_t *service)
 void
 hz_http_fp(uint64_t *h, const struct hz_http *want)
 {
-    char b[64];
-    snprintf(b, sizeof(b), "%d/%d/%d/%d/%d/%d/%d", want->protocol, want->hc_http, want->hc_port,
-             want->hc_tls, want->cookie_lifetime, want->sticky, want->redirect);
+    char b[96];
+    snprintf(b, sizeof(b), "%d/%d/%d/%d/%d/%d/%d/%d", want->protocol, want->hc_http, want->hc_port,
+             want->hc_tls, want->cookie_lifetime, want->sticky, want->redirect, want->timeout_idle);
     hz_fnv1a64_field(h, b);
     hz_fnv1a64_field(h, want->hc_domain);
     hz_fnv1a64_field(h, want->hc_path);

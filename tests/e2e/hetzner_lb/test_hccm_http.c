@@ -165,9 +165,11 @@ START_TEST(an_http_health_check_with_domain_path_and_status_codes)
 END_TEST
 
 /* "protocol: http with http-sticky-sessions, http-cookie-name,
- * http-cookie-lifetime ... a change is an update_service, no
- * delete/re-add": a TCP Service turned into an http one, then its cookie's
- * lifetime changed, each by one update_service of the same service. */
+ * http-cookie-lifetime, http-timeout-idle ... a change is an
+ * update_service, no delete/re-add": a TCP Service turned into an http one
+ * (its idle timeout shown by `hcloud load-balancer describe`), then its
+ * cookie's lifetime changed, each by one update_service of the same
+ * service. */
 START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
 {
     struct env e;
@@ -187,7 +189,8 @@ START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
                          "load-balancer.hetzner.cloud/protocol=http",
                          "load-balancer.hetzner.cloud/http-sticky-sessions=true",
                          "load-balancer.hetzner.cloud/http-cookie-name=SHOPID",
-                         "load-balancer.hetzner.cloud/http-cookie-lifetime=1h", NULL);
+                         "load-balancer.hetzner.cloud/http-cookie-lifetime=1h",
+                         "load-balancer.hetzner.cloud/http-timeout-idle=2m", NULL);
     ck_assert_msg(rc == 0, "kubectl annotate: %s", out ? out : "");
     free(out);
     WAIT_FOR(&e, env_count_route(&e, UPDATE) > updates, 30000, "the update_service");
@@ -199,6 +202,7 @@ START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
     ck_assert(json_is_true(json_object_get(http, "sticky_sessions")));
     ck_assert_str_eq(json_string_value(json_object_get(http, "cookie_name")), "SHOPID");
     ck_assert_int_eq(json_integer_value(json_object_get(http, "cookie_lifetime")), 3600);
+    ck_assert_int_eq(json_integer_value(json_object_get(http, "timeout_idle")), 120);
     /* the health check stays TCP on the nodePort: no health-check-protocol */
     ck_assert_str_eq(
         json_string_value(json_object_get(json_object_get(svc, "health_check"), "protocol")),
@@ -213,6 +217,7 @@ START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
     http = json_object_get(service_on(lb, 80), "http");
     ck_assert_int_eq(json_integer_value(json_object_get(http, "cookie_lifetime")), 600);
     ck_assert_str_eq(json_string_value(json_object_get(http, "cookie_name")), "SHOPID");
+    ck_assert_int_eq(json_integer_value(json_object_get(http, "timeout_idle")), 120);
     json_decref(lb);
     steady(&e);
     ck_assert_int_eq(env_count_route(&e, UPDATE), updates + 2);

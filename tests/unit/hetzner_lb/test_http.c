@@ -388,6 +388,68 @@ START_TEST(a_changed_protocol_or_cookie_is_one_update_service)
 }
 END_TEST
 
+/* "http-timeout-idle": a Go duration of whole seconds in the range Hetzner
+ * takes (30s to 300s), sent as http.timeout_idle and compared; absent, it
+ * is not sent and whatever Hetzner has stays (no write); a bad value, one
+ * out of range or one on a tcp service is named. */
+START_TEST(the_idle_timeout_is_sent_and_compared_only_when_given)
+{
+    static const char *const idle[] = {P "protocol", "http", P "http-timeout-idle", "2m", NULL};
+    static const char *const plain[] = {P "protocol", "http", NULL};
+    static const char *const on_tcp[] = {P "http-timeout-idle", "60s", NULL};
+    static const char *const bad[] = {"29s", "301s", "1h", "60", "1.5s", "-30s", "soon", NULL};
+    static const char *const hc = "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
+                                  "\"timeout\":10,\"retries\":3,\"http\":null}";
+    const char *kv[] = {P "protocol", "http", P "http-timeout-idle", NULL, NULL};
+    char have[256], err[1024];
+    struct hz_desired d;
+    struct hz_annot a;
+    enum hz_op_kind kind;
+
+    desired_with(&d, idle);
+    json_t *body = hz_service_json(&d, &d.services[0]);
+    ck_assert_int_eq(
+        json_integer_value(json_object_get(json_object_get(body, "http"), "timeout_idle")), 120);
+    json_decref(body);
+    for (int secs = 60; secs <= 120; secs += 60) {
+        snprintf(have, sizeof(have),
+                 "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,\"certificates\":[],"
+                 "\"redirect_http\":false,\"sticky_sessions\":false,\"timeout_idle\":%d}",
+                 secs);
+        ck_assert_uint_eq(plan_for(&d, service("http", have, hc), &kind), secs == 60 ? 1 : 0);
+        if (secs == 60)
+            ck_assert_int_eq(kind, HZ_OP_UPDATE_SERVICE);
+    }
+    hz_desired_clear(&d);
+
+    /* not given: not sent, and Hetzner's 60 (or any) needs no write */
+    desired_with(&d, plain);
+    body = hz_service_json(&d, &d.services[0]);
+    ck_assert_ptr_null(json_object_get(json_object_get(body, "http"), "timeout_idle"));
+    json_decref(body);
+    ck_assert_uint_eq(plan_for(&d, service("http", have, hc), &kind), 0);
+    hz_desired_clear(&d);
+
+    /* the ends of the range */
+    kv[3] = "30s";
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.http.timeout_idle, 30);
+    hz_annot_clear(&a);
+    kv[3] = "5m";
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.http.timeout_idle, 300);
+    hz_annot_clear(&a);
+    for (size_t i = 0; bad[i]; i++) {
+        kv[3] = bad[i];
+        ck_assert_msg(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)) == -EINVAL, "%s",
+                      bad[i]);
+        ck_assert_msg(strstr(err, P "http-timeout-idle: \"") != NULL, "%s: %s", bad[i], err);
+    }
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)on_tcp, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-timeout-idle: applies to http and https"));
+}
+END_TEST
+
 /* "protocol: https with certificate-type: uploaded and http-certificates
  * by ID or name, http-redirect-http": a number is an ID, anything else a
  * name (hccm's rule); https needs one; certificates and the redirect on
@@ -634,6 +696,7 @@ suite(void)
     tcase_add_test(tc, http_settings_on_a_tcp_service_and_bad_cookie_values_are_named);
     tcase_add_test(tc, the_service_body_of_an_http_service_carries_its_cookie);
     tcase_add_test(tc, a_changed_protocol_or_cookie_is_one_update_service);
+    tcase_add_test(tc, the_idle_timeout_is_sent_and_compared_only_when_given);
     tcase_add_test(tc, https_certificates_are_ids_or_names_and_https_needs_one);
     tcase_add_test(tc, a_certificate_name_is_looked_up_once_and_kept);
     tcase_add_test(tc, the_https_service_is_compared_by_its_certificates);

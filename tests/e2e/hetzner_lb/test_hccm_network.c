@@ -347,6 +347,15 @@ START_TEST(rdns_annotations_set_the_reverse_dns_of_the_public_ips)
         &e, jsonpath_is(&e, "web", "{.status.loadBalancer.ingress[0].hostname}", "web.example.com"),
         30000, "a sync (the hostname in the status)");
     hccm_only_reads_since(&e, writes, "a sync with the reverse DNS in place");
+    /* hccm no longer copies the balancer's addresses onto the Service, and
+     * neither does prismlb: after two syncs there is no ipv4 or ipv6 */
+    ck_assert(
+        jsonpath_is(&e, "web", "{.metadata.annotations.load-balancer\\.hetzner\\.cloud/ipv4}", ""));
+    ck_assert(
+        jsonpath_is(&e, "web", "{.metadata.annotations.load-balancer\\.hetzner\\.cloud/ipv6}", ""));
+    ck_assert(jsonpath_is(&e, "web",
+                          "{.metadata.annotations.load-balancer\\.hetzner\\.cloud/ipv4-rdns}",
+                          "lb.example.com"));
 
     writes = env_last_request(&e);
     hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/ipv4-rdns=www.example.com");

@@ -235,6 +235,32 @@ START_TEST(the_subnet_variable_sets_the_default_ip_range)
 }
 END_TEST
 
+/* HCLOUD_LOAD_BALANCERS_ENABLED switches hccm's own load-balancer
+ * controller: prismlb does not read it, so it changes no setting (and
+ * "false", set on hccm while prismlb takes over, stops nothing here). */
+START_TEST(hccms_enabled_switch_changes_nothing)
+{
+    const char *env[] = {"HCLOUD_LOAD_BALANCERS_ENABLED", "false", NULL};
+    struct hz_config c = default_config(), ref = default_config();
+    char err[256];
+    ck_assert_int_eq(hz_env_apply(&c, kv_get, (void *)env, err, sizeof(err)), 0);
+    ck_assert_str_eq(c.default_balancer_type, ref.default_balancer_type);
+    ck_assert_str_eq(c.default_lb_location, ref.default_lb_location);
+    ck_assert_int_eq(hz_config_algorithm(&c), hz_config_algorithm(&ref));
+    ck_assert_int_eq(c.ipv6_ingress, ref.ipv6_ingress);
+    ck_assert_int_eq(c.default_lb_proxy_mode_enabled, ref.default_lb_proxy_mode_enabled);
+    ck_assert_int_eq(c.default_lb_interval, ref.default_lb_interval);
+    ck_assert_int_eq(c.default_lb_timeout, ref.default_lb_timeout);
+    ck_assert_int_eq(c.default_lb_retries, ref.default_lb_retries);
+    ck_assert_int_eq(c.private_ingress, ref.private_ingress);
+    ck_assert_int_eq(c.disable_public_network, ref.disable_public_network);
+    ck_assert_int_eq(c.use_private_ip, ref.use_private_ip);
+    ck_assert_ptr_eq(c.default_network, ref.default_network);
+    ck_assert_ptr_eq(c.default_network_zone, ref.default_network_zone);
+    ck_assert_ptr_eq(c.private_subnet_ip_range, ref.private_subnet_ip_range);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -246,6 +272,7 @@ suite(void)
     tcase_add_test(tc, the_network_zone_variable_places_new_balancers_by_zone);
     tcase_add_test(tc, hccms_private_network_variables_set_their_settings);
     tcase_add_test(tc, the_subnet_variable_sets_the_default_ip_range);
+    tcase_add_test(tc, hccms_enabled_switch_changes_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

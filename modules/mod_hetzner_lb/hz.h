@@ -269,28 +269,37 @@ HZ_HIDDEN void hz_http_clear(struct hz_http *h);
 HZ_HIDDEN int hz_http_copy(const struct hz_http *src, struct hz_http *dst);
 /* Hetzner's word for protocol p ("tcp", "http", "https"). */
 HZ_HIDDEN const char *hz_proto_name(int p);
+/* The protocol word of the len bytes at s (tcp, http, https, in any case,
+ * as hccm reads its protocol annotation): enum hz_proto, or -1. */
+HZ_HIDDEN int hz_proto_of(const char *s, size_t len);
+/* The bit of protocol p in a set of protocols (hz_http_annot's protos). */
+#define HZ_PROTO_BIT(p) (1u << (p))
 /* Reports one bad annotation of the set being parsed (e: the parser's). */
 typedef void (*hz_bad_fn)(void *e, const char *key, const char *msg);
 /* Read hccm's protocol, http and health-check annotations through get into
- * *out (new strings; zero first). Each bad value is reported through bad
- * with its key; then *out may be partly set (the caller clears it). 0, or
- * -ENOMEM. get is an hz_annot_get_fn. */
+ * *out (new strings; zero first). protos is the set (HZ_PROTO_BIT) of the
+ * protocols prismlb.io/port-protocols gives some ports (0: none): the http
+ * settings apply when the Service's protocol or one of these is http or
+ * https, the certificates and the redirect when one is https. Each bad
+ * value is reported through bad with its key; then *out may be partly set
+ * (the caller clears it). 0, or -ENOMEM. get is an hz_annot_get_fn. */
 HZ_HIDDEN int hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg,
-                            struct hz_http *out, hz_bad_fn bad, void *e);
+                            unsigned protos, struct hz_http *out, hz_bad_fn bad, void *e);
 /* A service object of Hetzner's JSON (borrowed) into *out (new strings;
  * hc_port is the port itself, never 0). 0 or -ENOMEM (*out left zero). */
 HZ_HIDDEN int hz_http_parse(const json_t *service, struct hz_http *out);
+struct hz_svc_port;
 /* 1 when a service's protocol, health check protocol and port, and http
  * parts as Hetzner has them (have, from hz_http_parse) differ from what
- * want asks for with protocol protocol (enum hz_proto: the port's) and
- * destination port dest. */
-HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int protocol, int dest,
+ * want asks for on port s (its protocol, redirect and destination port). */
+HZ_HIDDEN int hz_http_differs(const struct hz_http *want, const struct hz_svc_port *s,
                               const struct hz_http *have);
-/* Add protocol (enum hz_proto: the port's), want's http object and its
- * health check protocol, port and http object to service (a service body
- * whose health_check object is there; borrowed, changed) with destination
- * port dest. 0 or -ENOMEM. */
-HZ_HIDDEN int hz_http_json(const struct hz_http *want, int protocol, int dest, json_t *service);
+/* Add port s's protocol, want's http object (the certificates on https
+ * only, the redirect as s says) and its health check protocol, port and
+ * http object to service (a service body whose health_check object is
+ * there; borrowed, changed). 0 or -ENOMEM. */
+HZ_HIDDEN int hz_http_json(const struct hz_http *want, const struct hz_svc_port *s,
+                           json_t *service);
 /* A managed certificate's name as h's one certificate: the annotated one,
  * else hccm's "ccm-managed-certificate-<uid>". Nothing for an uploaded
  * one. 0 or -ENOMEM. */
@@ -406,6 +415,16 @@ HZ_HIDDEN char *hz_qenc(const char *s);
  * lb-proxy-mode for all of them (never beside either). */
 #define HZ_OWN_PROXY_PORTS "prismlb.io/proxy-protocol-ports"
 #define HZ_OWN_PROXY_PORTS_MAX 64 /* ports a list may name */
+/* prismlb's own: a protocol per port ("80:http,443:https"); the ports it
+ * does not list take hccm's protocol (default tcp). */
+#define HZ_OWN_PORT_PROTOCOLS "prismlb.io/port-protocols"
+#define HZ_OWN_PORT_PROTOCOLS_MAX 64 /* ports a list may name */
+
+/* prismlb's own: one port of prismlb.io/port-protocols and its protocol. */
+struct hz_port_proto {
+    int port;
+    int protocol; /* enum hz_proto */
+};
 
 /* Hetzner's health check bounds (seconds / count). */
 #define HZ_HC_INTERVAL_MIN 3
@@ -464,6 +483,10 @@ struct hz_annot {
     int *proxy_ports;      /* prismlb.io/proxy-protocol-ports: the listed
                               ports, no two alike, or NULL when absent */
     size_t nproxy_ports;
+    struct hz_port_proto *port_protos; /* prismlb.io/port-protocols: the
+                                          listed ports, no two alike, or
+                                          NULL when absent */
+    size_t nport_protos;
 };
 
 /* Looks up one annotation; returns a borrowed value or NULL when absent. */
@@ -507,6 +530,8 @@ struct hz_svc_port {
     int listen, dest, proxy;
     int protocol; /* enum hz_proto: this port's protocol */
     size_t http;  /* the index of its http settings in hz_desired.https */
+    int redirect; /* the https service on 443 whose http settings ask for
+                     hccm's redirect from port 80 (redirect_http) */
 };
 
 /* What the Service asks for. */
@@ -703,7 +728,8 @@ struct hz_plan {
  * labels (adoption), network (attach the one d asks for; once a is on it,
  * detach every other: a changed robotlb/lb-network moves the balancer in
  * two passes, never leaving it on no network), public interface, algorithm, target removals,
- * service deletions, type, service additions and updates, target additions, delete protection
+ * service deletions, type, service updates then additions (a redirect given up frees port
+ * 80 first), target additions, delete protection
  * (when d gives it and it differs). network_id is the id of
  * d->network (0 when d has none). Returns 0 (an empty plan when nothing differs), -EPERM when a is
  * labelled for another Service (never changed), or -ENOMEM. Free with hz_plan_clear. */

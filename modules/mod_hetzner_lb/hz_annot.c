@@ -42,6 +42,7 @@ hz_annot_clear(struct hz_annot *a)
                  NULL);
     hz_http_clear(&a->http);
     hz_free(a->proxy_ports); /* prismlb's own */
+    hz_free(a->port_protos);
     memset(a, 0, sizeof(*a));
     a->check_interval = a->timeout = a->retries = -1;
     a->proxy_mode = a->algorithm = a->ip_mode = a->public_iface = a->ipv6_disabled = -1;
@@ -354,6 +355,51 @@ merge_service(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf 
     }
 }
 
+/* prismlb's own lists of ports: p past its blanks. */
+static const char *
+list_next(const char *p)
+{
+    while (*p == ' ')
+        p++;
+    return p;
+}
+
+/* The port 1-65535 at p (after blanks) of one of prismlb's own lists, *end
+ * just past its digits and the blanks after them; -1 when there is none. */
+static long
+list_port(const char *p, const char **end)
+{
+    char *after;
+    long port;
+    p = list_next(p);
+    if (*p < '0' || *p > '9')
+        return -1;
+    errno = 0;
+    port = strtol(p, &after, 10);
+    if (port < 1 || port > 65535 || errno)
+        return -1;
+    *end = list_next(after);
+    return port;
+}
+
+/* Whether port may join the n ports of prismlb's own list key (value v),
+ * at most max: 1, or 0 with the list named (a port twice, too many). */
+static int
+list_take(struct errbuf *e, const char *key, const char *v, const int *ports, size_t n, size_t max,
+          long port)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ports[i] == port) {
+            bad(e, key, "\"%.64s\" names port %ld twice", v, port);
+            return 0;
+        }
+    if (n == max) {
+        bad(e, key, "\"%.64s\" names more than %zu ports", v, max);
+        return 0;
+    }
+    return 1;
+}
+
 /* prismlb's own: prismlb.io/proxy-protocol-ports, a comma-separated list
  * of ports 1-65535 (blanks around each allowed, no two alike, at most
  * HZ_OWN_PROXY_PORTS_MAX), into a->proxy_ports (new); never beside hccm's
@@ -379,30 +425,16 @@ proxy_ports(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e
         return 0;
     }
     for (p = v;;) {
-        char *end;
-        long port;
-        while (*p == ' ')
-            p++;
-        errno = 0;
-        port = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
-        if (port < 1 || port > 65535 || errno) {
+        const char *end;
+        long port = list_port(p, &end);
+        if (port < 0) {
             bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" is not a comma-separated list of ports", v);
             return 0;
         }
-        for (size_t i = 0; i < n; i++)
-            if (list[i] == port) {
-                bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" names port %ld twice", v, port);
-                return 0;
-            }
-        if (n == HZ_OWN_PROXY_PORTS_MAX) {
-            bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" names more than %d ports", v,
-                HZ_OWN_PROXY_PORTS_MAX);
+        if (!list_take(e, HZ_OWN_PROXY_PORTS, v, list, n, HZ_OWN_PROXY_PORTS_MAX, port))
             return 0;
-        }
         list[n++] = (int)port;
-        for (p = end; *p == ' '; p++)
-            ;
-        if (!*p)
+        if (!*(p = list_next(end)))
             break;
         if (*p++ != ',') {
             bad(e, HZ_OWN_PROXY_PORTS, "\"%.64s\" is not a comma-separated list of ports", v);
@@ -416,12 +448,68 @@ proxy_ports(hz_annot_get_fn get, void *arg, struct hz_annot *a, struct errbuf *e
     return 0;
 }
 
+/* prismlb's own: prismlb.io/port-protocols, a comma-separated list of
+ * port:protocol ("80:http,443:https"; ports 1-65535, the protocols tcp,
+ * http and https in any case, blanks around each item and the colon
+ * allowed, no port twice, at most HZ_OWN_PORT_PROTOCOLS_MAX), into
+ * a->port_protos (new) and the set of its protocols into *protos
+ * (HZ_PROTO_BIT). 0 or -ENOMEM. */
+static int
+port_protocols(hz_annot_get_fn get, void *arg, struct hz_annot *a, unsigned *protos,
+               struct errbuf *e)
+{
+    const char *v = get(arg, HZ_OWN_PORT_PROTOCOLS), *p;
+    struct hz_port_proto list[HZ_OWN_PORT_PROTOCOLS_MAX];
+    int ports[HZ_OWN_PORT_PROTOCOLS_MAX];
+    size_t n = 0;
+
+    *protos = 0;
+    if (!v)
+        return 0;
+    for (p = v;;) {
+        const char *end;
+        long port = list_port(p, &end);
+        size_t len;
+        int proto;
+        if (port < 0 || *end != ':')
+            goto malformed;
+        p = list_next(end + 1);
+        len = strcspn(p, ", ");
+        if ((proto = hz_proto_of(p, len)) < 0) {
+            bad(e, HZ_OWN_PORT_PROTOCOLS,
+                "\"%.64s\": \"%.*s\" is not a protocol (tcp, http, https)", v,
+                (int)(len > 16 ? 16 : len), p);
+            return 0;
+        }
+        if (!list_take(e, HZ_OWN_PORT_PROTOCOLS, v, ports, n, HZ_OWN_PORT_PROTOCOLS_MAX, port))
+            return 0;
+        ports[n] = (int)port;
+        list[n++] = (struct hz_port_proto){(int)port, proto};
+        *protos |= HZ_PROTO_BIT(proto);
+        if (!*(p = list_next(p + len)))
+            break;
+        if (*p++ != ',')
+            goto malformed;
+    }
+    if (!(a->port_protos = hz_calloc(n * sizeof(*a->port_protos))))
+        return -ENOMEM;
+    memcpy(a->port_protos, list, n * sizeof(*list));
+    a->nport_protos = n;
+    return 0;
+malformed:
+    bad(e, HZ_OWN_PORT_PROTOCOLS,
+        "\"%.64s\" is not a comma-separated list of port:protocol (\"80:http,443:https\")", v);
+    *protos = 0;
+    return 0;
+}
+
 int
 hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, size_t errlen)
 {
     struct errbuf e = {.p = err, .len = errlen ? errlen - 1 : 0};
     struct hz_annot a;
     const char *v;
+    unsigned protos;
     int rc = 0;
 
     if (errlen)
@@ -493,7 +581,9 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
         goto fail;
     merge_algorithm(get, arg, &a.algorithm, &e);
     merge_service(get, arg, &a, &e);
-    if ((rc = hz_http_annot(get, arg, &a.http, bad_http, &e)) < 0)
+    /* prismlb's own: the ports' protocols, which the http settings need */
+    if ((rc = port_protocols(get, arg, &a, &protos, &e)) < 0 ||
+        (rc = hz_http_annot(get, arg, protos, &a.http, bad_http, &e)) < 0)
         goto fail;
     /* prismlb's own: a Go boolean, as hccm's */
     go_bool(get, arg, HZ_OWN_DELETE_PROTECTION, 0, &a.delete_protection, &e);

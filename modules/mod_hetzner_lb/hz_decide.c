@@ -39,6 +39,7 @@ hz_desired_fp(const struct hz_desired *d)
         fp_i(&h, d->services[i].dest);
         fp_i(&h, d->services[i].proxy);
         fp_i(&h, d->services[i].protocol);
+        fp_i(&h, d->services[i].redirect);
         fp_i(&h, (long long)d->services[i].http);
     }
     for (size_t i = 0; i < d->ntargets; i++)

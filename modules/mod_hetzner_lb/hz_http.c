@@ -97,14 +97,20 @@ hz_proto_name(int p)
     return p == HZ_PROTO_HTTPS ? "https" : p == HZ_PROTO_HTTP ? "http" : "tcp";
 }
 
-/* The protocol word s (any case when lax, as hccm reads annotations;
- * exactly Hetzner's words otherwise), or -1. */
+/* Hetzner's protocol word s, exactly, or -1. */
 static int
-proto_of(const char *s, int lax)
+proto_exact(const char *s)
+{
+    int p = s ? hz_proto_of(s, strlen(s)) : -1;
+    return p >= 0 && strcmp(s, hz_proto_name(p)) == 0 ? p : -1;
+}
+
+int
+hz_proto_of(const char *s, size_t len)
 {
     static const char *const names[] = {"tcp", "http", "https"};
     for (int i = 0; s && i < 3; i++)
-        if (lax ? strcasecmp(s, names[i]) == 0 : strcmp(s, names[i]) == 0)
+        if (strlen(names[i]) == len && strncasecmp(s, names[i], len) == 0)
             return i;
     return -1;
 }
@@ -226,7 +232,7 @@ annot_health(const char *(*get)(void *, const char *), void *arg, struct hz_http
     const char *v;
     int https = 0, validate = -1, rc;
     if ((v = get(arg, HZ_HCCM_HC_PROTOCOL))) {
-        int p = proto_of(v, 1);
+        int p = hz_proto_of(v, strlen(v));
         if (p < 0) {
             snprintf(msg, sizeof(msg), "\"%.64s\" is not a protocol (tcp, http, https)", v);
             bad(e, HZ_HCCM_HC_PROTOCOL, msg);
@@ -365,12 +371,14 @@ annot_managed(const char *(*get)(void *, const char *), void *arg, struct hz_htt
 }
 
 /* The https parts: redirect, certificate type and certificates, and what
- * Hetzner refuses of them on another protocol. 0 or -ENOMEM. */
+ * Hetzner refuses of them where no port is https (protos: the protocols
+ * of the Service's ports, HZ_PROTO_BIT). 0 or -ENOMEM. */
 static int
-annot_https(const char *(*get)(void *, const char *), void *arg, struct hz_http *h, hz_bad_fn bad,
-            void *e)
+annot_https(const char *(*get)(void *, const char *), void *arg, unsigned protos, struct hz_http *h,
+            hz_bad_fn bad, void *e)
 {
-    char msg[192];
+    int https = (protos & HZ_PROTO_BIT(HZ_PROTO_HTTPS)) != 0;
+    char msg[256];
     const char *v;
     go_bool(HZ_HCCM_REDIRECT, get(arg, HZ_HCCM_REDIRECT), &h->redirect, bad, e);
     if ((v = get(arg, HZ_HCCM_CERT_TYPE)) && strcasecmp(v, "uploaded") != 0) {
@@ -393,35 +401,37 @@ annot_https(const char *(*get)(void *, const char *), void *arg, struct hz_http 
     } else if (annot_certs(get(arg, HZ_HCCM_CERTS), h, bad, e) < 0) {
         return -ENOMEM;
     }
-    if (h->protocol == HZ_PROTO_HTTPS && !get(arg, HZ_HCCM_CERTS) && !h->managed) {
+    if (https && !get(arg, HZ_HCCM_CERTS) && !h->managed) {
         snprintf(msg, sizeof(msg), "\"https\" needs a certificate (%s, or %s \"managed\")",
                  HZ_HCCM_CERTS, HZ_HCCM_CERT_TYPE);
-        bad(e, HZ_HCCM_PROTOCOL, msg);
+        bad(e, h->protocol == HZ_PROTO_HTTPS ? HZ_HCCM_PROTOCOL : HZ_OWN_PORT_PROTOCOLS, msg);
     }
-    snprintf(msg, sizeof(msg), "applies to https services only (%s is %s)", HZ_HCCM_PROTOCOL,
-             hz_proto_name(h->protocol));
-    if (h->protocol != HZ_PROTO_HTTPS && get(arg, HZ_HCCM_CERTS))
+    snprintf(msg, sizeof(msg), "applies to https services only (%s is %s%s)", HZ_HCCM_PROTOCOL,
+             hz_proto_name(h->protocol),
+             get(arg, HZ_OWN_PORT_PROTOCOLS) ? " and " HZ_OWN_PORT_PROTOCOLS " names no https port"
+                                             : "");
+    if (!https && get(arg, HZ_HCCM_CERTS))
         bad(e, HZ_HCCM_CERTS, msg);
-    if (h->protocol != HZ_PROTO_HTTPS && h->managed)
+    if (!https && h->managed)
         bad(e, HZ_HCCM_CERT_TYPE, msg);
-    if (h->protocol != HZ_PROTO_HTTPS && h->redirect)
+    if (!https && h->redirect)
         bad(e, HZ_HCCM_REDIRECT, msg);
     return 0;
 }
 
 int
-hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, struct hz_http *out,
-              hz_bad_fn bad, void *e)
+hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, unsigned protos,
+              struct hz_http *out, hz_bad_fn bad, void *e)
 {
     static const char *const web_only[] = {HZ_HCCM_COOKIE_NAME, HZ_HCCM_COOKIE_LIFETIME,
                                            HZ_HCCM_STICKY, HZ_HCCM_TIMEOUT_IDLE};
     struct hz_http h = {0};
-    char msg[160];
+    char msg[256];
     const char *v;
     int rc;
 
     memset(out, 0, sizeof(*out));
-    if ((v = get(arg, HZ_HCCM_PROTOCOL)) && (h.protocol = proto_of(v, 1)) < 0) {
+    if ((v = get(arg, HZ_HCCM_PROTOCOL)) && (h.protocol = hz_proto_of(v, strlen(v))) < 0) {
         snprintf(msg, sizeof(msg), "\"%.64s\" is not a protocol (tcp, http, https)", v);
         bad(e, HZ_HCCM_PROTOCOL, msg);
         h.protocol = HZ_PROTO_TCP;
@@ -454,15 +464,18 @@ hz_http_annot(const char *(*get)(void *arg, const char *key), void *arg, struct 
         }
     }
     go_bool(HZ_HCCM_STICKY, get(arg, HZ_HCCM_STICKY), &h.sticky, bad, e);
-    if ((rc = annot_https(get, arg, &h, bad, e)) < 0)
+    /* the protocols of the ports: the Service's, and those of the list */
+    protos |= HZ_PROTO_BIT(h.protocol);
+    if ((rc = annot_https(get, arg, protos, &h, bad, e)) < 0)
         goto fail;
     /* Hetzner refuses http settings on a tcp service: say so here */
-    for (size_t i = 0; h.protocol == HZ_PROTO_TCP && i < sizeof(web_only) / sizeof(*web_only);
-         i++) {
+    for (size_t i = 0;
+         protos == HZ_PROTO_BIT(HZ_PROTO_TCP) && i < sizeof(web_only) / sizeof(*web_only); i++) {
         if (get(arg, web_only[i])) {
             snprintf(msg, sizeof(msg),
-                     "applies to http and https services only (%s is tcp; give http or https)",
-                     HZ_HCCM_PROTOCOL);
+                     "applies to http and https services only (%s is tcp; give http or https, "
+                     "or name http or https ports in %s)",
+                     HZ_HCCM_PROTOCOL, HZ_OWN_PORT_PROTOCOLS);
             bad(e, web_only[i], msg);
         }
     }
@@ -528,7 +541,7 @@ hz_http_parse(const json_t *service, struct hz_http *out)
     struct hz_http h = {0};
     int rc = 0;
 
-    h.protocol = proto_of(json_string_value(json_object_get(service, "protocol")), 0);
+    h.protocol = proto_exact(json_string_value(json_object_get(service, "protocol")));
     h.hc_http = !hp || strcmp(hp, "tcp") == 0 ? 0 : strcmp(hp, "http") == 0 ? 1 : -1;
     h.hc_port = (int)json_integer_value(json_object_get(hc, "port"));
     if (json_is_object(hh)) {
@@ -584,8 +597,9 @@ same_certs(const struct hz_http *a, const struct hz_http *b)
 }
 
 int
-hz_http_differs(const struct hz_http *want, int protocol, int dest, const struct hz_http *have)
+hz_http_differs(const struct hz_http *want, const struct hz_svc_port *s, const struct hz_http *have)
 {
+    int protocol = s->protocol, dest = s->dest;
     if (have->protocol != protocol || have->hc_http != want->hc_http ||
         have->hc_port != (want->hc_port ? want->hc_port : dest))
         return 1;
@@ -594,7 +608,7 @@ hz_http_differs(const struct hz_http *want, int protocol, int dest, const struct
          strcmp(path_of(have), path_of(want)) != 0 || strcmp(codes_of(have), codes_of(want)) != 0))
         return 1;
     if (protocol != HZ_PROTO_TCP &&
-        (have->sticky != want->sticky || have->redirect != want->redirect ||
+        (have->sticky != want->sticky || have->redirect != s->redirect ||
          lifetime_of(have) != lifetime_of(want) || strcmp(cookie_of(have), cookie_of(want)) != 0 ||
          (want->timeout_idle && have->timeout_idle != want->timeout_idle)))
         return 1;
@@ -618,9 +632,10 @@ hz_csv_json(const char *csv)
 }
 
 int
-hz_http_json(const struct hz_http *want, int protocol, int dest, json_t *service)
+hz_http_json(const struct hz_http *want, const struct hz_svc_port *s, json_t *service)
 {
     json_t *hc = json_object_get(service, "health_check");
+    int protocol = s->protocol, dest = s->dest;
     if (!hc || json_object_set_new(service, "protocol", json_string(hz_proto_name(protocol))) < 0 ||
         json_object_set_new(hc, "protocol", json_string(want->hc_http ? "http" : "tcp")) < 0 ||
         json_object_set_new(hc, "port", json_integer(want->hc_port ? want->hc_port : dest)) < 0)
@@ -635,7 +650,8 @@ hz_http_json(const struct hz_http *want, int protocol, int dest, json_t *service
     }
     if (protocol != HZ_PROTO_TCP) {
         json_t *certs = json_array();
-        for (size_t i = 0; certs && i < want->ncerts; i++) {
+        /* Hetzner takes certificates on an https service only */
+        for (size_t i = 0; certs && protocol == HZ_PROTO_HTTPS && i < want->ncerts; i++) {
             int dup = 0;
             for (size_t j = 0; j < i; j++)
                 dup |= want->cert_ids[j] == want->cert_ids[i];
@@ -647,7 +663,7 @@ hz_http_json(const struct hz_http *want, int protocol, int dest, json_t *service
         json_t *http =
             certs ? json_pack("{s:s, s:i, s:b, s:b, s:o}", "cookie_name", cookie_of(want),
                               "cookie_lifetime", lifetime_of(want), "sticky_sessions", want->sticky,
-                              "redirect_http", want->redirect, "certificates", certs)
+                              "redirect_http", s->redirect, "certificates", certs)
                   : NULL;
         /* absent: Hetzner keeps the value it has */
         if (http && want->timeout_idle &&

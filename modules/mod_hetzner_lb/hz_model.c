@@ -47,6 +47,86 @@ proxy_of(const struct hz_annot *a, int port, int all)
     return 0;
 }
 
+/* The service of d listening on port (borrowed), or NULL. */
+static struct hz_svc_port *
+svc_on(struct hz_desired *d, int port)
+{
+    for (size_t i = 0; i < d->nservices; i++)
+        if (d->services[i].listen == port)
+            return &d->services[i];
+    return NULL;
+}
+
+/* err: port of prismlb's own list key is none of the balancer's. -EINVAL. */
+static int
+no_such_port(const char *key, int port, char *err, size_t errlen)
+{
+    if (errlen)
+        snprintf(err, errlen,
+                 "%s: port %d is not a TCP port of the Service with a nodePort, so no service "
+                 "of the balancer listens on it",
+                 key, port);
+    return -EINVAL;
+}
+
+/* The annotation that gives the service on port its protocol. */
+static const char *
+proto_key(const struct hz_annot *a, int port)
+{
+    for (size_t i = 0; i < a->nport_protos; i++)
+        if (a->port_protos[i].port == port)
+            return HZ_OWN_PORT_PROTOCOLS;
+    return HZ_HCCM_PROTOCOL;
+}
+
+/* prismlb's own protocol per port, then hccm's redirect, over the services
+ * of d (a single Service's): each listed port takes its protocol (the
+ * others keep the Service's); under the redirect the https service on 443
+ * redirects, and the Service's port 80, which must be http, is that
+ * redirect: Hetzner's redirect listens on 80, so 80 gets no service of its
+ * own. 0, or -EINVAL with err naming the annotations (Hetzner would refuse
+ * what they ask for). */
+static int
+port_protocols(const struct hz_annot *a, struct hz_desired *d, char *err, size_t errlen)
+{
+    struct hz_svc_port *s443, *s80;
+    for (size_t i = 0; i < a->nport_protos; i++) {
+        struct hz_svc_port *s = svc_on(d, a->port_protos[i].port);
+        if (!s)
+            return no_such_port(HZ_OWN_PORT_PROTOCOLS, a->port_protos[i].port, err, errlen);
+        s->protocol = a->port_protos[i].protocol;
+    }
+    if (!d->https[0].redirect)
+        return 0;
+    s443 = svc_on(d, 443);
+    s80 = svc_on(d, 80);
+    if (!s443 || s443->protocol != HZ_PROTO_HTTPS) {
+        if (errlen)
+            snprintf(err, errlen,
+                     "%s and %s: the redirect needs an https service on port 443, which "
+                     "the Service does not have (Hetzner sets redirect_http on that one only)",
+                     HZ_HCCM_REDIRECT, proto_key(a, 443));
+        return -EINVAL;
+    }
+    if (s80 && s80->protocol != HZ_PROTO_HTTP) {
+        if (errlen)
+            snprintf(err, errlen,
+                     "%s and %s: port 80 is %s, but the redirect listens on port 80 "
+                     "(Hetzner takes no other service there): make port 80 http (\"80:http\" in "
+                     "%s) to have it be the redirect, or drop one of them",
+                     HZ_HCCM_REDIRECT, proto_key(a, 80), hz_proto_name(s80->protocol),
+                     HZ_OWN_PORT_PROTOCOLS);
+        return -EINVAL;
+    }
+    s443->redirect = 1;
+    if (s80) { /* the redirect is port 80's service */
+        size_t at = (size_t)(s80 - d->services);
+        memmove(s80, s80 + 1, (d->nservices - at - 1) * sizeof(*s80));
+        d->nservices--;
+    }
+    return 0;
+}
+
 int
 hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const struct hz_svc *svc,
                  const char *const *target_ips, size_t ntargets, struct hz_desired *out, char *err,
@@ -170,20 +250,17 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
                                                          .protocol = d.https[0].protocol,
                                                          .http = 0};
     }
-    /* prismlb's own: every port of the list must be one of the balancer's */
-    for (size_t i = 0; i < a->nproxy_ports; i++) {
-        int hit = 0;
-        for (size_t j = 0; j < d.nservices; j++)
-            hit |= d.services[j].listen == a->proxy_ports[i];
-        if (!hit && d.nservices) {
-            if (errlen)
-                snprintf(err, errlen,
-                         "%s: port %d is not a TCP port of the Service with a nodePort, so no "
-                         "service of the balancer listens on it",
-                         HZ_OWN_PROXY_PORTS, a->proxy_ports[i]);
+    /* prismlb's own: every port of the lists must be one of the balancer's */
+    for (size_t i = 0; d.nservices && i < a->nproxy_ports; i++) {
+        if (!svc_on(&d, a->proxy_ports[i])) {
+            no_such_port(HZ_OWN_PROXY_PORTS, a->proxy_ports[i], err, errlen);
             hz_desired_clear(&d);
             return -EINVAL;
         }
+    }
+    if (d.nservices && port_protocols(a, &d, err, errlen) < 0) {
+        hz_desired_clear(&d);
+        return -EINVAL;
     }
     if (d.nservices == 0) {
         if (errlen)
@@ -416,7 +493,7 @@ hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s)
     json_t *o = json_pack("{s:i, s:i, s:b, s:{s:i, s:i, s:i}}", "listen_port", s->listen,
                           "destination_port", s->dest, "proxyprotocol", s->proxy, "health_check",
                           "interval", d->interval, "timeout", d->timeout, "retries", d->retries);
-    if (o && hz_http_json(hz_port_http(d, s), s->protocol, s->dest, o) < 0) {
+    if (o && hz_http_json(hz_port_http(d, s), s, o) < 0) {
         json_decref(o);
         return NULL;
     }

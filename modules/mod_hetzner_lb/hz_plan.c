@@ -137,7 +137,7 @@ service_differs(const struct hz_desired *d, const struct hz_svc_port *s,
 {
     return x->dest != s->dest || x->proxy != s->proxy || x->hc_interval != d->interval ||
            x->hc_timeout != d->timeout || x->hc_retries != d->retries ||
-           hz_http_differs(hz_port_http(d, s), s->protocol, s->dest, &x->http);
+           hz_http_differs(hz_port_http(d, s), s, &x->http);
 }
 
 int
@@ -216,13 +216,17 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
         (rc = push(&p, &cap, a, HZ_OP_CHANGE_TYPE,
                    json_pack("{s:s}", "load_balancer_type", d->type), NULL)) < 0)
         goto fail;
-    for (size_t i = 0; i < d->nservices; i++) {
-        const struct hz_act_service *x = act_service(a, d->services[i].listen);
-        if (x && !service_differs(d, &d->services[i], x))
-            continue;
-        if ((rc = push(&p, &cap, a, x ? HZ_OP_UPDATE_SERVICE : HZ_OP_ADD_SERVICE,
-                       hz_service_json(d, &d->services[i]), NULL)) < 0)
-            goto fail;
+    /* Updates before additions: a redirect given up frees port 80 for the
+     * service added on it. */
+    for (int add = 0; add < 2; add++) {
+        for (size_t i = 0; i < d->nservices; i++) {
+            const struct hz_act_service *x = act_service(a, d->services[i].listen);
+            if ((x == NULL) != add || (x && !service_differs(d, &d->services[i], x)))
+                continue;
+            if ((rc = push(&p, &cap, a, x ? HZ_OP_UPDATE_SERVICE : HZ_OP_ADD_SERVICE,
+                           hz_service_json(d, &d->services[i]), NULL)) < 0)
+                goto fail;
+        }
     }
     for (size_t i = 0; i < d->ntargets; i++) {
         const char *ip = d->targets[i];

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hccm_util.h"
+#include "hzt.h"
 #include "testutil.h"
 
 char *
@@ -119,4 +120,24 @@ const char *
 hccm_label_of(json_t *lb, const char *key)
 {
     return hccm_str2(lb, "labels", key);
+}
+
+long
+hccm_upload_certificate(struct env *e, const char *name)
+{
+    char crt[4400], key[4400];
+    ck_assert_int_eq(hzt_gen_certs(dir), 0);
+    snprintf(crt, sizeof(crt), "%s/good.crt", dir);
+    snprintf(key, sizeof(key), "%s/good.key", dir);
+    char *out = NULL;
+    int rc = env_hcloud(e, &out, "certificate", "create", "--name", name, "--cert-file", crt,
+                        "--key-file", key, NULL);
+    ck_assert_msg(rc == 0, "hcloud certificate create: %s", out ? out : "");
+    free(out);
+    json_t *c = env_hcloud_json(e, "certificate", "describe", name, NULL);
+    ck_assert_ptr_nonnull(c);
+    long id = (long)json_integer_value(json_object_get(c, "id"));
+    json_decref(c);
+    ck_assert_int_gt(id, 0);
+    return id;
 }

@@ -39,5 +39,8 @@ const char *hccm_str2(json_t *o, const char *a, const char *b);
 const char *hccm_ip_of(json_t *lb, const char *family);
 /* The balancer's label key (borrowed), or NULL. */
 const char *hccm_label_of(json_t *lb, const char *key);
+/* Upload the test certificate (made now by gen_certs.sh: CN example.com)
+ * with `hcloud certificate create --name name`; its ID. */
+long hccm_upload_certificate(struct env *e, const char *name);
 
 #endif

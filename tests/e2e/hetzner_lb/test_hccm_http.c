@@ -237,28 +237,6 @@ START_TEST(an_http_service_with_sticky_sessions_and_its_cookie)
 }
 END_TEST
 
-/* Upload the test certificate (made now by gen_certs.sh: CN example.com)
- * with `hcloud certificate create --name name`; its ID. */
-static long
-upload_certificate(struct env *e, const char *name)
-{
-    char crt[4400], key[4400];
-    ck_assert_int_eq(hzt_gen_certs(dir), 0);
-    snprintf(crt, sizeof(crt), "%s/good.crt", dir);
-    snprintf(key, sizeof(key), "%s/good.key", dir);
-    char *out = NULL;
-    int rc = env_hcloud(e, &out, "certificate", "create", "--name", name, "--cert-file", crt,
-                        "--key-file", key, NULL);
-    ck_assert_msg(rc == 0, "hcloud certificate create: %s", out ? out : "");
-    free(out);
-    json_t *c = env_hcloud_json(e, "certificate", "describe", name, NULL);
-    ck_assert_ptr_nonnull(c);
-    long id = (long)json_integer_value(json_object_get(c, "id"));
-    json_decref(c);
-    ck_assert_int_gt(id, 0);
-    return id;
-}
-
 /* "protocol: https with certificate-type: uploaded and http-certificates
  * by ID or name (names resolved with one GET /certificates?name= and
  * cached, so steady state makes no new request), http-redirect-http":
@@ -270,7 +248,7 @@ START_TEST(https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80)
     struct env e;
     env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.41");
-    long cert = upload_certificate(&e, "shop-tls");
+    long cert = hccm_upload_certificate(&e, "shop-tls");
     /* the CLI's own lookups are not the daemon's */
     long lookups = env_count_route(&e, CERT_LOOKUP);
     char *uid = hccm_apply_service_port(&e, "web",
@@ -374,7 +352,7 @@ START_TEST(a_managed_certificate_is_made_issued_used_and_deleted_with_its_servic
     char name[128];
     env_start(&e, NULL, NULL, BUDGET_1S, 1);
     env_node(&e, "n1", "10.0.1.41");
-    long uploaded = upload_certificate(&e, "other-tls");
+    long uploaded = hccm_upload_certificate(&e, "other-tls");
     char *uid = hccm_apply_service_port(&e, "web",
                                         P "protocol: https\n" P "certificate-type: managed\n" P
                                           "http-managed-certificate-domains: shop.example.com\n",

@@ -1,6 +1,6 @@
 /*
  * prismlb's own annotations (neither hccm nor robotlb has them: delete
- * protection, the PROXY protocol per port), as a user
+ * protection, the PROXY protocol per port, a protocol per port), as a user
  * drives them: kubectl applies, annotates and deletes the Service, the
  * hcloud CLI (against the fake Hetzner API) reads its balancer.
  */
@@ -15,19 +15,29 @@
 
 #define CHANGE_PROTECTION "POST /v1/load_balancers/{id}/actions/change_protection"
 
+/* Service uid's balancer as `hcloud load-balancer describe -o json` shows
+ * it (new), or NULL while there is none. */
+static json_t *
+cli_describe(struct env *e, const char *uid)
+{
+    json_t *lb = hccm_cli_balancer_of(e, uid);
+    json_t *d = lb ? env_hcloud_json(e, "load-balancer", "describe",
+                                     json_string_value(json_object_get(lb, "name")), NULL)
+                   : NULL;
+    json_decref(lb);
+    return d;
+}
+
 /* protection.delete of Service uid's balancer as `hcloud load-balancer
  * describe -o json` shows it: 1, 0, or -1 while there is no balancer. */
 static int
 cli_protected(struct env *e, const char *uid)
 {
-    json_t *lb = hccm_cli_balancer_of(e, uid);
-    if (!lb)
+    json_t *d = cli_describe(e, uid);
+    if (!d)
         return -1;
-    json_t *d = env_hcloud_json(e, "load-balancer", "describe",
-                                json_string_value(json_object_get(lb, "name")), NULL);
     int r = json_is_true(json_object_get(json_object_get(d, "protection"), "delete"));
     json_decref(d);
-    json_decref(lb);
     return r;
 }
 
@@ -107,10 +117,11 @@ START_TEST(a_bad_delete_protection_is_named_and_changes_nothing)
 }
 END_TEST
 
-/* kubectl apply Service default/web with ports 80, 443 and 8080 (nodePorts
- * 30080, 30443, 30880) and the annotation lines annot; its UID (new). */
+/* kubectl apply Service default/web with ports 80, 443 and third
+ * (nodePorts 30080, 30443, 30880) and the annotation lines annot; its UID
+ * (new). */
 static char *
-apply_three_ports(struct env *e, const char *annot)
+apply_three_ports(struct env *e, int third, const char *annot)
 {
     char path[4400], manifest[2048], *out = NULL;
     snprintf(path, sizeof(path), "%s/web3.yaml", dir);
@@ -120,8 +131,8 @@ apply_three_ports(struct env *e, const char *annot)
              "spec:\n  type: LoadBalancer\n  selector:\n    app: web\n  ports:\n"
              "  - name: http\n    port: 80\n    protocol: TCP\n    nodePort: 30080\n"
              "  - name: https\n    port: 443\n    protocol: TCP\n    nodePort: 30443\n"
-             "  - name: alt\n    port: 8080\n    protocol: TCP\n    nodePort: 30880\n",
-             annot);
+             "  - name: alt\n    port: %d\n    protocol: TCP\n    nodePort: 30880\n",
+             annot, third);
     ck_assert_int_eq(tu_write_file(path, manifest), 0);
     int rc = env_kubectl(e, &out, "apply", "-f", path, NULL);
     ck_assert_msg(rc == 0, "kubectl apply: %s", out ? out : "");
@@ -133,20 +144,29 @@ apply_three_ports(struct env *e, const char *annot)
     return out;
 }
 
-/* proxyprotocol of the balancer's service on port listen as `hcloud
- * load-balancer list -o json` shows it (lb: borrowed): 1, 0, -1 when
- * there is no such service. */
-static int
-cli_proxy(json_t *lb, int listen)
+/* The service of the balancer lb (as the hcloud CLI shows it) listening
+ * on port listen (borrowed), or NULL. */
+static json_t *
+cli_service(json_t *lb, int listen)
 {
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(lb, "services"), i, s)
     {
         if (json_integer_value(json_object_get(s, "listen_port")) == listen)
-            return json_is_true(json_object_get(s, "proxyprotocol"));
+            return s;
     }
-    return -1;
+    return NULL;
+}
+
+/* proxyprotocol of the balancer's service on port listen as `hcloud
+ * load-balancer list -o json` shows it (lb: borrowed): 1, 0, -1 when
+ * there is no such service. */
+static int
+cli_proxy(json_t *lb, int listen)
+{
+    json_t *s = cli_service(lb, listen);
+    return s ? json_is_true(json_object_get(s, "proxyprotocol")) : -1;
 }
 
 /* cli_proxy of Service uid's balancer as the hcloud CLI shows it now; -2
@@ -183,7 +203,7 @@ START_TEST(the_proxy_protocol_goes_to_the_listed_ports_only)
     char modes[128];
     env_start(&e, NULL, NULL, NULL, 300);
     env_node(&e, "n1", "10.0.1.41");
-    char *uid = apply_three_ports(&e, "    prismlb.io/proxy-protocol-ports: \"80,443\"\n");
+    char *uid = apply_three_ports(&e, 8080, "    prismlb.io/proxy-protocol-ports: \"80,443\"\n");
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
     WAIT_FOR(&e, (kubectl_ip_modes(&e, modes, sizeof(modes)), modes[0] != '\0'), 30000,
              "the status");
@@ -215,7 +235,7 @@ START_TEST(the_per_port_list_beside_uses_proxyprotocol_names_both)
     struct env e;
     env_start(&e, NULL, NULL, NULL, 300);
     env_node(&e, "n1", "10.0.1.41");
-    char *uid = apply_three_ports(&e, "    prismlb.io/proxy-protocol-ports: \"443\"\n");
+    char *uid = apply_three_ports(&e, 8080, "    prismlb.io/proxy-protocol-ports: \"443\"\n");
     WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
     long writes = env_last_request(&e);
     hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/uses-proxyprotocol=true");
@@ -235,6 +255,126 @@ START_TEST(the_per_port_list_beside_uses_proxyprotocol_names_both)
 }
 END_TEST
 
+#define PORT_PROTOCOLS "prismlb.io/port-protocols"
+#define UPDATE_SERVICE "POST /v1/load_balancers/{id}/actions/update_service"
+
+/* 1 when service s (as the hcloud CLI shows it; NULL: none) has protocol
+ * proto, redirect_http redirect and the certificates of the JSON text
+ * certs. */
+static int
+cli_service_is(json_t *s, const char *proto, int redirect, const char *certs)
+{
+    const char *p = json_string_value(json_object_get(s, "protocol"));
+    json_t *http = json_object_get(s, "http"), *want = json_loads(certs, 0, NULL);
+    int ok = p && strcmp(p, proto) == 0 &&
+             !json_is_true(json_object_get(http, "redirect_http")) == !redirect &&
+             json_equal(json_object_get(http, "certificates"), want);
+    json_decref(want);
+    return ok;
+}
+
+/* 1 when Service uid's balancer, as `hcloud load-balancer describe -o
+ * json` shows it, serves 443 as https with certificate cert and, when
+ * redirect, the redirect from 80 (and no service on 80), else 80 as a
+ * plain http service; port 22 as proto22. */
+static int
+cli_layout_is(struct env *e, const char *uid, long cert, int redirect, const char *proto22)
+{
+    char certs[32];
+    json_t *d = cli_describe(e, uid);
+    if (!d)
+        return 0;
+    snprintf(certs, sizeof(certs), "[%ld]", cert);
+    json_t *s80 = cli_service(d, 80), *s443 = cli_service(d, 443), *s22 = cli_service(d, 22);
+    int ok = cli_service_is(s443, "https", redirect, certs) &&
+             json_string_value(json_object_get(s22, "protocol")) &&
+             strcmp(json_string_value(json_object_get(s22, "protocol")), proto22) == 0 &&
+             (redirect ? s80 == NULL : cli_service_is(s80, "http", 0, "[]")) &&
+             json_array_size(json_object_get(d, "services")) == (redirect ? 2u : 3u);
+    json_decref(d);
+    return ok;
+}
+
+/* prismlb.io/port-protocols "80:http,443:https" with an uploaded
+ * certificate and hccm's redirect on ports 80, 443 and 22: the hcloud CLI
+ * shows 443 https with the certificate and redirect_http, 22 tcp and no
+ * service on 80 (the redirect holds it); steady on GETs alone. The
+ * redirect removed: 443 stops redirecting and 80 appears as an http
+ * service, steady again; 22 listed as http later: one update_service. */
+START_TEST(port_protocols_put_http_on_80_and_https_on_443_with_the_redirect)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 1);
+    env_node(&e, "n1", "10.0.1.41");
+    long cert = hccm_upload_certificate(&e, "shop-tls");
+    char *uid = apply_three_ports(&e, 22,
+                                  "    " PORT_PROTOCOLS ": \"80:http,443:https\"\n"
+                                  "    load-balancer.hetzner.cloud/http-certificates: shop-tls\n"
+                                  "    load-balancer.hetzner.cloud/http-redirect-http: \"true\"\n");
+    WAIT_FOR(&e, cli_layout_is(&e, uid, cert, 1, "tcp"), 30000,
+             "443 https with the certificate and the redirect, 22 tcp, nothing on 80");
+    steady(&e, env_last_request(&e), "the redirect from 80 in place");
+
+    long updates = env_count_route(&e, UPDATE_SERVICE);
+    long adds = env_count_route(&e, "POST /v1/load_balancers/{id}/actions/add_service");
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/http-redirect-http-");
+    WAIT_FOR(&e, cli_layout_is(&e, uid, cert, 0, "tcp"), 30000,
+             "80 a plain http service, 443 https without the redirect");
+    ck_assert_int_eq(env_count_route(&e, UPDATE_SERVICE), updates + 1);
+    ck_assert_int_eq(env_count_route(&e, "POST /v1/load_balancers/{id}/actions/add_service"),
+                     adds + 1);
+    steady(&e, env_last_request(&e), "80 as http without the redirect");
+
+    hccm_annotate(&e, "web", PORT_PROTOCOLS "=80:http,443:https,22:http");
+    WAIT_FOR(&e, cli_layout_is(&e, uid, cert, 0, "http"), 30000, "22 as http");
+    ck_assert_int_eq(env_count_route(&e, UPDATE_SERVICE), updates + 2);
+    steady(&e, env_last_request(&e), "22 as http");
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
+/* A list naming a port the Service lacks, and the redirect with port 80
+ * as https, are each an InvalidAnnotation naming the annotations, and the
+ * balancer keeps what the last good set made. */
+START_TEST(a_bad_port_protocol_list_is_named_and_changes_nothing)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, NULL, 300);
+    env_node(&e, "n1", "10.0.1.41");
+    char *uid = apply_three_ports(&e, 22, "    " PORT_PROTOCOLS ": \"80:http\"\n");
+    WAIT_FOR(&e, env_targets_are(&e, uid, "10.0.1.41"), 30000, "the balancer");
+    long writes = env_last_request(&e);
+    hccm_annotate(&e, "web", PORT_PROTOCOLS "=80:http,8443:tcp");
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation", PORT_PROTOCOLS, "port 8443", NULL) >
+                 0,
+             30000, "the InvalidAnnotation warning naming the port");
+    /* in one write: a part of them could make a good set, which would be sent */
+    char *out = NULL;
+    int rc = env_kubectl(&e, &out, "annotate", "--overwrite", "service", "web", "-n", "default",
+                         PORT_PROTOCOLS "=80:https,443:https",
+                         "load-balancer.hetzner.cloud/http-certificates=7",
+                         "load-balancer.hetzner.cloud/http-redirect-http=true", NULL);
+    ck_assert_msg(rc == 0, "kubectl annotate: %s", out ? out : "");
+    free(out);
+    WAIT_FOR(&e,
+             env_kubectl_event(&e, "web", "InvalidAnnotation",
+                               "load-balancer.hetzner.cloud/http-redirect-http and " PORT_PROTOCOLS
+                               ": port 80 is https",
+                               NULL) > 0,
+             30000, "the InvalidAnnotation warning naming both");
+    hccm_only_reads_since(&e, writes, "bad port protocols");
+    json_t *lb = hccm_cli_balancer_of(&e, uid);
+    ck_assert_ptr_nonnull(lb);
+    ck_assert_str_eq(json_string_value(json_object_get(cli_service(lb, 80), "protocol")), "http");
+    ck_assert_str_eq(json_string_value(json_object_get(cli_service(lb, 443), "protocol")), "tcp");
+    json_decref(lb);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -246,6 +386,8 @@ suite(void)
     tcase_add_test(tc, a_bad_delete_protection_is_named_and_changes_nothing);
     tcase_add_test(tc, the_proxy_protocol_goes_to_the_listed_ports_only);
     tcase_add_test(tc, the_per_port_list_beside_uses_proxyprotocol_names_both);
+    tcase_add_test(tc, port_protocols_put_http_on_80_and_https_on_443_with_the_redirect);
+    tcase_add_test(tc, a_bad_port_protocol_list_is_named_and_changes_nothing);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -581,18 +581,18 @@ START_TEST(certificates_over_several_entries_are_looked_up_once_each)
 }
 END_TEST
 
-/* The https body names each certificate once, with the redirect; a
+/* The https body names each certificate once (the redirect is the
+ * https service on 443's: test_model.c); a
  * balancer with the same certificates in another order needs nothing,
  * with another one an update_service; a name without its ID is never
  * taken as matching. */
 START_TEST(the_https_service_is_compared_by_its_certificates)
 {
     static const char *const kv[] = {
-        P "protocol", "https", P "http-certificates", "7,9,7", P "http-redirect-http", "true", NULL,
+        P "protocol", "https", P "http-certificates", "7,9,7", NULL,
     };
     static const char *const named[] = {
-        P "protocol", "https", P "http-certificates", "7,shop", P "http-redirect-http",
-        "true",       NULL,
+        P "protocol", "https", P "http-certificates", "7,shop", NULL,
     };
     static const char *const hc = "{\"protocol\":\"tcp\",\"port\":30080,\"interval\":15,"
                                   "\"timeout\":10,\"retries\":3,\"http\":null}";
@@ -603,13 +603,13 @@ START_TEST(the_https_service_is_compared_by_its_certificates)
     json_t *want = parse_json("[7,9]");
     json_t *http = json_object_get(body, "http");
     ck_assert(json_equal(json_object_get(http, "certificates"), want));
-    ck_assert(json_is_true(json_object_get(http, "redirect_http")));
+    ck_assert(json_is_false(json_object_get(http, "redirect_http")));
     json_decref(want);
     json_decref(body);
     ck_assert_uint_eq(plan_for(&d,
                                service("https",
                                        "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                                       "\"certificates\":[9,7],\"redirect_http\":true,"
+                                       "\"certificates\":[9,7],\"redirect_http\":false,"
                                        "\"sticky_sessions\":false}",
                                        hc),
                                &kind),
@@ -617,7 +617,7 @@ START_TEST(the_https_service_is_compared_by_its_certificates)
     ck_assert_uint_eq(plan_for(&d,
                                service("https",
                                        "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                                       "\"certificates\":[7],\"redirect_http\":true,"
+                                       "\"certificates\":[7],\"redirect_http\":false,"
                                        "\"sticky_sessions\":false}",
                                        hc),
                                &kind),
@@ -628,7 +628,7 @@ START_TEST(the_https_service_is_compared_by_its_certificates)
     ck_assert_uint_eq(plan_for(&d,
                                service("https",
                                        "{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
-                                       "\"certificates\":[9,7],\"redirect_http\":true,"
+                                       "\"certificates\":[9,7],\"redirect_http\":false,"
                                        "\"sticky_sessions\":false}",
                                        hc),
                                &kind),

@@ -363,6 +363,222 @@ START_TEST(a_private_only_balancer_needs_a_network_and_is_created_without_public
 }
 END_TEST
 
+/* ------------------------------------------------------------------ */
+/* prismlb's own protocol per port (prismlb.io/port-protocols)          */
+
+#define P "load-balancer.hetzner.cloud/"
+#define PP "prismlb.io/port-protocols"
+
+/* Ports 80, 443 and 22 with their nodePorts. */
+static const struct hz_port three_ports[] = {
+    {"TCP", 80, 30080},
+    {"TCP", 443, 30443},
+    {"TCP", 22, 30022},
+};
+
+/* What a Service with ports (n of them) asks for under the annotations kv
+ * (which must parse): the build's return, its message in err. */
+static int
+build_kv(const struct hz_port *ports, size_t n, const char *const *kv, struct hz_desired *d,
+         char *err, size_t errlen)
+{
+    struct hz_config c = default_config();
+    struct hz_svc s = svc(ports, n);
+    struct hz_annot a;
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, errlen), 0);
+    int rc = hz_desired_build(&c, &a, &s, NULL, 0, d, err, errlen);
+    hz_annot_clear(&a);
+    return rc;
+}
+
+/* The service of d on port, which must be there. */
+static const struct hz_svc_port *
+on_port(const struct hz_desired *d, int port)
+{
+    for (size_t i = 0; i < d->nservices; i++)
+        if (d->services[i].listen == port)
+            return &d->services[i];
+    ck_abort_msg("no service on port %d", port);
+    return NULL;
+}
+
+/* Each malformed list is an InvalidAnnotation naming the annotation and
+ * its value, and nothing of the set is kept; blanks and any case are
+ * fine. */
+START_TEST(each_bad_port_protocol_list_is_named_with_its_value)
+{
+    static const char *const bad[] = {
+        "",         "80",          "80:",           "80:ftp",    "80:http,80:https",
+        "80:http,", ",80:http",    "0:http",        "65536:tcp", "80;http",
+        "http:80",  "80:http 443", "80:http:https", "-80:http",  "80:http,,443:tcp",
+        "8o:http",
+    };
+    char err[512], many[1024] = "";
+    struct hz_annot a;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        const char *kv[] = {PP, bad[i], NULL};
+        char want[128];
+        ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);
+        snprintf(want, sizeof(want), PP ": \"%s\"", bad[i]);
+        ck_assert_msg(strstr(err, want) != NULL, "\"%s\": %s", bad[i], err);
+        ck_assert_ptr_null(a.port_protos);
+    }
+    /* 65 ports: more than a list may name */
+    for (int i = 0; i < 65; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%s%d:tcp", i ? "," : "",
+                 1000 + i);
+    const char *kv[] = {PP, many, NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "names more than 64 ports"));
+    /* blanks around each item and the colon, any case */
+    const char *good[] = {PP, " 80 : HTTP , 443:Https,22:tcp ", P "http-certificates", "7", NULL};
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)good, &a, err, sizeof(err)), 0);
+    ck_assert_uint_eq(a.nport_protos, 3);
+    ck_assert_int_eq(a.port_protos[0].port, 80);
+    ck_assert_int_eq(a.port_protos[0].protocol, HZ_PROTO_HTTP);
+    ck_assert_int_eq(a.port_protos[1].port, 443);
+    ck_assert_int_eq(a.port_protos[1].protocol, HZ_PROTO_HTTPS);
+    ck_assert_int_eq(a.port_protos[2].protocol, HZ_PROTO_TCP);
+    ck_assert_int_eq(a.http.protocol, HZ_PROTO_TCP);
+    hz_annot_clear(&a);
+}
+END_TEST
+
+/* The http settings apply when any port is http or https, the
+ * certificates when one is https, which then needs one; a listed port the
+ * Service lacks is named. */
+START_TEST(http_settings_follow_the_ports_protocols)
+{
+    static const char *const cookie[] = {PP, "80:http", P "http-sticky-sessions", "true", NULL};
+    static const char *const no_cert[] = {PP, "443:https", NULL};
+    static const char *const cert_on_http[] = {PP, "80:http", P "http-certificates", "7", NULL};
+    static const char *const missing[] = {PP, "80:http,8080:tcp", NULL};
+    struct hz_annot a;
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)cookie, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(a.http.sticky, 1);
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)no_cert, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, PP ": \"https\" needs a certificate"));
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)cert_on_http, &a, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-certificates: applies to https services only (" P
+                                        "protocol is tcp and " PP " names no https port)"));
+    ck_assert_int_eq(build_kv(three_ports, 3, missing, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, PP ": port 8080 is not a TCP port of the Service"));
+    ck_assert_uint_eq(d.nservices, 0);
+}
+END_TEST
+
+/* 80:http,443:https with the redirect: 443 https redirects and carries
+ * the certificate, port 80 is that redirect (no service of its own), 22
+ * stays tcp; without the redirect 80 is a plain http service. */
+START_TEST(the_redirect_folds_port_80_into_the_https_service_on_443)
+{
+    static const char *const with[] = {
+        PP, "80:http,443:https", P "http-certificates", "7", P "http-redirect-http", "true", NULL,
+    };
+    static const char *const without[] = {
+        PP, "80:http,443:https", P "http-certificates", "7", P "http-sticky-sessions", "true", NULL,
+    };
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(build_kv(three_ports, 3, with, &d, err, sizeof(err)), 0);
+    ck_assert_uint_eq(d.nservices, 2);
+    ck_assert_int_eq(on_port(&d, 443)->protocol, HZ_PROTO_HTTPS);
+    ck_assert_int_eq(on_port(&d, 443)->redirect, 1);
+    ck_assert_int_eq(on_port(&d, 22)->protocol, HZ_PROTO_TCP);
+    ck_assert_int_eq(on_port(&d, 22)->redirect, 0);
+    json_t *b = hz_service_json(&d, on_port(&d, 443));
+    json_t *want = parse_json("{\"listen_port\":443,\"destination_port\":30443,"
+                              "\"proxyprotocol\":false,\"protocol\":\"https\","
+                              "\"health_check\":{\"interval\":15,\"timeout\":10,\"retries\":3,"
+                              "\"protocol\":\"tcp\",\"port\":30443},"
+                              "\"http\":{\"cookie_name\":\"HCLBSTICKY\",\"cookie_lifetime\":300,"
+                              "\"sticky_sessions\":false,\"redirect_http\":true,"
+                              "\"certificates\":[7]}}");
+    ck_assert_msg(json_equal(b, want), "%s", json_dumps(b, JSON_COMPACT));
+    json_decref(b);
+    json_decref(want);
+    b = hz_service_json(&d, on_port(&d, 22));
+    ck_assert_str_eq(json_string_value(json_object_get(b, "protocol")), "tcp");
+    ck_assert_ptr_null(json_object_get(b, "http"));
+    json_decref(b);
+    hz_desired_clear(&d);
+
+    ck_assert_int_eq(build_kv(three_ports, 3, without, &d, err, sizeof(err)), 0);
+    ck_assert_uint_eq(d.nservices, 3);
+    ck_assert_int_eq(on_port(&d, 80)->protocol, HZ_PROTO_HTTP);
+    ck_assert_int_eq(on_port(&d, 443)->redirect, 0);
+    b = hz_service_json(&d, on_port(&d, 80));
+    json_t *http = json_object_get(b, "http");
+    ck_assert_str_eq(json_string_value(json_object_get(b, "protocol")), "http");
+    /* Hetzner takes no certificate on an http service */
+    ck_assert_uint_eq(json_array_size(json_object_get(http, "certificates")), 0);
+    ck_assert(json_is_false(json_object_get(http, "redirect_http")));
+    ck_assert(json_is_true(json_object_get(http, "sticky_sessions")));
+    json_decref(b);
+    b = hz_service_json(&d, on_port(&d, 443));
+    http = json_object_get(b, "http");
+    ck_assert_int_eq(json_integer_value(json_array_get(json_object_get(http, "certificates"), 0)),
+                     7);
+    ck_assert(json_is_true(json_object_get(http, "sticky_sessions")));
+    json_decref(b);
+    /* the fingerprint follows a port's protocol */
+    uint64_t fp = hz_desired_fp(&d);
+    d.services[2].protocol = HZ_PROTO_HTTP;
+    ck_assert_uint_ne(hz_desired_fp(&d), fp);
+    hz_desired_clear(&d);
+}
+END_TEST
+
+/* What Hetzner would refuse of the redirect is an InvalidAnnotation naming
+ * both annotations: no https port 443; port 80 tcp or https (listed or by
+ * hccm's Service-wide protocol, which hccm sends and Hetzner refuses). */
+START_TEST(a_redirect_hetzner_would_refuse_names_both_annotations)
+{
+    static const struct hz_port two[] = {{"TCP", 80, 30080}, {"TCP", 8443, 30443}};
+    static const char *const no_443[] = {
+        PP, "80:http,8443:https", P "http-certificates", "7", P "http-redirect-http", "true", NULL,
+    };
+    static const char *const tcp_80[] = {
+        PP, "443:https", P "http-certificates", "7", P "http-redirect-http", "true", NULL,
+    };
+    static const char *const https_80[] = {
+        PP, "80:https,443:https", P "http-certificates", "7", P "http-redirect-http", "true", NULL,
+    };
+    static const char *const wide[] = {
+        P "protocol", "https", P "http-certificates", "7", P "http-redirect-http", "true", NULL,
+    };
+    static const char *const wide_listed[] = {
+        P "protocol",           "https", PP,   "80:http", P "http-certificates", "7",
+        P "http-redirect-http", "true",  NULL,
+    };
+    struct hz_desired d;
+    char err[512];
+    ck_assert_int_eq(build_kv(two, 2, no_443, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-redirect-http and " P "protocol: the redirect needs "
+                                        "an https service on port 443"));
+    ck_assert_int_eq(build_kv(three_ports, 3, tcp_80, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-redirect-http and " P "protocol: port 80 is tcp"));
+    ck_assert_int_eq(build_kv(three_ports, 3, https_80, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-redirect-http and " PP ": port 80 is https"));
+    ck_assert_int_eq(build_kv(three_ports, 2, wide, &d, err, sizeof(err)), -EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, P "http-redirect-http and " P "protocol: port 80 is https"));
+    ck_assert_uint_eq(d.nservices, 0);
+    /* port 80 listed http under the Service-wide https: it is the redirect */
+    ck_assert_int_eq(build_kv(three_ports, 3, wide_listed, &d, err, sizeof(err)), 0);
+    ck_assert_uint_eq(d.nservices, 2);
+    ck_assert_int_eq(on_port(&d, 443)->redirect, 1);
+    ck_assert_int_eq(on_port(&d, 22)->protocol, HZ_PROTO_HTTPS);
+    hz_desired_clear(&d);
+    /* without port 80 the Service-wide https redirects from 443 alone */
+    ck_assert_int_eq(build_kv(three_ports + 1, 1, wide, &d, err, sizeof(err)), 0);
+    ck_assert_int_eq(on_port(&d, 443)->redirect, 1);
+    hz_desired_clear(&d);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -381,6 +597,10 @@ suite(void)
     tcase_add_test(tc, a_network_zone_is_created_by_zone_not_location);
     tcase_add_test(tc,
                    a_private_only_balancer_needs_a_network_and_is_created_without_public_interface);
+    tcase_add_test(tc, each_bad_port_protocol_list_is_named_with_its_value);
+    tcase_add_test(tc, http_settings_follow_the_ports_protocols);
+    tcase_add_test(tc, the_redirect_folds_port_80_into_the_https_service_on_443);
+    tcase_add_test(tc, a_redirect_hetzner_would_refuse_names_both_annotations);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common.h"
 #include "testutil.h"
@@ -718,6 +719,95 @@ START_TEST(load_balancer_class_picks_the_services_served)
 }
 END_TEST
 
+/* What Service shop/web with ports 80, 443 and 22, target 10.0.1.10, on
+ * network k8s asks for under prismlb.io/port-protocols "80:http,443:https"
+ * (22 as ports), certificate 7 and, when redirect, hccm's redirect. */
+static void
+desired_web3(struct hz_desired *d, const char *ports, int redirect)
+{
+    static const struct hz_port pt[] = {
+        {"TCP", 80, 30080}, {"TCP", 443, 30443}, {"TCP", 22, 30022}};
+    static const char *const ips[] = {"10.0.1.10"};
+    const char *kv[] = {"prismlb.io/port-protocols",
+                        ports,
+                        "load-balancer.hetzner.cloud/http-certificates",
+                        "7",
+                        redirect ? "load-balancer.hetzner.cloud/http-redirect-http" : NULL,
+                        "true",
+                        NULL};
+    struct hz_svc s = {.uid = "uid-1", .name = "web", .ns = "shop", .ports = pt, .nports = 3};
+    struct hz_config c = default_config();
+    struct hz_annot an;
+    char err[512];
+    c.default_network = (char *)"k8s";
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &an, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_desired_build(&c, &an, &s, ips, 1, d, err, sizeof(err)), 0);
+    hz_annot_clear(&an);
+}
+
+/* Balancer 5 as Hetzner shows it after serving d: its services as the
+ * module sends them. */
+static void
+actual_of(struct hz_actual *a, const struct hz_desired *d)
+{
+    json_t *svcs = json_array();
+    for (size_t i = 0; i < d->nservices; i++)
+        ck_assert_int_eq(json_array_append_new(svcs, hz_service_json(d, &d->services[i])), 0);
+    char *text = json_dumps(svcs, JSON_COMPACT);
+    actual(a, 5, "web.shop", "uid-1", ipt("10.0.1.10", NULL), text, NULL);
+    free(text);
+    json_decref(svcs);
+}
+
+/* With its ports' protocols the balancer is steady; a port's protocol
+ * changed is one update_service; the redirect given up updates 443 before
+ * port 80 is added (Hetzner's redirect holds 80 until then); the redirect
+ * taken up deletes 80's service before 443 redirects. */
+START_TEST(port_protocols_change_by_updates_and_the_redirect_frees_port_80_first)
+{
+    struct hz_desired with, without, ssh_http;
+    struct hz_actual a;
+    struct hz_plan p;
+    desired_web3(&with, "80:http,443:https", 1);
+    desired_web3(&without, "80:http,443:https", 0);
+    desired_web3(&ssh_http, "80:http,443:https,22:http", 1);
+    actual_of(&a, &with);
+    ck_assert_int_eq(hz_plan_build(&with, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 0);
+    ck_assert_int_eq(hz_plan_build(&ssh_http, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 1);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[0].body, "listen_port")), 22);
+    ck_assert_str_eq(json_string_value(json_object_get(p.ops[0].body, "protocol")), "http");
+    hz_plan_clear(&p);
+    ck_assert_int_eq(hz_plan_build(&without, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 2);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_UPDATE_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[0].body, "listen_port")), 443);
+    ck_assert(
+        json_is_false(json_object_get(json_object_get(p.ops[0].body, "http"), "redirect_http")));
+    ck_assert_int_eq(p.ops[1].kind, HZ_OP_ADD_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[1].body, "listen_port")), 80);
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    actual_of(&a, &without);
+    ck_assert_int_eq(hz_plan_build(&without, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 0);
+    ck_assert_int_eq(hz_plan_build(&with, &a, 7, &p), 0);
+    ck_assert_uint_eq(p.n, 2);
+    ck_assert_int_eq(p.ops[0].kind, HZ_OP_DELETE_SERVICE);
+    ck_assert_int_eq(json_integer_value(json_object_get(p.ops[0].body, "listen_port")), 80);
+    ck_assert_int_eq(p.ops[1].kind, HZ_OP_UPDATE_SERVICE);
+    ck_assert(
+        json_is_true(json_object_get(json_object_get(p.ops[1].body, "http"), "redirect_http")));
+    hz_plan_clear(&p);
+    hz_actual_clear(&a);
+    hz_desired_clear(&with);
+    hz_desired_clear(&without);
+    hz_desired_clear(&ssh_http);
+}
+END_TEST
+
 static Suite *
 suite(void)
 {
@@ -761,6 +851,7 @@ suite(void)
                    hccms_balancer_is_not_taken_when_the_service_has_its_own_or_another_holds_it);
     tcase_add_test(tc, the_public_interface_follows_lb_public_interface);
     tcase_add_test(tc, load_balancer_class_picks_the_services_served);
+    tcase_add_test(tc, port_protocols_change_by_updates_and_the_redirect_frees_port_80_first);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -310,16 +310,28 @@ HZ_HIDDEN json_t *hz_csv_json(const char *csv);
 /* Fold want into the fingerprint *h. */
 HZ_HIDDEN void hz_http_fp(uint64_t *h, const struct hz_http *want);
 
-/* Certificates named rather than numbered (hz_cert.c, pure). cache is a
- * JSON object of certificate name -> ID (NULL is fine), filled by
- * hz_cert_learn and kept for the daemon's life, as the networks' IDs.
- * hs is the n entries of a desired balancer's http settings (struct
- * hz_desired.https; borrowed): a name is one certificate wherever it is
- * referenced. */
+/* Certificates named rather than numbered (hz_cert.c, pure). cache is
+ * the module's index of certificate name -> ID (NULL is empty), filled by
+ * hz_cert_learn / hz_cert_keep and bounded: hz_cert_forget drops the names
+ * whose ID Hetzner no longer knows, and it holds at most
+ * HZ_CERT_NAMES_MAX names, those no Service referenced lately giving way
+ * first (see hz_cert.c). hs is the n entries of a desired balancer's http
+ * settings (struct hz_desired.https; borrowed): a name is one certificate
+ * wherever it is referenced. */
+struct hz_certs;
+#define HZ_CERT_NAMES_MAX 1024
 
-/* Set the IDs of the named certificates of hs that cache knows; how many
- * of their certificates are still without an ID. */
-HZ_HIDDEN size_t hz_cert_resolve(const json_t *cache, struct hz_http *hs, size_t n);
+/* Set the IDs of the named certificates of hs that cache knows (marking
+ * those names referenced); how many of their certificates are still
+ * without an ID. */
+HZ_HIDDEN size_t hz_cert_resolve(struct hz_certs *cache, struct hz_http *hs, size_t n);
+/* Drop every name hs references from cache (NULL is fine): Hetzner
+ * refused their IDs, so they are looked up again. How many were known. */
+HZ_HIDDEN size_t hz_cert_forget(struct hz_certs *cache, const struct hz_http *hs, size_t n);
+/* How many names cache knows. */
+HZ_HIDDEN size_t hz_cert_count(const struct hz_certs *cache);
+/* Free cache (NULL is fine) and its names. */
+HZ_HIDDEN void hz_cert_free(struct hz_certs *cache);
 /* The next name of hs still without an ID at or after *pos (start at 0;
  * borrowed; each name once over every entry, *pos moved past it), the
  * index of the entry of its first reference into *at (NULL is fine), or
@@ -330,12 +342,13 @@ HZ_HIDDEN const char *hz_cert_next_unknown(const struct hz_http *hs, size_t n, s
  * its certificate, set in hs for every reference of that name and kept in
  * *cache (made when NULL); 0 when Hetzner has no certificate of that name
  * ready (none, or a managed one not issued); -ENOMEM. */
-HZ_HIDDEN int64_t hz_cert_learn(json_t **cache, struct hz_http *hs, size_t n, const char *name,
-                                const json_t *body);
+HZ_HIDDEN int64_t hz_cert_learn(struct hz_certs **cache, struct hz_http *hs, size_t n,
+                                const char *name, const json_t *body);
 /* id as the ID of the certificate name: set in hs for every reference of
- * that name, kept in *cache (made when NULL). id, or -ENOMEM. */
-HZ_HIDDEN int64_t hz_cert_keep(json_t **cache, struct hz_http *hs, size_t n, const char *name,
-                               int64_t id);
+ * that name, kept in *cache (made when NULL; not kept when it is full of
+ * names referenced lately). id, or -ENOMEM. */
+HZ_HIDDEN int64_t hz_cert_keep(struct hz_certs **cache, struct hz_http *hs, size_t n,
+                               const char *name, int64_t id);
 
 /* Where a certificate of Hetzner's is. */
 enum hz_cert_state {

@@ -1,38 +1,127 @@
 /*
  * hz_cert.c: the certificates of an https service named rather than
  * numbered (hccm's http-certificates takes IDs or names). A name is
- * looked up once, with GET /certificates?name=, and its ID kept for the
- * daemon's life in a JSON object name -> ID (as the networks' IDs are), so
- * the steady state sends no request for it. Pure: the reconcile makes the
- * request (its CERTS step) and hands the answer here.
+ * looked up with GET /certificates?name= and its ID kept in the module's
+ * index of names (struct hz_certs, an hz_keytab), so the steady state
+ * sends no request for it. Pure: the reconcile makes the request (its
+ * CERTS step) and hands the answer here.
  *
  * A managed certificate (certificate-type managed) is looked up the same
  * way, by the name it is made under; its ID is kept only once Hetzner has
  * issued it.
  *
- * A certificate deleted and uploaded again under the same name gets a new
- * ID, which this daemon does not learn until it restarts: Hetzner then
- * refuses the stale ID, and the refusal is the Service's warning Event.
+ * The index is bounded both ways. A name is dropped when Hetzner answers
+ * that its ID is no certificate (a service refused with not_found:
+ * hz_refusal.c calls hz_cert_forget), so a certificate deleted and
+ * uploaded again under the same name is looked up again on the next
+ * reconcile, without a restart. And it holds at most HZ_CERT_NAMES_MAX
+ * names: each resolve or keep marks the names it touches; a new name that
+ * finds the index full drops every name left unmarked since the last time
+ * it was full (a second chance: no Service's sync referenced it in
+ * between) and clears the marks of the rest. Should every name still be
+ * marked, the new one is not kept (its ID is still set where it is
+ * referenced, and looked up again next time).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "hz.h"
+#include "hz_keytab.h"
+
+/* One name and its ID. */
+struct cert_ent {
+    char *name; /* owned; the key */
+    int64_t id;
+    int used; /* referenced since the index was last full */
+};
+
+struct hz_certs {
+    struct hz_keytab t; /* name -> struct cert_ent (owned) */
+};
+
+static void
+ent_free(struct cert_ent *e)
+{
+    if (e)
+        hz_free(e->name);
+    hz_free(e);
+}
+
+void
+hz_cert_free(struct hz_certs *c)
+{
+    size_t pos = 0;
+    struct cert_ent *e;
+    if (!c)
+        return;
+    while ((e = hz_keytab_next(&c->t, &pos)))
+        ent_free(e);
+    hz_keytab_fini(&c->t);
+    hz_free(c);
+}
 
 size_t
-hz_cert_resolve(const json_t *cache, struct hz_http *hs, size_t n)
+hz_cert_count(const struct hz_certs *c)
+{
+    return c ? c->t.n : 0;
+}
+
+/* Drop every unmarked name of c and unmark the others: the marked ones
+ * move to a new table (the walk needs the old one unchanged). Without the
+ * memory for it, c stays as it is (full). */
+static void
+cert_sweep(struct hz_certs *c)
+{
+    struct hz_keytab kept = {0};
+    struct cert_ent *e;
+    size_t pos = 0;
+    while ((e = hz_keytab_next(&c->t, &pos)))
+        if (e->used && hz_keytab_put(&kept, e->name, e, NULL) < 0) {
+            hz_keytab_fini(&kept);
+            return;
+        }
+    pos = 0;
+    while ((e = hz_keytab_next(&c->t, &pos))) {
+        if (e->used)
+            e->used = 0;
+        else
+            ent_free(e);
+    }
+    hz_keytab_fini(&c->t);
+    c->t = kept;
+}
+
+size_t
+hz_cert_resolve(struct hz_certs *cache, struct hz_http *hs, size_t n)
 {
     size_t unknown = 0;
     for (size_t e = 0; e < n; e++) {
         struct hz_http *h = &hs[e];
         for (size_t i = 0; h->certs && i < h->ncerts; i++) {
-            json_t *id = h->cert_ids[i] ? NULL : json_object_get(cache, h->certs[i]);
-            if (json_is_integer(id))
-                h->cert_ids[i] = json_integer_value(id);
+            struct cert_ent *c = cache ? hz_keytab_get(&cache->t, h->certs[i]) : NULL;
+            if (c)
+                c->used = 1;
+            if (c && !h->cert_ids[i])
+                h->cert_ids[i] = c->id;
             unknown += h->cert_ids[i] == 0;
         }
     }
     return unknown;
+}
+
+size_t
+hz_cert_forget(struct hz_certs *cache, const struct hz_http *hs, size_t n)
+{
+    size_t dropped = 0;
+    for (size_t e = 0; cache && e < n; e++) {
+        const struct hz_http *h = &hs[e];
+        for (size_t i = 0; h->certs && i < h->ncerts; i++) {
+            struct cert_ent *c = hz_keytab_del(&cache->t, h->certs[i]);
+            dropped += c != NULL;
+            ent_free(c);
+        }
+    }
+    return dropped;
 }
 
 /* The named reference k of hs (n entries), counted over the entries in
@@ -100,12 +189,40 @@ hz_cert_state_of(const json_t *cert, int64_t *id, const char **code, const char 
     return issuance && strcmp(issuance, "failed") == 0 ? HZ_CERT_FAILED : HZ_CERT_PENDING;
 }
 
-int64_t
-hz_cert_keep(json_t **cache, struct hz_http *hs, size_t n, const char *name, int64_t id)
+/* Index name's id in *cache (made when NULL), marked; a full index is
+ * swept first, and a name it has no room for is not kept. 0 or -ENOMEM. */
+static int
+cert_put(struct hz_certs **cache, const char *name, int64_t id)
 {
-    if (!*cache && !(*cache = json_object()))
+    struct cert_ent *e;
+    if (!*cache && !(*cache = hz_calloc(sizeof(**cache))))
         return -ENOMEM;
-    if (json_object_set_new(*cache, name, json_integer(id)) < 0)
+    if ((e = hz_keytab_get(&(*cache)->t, name))) {
+        e->id = id;
+        e->used = 1;
+        return 0;
+    }
+    if ((*cache)->t.n >= HZ_CERT_NAMES_MAX) {
+        cert_sweep(*cache);
+        if ((*cache)->t.n >= HZ_CERT_NAMES_MAX)
+            return 0;
+    }
+    if (!(e = hz_calloc(sizeof(*e))) || !(e->name = hz_strdup(name)))
+        goto fail;
+    e->id = id;
+    e->used = 1;
+    if (hz_keytab_put(&(*cache)->t, e->name, e, NULL) < 0)
+        goto fail;
+    return 0;
+fail:
+    ent_free(e);
+    return -ENOMEM;
+}
+
+int64_t
+hz_cert_keep(struct hz_certs **cache, struct hz_http *hs, size_t n, const char *name, int64_t id)
+{
+    if (cert_put(cache, name, id) < 0)
         return -ENOMEM;
     for (size_t e = 0; e < n; e++) {
         struct hz_http *h = &hs[e];
@@ -117,7 +234,8 @@ hz_cert_keep(json_t **cache, struct hz_http *hs, size_t n, const char *name, int
 }
 
 int64_t
-hz_cert_learn(json_t **cache, struct hz_http *hs, size_t n, const char *name, const json_t *body)
+hz_cert_learn(struct hz_certs **cache, struct hz_http *hs, size_t n, const char *name,
+              const json_t *body)
 {
     const char *code, *message;
     int64_t id;

@@ -61,7 +61,7 @@ hz_kube_free(struct hz_kside *ks)
     ks->kube = NULL;
     json_decref(ks->nets);
     ks->nets = NULL;
-    json_decref(ks->certs);
+    hz_cert_free(ks->certs);
     ks->certs = NULL;
     json_decref(ks->fresh);
     ks->fresh = NULL;

@@ -35,7 +35,7 @@ struct hz_kside {
     plb_timer *sync_timer;
     plb_timer *recheck_timer; /* the earliest retry of a Service */
     json_t *nets;             /* network name -> id, looked up once */
-    json_t *certs;            /* certificate name -> id, looked up once */
+    struct hz_certs *certs;   /* certificate name -> id (hz_cert.c; owned) */
     struct rec *netq;         /* reconciles waiting for a network lookup */
     struct rec *nameq;        /* reconciles waiting for the unlabelled list */
     int unl_listing;          /* that list is in flight */

@@ -115,6 +115,20 @@ placement_source(const struct hz_svc_state *st, const struct hz_desired *d)
                       : source_of(st, HZ_ANN_LOCATION, "default_lb_location");
 }
 
+/* A service of d refused with not_found: an ID of one of its certificates
+ * is no certificate any more (deleted, perhaps uploaded again under the
+ * same name). d's names are dropped from the index, so the next reconcile
+ * looks them up again (a name that was not the culprit costs one GET). */
+static void
+forget_certs(struct hz_kside *ks, const struct hz_desired *d, const struct hz_result *res)
+{
+    if (res->status == 404 && res->code && strcmp(res->code, "not_found") == 0 &&
+        hz_cert_forget(ks->certs, d->https, d->nhttps) > 0)
+        PLB_INFO(ks->host, ks->ctx, PLB_KV("balancer", d->name),
+                 "Hetzner no longer knows a certificate ID the balancer was sent: its names are "
+                 "looked up again");
+}
+
 void
 hz_refused_op(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
               const struct hz_desired *d, const char *lb_name, enum hz_op_kind kind, const char *ip,
@@ -122,6 +136,8 @@ hz_refused_op(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
 {
     char why[768];
     refusal_text(res, why, sizeof(why));
+    if (kind == HZ_OP_ADD_SERVICE || kind == HZ_OP_UPDATE_SERVICE)
+        forget_certs(ks, d, res);
     switch (kind) {
     case HZ_OP_ADD_TARGET:
         refused(ks, st, svc, "TargetRefused",
@@ -159,6 +175,7 @@ hz_refused_create(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *s
 {
     char why[768];
     refusal_text(res, why, sizeof(why));
+    forget_certs(ks, d, res);
     if (refused_field(res, "load_balancer_type", NULL))
         refused(ks, st, svc, "InvalidBalancerType",
                 "Hetzner refused to create balancer \"%s\" of the balancer type \"%s\" (%s): %s",

@@ -337,6 +337,48 @@ certificate_exists(struct env *e, const char *name)
     return c != NULL;
 }
 
+/* A certificate deleted and uploaded again under the same name has a new
+ * ID. Hetzner refuses deleting a certificate in use, so the Service first
+ * switches to another name; shop-tls, deleted and uploaded again (a new
+ * key), is then named again: the daemon still knows its old ID, Hetzner
+ * refuses that one (not_found), the name is looked up again and the https
+ * service ends with the new ID, without a restart. */
+START_TEST(a_certificate_uploaded_again_under_its_name_is_found_again)
+{
+    struct env e;
+    env_start(&e, NULL, NULL, BUDGET_1S "refused_recheck_interval = \"1s\";", 1);
+    env_node(&e, "n1", "10.0.1.41");
+    long old = hccm_upload_certificate(&e, "shop-tls");
+    long other = hccm_upload_certificate(&e, "other-tls");
+    char *uid = hccm_apply_service_port(&e, "web",
+                                        P "protocol: https\n" P "certificate-type: uploaded\n" P
+                                          "http-certificates: shop-tls\n",
+                                        443, 30443);
+    served(&e, uid);
+    WAIT_FOR(&e, https_certificate(&e) == old, 30000, "shop-tls on the https service");
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/http-certificates=other-tls");
+    WAIT_FOR(&e, https_certificate(&e) == other, 30000, "other-tls on the https service");
+
+    char *out = NULL;
+    ck_assert_int_eq(env_hcloud(&e, &out, "certificate", "delete", "shop-tls", NULL), 0);
+    free(out);
+    long again = hccm_upload_certificate(&e, "shop-tls");
+    ck_assert_int_ne(again, old);
+    long refused = env_count_route(&e, UPDATE);
+    hccm_annotate(&e, "web", "load-balancer.hetzner.cloud/http-certificates=shop-tls");
+    WAIT_FOR(&e, https_certificate(&e) == again, 30000, "the new shop-tls on the https service");
+    /* the old ID was sent once and refused, then the new one */
+    ck_assert_int_ge(env_count_route(&e, UPDATE), refused + 2);
+    ck_assert_int_gt(env_kubectl_event(&e, "web", "BalancerUpdateRefused", "not_found", NULL), 0);
+    json_t *c = certificate(&e, "shop-tls");
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(json_array_size(json_object_get(c, "used_by")), 1);
+    json_decref(c);
+    free(uid);
+    env_stop(&e);
+}
+END_TEST
+
 /* "Managed certificates: certificate-type: managed,
  * http-managed-certificate-name, http-managed-certificate-domains: created
  * through the API with its domains and labelled as ours, followed through
@@ -451,6 +493,7 @@ suite(void)
     tcase_add_test(tc, an_http_service_with_sticky_sessions_and_its_cookie);
     tcase_add_test(tc, https_with_an_uploaded_certificate_by_name_and_a_redirect_from_80);
     tcase_add_test(tc, a_managed_certificate_is_made_issued_used_and_deleted_with_its_service);
+    tcase_add_test(tc, a_certificate_uploaded_again_under_its_name_is_found_again);
     tcase_add_test(tc, a_failed_issuance_is_warned_about_then_retried_and_issued);
     suite_add_tcase(s, tc);
     return s;

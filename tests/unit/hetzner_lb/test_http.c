@@ -505,7 +505,7 @@ START_TEST(a_certificate_name_is_looked_up_once_and_kept)
     };
     struct hz_annot a;
     struct hz_http h;
-    json_t *cache = NULL;
+    struct hz_certs *cache = NULL;
     char err[512];
     size_t pos = 0;
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
@@ -529,7 +529,7 @@ START_TEST(a_certificate_name_is_looked_up_once_and_kept)
     hz_http_clear(&h);
     json_decref(found);
     json_decref(empty);
-    json_decref(cache);
+    hz_cert_free(cache);
     hz_annot_clear(&a);
 }
 END_TEST
@@ -545,7 +545,7 @@ START_TEST(certificates_over_several_entries_are_looked_up_once_each)
     };
     struct hz_annot a;
     struct hz_http hs[2];
-    json_t *cache = NULL;
+    struct hz_certs *cache = NULL;
     char err[512];
     size_t pos = 0, at = 9;
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)one, &a, err, sizeof(err)), 0);
@@ -577,7 +577,92 @@ START_TEST(certificates_over_several_entries_are_looked_up_once_each)
     hz_http_clear(&hs[0]);
     hz_http_clear(&hs[1]);
     hz_annot_clear(&a);
-    json_decref(cache);
+    hz_cert_free(cache);
+}
+END_TEST
+
+/* A name whose ID Hetzner refused is dropped, and the next sync looks it
+ * up again and takes the ID it has now (a certificate deleted and
+ * uploaded again under the same name); the other names stay. */
+START_TEST(a_refused_certificate_name_is_looked_up_again)
+{
+    static const char *const kv[] = {P "protocol", "https", P "http-certificates", "shop", NULL};
+    static const char *const other[] = {P "protocol", "https", P "http-certificates", "other",
+                                        NULL};
+    struct hz_annot a, b;
+    struct hz_http h, g;
+    struct hz_certs *cache = NULL;
+    char err[512];
+    size_t pos = 0;
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)other, &b, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_int_eq(hz_http_copy(&b.http, &g), 0);
+    ck_assert_int_eq(hz_cert_keep(&cache, &h, 1, "shop", 41), 41);
+    ck_assert_int_eq(hz_cert_keep(&cache, &g, 1, "other", 50), 50);
+    ck_assert_uint_eq(hz_cert_count(cache), 2);
+    /* Hetzner refused 41: "shop" goes, "other" stays */
+    ck_assert_uint_eq(hz_cert_forget(cache, &h, 1), 1);
+    ck_assert_uint_eq(hz_cert_forget(cache, &h, 1), 0);
+    ck_assert_uint_eq(hz_cert_count(cache), 1);
+    hz_http_clear(&h);
+    hz_http_clear(&g);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_int_eq(hz_http_copy(&b.http, &g), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h, 1), 1);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &g, 1), 0);
+    ck_assert_int_eq(g.cert_ids[0], 50);
+    ck_assert_str_eq(hz_cert_next_unknown(&h, 1, &pos, NULL), "shop");
+    ck_assert_int_eq(hz_cert_keep(&cache, &h, 1, "shop", 77), 77);
+    hz_http_clear(&h);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h, 1), 0);
+    ck_assert_int_eq(h.cert_ids[0], 77);
+    ck_assert_uint_eq(hz_cert_forget(NULL, &h, 1), 0);
+    hz_http_clear(&h);
+    hz_http_clear(&g);
+    hz_annot_clear(&a);
+    hz_annot_clear(&b);
+    hz_cert_free(cache);
+}
+END_TEST
+
+/* The index holds HZ_CERT_NAMES_MAX names: a new name finding it full
+ * drops those no sync referenced since it was last full, and keeps the
+ * referenced ones; when all are referenced the new one is not kept, but
+ * its ID is still set where it is referenced. */
+START_TEST(the_certificate_index_is_bounded_by_the_names_in_use)
+{
+    static const char *const kv[] = {P "protocol", "https", P "http-certificates", "in-use", NULL};
+    struct hz_annot a;
+    struct hz_http h, none = {0};
+    struct hz_certs *cache = NULL;
+    char err[512], name[32];
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_int_eq(hz_cert_keep(&cache, &h, 1, "in-use", 1), 1);
+    for (int i = 1; i < HZ_CERT_NAMES_MAX; i++) {
+        snprintf(name, sizeof(name), "old-%d", i);
+        ck_assert_int_eq(hz_cert_keep(&cache, &none, 0, name, 100 + i), 100 + i);
+    }
+    ck_assert_uint_eq(hz_cert_count(cache), HZ_CERT_NAMES_MAX);
+    /* full, every name marked since it was made: the first overflow only
+     * takes the marks, and its name is not kept */
+    ck_assert_int_eq(hz_cert_keep(&cache, &none, 0, "new-1", 5000), 5000);
+    ck_assert_uint_eq(hz_cert_count(cache), HZ_CERT_NAMES_MAX);
+    /* a sync references "in-use" alone; the next overflow drops the rest */
+    hz_http_clear(&h);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h, 1), 0);
+    ck_assert_int_eq(hz_cert_keep(&cache, &none, 0, "new-2", 5001), 5001);
+    ck_assert_uint_eq(hz_cert_count(cache), 2);
+    hz_http_clear(&h);
+    ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h, 1), 0);
+    ck_assert_int_eq(h.cert_ids[0], 1);
+    hz_http_clear(&h);
+    hz_annot_clear(&a);
+    hz_cert_free(cache);
 }
 END_TEST
 
@@ -749,6 +834,8 @@ suite(void)
     tcase_add_test(tc, https_certificates_are_ids_or_names_and_https_needs_one);
     tcase_add_test(tc, a_certificate_name_is_looked_up_once_and_kept);
     tcase_add_test(tc, certificates_over_several_entries_are_looked_up_once_each);
+    tcase_add_test(tc, a_refused_certificate_name_is_looked_up_again);
+    tcase_add_test(tc, the_certificate_index_is_bounded_by_the_names_in_use);
     tcase_add_test(tc, the_https_service_is_compared_by_its_certificates);
     tcase_add_test(tc, a_managed_certificate_is_named_and_made_with_its_domains);
     tcase_add_test(tc, a_certificates_state_is_read_from_its_status);

@@ -261,30 +261,60 @@ fail:
 /* ------------------------------------------------------------------ */
 /* After the Service's balancer is gone                                 */
 
-/* A certificate delete answered. */
+/* A certificate delete, or the listing of a Service's certificates, in
+ * flight: what its callback needs. */
+struct sweep {
+    struct hz_kside *ks; /* borrowed */
+    char *what;          /* owned: the certificate's ID (a delete), or the
+                            Service's UID (the listing) */
+};
+
+/* A new struct sweep of ks and a copy of what, or NULL on ENOMEM. */
+static struct sweep *
+sweep_new(struct hz_kside *ks, const char *what)
+{
+    struct sweep *w = hz_calloc(sizeof(*w));
+    if (w && !(w->what = hz_strdup(what))) {
+        hz_free(w);
+        return NULL;
+    }
+    if (w)
+        w->ks = ks;
+    return w;
+}
+
+static void
+sweep_free(struct sweep *w)
+{
+    if (w)
+        hz_free(w->what);
+    hz_free(w);
+}
+
+/* A certificate delete answered (arg: its struct sweep, freed here). */
 static void
 swept_one(void *arg, const struct hz_result *res)
 {
-    struct hz_kside *ks = ((void **)arg)[0];
-    char *id = ((void **)arg)[1];
+    struct sweep *w = arg;
+    struct hz_kside *ks = w->ks;
     if (res->err != -ECANCELED && !res->dry_run && (res->status < 200 || res->status >= 300))
         PLB_WARN(ks->host, ks->ctx,
-                 PLB_KV("certificate", id, "code", res->code ? res->code : "-", "error",
+                 PLB_KV("certificate", w->what, "code", res->code ? res->code : "-", "error",
                         res->message ? res->message : "-"),
                  "deleting the managed certificate failed; it is left");
     else if (res->err != -ECANCELED)
-        PLB_INFO(ks->host, ks->ctx, PLB_KV("certificate", id), "deleted the managed certificate");
-    hz_free(id);
-    hz_free(arg);
+        PLB_INFO(ks->host, ks->ctx, PLB_KV("certificate", w->what),
+                 "deleted the managed certificate");
+    sweep_free(w);
 }
 
 /* The certificates labelled with a Service's UID (items, borrowed; arg:
- * {ks, the UID}): each that no balancer uses is deleted. */
+ * its struct sweep, freed here): each that no balancer uses is deleted. */
 static void
 swept(void *arg, const struct hz_result *res, json_t *items)
 {
-    struct hz_kside *ks = ((void **)arg)[0];
-    char *uid = ((void **)arg)[1];
+    struct sweep *w = arg;
+    struct hz_kside *ks = w->ks;
     size_t i;
     json_t *c;
     json_array_foreach(items, i, c)
@@ -292,42 +322,35 @@ swept(void *arg, const struct hz_result *res, json_t *items)
         int64_t id = json_integer_value(json_object_get(c, "id"));
         const char *label =
             json_string_value(json_object_get(json_object_get(c, "labels"), HZ_LABEL_UID));
-        void **del;
-        char path[64];
-        if (id <= 0 || !label || strcmp(label, uid) != 0 ||
+        struct sweep *del;
+        char path[64], sid[24];
+        if (id <= 0 || !label || strcmp(label, w->what) != 0 ||
             json_array_size(json_object_get(c, "used_by")) > 0)
             continue;
         snprintf(path, sizeof(path), "/certificates/%" PRId64, id);
-        if ((del = hz_calloc(2 * sizeof(*del))))
-            del[0] = ks;
-        if (!del || !(del[1] = hz_asprintf("%" PRId64, id)) ||
+        snprintf(sid, sizeof(sid), "%" PRId64, id);
+        if (!(del = sweep_new(ks, sid)) ||
             hz_api_call(ks->api, NULL, "DELETE", path, NULL, swept_one, del) < 0) {
-            if (del)
-                hz_free(del[1]);
-            hz_free(del);
+            sweep_free(del);
             PLB_WARN(ks->host, ks->ctx, PLB_KV("certificate", path), "cannot delete it now");
         }
     }
     if (!items && res->err != -ECANCELED)
-        PLB_WARN(ks->host, ks->ctx, PLB_KV("service_uid", uid, "code", res->code ? res->code : "-"),
+        PLB_WARN(ks->host, ks->ctx,
+                 PLB_KV("service_uid", w->what, "code", res->code ? res->code : "-"),
                  "listing the service's managed certificates failed; they are left");
-    hz_free(uid);
-    hz_free(arg);
+    sweep_free(w);
 }
 
 void
 hz_cert_sweep(struct hz_kside *ks, const char *uid)
 {
-    void **arg = hz_calloc(2 * sizeof(*arg));
+    struct sweep *w = sweep_new(ks, uid);
     char *enc = hz_qenc(uid), *path = NULL;
-    if (arg)
-        arg[0] = ks;
-    if (!arg || !enc || !(arg[1] = hz_strdup(uid)) ||
+    if (!w || !enc ||
         !(path = hz_asprintf("/certificates?label_selector=" HZ_LABEL_UID "%%3D%s", enc)) ||
-        hz_api_list(ks->api, path, "certificates", swept, arg) < 0) {
-        if (arg)
-            hz_free(arg[1]);
-        hz_free(arg);
+        hz_api_list(ks->api, path, "certificates", swept, w) < 0) {
+        sweep_free(w);
         PLB_WARN(ks->host, ks->ctx, PLB_KV("service_uid", uid),
                  "cannot look for the service's managed certificates; they are left");
     }

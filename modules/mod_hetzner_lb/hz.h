@@ -471,7 +471,9 @@ struct hz_annot {
     int algorithm;       /* robotlb/lb-algorithm, hccm's algorithm-type: enum
                             hz_algorithm */
     char *type;          /* robotlb/balancer-type, hccm's type */
-    int ip_mode;         /* robotlb/ip-mode: enum hz_ip_mode */
+    int ip_mode;         /* enum hz_ip_mode: robotlb/ip-mode, else Proxy or
+                            VIP as hccm's uses-proxyprotocol says, else
+                            Proxy with prismlb.io/proxy-protocol-ports */
     int public_iface;    /* robotlb/lb-public-interface: 0, 1 */
     int ipv6_disabled;   /* hccm's ipv6-disabled: 0, 1 (-1: ipv6_ingress
                             decides) */

@@ -589,6 +589,12 @@ hz_annot_parse(hz_annot_get_fn get, void *arg, struct hz_annot *out, char *err, 
     go_bool(get, arg, HZ_OWN_DELETE_PROTECTION, 0, &a.delete_protection, &e);
     if ((rc = proxy_ports(get, arg, &a, &e)) < 0)
         goto fail;
+    /* prismlb's own: with proxy-protocol-ports, Proxy unless robotlb/ip-mode
+     * says otherwise (ipMode is one per address, not per port: Proxy keeps
+     * in-cluster clients of the listed ports going through the balancer,
+     * which adds their header; the other ports only take that detour) */
+    if (a.proxy_ports && a.ip_mode < 0)
+        a.ip_mode = HZ_IPMODE_PROXY;
     if (a.type)
         a.type_key = get(arg, HZ_ANN_TYPE) ? HZ_ANN_TYPE : HZ_HCCM_TYPE;
     if (a.location)

@@ -2,8 +2,9 @@
  * hz_ingress.c: the Service status mod_hetzner_lb writes:
  * status.loadBalancer.ingress with the balancer's IPv4 (and IPv6 with
  * ipv6_ingress), then its private IPs with private_ingress (a
- * private-only balancer's private IPs alone), with the ipMode of
- * robotlb/ip-mode or default_ip_mode; or instead hccm's hostname alone.
+ * private-only balancer's private IPs alone), with the ipMode the
+ * annotations give (struct hz_annot.ip_mode) or default_ip_mode; or
+ * instead hccm's hostname alone.
  * Written through the daemon's lb->status_write_ingress (ABI 3.2; on an
  * older daemon lb->status_write, IPs only). The write is a machine of its
  * own per Service (enum hz_status_phase, hz_state.h): one write in flight
@@ -58,13 +59,9 @@ ingress_of(const struct hz_kside *ks, const struct hz_svc_state *st, const struc
         v4 = v6 = NULL;
         priv = 1;
     }
+    /* the annotations' ipMode (hz_annot_parse decides it: robotlb/ip-mode,
+     * hccm's uses-proxyprotocol, prismlb's proxy-protocol-ports) */
     int mode = good && st->good.ip_mode >= 0 ? st->good.ip_mode : ks->cfg->default_ip_mode;
-    /* prismlb's own: with proxy-protocol-ports, Proxy unless robotlb/ip-mode
-     * says otherwise (ipMode is one per address, not per port: Proxy keeps
-     * in-cluster clients of the listed ports going through the balancer,
-     * which adds their header; the other ports only take that detour) */
-    if (good && st->good.ip_mode < 0 && st->good.proxy_ports)
-        mode = HZ_IPMODE_PROXY;
     const char *ms = mode == HZ_IPMODE_PROXY ? "Proxy" : "VIP";
     if (good && st->good.ipv6_disabled >= 0 ? st->good.ipv6_disabled : !ks->cfg->ipv6_ingress)
         v6 = NULL;

@@ -181,8 +181,6 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
     d.retries = a->retries >= 0 ? a->retries : (int)cfg->default_lb_retries;
     d.proxy = a->proxy_mode >= 0 ? a->proxy_mode : cfg->default_lb_proxy_mode_enabled;
     d.ip_mode = a->ip_mode >= 0 ? a->ip_mode : cfg->default_ip_mode;
-    if (a->ip_mode < 0 && a->proxy_ports) /* prismlb's own, as hz_ingress.c */
-        d.ip_mode = HZ_IPMODE_PROXY;
     /* prismlb's own: delete protection only when the Service says */
     d.protect_given = a->delete_protection >= 0;
     d.protect = a->delete_protection > 0;

@@ -1,0 +1,41 @@
+/*
+ * hz_group.h: shared balancers on the event side (hz_group_sync.c): a
+ * group's reconcile, the list of the groups' balancers, the members'
+ * finalizer. The decisions are hz_group.c's (pure, hz.h).
+ */
+#ifndef PRISMLB_MOD_HETZNER_LB_HZ_GROUP_H
+#define PRISMLB_MOD_HETZNER_LB_HZ_GROUP_H
+
+#include "hz_kube_int.h"
+
+/* From hz_sync.c: select st's Service's targets and build what it asks
+ * for into *d (1 built; 0 nothing to build, the Service warned; -errno).
+ * annot_bad: its annotations were found bad (an InvalidAnnotation in
+ * force is not cleared). */
+HZ_HIDDEN int hz_sync_build(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
+                            int annot_bad, struct hz_desired *d);
+/* From hz_sync.c: write st's Service's status from lb (borrowed) once lb
+ * serves it. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_status_follow(struct hz_kside *ks, struct hz_svc_state *st,
+                               const struct hz_actual *lb);
+
+/* From hz_writes.c: 1 when svc (borrowed) carries finalizer f. */
+HZ_HIDDEN int hz_has_finalizer(const struct hz_kside *ks, const plb_obj *svc, const char *f);
+/* From hz_writes.c: add (add) or remove the shared group's finalizer
+ * HZ_GROUP_FINALIZER of Service ns/name (key). 0, or -ENOMEM when it
+ * could not start. */
+HZ_HIDDEN int hz_kube_group_finalizer(struct hz_kside *ks, const char *key, const char *ns,
+                                      const char *name, int add);
+
+/* The shared group Service svc (borrowed) names (borrowed), or NULL. */
+HZ_HIDDEN const char *hz_group_of(const struct hz_kside *ks, const plb_obj *svc);
+/* The group side of Service svc's sync (member: the valid
+ * group it is a member of, NULL when it is none: not ours, deleted,
+ * without the annotation): a member gets the finalizer first, then its
+ * group is reconciled; every group whose balancer carries its member
+ * label without it being a member is reconciled (its services and label
+ * go); a non-member whose label no group balancer carries any more loses
+ * the finalizer. 0, or -ENOMEM (synced again). */
+HZ_HIDDEN int hz_group_service(struct hz_kside *ks, const plb_obj *svc, const char *member);
+
+#endif

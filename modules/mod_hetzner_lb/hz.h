@@ -235,14 +235,17 @@ HZ_HIDDEN void hz_name_for_group(const char *cluster, const char *group, char ou
 
 enum hz_proto { HZ_PROTO_TCP = 0, HZ_PROTO_HTTP = 1, HZ_PROTO_HTTPS = 2 };
 
-/* One service's protocol, http settings and health check beyond TCP, the
- * same for every port of a Service. Zero (and NULL) is Hetzner's default
- * for each field, so an all-zero struct is a TCP service with a TCP health
- * check on its destination port; the getters below give the value meant.
- * What the Service asks for (from its annotations) or what a service of a
- * balancer is (from Hetzner's JSON). */
+/* One source of http settings: a service's protocol, http settings and
+ * health check beyond TCP. Zero (and NULL) is Hetzner's default for each
+ * field, so an all-zero struct is a TCP service with a TCP health check on
+ * its destination port; the getters below give the value meant. What one
+ * Service asks for (from its annotations; every port of the Service that
+ * takes this entry shares it, each with its own protocol, struct
+ * hz_svc_port) or what a service of a balancer is (from Hetzner's JSON). */
 struct hz_http {
-    int protocol;        /* enum hz_proto; -1: one this module does not know */
+    int protocol;        /* enum hz_proto; -1: one this module does not know.
+                            The Service's: its ports' protocol unless a port
+                            has its own (struct hz_svc_port.protocol) */
     int hc_http;         /* 1: the health check is HTTP; 0: TCP; -1: unknown */
     int hc_port;         /* 0: the service's destination port */
     int hc_tls;          /* the HTTP health check over TLS */
@@ -264,6 +267,9 @@ struct hz_http {
                            hz_http_name_managed) is made by prismlb */
     char *managed_name; /* its name as annotated; NULL: hccm's default */
     char *domains;      /* its domains, comma-separated */
+    char *uid;          /* the UID of the Service these settings come from: its
+                           managed certificate is named (hccm's default name) and
+                           labelled by it; NULL when read from Hetzner */
 };
 
 /* Free h's strings and zero it (all defaults). */
@@ -285,12 +291,15 @@ HZ_HIDDEN int hz_http_annot(const char *(*get)(void *arg, const char *key), void
 HZ_HIDDEN int hz_http_parse(const json_t *service, struct hz_http *out);
 /* 1 when a service's protocol, health check protocol and port, and http
  * parts as Hetzner has them (have, from hz_http_parse) differ from what
- * want asks for with destination port dest. */
-HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have);
-/* Add want's protocol, http object and health check protocol, port and
- * http object to service (a service body whose health_check object is
- * there; borrowed, changed) with destination port dest. 0 or -ENOMEM. */
-HZ_HIDDEN int hz_http_json(const struct hz_http *want, int dest, json_t *service);
+ * want asks for with protocol protocol (enum hz_proto: the port's) and
+ * destination port dest. */
+HZ_HIDDEN int hz_http_differs(const struct hz_http *want, int protocol, int dest,
+                              const struct hz_http *have);
+/* Add protocol (enum hz_proto: the port's), want's http object and its
+ * health check protocol, port and http object to service (a service body
+ * whose health_check object is there; borrowed, changed) with destination
+ * port dest. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_http_json(const struct hz_http *want, int protocol, int dest, json_t *service);
 /* A managed certificate's name as h's one certificate: the annotated one,
  * else hccm's "ccm-managed-certificate-<uid>". Nothing for an uploaded
  * one. 0 or -ENOMEM. */
@@ -303,23 +312,30 @@ HZ_HIDDEN void hz_http_fp(uint64_t *h, const struct hz_http *want);
 
 /* Certificates named rather than numbered (hz_cert.c, pure). cache is a
  * JSON object of certificate name -> ID (NULL is fine), filled by
- * hz_cert_learn and kept for the daemon's life, as the networks' IDs. */
+ * hz_cert_learn and kept for the daemon's life, as the networks' IDs.
+ * hs is the n entries of a desired balancer's http settings (struct
+ * hz_desired.https; borrowed): a name is one certificate wherever it is
+ * referenced. */
 
-/* Set the IDs of h's named certificates that cache knows; how many of
- * h's certificates are still without an ID. */
-HZ_HIDDEN size_t hz_cert_resolve(const json_t *cache, struct hz_http *h);
-/* The next name of h still without an ID at or after *pos (borrowed; each
- * name once, *pos moved past it), or NULL when none is left. */
-HZ_HIDDEN const char *hz_cert_next_unknown(const struct hz_http *h, size_t *pos);
+/* Set the IDs of the named certificates of hs that cache knows; how many
+ * of their certificates are still without an ID. */
+HZ_HIDDEN size_t hz_cert_resolve(const json_t *cache, struct hz_http *hs, size_t n);
+/* The next name of hs still without an ID at or after *pos (start at 0;
+ * borrowed; each name once over every entry, *pos moved past it), the
+ * index of the entry of its first reference into *at (NULL is fine), or
+ * NULL when none is left. */
+HZ_HIDDEN const char *hz_cert_next_unknown(const struct hz_http *hs, size_t n, size_t *pos,
+                                           size_t *at);
 /* The answer body (borrowed) of GET /certificates?name=name: the ID of
- * its certificate, set in h for every reference of that name and kept in
+ * its certificate, set in hs for every reference of that name and kept in
  * *cache (made when NULL); 0 when Hetzner has no certificate of that name
  * ready (none, or a managed one not issued); -ENOMEM. */
-HZ_HIDDEN int64_t hz_cert_learn(json_t **cache, struct hz_http *h, const char *name,
+HZ_HIDDEN int64_t hz_cert_learn(json_t **cache, struct hz_http *hs, size_t n, const char *name,
                                 const json_t *body);
-/* id as the ID of the certificate name: set in h for every reference of
+/* id as the ID of the certificate name: set in hs for every reference of
  * that name, kept in *cache (made when NULL). id, or -ENOMEM. */
-HZ_HIDDEN int64_t hz_cert_keep(json_t **cache, struct hz_http *h, const char *name, int64_t id);
+HZ_HIDDEN int64_t hz_cert_keep(json_t **cache, struct hz_http *hs, size_t n, const char *name,
+                               int64_t id);
 
 /* Where a certificate of Hetzner's is. */
 enum hz_cert_state {
@@ -334,9 +350,9 @@ enum hz_cert_state {
 HZ_HIDDEN enum hz_cert_state hz_cert_state_of(const json_t *cert, int64_t *id, const char **code,
                                               const char **message);
 /* The body of POST /certificates making h's managed certificate
- * (certs[0], its domains), labelled robotlb/service-uid=uid (new), or
+ * (certs[0], its domains), labelled robotlb/service-uid=h->uid (new), or
  * NULL on ENOMEM. */
-HZ_HIDDEN json_t *hz_cert_managed_body(const struct hz_http *h, const char *uid);
+HZ_HIDDEN json_t *hz_cert_managed_body(const struct hz_http *h);
 /* s percent-encoded for a query value (a looked-up name; new), or NULL. */
 HZ_HIDDEN char *hz_qenc(const char *s);
 
@@ -495,8 +511,11 @@ struct hz_svc {
     size_t nports;
 };
 
+/* One service of the balancer asked for: a port of a Service. */
 struct hz_svc_port {
     int listen, dest, proxy;
+    int protocol; /* enum hz_proto: this port's protocol */
+    size_t http;  /* the index of its http settings in hz_desired.https */
 };
 
 /* What the Service asks for. */
@@ -523,9 +542,11 @@ struct hz_desired {
     /* hccm network/status */
     char *rdns4, *rdns6; /* the reverse DNS of the public IPv4, IPv6, or NULL:
                             left as it is */
-    /* hccm http/certificates: every service's protocol, http settings and
-     * health check beyond its timing */
-    struct hz_http http;
+    /* hccm http/certificates: the http settings and health check beyond
+     * its timing of each source of them (owned; a single Service has
+     * exactly one), which the services index (hz_svc_port.http) */
+    struct hz_http *https;
+    size_t nhttps;
     /* prismlb's own: delete protection, when protect_given (else the
      * balancer's is left as it is) */
     int protect_given, protect;
@@ -656,10 +677,14 @@ HZ_HIDDEN json_t *hz_create_body(const struct hz_desired *d, int64_t network_id,
  * ENOMEM. */
 HZ_HIDDEN json_t *hz_attach_body(const struct hz_desired *d, int64_t network_id);
 
-/* One service of d as the API takes it (new): tcp, listen, destination,
- * proxyprotocol and a tcp health check on the destination port. NULL on
- * ENOMEM. */
+/* One service of d as the API takes it (new): its protocol, listen,
+ * destination, proxyprotocol, health check and http settings (those of
+ * d->https it indexes). NULL on ENOMEM. */
 HZ_HIDDEN json_t *hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s);
+/* The http settings service s of d takes (borrowed from d): its entry of
+ * d->https, or Hetzner's defaults (a TCP service) when it indexes none. */
+HZ_HIDDEN const struct hz_http *hz_port_http(const struct hz_desired *d,
+                                             const struct hz_svc_port *s);
 
 /* ------------------------------------------------------------------ */
 /* Plan (hz_plan.c)                                                     */
@@ -815,7 +840,8 @@ HZ_HIDDEN void hz_group_differs(const struct hz_desired *oldest, const struct hz
 /* The desired balancer of the group (sorted and clash-decided m): the
  * oldest adding member's balancer-level settings, named name, with no
  * robotlb/service-uid (uid NULL), the services of every adding member in
- * order and the union of their targets. The members' desired balancers
+ * order, each pointing at its own member's http settings (https holds
+ * every adding member's), and the union of their targets. The members' desired balancers
  * are stolen (emptied). 0, -ENOENT when no member adds anything (*out
  * empty), -ENOMEM. Free with hz_desired_clear. */
 HZ_HIDDEN int hz_group_union(struct hz_member *m, size_t n, const char *name,

@@ -29,8 +29,9 @@
 /* One CERTS step in flight. */
 struct find {
     struct hz_kside *ks;
-    char *lane, *uid;
-    struct hz_http *h; /* borrowed from the reconcile */
+    char *lane, *uid;   /* uid: the lane's, for the log */
+    struct hz_http *hs; /* borrowed from the reconcile (nhs of them) */
+    size_t nhs;
     hz_cert_warn_fn warn;
     hz_cert_done_fn done;
     void *arg;
@@ -41,6 +42,7 @@ struct find {
 /* One certificate of it: looked up, then made or retried. */
 struct one {
     struct find *f;
+    const struct hz_http *h; /* the entry of its first reference (in f->hs) */
     char *name;
     int64_t id; /* a failed one being retried */
 };
@@ -98,15 +100,15 @@ one_made(void *arg, const struct hz_result *res)
         PLB_INFO(f->ks->host, f->ks->ctx, PLB_KV("service_uid", f->uid, "certificate", o->name),
                  "the managed certificate is issued");
         {
-            one_end(o, hz_cert_keep(&f->ks->certs, f->h, o->name, id) < 0 ? HZ_REC_RECHECK
-                                                                          : HZ_REC_OK);
+            one_end(o, hz_cert_keep(&f->ks->certs, f->hs, f->nhs, o->name, id) < 0 ? HZ_REC_RECHECK
+                                                                                   : HZ_REC_OK);
             return;
         }
     }
     snprintf(msg, sizeof(msg),
              "the managed certificate \"%s\" for %s was not issued: %s: %s; it is tried again "
              "on the next check",
-             o->name, f->h->domains ? f->h->domains : "-", res->code ? res->code : "-",
+             o->name, o->h->domains ? o->h->domains : "-", res->code ? res->code : "-",
              res->message ? res->message : "no message");
     f->warn(f->arg, "CertificateIssuanceFailed", msg);
     one_end(o, HZ_REC_RECHECK);
@@ -116,11 +118,12 @@ one_made(void *arg, const struct hz_result *res)
 static enum hz_rec_end
 one_create(struct one *o)
 {
-    json_t *body = hz_cert_managed_body(o->f->h, o->f->uid);
+    json_t *body = hz_cert_managed_body(o->h);
     if (!body || one_call(o, "POST", "/certificates", body, one_made) < 0)
         return HZ_REC_RECHECK;
     PLB_INFO(o->f->ks->host, o->f->ks->ctx,
-             PLB_KV("service_uid", o->f->uid, "certificate", o->name, "domains", o->f->h->domains),
+             PLB_KV("service_uid", o->h->uid ? o->h->uid : o->f->uid, "certificate", o->name,
+                    "domains", o->h->domains),
              "making the managed certificate");
     return HZ_REC_OK;
 }
@@ -147,7 +150,7 @@ one_looked(void *arg, const struct hz_result *res)
     const char *code, *message;
     char msg[512];
     int64_t id;
-    int managed = f->h->managed && f->h->ncerts && strcmp(f->h->certs[0], o->name) == 0;
+    int managed = o->h->managed && o->h->ncerts && strcmp(o->h->certs[0], o->name) == 0;
     if (res->err == -ECANCELED) {
         one_end(o, HZ_REC_CANCELLED);
         return;
@@ -165,7 +168,8 @@ one_looked(void *arg, const struct hz_result *res)
     switch (hz_cert_state_of(json_array_get(json_object_get(res->body, "certificates"), 0), &id,
                              &code, &message)) {
     case HZ_CERT_READY: {
-        one_end(o, hz_cert_keep(&f->ks->certs, f->h, o->name, id) < 0 ? HZ_REC_RECHECK : HZ_REC_OK);
+        one_end(o, hz_cert_keep(&f->ks->certs, f->hs, f->nhs, o->name, id) < 0 ? HZ_REC_RECHECK
+                                                                               : HZ_REC_OK);
         return;
     }
     case HZ_CERT_NONE:
@@ -200,34 +204,36 @@ one_looked(void *arg, const struct hz_result *res)
 }
 
 int
-hz_cert_find(struct hz_kside *ks, const char *uid, struct hz_http *h, hz_cert_warn_fn warn,
-             hz_cert_done_fn done, void *arg)
+hz_cert_find(struct hz_kside *ks, const char *lane, struct hz_http *hs, size_t n,
+             hz_cert_warn_fn warn, hz_cert_done_fn done, void *arg)
 {
     struct find *f = hz_calloc(sizeof(*f));
-    size_t pos = 0;
+    size_t pos = 0, at = 0;
     const char *name;
     int rc = -ENOENT;
-    if (!f || !(f->lane = hz_strdup(uid)) || !(f->uid = hz_strdup(uid))) {
+    if (!f || !(f->lane = hz_strdup(lane)) || !(f->uid = hz_strdup(lane))) {
         rc = -ENOMEM;
         goto fail;
     }
     *f = (struct find){.ks = ks,
                        .lane = f->lane,
                        .uid = f->uid,
-                       .h = h,
+                       .hs = hs,
+                       .nhs = n,
                        .warn = warn,
                        .done = done,
                        .arg = arg,
                        .end = HZ_REC_OK};
     /* one more than the calls while they start: none can end f meanwhile */
     f->pending = 1;
-    while ((name = hz_cert_next_unknown(h, &pos))) {
+    while ((name = hz_cert_next_unknown(hs, n, &pos, &at))) {
         struct one *o = hz_calloc(sizeof(*o));
         char *enc = NULL, *path = NULL;
         int started = o && (o->name = hz_strdup(name)) && (enc = hz_qenc(name)) &&
                       (path = hz_asprintf("/certificates?name=%s", enc));
         if (started) {
             o->f = f;
+            o->h = &hs[at];
             started = one_call(o, "GET", path, NULL, one_looked) == 0;
         }
         hz_free_each(&enc, &path, NULL);

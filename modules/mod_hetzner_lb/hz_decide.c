@@ -37,10 +37,14 @@ hz_desired_fp(const struct hz_desired *d)
     for (size_t i = 0; i < d->nservices; i++) {
         fp_i(&h, d->services[i].listen);
         fp_i(&h, d->services[i].dest);
+        fp_i(&h, d->services[i].proxy);
+        fp_i(&h, d->services[i].protocol);
+        fp_i(&h, (long long)d->services[i].http);
     }
     for (size_t i = 0; i < d->ntargets; i++)
         hz_fnv1a64_field(&h, d->targets[i]);
-    hz_http_fp(&h, &d->http);
+    for (size_t i = 0; i < d->nhttps; i++)
+        hz_http_fp(&h, &d->https[i]);
     return h;
 }
 

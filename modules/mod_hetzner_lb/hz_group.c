@@ -7,8 +7,9 @@
  *             the balancer itself, each member its own ports
  *   clashes   a member asking for a listen port an older member holds
  *             adds nothing at all until the clash is gone
- *   union     the oldest's balancer, every adding member's services, the
- *             union of their targets
+ *   union     the oldest's balancer, every adding member's services (each
+ *             with its own member's http settings), the union of their
+ *             targets
  *   labels    the group label, one member label per adding member; a
  *             member label is dropped only for a Service known to have
  *             left, never for a UID nobody knows
@@ -196,35 +197,40 @@ has(char *const *v, size_t n, const char *s)
     return 0;
 }
 
-/* Move x's services and the targets out holds none of onto out's. 0 or
+/* Move x's services (each still pointing at its own http settings), its
+ * http settings and the targets out holds none of onto out's. 0 or
  * -ENOMEM (out unchanged). */
 static int
 take(struct hz_desired *out, struct hz_desired *x)
 {
-    struct hz_svc_port *s =
-        x->nservices ? hz_realloc(out->services, (out->nservices + x->nservices) * sizeof(*s))
-                     : out->services;
-    char **t;
-    if (x->nservices && !s)
+    size_t base = out->nhttps;
+    struct hz_svc_port *s = out->services;
+    struct hz_http *h = out->https;
+    char **t = out->targets;
+    if (x->nservices &&
+        !(s = hz_realloc(out->services, (out->nservices + x->nservices) * sizeof(*s))))
         return -ENOMEM;
     out->services = s;
-    t = x->ntargets ? hz_realloc(out->targets, (out->ntargets + x->ntargets) * sizeof(*t))
-                    : out->targets;
-    if (x->ntargets && !t)
+    if (x->nhttps && !(h = hz_realloc(out->https, (out->nhttps + x->nhttps) * sizeof(*h))))
+        return -ENOMEM;
+    out->https = h;
+    if (x->ntargets && !(t = hz_realloc(out->targets, (out->ntargets + x->ntargets) * sizeof(*t))))
         return -ENOMEM;
     out->targets = t;
-    memcpy(out->services + out->nservices, x->services, x->nservices * sizeof(*s));
-    out->nservices += x->nservices;
+    for (size_t i = 0; i < x->nservices; i++) {
+        out->services[out->nservices] = x->services[i];
+        out->services[out->nservices++].http += base;
+    }
+    memcpy(out->https + out->nhttps, x->https, x->nhttps * sizeof(*h));
+    out->nhttps += x->nhttps;
     for (size_t i = 0; i < x->ntargets; i++) {
-        if (has(out->targets, out->ntargets, x->targets[i])) {
+        if (has(out->targets, out->ntargets, x->targets[i]))
             hz_free(x->targets[i]);
-        } else {
+        else
             out->targets[out->ntargets++] = x->targets[i];
-        }
         x->targets[i] = NULL;
     }
-    x->ntargets = 0;
-    x->nservices = 0;
+    x->ntargets = x->nservices = x->nhttps = 0;
     return 0;
 }
 

@@ -714,7 +714,7 @@ group_sync(struct hz_kside *ks, const char *group)
     if ((rc = hz_group_union(c.m, c.n, name, &d)) < 0)
         goto out;
     netid = d.network ? json_object_get(ks->nets, d.network) : NULL;
-    (void)hz_cert_resolve(ks->certs, &d.http);
+    (void)hz_cert_resolve(ks->certs, d.https, d.nhttps);
     struct hz_sync_in in = {.d = &d,
                             .fp = group_fp(&d, set, drop),
                             .lb = lb ? &lb->a : NULL,

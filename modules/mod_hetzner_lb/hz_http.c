@@ -1,10 +1,12 @@
 /*
  * hz_http.c: hcloud-cloud-controller-manager's http and https services
  * and HTTP health checks (pure). The Service's protocol, http and
- * health-check annotations become one struct hz_http, the same for every
- * port; a service of a balancer is read from Hetzner's JSON into the same
- * struct, so that the plan compares like with like, and the body of
- * add_service or update_service is built from it.
+ * health-check annotations become one struct hz_http, the entry of the
+ * desired balancer's https that every port of the Service takes, each port
+ * with its own protocol; a service of a balancer is read from Hetzner's
+ * JSON into the same struct, so that the plan compares like with like, and
+ * the body of add_service or update_service is built from an entry and the
+ * port's protocol.
  *
  * Every field at zero (or NULL) is Hetzner's default, so an unannotated
  * Service is a TCP service with a TCP health check on its nodePort, as
@@ -40,7 +42,7 @@ void
 hz_http_clear(struct hz_http *h)
 {
     hz_free_each(&h->hc_domain, &h->hc_path, &h->hc_codes, &h->cookie_name, &h->managed_name,
-                 &h->domains, NULL);
+                 &h->domains, &h->uid, NULL);
     if (h->certs)
         hz_strv_free(h->certs, h->ncerts);
     hz_free(h->cert_ids);
@@ -68,13 +70,14 @@ hz_http_copy(const struct hz_http *src, struct hz_http *dst)
     dst->hc_domain = dst->hc_path = dst->hc_codes = dst->cookie_name = NULL;
     dst->certs = NULL;
     dst->cert_ids = NULL;
-    dst->managed_name = dst->domains = NULL;
+    dst->managed_name = dst->domains = dst->uid = NULL;
     if ((src->hc_domain && !(dst->hc_domain = hz_strdup(src->hc_domain))) ||
         (src->hc_path && !(dst->hc_path = hz_strdup(src->hc_path))) ||
         (src->hc_codes && !(dst->hc_codes = hz_strdup(src->hc_codes))) ||
         (src->cookie_name && !(dst->cookie_name = hz_strdup(src->cookie_name))) ||
         (src->managed_name && !(dst->managed_name = hz_strdup(src->managed_name))) ||
         (src->domains && !(dst->domains = hz_strdup(src->domains))) ||
+        (src->uid && !(dst->uid = hz_strdup(src->uid))) ||
         certs_alloc(dst, src->ncerts, src->certs != NULL) < 0)
         goto nomem;
     for (size_t i = 0; i < src->ncerts; i++) {
@@ -581,21 +584,21 @@ same_certs(const struct hz_http *a, const struct hz_http *b)
 }
 
 int
-hz_http_differs(const struct hz_http *want, int dest, const struct hz_http *have)
+hz_http_differs(const struct hz_http *want, int protocol, int dest, const struct hz_http *have)
 {
-    if (have->protocol != want->protocol || have->hc_http != want->hc_http ||
+    if (have->protocol != protocol || have->hc_http != want->hc_http ||
         have->hc_port != (want->hc_port ? want->hc_port : dest))
         return 1;
     if (want->hc_http &&
         (have->hc_tls != want->hc_tls || strcmp(domain_of(have), domain_of(want)) != 0 ||
          strcmp(path_of(have), path_of(want)) != 0 || strcmp(codes_of(have), codes_of(want)) != 0))
         return 1;
-    if (want->protocol != HZ_PROTO_TCP &&
+    if (protocol != HZ_PROTO_TCP &&
         (have->sticky != want->sticky || have->redirect != want->redirect ||
          lifetime_of(have) != lifetime_of(want) || strcmp(cookie_of(have), cookie_of(want)) != 0 ||
          (want->timeout_idle && have->timeout_idle != want->timeout_idle)))
         return 1;
-    return want->protocol == HZ_PROTO_HTTPS && !same_certs(want, have);
+    return protocol == HZ_PROTO_HTTPS && !same_certs(want, have);
 }
 
 json_t *
@@ -615,11 +618,10 @@ hz_csv_json(const char *csv)
 }
 
 int
-hz_http_json(const struct hz_http *want, int dest, json_t *service)
+hz_http_json(const struct hz_http *want, int protocol, int dest, json_t *service)
 {
     json_t *hc = json_object_get(service, "health_check");
-    if (!hc ||
-        json_object_set_new(service, "protocol", json_string(hz_proto_name(want->protocol))) < 0 ||
+    if (!hc || json_object_set_new(service, "protocol", json_string(hz_proto_name(protocol))) < 0 ||
         json_object_set_new(hc, "protocol", json_string(want->hc_http ? "http" : "tcp")) < 0 ||
         json_object_set_new(hc, "port", json_integer(want->hc_port ? want->hc_port : dest)) < 0)
         return -ENOMEM;
@@ -631,7 +633,7 @@ hz_http_json(const struct hz_http *want, int dest, json_t *service)
                                     path_of(want), "status_codes", codes, "tls", want->hc_tls)) < 0)
             return -ENOMEM;
     }
-    if (want->protocol != HZ_PROTO_TCP) {
+    if (protocol != HZ_PROTO_TCP) {
         json_t *certs = json_array();
         for (size_t i = 0; certs && i < want->ncerts; i++) {
             int dup = 0;
@@ -675,6 +677,7 @@ hz_http_fp(uint64_t *h, const struct hz_http *want)
     hz_fnv1a64_field(h, want->managed ? "managed" : "uploaded");
     hz_fnv1a64_field(h, want->managed_name);
     hz_fnv1a64_field(h, want->domains);
+    hz_fnv1a64_field(h, want->uid);
 }
 
 int

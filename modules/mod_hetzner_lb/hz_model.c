@@ -21,7 +21,9 @@ hz_desired_clear(struct hz_desired *d)
                  &d->rdns4, &d->rdns6, NULL);
     hz_free(d->services);
     hz_strv_free(d->targets, d->ntargets);
-    hz_http_clear(&d->http);
+    for (size_t i = 0; i < d->nhttps; i++)
+        hz_http_clear(&d->https[i]);
+    hz_free(d->https);
     memset(d, 0, sizeof(*d));
 }
 
@@ -129,7 +131,11 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
         hz_desired_clear(&d);
         return -EINVAL;
     }
-    if (hz_http_copy(&a->http, &d.http) < 0 || hz_http_name_managed(&d.http, d.uid) < 0)
+    /* one Service: one source of http settings, which every port takes */
+    if (!(d.https = hz_calloc(sizeof(*d.https))) || hz_http_copy(&a->http, &d.https[0]) < 0)
+        goto nomem;
+    d.nhttps = 1;
+    if (!(d.https[0].uid = hz_strdup(d.uid)) || hz_http_name_managed(&d.https[0], d.uid) < 0)
         goto nomem;
     if (!d.public_iface && !net) {
         if (errlen)
@@ -158,8 +164,11 @@ hz_desired_build(const struct hz_config *cfg, const struct hz_annot *a, const st
             dup |= d.services[j].listen == p->port;
         if (dup)
             continue;
-        d.services[d.nservices++] =
-            (struct hz_svc_port){p->port, p->node_port, proxy_of(a, p->port, d.proxy)};
+        d.services[d.nservices++] = (struct hz_svc_port){.listen = p->port,
+                                                         .dest = p->node_port,
+                                                         .proxy = proxy_of(a, p->port, d.proxy),
+                                                         .protocol = d.https[0].protocol,
+                                                         .http = 0};
     }
     /* prismlb's own: every port of the list must be one of the balancer's */
     for (size_t i = 0; i < a->nproxy_ports; i++) {
@@ -394,13 +403,20 @@ hz_actual_hccm_uid(const struct hz_actual *a)
 
 /* ------------------------------------------------------------------ */
 
+const struct hz_http *
+hz_port_http(const struct hz_desired *d, const struct hz_svc_port *s)
+{
+    static const struct hz_http tcp; /* Hetzner's defaults: a TCP service */
+    return s->http < d->nhttps ? &d->https[s->http] : &tcp;
+}
+
 json_t *
 hz_service_json(const struct hz_desired *d, const struct hz_svc_port *s)
 {
     json_t *o = json_pack("{s:i, s:i, s:b, s:{s:i, s:i, s:i}}", "listen_port", s->listen,
                           "destination_port", s->dest, "proxyprotocol", s->proxy, "health_check",
                           "interval", d->interval, "timeout", d->timeout, "retries", d->retries);
-    if (o && hz_http_json(&d->http, s->dest, o) < 0) {
+    if (o && hz_http_json(hz_port_http(d, s), s->protocol, s->dest, o) < 0) {
         json_decref(o);
         return NULL;
     }

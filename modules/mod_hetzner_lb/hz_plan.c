@@ -137,7 +137,7 @@ service_differs(const struct hz_desired *d, const struct hz_svc_port *s,
 {
     return x->dest != s->dest || x->proxy != s->proxy || x->hc_interval != d->interval ||
            x->hc_timeout != d->timeout || x->hc_retries != d->retries ||
-           hz_http_differs(&d->http, s->dest, &x->http);
+           hz_http_differs(hz_port_http(d, s), s->protocol, s->dest, &x->http);
 }
 
 int

@@ -203,16 +203,18 @@ struct hz_rec_req {
 
 /* A warning Event for the Service (reason, text; borrowed). */
 typedef void (*hz_cert_warn_fn)(void *arg, const char *reason, const char *msg);
-/* The lookups ended as end (OK: every certificate of h has its ID). */
+/* The lookups ended as end (OK: every certificate of hs has its ID). */
 typedef void (*hz_cert_done_fn)(void *arg, enum hz_rec_end end);
-/* Find the ID of each certificate of h (borrowed until done) named
- * without one, on the lane of Service uid: looked up by name; the managed
- * one made, labelled robotlb/service-uid=uid, when Hetzner has none of its
- * name, and its failed issuance retried; each ID found is set in h and
- * kept in ks->certs. done runs once, on a later loop iteration; warn
- * before it for what the Service is told. 0: started; -ENOENT (no name
- * without an ID) or -ENOMEM: nothing started, done is not called. */
-HZ_HIDDEN int hz_cert_find(struct hz_kside *ks, const char *uid, struct hz_http *h,
+/* Find the ID of each certificate of the n entries hs (a desired
+ * balancer's https; borrowed until done) named without one, on lane (a
+ * Service's UID): looked up by name, once per name; a managed one made,
+ * labelled robotlb/service-uid with its entry's uid, when Hetzner has none
+ * of its name, and its failed issuance retried; each ID found is set in
+ * every entry and kept in ks->certs. done runs once, on a later loop
+ * iteration; warn before it for what the Service is told. 0: started;
+ * -ENOENT (no name without an ID) or -ENOMEM: nothing started, done is
+ * not called. */
+HZ_HIDDEN int hz_cert_find(struct hz_kside *ks, const char *lane, struct hz_http *hs, size_t n,
                            hz_cert_warn_fn warn, hz_cert_done_fn done, void *arg);
 /* Service uid's balancer was deleted: delete each certificate labelled
  * robotlb/service-uid=uid that no balancer uses (a managed one prismlb

@@ -431,7 +431,7 @@ static void
 step_certs(struct rec *r)
 {
     hz_plan_clear(&r->plan);
-    if (hz_cert_find(r->ks, r->uid, &r->d.http, cert_warn, cert_found, r) < 0)
+    if (hz_cert_find(r->ks, r->uid, r->d.https, r->d.nhttps, cert_warn, cert_found, r) < 0)
         rec_add(r, HZ_REC_RECHECK);
     else
         r->pending++;
@@ -805,12 +805,13 @@ rec_run(struct rec *r)
 {
     while (r->pending == 0) {
         size_t pos = 0;
-        struct hz_rec_view v = {.step = r->step,
-                                .end = r->end,
-                                .have_lb = r->lb != NULL,
-                                .by_name = r->by_name,
-                                .group = r->group != NULL,
-                                .certs = hz_cert_next_unknown(&r->d.http, &pos) != NULL};
+        struct hz_rec_view v = {
+            .step = r->step,
+            .end = r->end,
+            .have_lb = r->lb != NULL,
+            .by_name = r->by_name,
+            .group = r->group != NULL,
+            .certs = hz_cert_next_unknown(r->d.https, r->d.nhttps, &pos, NULL) != NULL};
         enum hz_rec_step prev = r->step;
         r->step = hz_rec_next(&v);
         PLB_DEBUG(r->ks->host, r->ks->ctx,

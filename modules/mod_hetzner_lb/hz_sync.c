@@ -103,7 +103,8 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
 {
     struct hz_lb *lb = hz_lbs_get(ks->by_uid, st->uid);
     json_t *netid = d->network ? json_object_get(ks->nets, d->network) : NULL;
-    (void)hz_cert_resolve(ks->certs, &d->http); /* a name not known: the reconcile finds it */
+    /* a name not known: the reconcile finds it */
+    (void)hz_cert_resolve(ks->certs, d->https, d->nhttps);
     struct hz_sync_in in = {.d = d,
                             .fp = hz_desired_fp(d),
                             .lb = lb ? &lb->a : NULL,

@@ -100,18 +100,26 @@ group_ports_are(struct env *e, const char *want)
     return ok;
 }
 
-/* The destination port of the service of lb listening on listen, or -1. */
-static int
-dest_of(json_t *lb, int listen)
+/* The service of lb (borrowed) listening on listen (borrowed), or NULL. */
+static json_t *
+service_on(json_t *lb, int listen)
 {
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(lb, "services"), i, s)
     {
         if (json_integer_value(json_object_get(s, "listen_port")) == listen)
-            return (int)json_integer_value(json_object_get(s, "destination_port"));
+            return s;
     }
-    return -1;
+    return NULL;
+}
+
+/* The destination port of the service of lb listening on listen, or -1. */
+static int
+dest_of(json_t *lb, int listen)
+{
+    json_t *s = service_on(lb, listen);
+    return s ? (int)json_integer_value(json_object_get(s, "destination_port")) : -1;
 }
 
 /* 1 when lb carries the member label of uid. */
@@ -304,6 +312,19 @@ converged(struct env *e, const char *want, ...)
     return ok;
 }
 
+/* The protocol of the group balancer's service on listen ("" when none;
+ * static). */
+static const char *
+protocol_of(struct env *e, int listen)
+{
+    static char buf[16];
+    json_t *lb = cli_group(e), *s = service_on(lb, listen);
+    const char *p = s ? json_string_value(json_object_get(s, "protocol")) : NULL;
+    snprintf(buf, sizeof(buf), "%s", p ? p : "");
+    json_decref(lb);
+    return buf;
+}
+
 /* The group's balancer's id (0: none). */
 static long
 group_id(struct env *e)
@@ -334,9 +355,13 @@ START_TEST(a_restarted_daemon_keeps_the_groups_balancer)
     long lists = env_count_route(&e, "GET /v1/load_balancers");
     WAIT_FOR(&e, env_count_route(&e, "GET /v1/load_balancers") >= lists + 4, 30000,
              "two resyncs of the restarted daemon");
-    char *c = member(&e, "c", 8080, 30880);
+    /* c's own per-service settings: http on its port only */
+    char *c = hccm_apply_service_port(
+        &e, "c", GROUP_ANNOT "    load-balancer.hetzner.cloud/protocol: http\n", 8080, 30880);
     WAIT_FOR(&e, converged(&e, "80,443,8080", "a", "b", "c", NULL), 30000,
              "c on the same balancer");
+    ck_assert_str_eq(protocol_of(&e, 8080), "http");
+    ck_assert_str_eq(protocol_of(&e, 80), "tcp");
     ck_assert_int_eq(group_id(&e), id);
     ck_assert_uint_eq(cli_count(&e), 1);
     ck_assert_int_eq(env_count_route(&e, CREATE_ROUTE), 1);
@@ -414,24 +439,11 @@ START_TEST(a_leader_handover_mid_reconcile_loses_no_members_services)
 {
     struct env e;
     struct tu_proc d[2];
-    char logs[2][600], conf[16384];
+    char logs[2][600];
     env_fakes_start(&e, 0, NULL, NULL);
     env_node(&e, "n1", "10.0.1.41");
-    for (int r = 0; r < 2; r++) {
-        char name[16];
-        snprintf(conf, sizeof(conf),
-                 "instances = (\n"
-                 "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
-                 "    lease_namespace = \"default\"; kubeconfig = \"%s\"; identity = \"r%d\";\n"
-                 "    lease_duration = \"3s\"; renew_deadline = \"2s\";"
-                 " retry_period = \"500ms\"; },\n"
-                 "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
-                 "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
-                 "    default_network = \"k8s\"; }\n);\n",
-                 e.kc, r, e.hz.url, e.kc);
-        snprintf(name, sizeof(name), "replica%d", r);
-        env_spawn(&d[r], name, conf, 300, logs[r]);
-    }
+    for (int r = 0; r < 2; r++)
+        env_replica_start(&e, &d[r], r, logs[r]);
     e.d = d[0]; /* WAIT_FOR watches one daemon; both are checked below */
     char *a = member(&e, "a", 80, 30080);
     char *b = member(&e, "b", 443, 30443);
@@ -446,15 +458,7 @@ START_TEST(a_leader_handover_mid_reconcile_loses_no_members_services)
     while (env_held_actions(&e) < 1 && tu_now_ms() < dl)
         tu_sleep_ms(20);
     ck_assert_msg(env_held_actions(&e) >= 1, "no action of the group's reconcile is running");
-    json_t *lease = NULL;
-    kube_req(&e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/hetzner-lb", NULL,
-             NULL, 200, &lease);
-    const char *holder =
-        json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
-    ck_assert_msg(holder && (!strcmp(holder, "r0") || !strcmp(holder, "r1")), "holder %s",
-                  holder ? holder : "(none)");
-    int leader = holder[1] - '0', other = 1 - leader;
-    json_decref(lease);
+    int leader = env_lease_holder(&e), other = 1 - leader;
     tu_stop(&d[leader], SIGKILL, 5000);
     env_faults(&e, "{\"hold_actions\":false}");
 
@@ -469,12 +473,7 @@ START_TEST(a_leader_handover_mid_reconcile_loses_no_members_services)
     ck_assert_int_eq(dest_of(lb, 8080), 30880);
     ck_assert(has_member(lb, a) && has_member(lb, b) && has_member(lb, c));
     json_decref(lb);
-    struct hzt_resp w;
-    ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/writers", NULL, NULL, NULL, &w), 0);
-    json_t *overlaps = json_object_get(w.body, "overlaps");
-    ck_assert_msg(json_is_array(overlaps) && json_array_size(overlaps) == 0,
-                  "concurrent writers: %s", w.raw ? w.raw : "(none)");
-    hzt_resp_free(&w);
+    env_no_overlapping_writers(&e);
     int st = tu_stop(&d[other], SIGTERM, 10000);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "survivor exit status %d", st);
     free(a);

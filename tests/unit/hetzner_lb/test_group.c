@@ -30,6 +30,8 @@ mk(struct hz_desired *d, const char *type, const int *ports, size_t nports,
     d->timeout = 10;
     d->retries = 3;
     d->public_iface = 1;
+    d->https = hz_calloc(sizeof(*d->https)); /* one source: all defaults (tcp) */
+    d->nhttps = 1;
     d->services = hz_calloc((nports ? nports : 1) * sizeof(*d->services));
     for (size_t i = 0; i < nports; i++)
         d->services[i] = (struct hz_svc_port){.listen = ports[i], .dest = ports[i] + 30000};
@@ -159,6 +161,11 @@ START_TEST(the_union_is_the_oldests_balancer_with_every_adding_members_ports_and
     ck_assert_int_eq(u.services[0].dest, 30080); /* a's, not c's */
     ck_assert_int_eq(u.services[1].listen, 443);
     ck_assert_int_eq(u.services[2].listen, 8443);
+    /* each service keeps its own member's http settings */
+    ck_assert_uint_eq(u.nhttps, 2);
+    ck_assert_uint_eq(u.services[0].http, 0);
+    ck_assert_uint_eq(u.services[1].http, 1);
+    ck_assert_uint_eq(u.services[2].http, 1);
     /* c clashes: its target is not added */
     ck_assert_uint_eq(u.ntargets, 3);
     ck_assert_str_eq(u.targets[0], "10.0.1.1");

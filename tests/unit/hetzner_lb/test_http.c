@@ -130,7 +130,7 @@ START_TEST(an_https_health_check_is_http_over_tls_on_the_annotated_port)
     json_decref(body);
     hz_desired_clear(&d);
     desired_with(&d, kv2);
-    ck_assert_int_eq(d.http.hc_tls, 1);
+    ck_assert_int_eq(d.https[0].hc_tls, 1);
     hz_desired_clear(&d);
 }
 END_TEST
@@ -510,27 +510,74 @@ START_TEST(a_certificate_name_is_looked_up_once_and_kept)
     size_t pos = 0;
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)kv, &a, err, sizeof(err)), 0);
     ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
-    ck_assert_uint_eq(hz_cert_resolve(cache, &h), 3);
-    ck_assert_str_eq(hz_cert_next_unknown(&h, &pos), "shop");
-    ck_assert_str_eq(hz_cert_next_unknown(&h, &pos), "other");
-    ck_assert_ptr_null(hz_cert_next_unknown(&h, &pos));
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h, 1), 3);
+    ck_assert_str_eq(hz_cert_next_unknown(&h, 1, &pos, NULL), "shop");
+    ck_assert_str_eq(hz_cert_next_unknown(&h, 1, &pos, NULL), "other");
+    ck_assert_ptr_null(hz_cert_next_unknown(&h, 1, &pos, NULL));
     json_t *found = parse_json("{\"certificates\":[{\"id\":41,\"name\":\"shop\"}]}");
     json_t *empty = parse_json("{\"certificates\":[]}");
-    ck_assert_int_eq(hz_cert_learn(&cache, &h, "shop", found), 41);
-    ck_assert_int_eq(hz_cert_learn(&cache, &h, "other", empty), 0);
+    ck_assert_int_eq(hz_cert_learn(&cache, &h, 1, "shop", found), 41);
+    ck_assert_int_eq(hz_cert_learn(&cache, &h, 1, "other", empty), 0);
     ck_assert_int_eq(h.cert_ids[0], 41);
     ck_assert_int_eq(h.cert_ids[2], 41);
     ck_assert_int_eq(h.cert_ids[3], 0);
     hz_http_clear(&h);
     /* the next sync of the Service finds "shop" in the cache */
     ck_assert_int_eq(hz_http_copy(&a.http, &h), 0);
-    ck_assert_uint_eq(hz_cert_resolve(cache, &h), 1);
+    ck_assert_uint_eq(hz_cert_resolve(cache, &h, 1), 1);
     ck_assert_int_eq(h.cert_ids[0], 41);
     hz_http_clear(&h);
     json_decref(found);
     json_decref(empty);
     json_decref(cache);
     hz_annot_clear(&a);
+}
+END_TEST
+
+/* Over the http settings of several sources (a balancer shared by
+ * Services), a name is looked up once, from the entry of its first
+ * reference, and its ID set wherever it is referenced. */
+START_TEST(certificates_over_several_entries_are_looked_up_once_each)
+{
+    static const char *const one[] = {P "protocol", "https", P "http-certificates", "shop,5", NULL};
+    static const char *const two[] = {
+        P "protocol", "https", P "http-certificates", "other,shop", NULL,
+    };
+    struct hz_annot a;
+    struct hz_http hs[2];
+    json_t *cache = NULL;
+    char err[512];
+    size_t pos = 0, at = 9;
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)one, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_http_copy(&a.http, &hs[0]), 0);
+    hz_annot_clear(&a);
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)two, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_http_copy(&a.http, &hs[1]), 0);
+    hz_annot_clear(&a);
+    ck_assert_uint_eq(hz_cert_resolve(cache, hs, 2), 3);
+    ck_assert_str_eq(hz_cert_next_unknown(hs, 2, &pos, &at), "shop");
+    ck_assert_uint_eq(at, 0);
+    ck_assert_str_eq(hz_cert_next_unknown(hs, 2, &pos, &at), "other");
+    ck_assert_uint_eq(at, 1);
+    ck_assert_ptr_null(hz_cert_next_unknown(hs, 2, &pos, &at));
+    ck_assert_int_eq(hz_cert_keep(&cache, hs, 2, "shop", 41), 41);
+    ck_assert_int_eq(hs[0].cert_ids[0], 41);
+    ck_assert_int_eq(hs[0].cert_ids[1], 5);
+    ck_assert_int_eq(hs[1].cert_ids[1], 41);
+    ck_assert_int_eq(hs[1].cert_ids[0], 0);
+    pos = 0;
+    ck_assert_str_eq(hz_cert_next_unknown(hs, 2, &pos, &at), "other");
+    ck_assert_uint_eq(at, 1);
+    hz_http_clear(&hs[1]);
+    /* a second Service naming "shop" finds it in the cache */
+    ck_assert_int_eq(hz_annot_parse(kv_get, (void *)two, &a, err, sizeof(err)), 0);
+    ck_assert_int_eq(hz_http_copy(&a.http, &hs[1]), 0);
+    ck_assert_uint_eq(hz_cert_resolve(cache, hs, 2), 1);
+    ck_assert_int_eq(hs[1].cert_ids[1], 41);
+    hz_http_clear(&hs[0]);
+    hz_http_clear(&hs[1]);
+    hz_annot_clear(&a);
+    json_decref(cache);
 }
 END_TEST
 
@@ -629,11 +676,13 @@ START_TEST(a_managed_certificate_is_named_and_made_with_its_domains)
     struct hz_annot a;
     char err[512];
     desired_with(&d, kv);
-    ck_assert_int_eq(d.http.managed, 1);
-    ck_assert_uint_eq(d.http.ncerts, 1);
-    ck_assert_str_eq(d.http.certs[0], "ccm-managed-certificate-uid-1");
-    ck_assert_int_eq(d.http.cert_ids[0], 0);
-    json_t *body = hz_cert_managed_body(&d.http, "uid-1");
+    ck_assert_uint_eq(d.nhttps, 1);
+    ck_assert_int_eq(d.https[0].managed, 1);
+    ck_assert_uint_eq(d.https[0].ncerts, 1);
+    ck_assert_str_eq(d.https[0].certs[0], "ccm-managed-certificate-uid-1");
+    ck_assert_int_eq(d.https[0].cert_ids[0], 0);
+    ck_assert_str_eq(d.https[0].uid, "uid-1");
+    json_t *body = hz_cert_managed_body(&d.https[0]);
     json_t *want = parse_json("{\"name\":\"ccm-managed-certificate-uid-1\",\"type\":\"managed\","
                               "\"domain_names\":[\"shop.example.net\",\"*.shop.example.net\"],"
                               "\"labels\":{\"robotlb/service-uid\":\"uid-1\"}}");
@@ -642,7 +691,7 @@ START_TEST(a_managed_certificate_is_named_and_made_with_its_domains)
     json_decref(body);
     hz_desired_clear(&d);
     desired_with(&d, named);
-    ck_assert_str_eq(d.http.certs[0], "shop cert");
+    ck_assert_str_eq(d.https[0].certs[0], "shop cert");
     hz_desired_clear(&d);
     ck_assert_int_eq(hz_annot_parse(kv_get, (void *)bad_domains, &a, err, sizeof(err)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(err, P "http-managed-certificate-domains: \"a.example.net,,"));
@@ -699,6 +748,7 @@ suite(void)
     tcase_add_test(tc, the_idle_timeout_is_sent_and_compared_only_when_given);
     tcase_add_test(tc, https_certificates_are_ids_or_names_and_https_needs_one);
     tcase_add_test(tc, a_certificate_name_is_looked_up_once_and_kept);
+    tcase_add_test(tc, certificates_over_several_entries_are_looked_up_once_each);
     tcase_add_test(tc, the_https_service_is_compared_by_its_certificates);
     tcase_add_test(tc, a_managed_certificate_is_named_and_made_with_its_domains);
     tcase_add_test(tc, a_certificates_state_is_read_from_its_status);

@@ -32,10 +32,15 @@ HZ_HIDDEN const char *hz_group_of(const struct hz_kside *ks, const plb_obj *svc)
 /* The group side of Service svc's sync (member: the valid
  * group it is a member of, NULL when it is none: not ours, deleted,
  * without the annotation): a member gets the finalizer first, then its
- * group is reconciled; every group whose balancer carries its member
- * label without it being a member is reconciled (its services and label
- * go); a non-member whose label no group balancer carries any more loses
- * the finalizer. 0, or -ENOMEM (synced again). */
+ * group is reconciled at the end of the round (hz_group_round_end); so is
+ * every group whose balancer carries its member label without it being a
+ * member (its services and label go); a non-member whose label no group balancer carries any more
+ * loses the finalizer. 0, or -ENOMEM (synced again). */
 HZ_HIDDEN int hz_group_service(struct hz_kside *ks, const plb_obj *svc, const char *member);
+
+/* A sync round (hz_sync_fire) ended: each group one of its Services'
+ * syncs marked is reconciled now, once; then the index of the round's
+ * Services by group goes (the cache may change from now on). */
+HZ_HIDDEN void hz_group_round_end(struct hz_kside *ks);
 
 #endif

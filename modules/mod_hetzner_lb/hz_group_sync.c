@@ -340,15 +340,127 @@ coll_free(struct coll *c, struct hz_desired *ds)
     json_decref(c->labelled);
 }
 
+/* The Services of the cache during one sync round (the cache does not
+ * change while the round runs): one walk serves every group reconciled in
+ * it, instead of one walk per member. */
+struct hz_gidx {
+    json_t *uids;         /* UID -> index into svcs */
+    json_t *groups;       /* group -> array of indices into svcs */
+    const plb_obj **svcs; /* borrowed for the round */
+    size_t n, cap;
+    int err;
+};
+
+/* plb_informer_foreach's callback: svc into the index (arg). */
+static void
+gidx_add(const plb_obj *svc, void *arg)
+{
+    struct hz_kside *ks = ((void **)arg)[0];
+    struct hz_gidx *x = ((void **)arg)[1];
+    const char *uid = hz_ks_str(ks, svc, "metadata", "uid", NULL), *g = hz_group_of(ks, svc);
+    json_t *a;
+    if (x->err || !uid)
+        return;
+    if (x->n == x->cap) {
+        size_t nc = x->cap ? x->cap * 2 : 64;
+        const plb_obj **ns = hz_realloc(x->svcs, nc * sizeof(*ns));
+        if (!ns) {
+            x->err = -ENOMEM;
+            return;
+        }
+        x->svcs = ns;
+        x->cap = nc;
+    }
+    x->svcs[x->n] = svc;
+    if (json_object_set_new(x->uids, uid, json_integer((json_int_t)x->n)) < 0 ||
+        (g && !(a = json_object_get(x->groups, g)) &&
+         (json_object_set_new(x->groups, g, json_array()) < 0 ||
+          !(a = json_object_get(x->groups, g)))) ||
+        (g && json_array_append_new(a, json_integer((json_int_t)x->n)) < 0)) {
+        x->err = -ENOMEM;
+        return;
+    }
+    x->n++;
+}
+
+static void
+gidx_free(struct hz_gidx *x)
+{
+    if (!x)
+        return;
+    json_decref(x->uids);
+    json_decref(x->groups);
+    hz_free(x->svcs);
+    hz_free(x);
+}
+
+static int group_sync(struct hz_kside *ks, const char *group);
+
+/* Reconcile group at the end of this sync round, once however many of its
+ * Services were synced in it (key: one of them, synced again when the
+ * group cannot be decided). 0 or -ENOMEM. */
+static int
+dirty(struct hz_kside *ks, const char *group, const char *key)
+{
+    if (!ks->dirty && !(ks->dirty = json_object()))
+        return -ENOMEM;
+    return json_object_set_new(ks->dirty, group, json_string(key)) < 0 ? -ENOMEM : 0;
+}
+
+void
+hz_group_round_end(struct hz_kside *ks)
+{
+    json_t *d = ks->dirty, *key;
+    const char *g;
+    ks->dirty = NULL;
+    /* every member's annotations of the round are read now: each group
+     * is decided once, on the same cache */
+    json_object_foreach(d, g, key)
+    {
+        if (group_sync(ks, g) < 0)
+            hz_work_retry(ks, json_string_value(key));
+    }
+    json_decref(d);
+    gidx_free(ks->gidx);
+    ks->gidx = NULL;
+}
+
+/* The index of this round (built on first use; borrowed), or NULL when
+ * out of memory. */
+static struct hz_gidx *
+gidx_get(struct hz_kside *ks)
+{
+    struct hz_gidx *x = ks->gidx;
+    void *arg[2] = {ks, NULL};
+    if (x)
+        return x;
+    if (!(x = hz_calloc(sizeof(*x))) || !(x->uids = json_object()) ||
+        !(x->groups = json_object())) {
+        gidx_free(x);
+        return NULL;
+    }
+    arg[1] = x;
+    if (ks->svc_inf)
+        ks->host->kube->informer_foreach(ks->svc_inf, gidx_add, arg);
+    if (x->err) {
+        gidx_free(x);
+        return NULL;
+    }
+    return ks->gidx = x;
+}
+
 /* Collect group's members (oldest first) and the UIDs of lb's member
- * labels into *c. 0 or -ENOMEM. */
+ * labels into *c: the Services annotated with the group and those whose
+ * UID a member label names, from the round's index. 0 or -ENOMEM. */
 static int
 members(struct hz_kside *ks, const char *group, const struct hz_lb *lb, struct coll *c)
 {
+    struct hz_gidx *x = gidx_get(ks);
     const char *k;
     json_t *v;
+    size_t i;
     *c = (struct coll){.ks = ks, .group = group};
-    if (!(c->labelled = json_object()))
+    if (!x || !(c->labelled = json_object()))
         return -ENOMEM;
     json_object_foreach(lb ? lb->a.labels : NULL, k, v)
     {
@@ -357,8 +469,16 @@ members(struct hz_kside *ks, const char *group, const struct hz_lb *lb, struct c
         if (uid && json_object_set_new(c->labelled, uid, json_integer(0)) < 0)
             return -ENOMEM;
     }
-    if (ks->svc_inf)
-        ks->host->kube->informer_foreach(ks->svc_inf, collect, c);
+    json_array_foreach(json_object_get(x->groups, group), i, v)
+        collect(x->svcs[json_integer_value(v)], c);
+    json_object_foreach(c->labelled, k, v)
+    {
+        json_t *at = json_object_get(x->uids, k);
+        const plb_obj *svc = at ? x->svcs[json_integer_value(at)] : NULL;
+        const char *g = svc ? hz_group_of(ks, svc) : NULL;
+        if (svc && (!g || strcmp(g, group) != 0)) /* the group's were collected */
+            collect(svc, c);
+    }
     if (c->err)
         return c->err;
     hz_group_sort(c->m, c->n);
@@ -811,11 +931,11 @@ hz_group_service(struct hz_kside *ks, const plb_obj *svc, const char *member)
     json_array_foreach(carrying, i, g)
     {
         const char *gs = json_string_value(g);
-        if (gs && (!member || strcmp(gs, member) != 0) && group_sync(ks, gs) < 0)
+        if (gs && (!member || strcmp(gs, member) != 0) && dirty(ks, gs, key) < 0)
             rc = -ENOMEM;
     }
     if (member) {
-        if (group_sync(ks, member) < 0)
+        if (dirty(ks, member, key) < 0)
             rc = -ENOMEM;
     } else if (fin && json_array_size(carrying) == 0) {
         /* no group balancer carries its label (the one it left read back

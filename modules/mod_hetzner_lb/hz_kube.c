@@ -79,6 +79,8 @@ hz_kube_free(struct hz_kside *ks)
     ks->by_group = NULL;
     json_decref(ks->groups);
     ks->groups = NULL;
+    json_decref(ks->dirty);
+    ks->dirty = NULL;
     hz_work_free(ks);
     hz_index_free(ks->index);
     ks->index = NULL;

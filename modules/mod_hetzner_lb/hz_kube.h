@@ -18,6 +18,7 @@
 
 struct hz_queue;
 struct hz_index;
+struct hz_gidx;
 struct kop;
 struct rec;
 
@@ -62,6 +63,11 @@ struct hz_kside {
     int group_listing;       /* the group list is in flight */
     int groups_used;         /* a group was met: list them at each resync */
     int64_t group_list_ms;   /* ... when the one in flight started */
+    struct hz_gidx *gidx;    /* the Services by group and UID, built by the
+                                first group reconcile of a sync round and
+                                dropped at its end (owned) */
+    json_t *dirty;           /* group -> a Service key: the groups to
+                                reconcile at the end of the round (owned) */
 };
 
 /* A string at a, b[, c] of o (borrowed from o), or NULL. */

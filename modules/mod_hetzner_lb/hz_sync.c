@@ -328,6 +328,7 @@ hz_sync_fire(plb_timer *t, void *arg)
         }
         hz_work_done(ks, k, rc < 0);
     }
+    hz_group_round_end(ks);
     if (n && ks->m_syncs) {
         const char *iv[] = {ks->host->links->instance_name(ks->ctx), NULL};
         ks->host->metrics->add(ks->m_syncs, iv, (double)n);

@@ -40,7 +40,8 @@
  *   hz_cert.c         their certificates: names -> IDs, state (pure)
  *   hz_cert_io.c      ... looked up, made, retried, deleted with Hetzner
  *   hz_group.c        shared balancers: members, clashes, union, labels (pure)
- *   hz_group_sync.c   ... one group's reconcile, its list, its balancer's end
+ *   hz_group_sync.c   ... one group's reconcile, its balancer's end
+ *   hz_group_list.c   ... the list of group balancers; the round's index
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event

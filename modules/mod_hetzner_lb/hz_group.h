@@ -38,6 +38,31 @@ HZ_HIDDEN const char *hz_group_of(const struct hz_kside *ks, const plb_obj *svc)
  * loses the finalizer. 0, or -ENOMEM (synced again). */
 HZ_HIDDEN int hz_group_service(struct hz_kside *ks, const plb_obj *svc, const char *member);
 
+/* hz_group_list.c: sync every Service that names a group or holds the
+ * group finalizer. */
+HZ_HIDDEN void hz_group_queue(struct hz_kside *ks);
+/* ... start the list of group balancers unless it is in flight (a group
+ * was met from now on). 0 or -ENOMEM. */
+HZ_HIDDEN int hz_group_list(struct hz_kside *ks);
+/* ... remember lb (borrowed; read back after our writes) as group's
+ * balancer, kept over a list that started before. 0 or -ENOMEM. */
+HZ_HIDDEN int hz_group_keep(struct hz_kside *ks, const char *group, struct hz_lb *lb);
+
+/* The Services of the cache during one sync round (the cache does not
+ * change while the round runs): one walk serves every group reconciled in
+ * it. */
+struct hz_gidx {
+    json_t *uids;         /* UID -> index into svcs */
+    json_t *groups;       /* group -> array of indices into svcs */
+    const plb_obj **svcs; /* borrowed for the round */
+    size_t n, cap;
+    int err;
+};
+/* The index of this round (ks->gidx, built on first use; borrowed), or
+ * NULL when out of memory. */
+HZ_HIDDEN struct hz_gidx *hz_gidx_get(struct hz_kside *ks);
+HZ_HIDDEN void hz_gidx_free(struct hz_gidx *x); /* NULL is fine */
+
 /* A sync round (hz_sync_fire) ended: each group one of its Services'
  * syncs marked is reconciled now, once; then the index of the round's
  * Services by group goes (the cache may change from now on). */

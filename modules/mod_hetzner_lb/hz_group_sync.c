@@ -2,13 +2,13 @@
  * hz_group_sync.c: shared balancers on the event side (hz_group.h). A
  * group (prismlb.io/shared-balancer: <group>) is reconciled as one unit:
  * the sync of any of its members, or of a Service whose member label its
- * balancer carries, reconciles the whole group, at most one reconcile of
- * a group at a time (ks->groups), on the group's own lane.
+ * balancer carries, marks the group, and each marked group is reconciled
+ * once at the end of the sync round, at most one reconcile of a group at
+ * a time (ks->groups), on the group's own lane.
  *
- *   find      the group's balancer by its group label only: one paginated
- *             list of every group balancer (label_selector=<group label>)
- *             at each resync once a group was met, read back after our
- *             writes in between; never by name, never from memory alone
+ *   find      the group's balancer by its group label only, from the list
+ *             of every group balancer (hz_group_list.c); never by name,
+ *             never from memory alone
  *   members   ours, annotated with the group, not being deleted, holding
  *             the finalizer (added first, so that a deletion waits for
  *             the member's services and label to go)
@@ -34,9 +34,6 @@
 /* The values of ks->groups: what runs of a group. */
 #define G_RUNNING 1 /* a reconcile or the last member's removal */
 #define G_AGAIN 2   /* ... and a sync wanted it meanwhile */
-
-/* The list of group balancers is keyed in ks->fresh as "group/<group>". */
-#define FRESH_FMT "group/%s"
 
 /* One member candidate as the cache has it. */
 struct cand {
@@ -68,12 +65,6 @@ struct gdrop {
     int64_t id;
 };
 
-const char *
-hz_group_of(const struct hz_kside *ks, const plb_obj *svc)
-{
-    return hz_ks_str(ks, svc, "metadata", "annotations", HZ_OWN_SHARED);
-}
-
 /* What runs of group (G_ flags). */
 static int
 g_flags(const struct hz_kside *ks, const char *group)
@@ -94,142 +85,6 @@ g_set(struct hz_kside *ks, const char *group, int flags)
     return json_object_set_new(ks->groups, group, json_integer(flags)) < 0 ? -ENOMEM : 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* The group list                                                       */
-
-/* plb_informer_foreach's callback: queue Service svc when it names a
- * group or holds the group finalizer. */
-static void
-queue_grouped(const plb_obj *svc, void *arg)
-{
-    struct hz_kside *ks = arg;
-    const char *ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL);
-    const char *name = hz_ks_str(ks, svc, "metadata", "name", NULL);
-    char key[512];
-    if (!ns || !name || (!hz_group_of(ks, svc) && !hz_has_finalizer(ks, svc, HZ_GROUP_FINALIZER)))
-        return;
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    hz_work_add(ks, key);
-}
-
-/* Sync every Service of a group or holding its finalizer. */
-static void
-queue_groups(struct hz_kside *ks)
-{
-    if (ks->svc_inf)
-        ks->host->kube->informer_foreach(ks->svc_inf, queue_grouped, ks);
-}
-
-/* Index balancer lb (borrowed) of m under its group label (borrowed from
- * lb's labels); the lowest id wins. 0, -EINVAL without the label,
- * -ENOMEM. */
-static int
-put_group(struct hz_lbs *m, struct hz_lb *lb, size_t *dup)
-{
-    const char *g = json_string_value(json_object_get(lb->a.labels, HZ_GROUP_LABEL));
-    struct hz_lb *prev;
-    if (!g)
-        return -EINVAL;
-    if ((prev = hz_lbs_get(m, g)) && dup)
-        (*dup)++;
-    return prev && prev->a.id < lb->a.id ? 0 : hz_lbs_put_as(m, g, lb);
-}
-
-/* The group list answered (arg: ks): index the balancers by group, keep
- * those read back after our writes since it started, sync the groups. */
-static void
-group_listed(void *arg, const struct hz_result *res, json_t *items)
-{
-    struct hz_kside *ks = arg;
-    struct hz_lbs *idx = NULL;
-    struct hz_lb *lb, *old;
-    size_t i, dup = 0;
-    json_t *it;
-    ks->group_listing = 0;
-    if (res->err == -ECANCELED)
-        return;
-    if (!items) {
-        PLB_WARN(
-            ks->host, ks->ctx,
-            PLB_KV("code", res->code ? res->code : "-", "error", res->message ? res->message : "-"),
-            "listing shared balancers failed: status %d", res->status);
-        return; /* the last index stays; the next resync lists again */
-    }
-    if (!(idx = hz_lbs_new()))
-        goto nomem;
-    json_array_foreach(items, i, it)
-    {
-        int rc;
-        if (hz_lb_parse(it, &lb) < 0)
-            goto nomem; /* -EINVAL too: an item not understood would look absent */
-        rc = put_group(idx, lb, &dup);
-        hz_lb_unref(lb);
-        if (rc == -ENOMEM)
-            goto nomem;
-    }
-    /* balancers read back since the list started are newer: keep them */
-    for (size_t pos = 0; (old = hz_lbs_next(ks->by_group, &pos));) {
-        char k[HZ_NAME_MAX + 16];
-        const char *g = json_string_value(json_object_get(old->a.labels, HZ_GROUP_LABEL));
-        snprintf(k, sizeof(k), FRESH_FMT, g ? g : "");
-        if (g && json_integer_value(json_object_get(ks->fresh, k)) >= ks->group_list_ms &&
-            json_object_get(ks->fresh, k) && hz_lbs_put_as(idx, g, old) < 0)
-            goto nomem;
-    }
-    if (dup)
-        PLB_WARN(ks->host, ks->ctx, NULL,
-                 "%zu shared balancer(s) carry a group label another one has (the lowest id "
-                 "is the group's)",
-                 dup);
-    hz_lbs_free(ks->by_group);
-    ks->by_group = idx;
-    queue_groups(ks);
-    return;
-nomem:
-    PLB_ERR(ks->host, ks->ctx, NULL, "shared balancers: out of memory reading the list");
-    hz_lbs_free(idx);
-}
-
-/* Start the list of group balancers unless it is in flight. 0 or -errno. */
-static int
-group_list(struct hz_kside *ks)
-{
-    int rc;
-    ks->groups_used = 1;
-    if (ks->group_listing)
-        return 0;
-    rc = hz_api_list(ks->api, "/load_balancers?label_selector=" HZ_GROUP_LABEL, "load_balancers",
-                     group_listed, ks);
-    if (rc < 0) {
-        PLB_WARN(ks->host, ks->ctx, PLB_KV("error", strerror(-rc)), "cannot list shared balancers");
-        return rc == -ENOMEM ? rc : 0;
-    }
-    ks->group_listing = 1;
-    ks->group_list_ms = ks->host->loop->now_ms(ks->ctx);
-    return 0;
-}
-
-void
-hz_group_resync(struct hz_kside *ks)
-{
-    if (ks->groups_used && ks->host->links->gate_is_open(ks->ctx))
-        (void)group_list(ks);
-}
-
-/* Remember lb (read back after our writes) as group's balancer; -ENOMEM
- * when it could not be. */
-static int
-keep_fresh(struct hz_kside *ks, const char *group, struct hz_lb *lb)
-{
-    char k[HZ_NAME_MAX + 16];
-    snprintf(k, sizeof(k), FRESH_FMT, group);
-    if (!ks->by_group || put_group(ks->by_group, lb, NULL) < 0 ||
-        (!ks->fresh && !(ks->fresh = json_object())) ||
-        json_object_set_new(ks->fresh, k, json_integer(ks->host->loop->now_ms(ks->ctx))) < 0)
-        return -ENOMEM;
-    return 0;
-}
-
 /* A group's reconcile or removal ended: the next one may run, and its
  * Services (members, and those holding the finalizer) are synced again:
  * their statuses follow, finalizers go. */
@@ -237,7 +92,7 @@ static void
 g_ended(struct hz_kside *ks, const char *group)
 {
     (void)g_set(ks, group, 0);
-    queue_groups(ks);
+    hz_group_queue(ks);
     hz_work_recheck(ks);
 }
 
@@ -340,60 +195,6 @@ coll_free(struct coll *c, struct hz_desired *ds)
     json_decref(c->labelled);
 }
 
-/* The Services of the cache during one sync round (the cache does not
- * change while the round runs): one walk serves every group reconciled in
- * it, instead of one walk per member. */
-struct hz_gidx {
-    json_t *uids;         /* UID -> index into svcs */
-    json_t *groups;       /* group -> array of indices into svcs */
-    const plb_obj **svcs; /* borrowed for the round */
-    size_t n, cap;
-    int err;
-};
-
-/* plb_informer_foreach's callback: svc into the index (arg). */
-static void
-gidx_add(const plb_obj *svc, void *arg)
-{
-    struct hz_kside *ks = ((void **)arg)[0];
-    struct hz_gidx *x = ((void **)arg)[1];
-    const char *uid = hz_ks_str(ks, svc, "metadata", "uid", NULL), *g = hz_group_of(ks, svc);
-    json_t *a;
-    if (x->err || !uid)
-        return;
-    if (x->n == x->cap) {
-        size_t nc = x->cap ? x->cap * 2 : 64;
-        const plb_obj **ns = hz_realloc(x->svcs, nc * sizeof(*ns));
-        if (!ns) {
-            x->err = -ENOMEM;
-            return;
-        }
-        x->svcs = ns;
-        x->cap = nc;
-    }
-    x->svcs[x->n] = svc;
-    if (json_object_set_new(x->uids, uid, json_integer((json_int_t)x->n)) < 0 ||
-        (g && !(a = json_object_get(x->groups, g)) &&
-         (json_object_set_new(x->groups, g, json_array()) < 0 ||
-          !(a = json_object_get(x->groups, g)))) ||
-        (g && json_array_append_new(a, json_integer((json_int_t)x->n)) < 0)) {
-        x->err = -ENOMEM;
-        return;
-    }
-    x->n++;
-}
-
-static void
-gidx_free(struct hz_gidx *x)
-{
-    if (!x)
-        return;
-    json_decref(x->uids);
-    json_decref(x->groups);
-    hz_free(x->svcs);
-    hz_free(x);
-}
-
 static int group_sync(struct hz_kside *ks, const char *group);
 
 /* Reconcile group at the end of this sync round, once however many of its
@@ -421,32 +222,8 @@ hz_group_round_end(struct hz_kside *ks)
             hz_work_retry(ks, json_string_value(key));
     }
     json_decref(d);
-    gidx_free(ks->gidx);
+    hz_gidx_free(ks->gidx);
     ks->gidx = NULL;
-}
-
-/* The index of this round (built on first use; borrowed), or NULL when
- * out of memory. */
-static struct hz_gidx *
-gidx_get(struct hz_kside *ks)
-{
-    struct hz_gidx *x = ks->gidx;
-    void *arg[2] = {ks, NULL};
-    if (x)
-        return x;
-    if (!(x = hz_calloc(sizeof(*x))) || !(x->uids = json_object()) ||
-        !(x->groups = json_object())) {
-        gidx_free(x);
-        return NULL;
-    }
-    arg[1] = x;
-    if (ks->svc_inf)
-        ks->host->kube->informer_foreach(ks->svc_inf, gidx_add, arg);
-    if (x->err) {
-        gidx_free(x);
-        return NULL;
-    }
-    return ks->gidx = x;
 }
 
 /* Collect group's members (oldest first) and the UIDs of lb's member
@@ -455,7 +232,7 @@ gidx_get(struct hz_kside *ks)
 static int
 members(struct hz_kside *ks, const char *group, const struct hz_lb *lb, struct coll *c)
 {
-    struct hz_gidx *x = gidx_get(ks);
+    struct hz_gidx *x = hz_gidx_get(ks);
     const char *k;
     json_t *v;
     size_t i;
@@ -598,7 +375,7 @@ gdrop_read(void *arg, const struct hz_result *res)
         gdrop_end(x);
         return;
     }
-    if (keep_fresh(ks, x->group, lb) < 0)
+    if (hz_group_keep(ks, x->group, lb) < 0)
         ks->lost = 1;
     if (hz_group_nmembers(lb->a.labels) > 0) {
         PLB_INFO(ks->host, ks->ctx, PLB_KV("group", x->group, "balancer", id),
@@ -736,7 +513,7 @@ group_done(struct hz_kside *ks, const struct hz_rec_result *res)
             hz_refusals_clear(st);
         }
     }
-    if (!cancelled && res->lb && keep_fresh(ks, res->group, res->lb) < 0)
+    if (!cancelled && res->lb && hz_group_keep(ks, res->group, res->lb) < 0)
         ks->lost = 1; /* looked up again at the next list */
     g_ended(ks, res->group);
 }
@@ -910,7 +687,7 @@ hz_group_service(struct hz_kside *ks, const plb_obj *svc, const char *member)
     /* Nothing decides before the group balancers were listed: synced
      * again when the list answers. */
     if (!ks->by_group)
-        return group_list(ks);
+        return hz_group_list(ks);
     /* The finalizer first, so that a deletion waits for its services and
      * label to go: its update syncs the Service again. */
     if (member && !fin)

@@ -26,6 +26,7 @@
  *   hz_watch.c        informers and what their events queue
  *   hz_work.c         the work queue on the loop and its two timers
  *   hz_sync.c         the per-Service sync; a reconcile's completion
+ *   hz_build.c        what a Service asks for, from the cache; its status
  *   hz_decide.c       what a sync does: reconcile or not, its plan (pure)
  *   hz_cache.c        the Services as the cache has them: ours, current
  *   hz_ingress.c      the status write (status.loadBalancer.ingress)
@@ -38,6 +39,9 @@
  *   hz_http.c         hccm's http/https services and HTTP health checks
  *   hz_cert.c         their certificates: names -> IDs, state (pure)
  *   hz_cert_io.c      ... looked up, made, retried, deleted with Hetzner
+ *   hz_group.c        shared balancers: members, clashes, union, labels (pure)
+ *   hz_group_sync.c   ... one group's reconcile, its balancer's end
+ *   hz_group_list.c   ... the list of group balancers; the round's index
  *
  * The pure files (names, annot, model, plan) do no I/O and take no host;
  * they are unit tested directly. Everything runs on the daemon's one event
@@ -201,6 +205,12 @@ HZ_HIDDEN void hz_name_for_service(const char *annot_name, const char *cluster, 
                                    const char *ns, char out[HZ_NAME_MAX + 1]);
 /* The name earlier releases gave the balancer: "<service>", fitted. */
 HZ_HIDDEN void hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1]);
+/* The name a shared group's balancer is created under:
+ * "<group>.shared.prismlb.io", or "<cluster>.<group>.shared.prismlb.io"
+ * with a cluster name (NULL or "": none); then fitted. It holds three dots
+ * (four with a cluster) where a Service's default name holds one (two),
+ * and its earlier release's none, so it is never one of theirs. */
+HZ_HIDDEN void hz_name_for_group(const char *cluster, const char *group, char out[HZ_NAME_MAX + 1]);
 
 /* ------------------------------------------------------------------ */
 /* hccm http/certificates (hz_http.c, hz_cert.c)                        */
@@ -673,6 +683,9 @@ HZ_HIDDEN struct hz_lb *hz_lbs_get(const struct hz_lbs *m, const char *uid);
 /* Index lb under its label a.uid (a new reference; the one it replaces is
  * dropped). 0, -EINVAL for a balancer without the label, -ENOMEM. */
 HZ_HIDDEN int hz_lbs_put(struct hz_lbs *m, struct hz_lb *lb);
+/* Index lb under key instead of its label (a shared group's balancer under
+ * its group; a new reference, the one it replaces dropped). 0 or -ENOMEM. */
+HZ_HIDDEN int hz_lbs_put_as(struct hz_lbs *m, const char *key, struct hz_lb *lb);
 /* Drop the balancer labelled uid, if any (m NULL is fine). */
 HZ_HIDDEN void hz_lbs_del(struct hz_lbs *m, const char *uid);
 /* How many balancers m holds (0 for NULL). */
@@ -680,6 +693,15 @@ HZ_HIDDEN size_t hz_lbs_count(const struct hz_lbs *m);
 /* Walk m: start with *pos 0; the next balancer (borrowed), NULL at the
  * end. m must not change during the walk. */
 HZ_HIDDEN struct hz_lb *hz_lbs_next(const struct hz_lbs *m, size_t *pos);
+/* The balancer of m named name (borrowed; the first the walk meets), or
+ * NULL. */
+HZ_HIDDEN struct hz_lb *hz_lbs_named(const struct hz_lbs *m, const char *name);
+/* The item of a list of balancers (a JSON array, borrowed) named name
+ * (borrowed from items), or NULL. */
+HZ_HIDDEN const json_t *hz_items_named(const json_t *items, const char *name);
+/* The item of items labelled hcloud-ccm/service-uid=uid, the lowest id
+ * when several (borrowed from items), or NULL. */
+HZ_HIDDEN const json_t *hz_items_hccm(const json_t *items, const char *uid);
 
 /* The body of POST /load_balancers for d (new): name, type, location,
  * algorithm, the ownership label, services with their health checks, and,
@@ -750,6 +772,12 @@ struct hz_plan {
  * labelled for another Service (never changed), or -ENOMEM. Free with hz_plan_clear. */
 HZ_HIDDEN int hz_plan_build(const struct hz_desired *d, const struct hz_actual *a,
                             int64_t network_id, struct hz_plan *out);
+/* A shared group's balancer (d->uid NULL: no robotlb/service-uid label is
+ * planned): put the PUT of a's labels with set and drop applied
+ * (hz_group_label_edit; borrowed) first in *p when that changes them. 0
+ * or -ENOMEM (*p unchanged). */
+HZ_HIDDEN int hz_plan_labels(const json_t *set, const json_t *drop, const struct hz_actual *a,
+                             struct hz_plan *p);
 HZ_HIDDEN void hz_plan_clear(struct hz_plan *p);
 HZ_HIDDEN const char *hz_op_name(enum hz_op_kind k);
 
@@ -787,10 +815,105 @@ struct hz_own_out {
 };
 
 /* Decide as the spec's ownership and migration paragraphs say; never
- * chooses a balancer labelled for another Service, never deletes. */
+ * chooses a balancer labelled for another Service or a shared group's
+ * (HZ_GROUP_LABEL), never deletes. */
 HZ_HIDDEN void hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out);
 /* 1 when every target of a is an IP and at least one is in ips. */
 HZ_HIDDEN int hz_targets_match_nodes(const struct hz_actual *a, const char *const *ips,
                                      size_t nips);
+
+/* ------------------------------------------------------------------ */
+/* Shared balancers (hz_group.c, pure)                                  */
+
+/* prismlb's own: the shared group a Service's ports join (a DNS label);
+ * its balancer is labelled HZ_GROUP_LABEL=<group> and HZ_MEMBER_PREFIX
+ * <uid>=<service name> for each member, and each member carries the
+ * finalizer HZ_GROUP_FINALIZER until its services and label are gone. */
+#define HZ_OWN_SHARED "prismlb.io/shared-balancer"
+#define HZ_GROUP_LABEL "prismlb.io/shared-balancer"
+#define HZ_MEMBER_PREFIX "prismlb.io/member-"
+#define HZ_GROUP_FINALIZER "prismlb.io/shared-balancer"
+#define HZ_MEMBER_KEY_MAX 96 /* prefix + a label name of at most 63 */
+
+/* Check the shared-balancer annotation's value group beside the
+ * robotlb/balancer (has_balancer) and hccm name (has_hccm_name)
+ * annotations: 0, or -EINVAL with err naming what is wrong (a DNS label
+ * of at most 63 characters; never beside a name annotation, both named). */
+HZ_HIDDEN int hz_group_check(const char *group, int has_balancer, int has_hccm_name, char *err,
+                             size_t errlen);
+/* The member label key of Service uid into out: 0, or -EINVAL when uid
+ * cannot be a label name (1-63 of [A-Za-z0-9._-], alphanumeric at both
+ * ends). */
+HZ_HIDDEN int hz_group_member_key(const char *uid, char out[HZ_MEMBER_KEY_MAX]);
+/* The UID a member label key names (borrowed from key), or NULL when key
+ * is no member label. */
+HZ_HIDDEN const char *hz_group_label_uid(const char *key);
+/* How many member labels labels (borrowed; NULL: none) holds. */
+HZ_HIDDEN size_t hz_group_nmembers(const json_t *labels);
+
+/* One Service of a group as the group's reconcile sees it (borrowed). */
+struct hz_member {
+    const char *key, *uid, *name; /* "ns/name", UID, its name */
+    const char *created;          /* creationTimestamp (RFC 3339 UTC); NULL
+                                     sorts after every time */
+    struct hz_desired *d;         /* what it asks for (the caller's), or NULL:
+                                     nothing to add (no exposable port) */
+    /* hz_group_clashes: 0, or a port of d that an older member's services
+     * hold, and that member's key (borrowed) */
+    int clash_port;
+    const char *clash_with;
+};
+
+/* Order m oldest first: creationTimestamp, then UID. */
+HZ_HIDDEN void hz_group_sort(struct hz_member *m, size_t n);
+/* Oldest first, a member (with a desired balancer) whose listen port an
+ * older member without a clash already has clashes: clash_port and
+ * clash_with set; it adds nothing. The others have clash_port 0. */
+HZ_HIDDEN void hz_group_clashes(struct hz_member *m, size_t n);
+/* The first member of m that adds its ports (a desired balancer, no
+ * clash), or NULL. */
+HZ_HIDDEN const struct hz_member *hz_group_oldest(const struct hz_member *m, size_t n);
+/* The balancer-level settings in which other asks for something else
+ * than oldest (type, location, network zone, algorithm, network, private
+ * IP, subnet, public interface, delete protection, reverse DNS, health
+ * check timing), comma-separated into out ("" when none). */
+HZ_HIDDEN void hz_group_differs(const struct hz_desired *oldest, const struct hz_desired *other,
+                                char *out, size_t len);
+/* The desired balancer of the group (sorted and clash-decided m): the
+ * oldest adding member's balancer-level settings, named name, with no
+ * robotlb/service-uid (uid NULL), the services of every adding member in
+ * order, each pointing at its own member's http settings (https holds
+ * every adding member's), and the union of their targets. The members' desired balancers
+ * are stolen (emptied). 0, -ENOENT when no member adds anything (*out
+ * empty), -ENOMEM. Free with hz_desired_clear. */
+HZ_HIDDEN int hz_group_union(struct hz_member *m, size_t n, const char *name,
+                             struct hz_desired *out);
+/* Whether the Service of uid is known to have left the group (it exists
+ * and is no member): its member label goes. */
+typedef int (*hz_group_gone_fn)(void *arg, const char *uid);
+/* What group's balancer's labels have (borrowed; NULL: none) need: *set
+ * (new object) the group label and a member label for each adding member
+ * of m; *drop (new array) the member label keys of have whose UID gone
+ * says left (a member label of a UID nobody knows stays). 0 or -ENOMEM
+ * (both NULL). */
+HZ_HIDDEN int hz_group_label_changes(const json_t *have, const char *group,
+                                     const struct hz_member *m, size_t n, hz_group_gone_fn gone,
+                                     void *arg, json_t **set, json_t **drop);
+/* The labels of a balancer whose labels are have (borrowed; NULL: none)
+ * once set and drop (borrowed; NULL: none) are applied, without robotlb/service-uid
+ * (new): applied to the labels as read just before they are written, so
+ * that a label another wrote since the last list stays. NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_group_label_edit(const json_t *have, const json_t *set, const json_t *drop);
+/* 1 when applying set and drop (borrowed) changes have (borrowed; NULL:
+ * none), 0 when not, -ENOMEM. */
+HZ_HIDDEN int hz_group_labels_change(const json_t *have, const json_t *set, const json_t *drop);
+/* The body of POST /load_balancers for a group's balancer d (new): as
+ * hz_create_body, labelled set (borrowed) instead of robotlb/service-uid.
+ * NULL on ENOMEM. */
+HZ_HIDDEN json_t *hz_group_create_body(const struct hz_desired *d, const json_t *set,
+                                       int64_t network_id, int with_targets);
+/* The warning that the group's balancer name is taken by a balancer
+ * without the group label, into msg. */
+HZ_HIDDEN void hz_group_name_taken(const char *name, const char *group, char *msg, size_t len);
 
 #endif

@@ -75,6 +75,12 @@ hz_kube_free(struct hz_kside *ks)
     ks->deleting = NULL;
     hz_lbs_free(ks->by_uid);
     ks->by_uid = NULL;
+    hz_lbs_free(ks->by_group);
+    ks->by_group = NULL;
+    json_decref(ks->groups);
+    ks->groups = NULL;
+    json_decref(ks->dirty);
+    ks->dirty = NULL;
     hz_work_free(ks);
     hz_index_free(ks->index);
     ks->index = NULL;

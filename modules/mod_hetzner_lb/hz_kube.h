@@ -18,6 +18,7 @@
 
 struct hz_queue;
 struct hz_index;
+struct hz_gidx;
 struct kop;
 struct rec;
 
@@ -53,6 +54,20 @@ struct hz_kside {
     size_t ndeleted;
     int lost; /* an event or a retry was lost to memory: every Service is
                  synced again HZ_LOST_RETRY_MS later (hz_work.c) */
+    /* shared balancers (hz_group_sync.c) */
+    struct hz_lbs *by_group; /* group balancers by their group label: the
+                                last group list and those read back since
+                                (owned); NULL until a group is met and its
+                                first list answered */
+    json_t *groups;          /* group -> what runs of it (owned) */
+    int group_listing;       /* the group list is in flight */
+    int groups_used;         /* a group was met: list them at each resync */
+    int64_t group_list_ms;   /* ... when the one in flight started */
+    struct hz_gidx *gidx;    /* the Services by group and UID, built by the
+                                first group reconcile of a sync round and
+                                dropped at its end (owned) */
+    json_t *dirty;           /* group -> a Service key: the groups to
+                                reconcile at the end of the round (owned) */
 };
 
 /* A string at a, b[, c] of o (borrowed from o), or NULL. */
@@ -68,6 +83,9 @@ hz_ks_str(const struct hz_kside *ks, const plb_obj *o, const char *a, const char
 HZ_HIDDEN int hz_kube_start(struct hz_kside *ks);
 /* Sync every Service shortly (after a resync, on gate open; hz_work.c). */
 HZ_HIDDEN void hz_work_all(struct hz_kside *ks);
+/* A resync begins: list the shared groups' balancers once a group was
+ * met (hz_group_sync.c). */
+HZ_HIDDEN void hz_group_resync(struct hz_kside *ks);
 /* Cancel the Kubernetes writes in flight (gate closed). */
 HZ_HIDDEN void hz_kube_cancel_writes(struct hz_kside *ks);
 /* Stop informers and timers (stop). */

@@ -9,7 +9,9 @@
  *
  * The index maps the robotlb/service-uid label to one balancer, a
  * reference each: a key table (hz_keytab.h) keyed by the balancer's own
- * uid string.
+ * uid string, or (hz_lbs_put_as) by another string the caller keeps
+ * alive as long as the entry: a shared group's balancer by its group,
+ * which its label holds.
  */
 #include <errno.h>
 #include <string.h>
@@ -81,10 +83,16 @@ hz_lbs_get(const struct hz_lbs *m, const char *uid)
 int
 hz_lbs_put(struct hz_lbs *m, struct hz_lb *lb)
 {
-    void *old;
     if (!lb->a.uid)
         return -EINVAL;
-    if (hz_keytab_put(&m->t, lb->a.uid, lb, &old) < 0)
+    return hz_lbs_put_as(m, lb->a.uid, lb);
+}
+
+int
+hz_lbs_put_as(struct hz_lbs *m, const char *key, struct hz_lb *lb)
+{
+    void *old;
+    if (hz_keytab_put(&m->t, key, lb, &old) < 0)
         return -ENOMEM;
     hz_lb_ref(lb); /* before the unref: lb may be the one it replaces */
     hz_lb_unref(old);
@@ -108,4 +116,46 @@ struct hz_lb *
 hz_lbs_next(const struct hz_lbs *m, size_t *pos)
 {
     return m ? hz_keytab_next(&m->t, pos) : NULL;
+}
+
+struct hz_lb *
+hz_lbs_named(const struct hz_lbs *m, const char *name)
+{
+    struct hz_lb *lb;
+    for (size_t i = 0; (lb = hz_lbs_next(m, &i));)
+        if (strcmp(lb->a.name, name) == 0)
+            return lb;
+    return NULL;
+}
+
+const json_t *
+hz_items_named(const json_t *items, const char *name)
+{
+    size_t i;
+    json_t *it;
+    json_array_foreach((json_t *)items, i, it)
+    {
+        const char *n = json_string_value(json_object_get(it, "name"));
+        if (n && strcmp(n, name) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+const json_t *
+hz_items_hccm(const json_t *items, const char *uid)
+{
+    size_t i;
+    json_t *it;
+    const json_t *best = NULL;
+    json_array_foreach((json_t *)items, i, it)
+    {
+        const char *u =
+            json_string_value(json_object_get(json_object_get(it, "labels"), HZ_LABEL_HCCM_UID));
+        json_int_t id = json_integer_value(json_object_get(it, "id"));
+        if (u && strcmp(u, uid) == 0 &&
+            (!best || id < json_integer_value(json_object_get(best, "id"))))
+            best = it;
+    }
+    return best;
 }

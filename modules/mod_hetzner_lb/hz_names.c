@@ -91,3 +91,9 @@ hz_name_legacy(const char *service, char out[HZ_NAME_MAX + 1])
 {
     hz_name_fit(service, out);
 }
+
+void
+hz_name_for_group(const char *cluster, const char *group, char out[HZ_NAME_MAX + 1])
+{
+    join_fit(cluster && *cluster ? cluster : NULL, group, "shared.prismlb.io", out);
+}

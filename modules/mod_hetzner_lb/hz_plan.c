@@ -154,8 +154,9 @@ hz_plan_build(const struct hz_desired *d, const struct hz_actual *a, int64_t net
     if (a->uid && !str_eq(a->uid, d->uid))
         return -EPERM;
     /* Adoption, or a label someone removed: add ours, keep the others
-     * (PUT replaces the whole set). */
-    if (!str_eq(a->uid, d->uid)) {
+     * (PUT replaces the whole set). A shared group's balancer (no uid)
+     * carries its group's labels instead (hz_plan_labels). */
+    if (d->uid && !str_eq(a->uid, d->uid)) {
         json_t *labels = json_deep_copy(a->labels ? a->labels : json_object());
         if (labels && json_object_set_new(labels, HZ_LABEL_UID, json_string(d->uid)) < 0) {
             json_decref(labels);
@@ -248,6 +249,27 @@ fail:
     return rc;
 }
 
+int
+hz_plan_labels(const json_t *set, const json_t *drop, const struct hz_actual *a, struct hz_plan *p)
+{
+    size_t cap = p->n;
+    json_t *want = hz_group_label_edit(a->labels, set, drop), *body;
+    if (!want)
+        return -ENOMEM;
+    if (a->labels ? json_equal(want, a->labels) : json_object_size(want) == 0) {
+        json_decref(want);
+        return 0;
+    }
+    if (!(body = json_pack("{s:o}", "labels", want)) ||
+        push(p, &cap, a, HZ_OP_SET_LABELS, body, NULL) < 0)
+        return -ENOMEM; /* push stole body */
+    /* first: the other writes come after the labels, as on adoption */
+    struct hz_op op = p->ops[p->n - 1];
+    memmove(p->ops + 1, p->ops, (p->n - 1) * sizeof(*p->ops));
+    p->ops[0] = op;
+    return 0;
+}
+
 /* ------------------------------------------------------------------ */
 
 int
@@ -260,6 +282,13 @@ hz_targets_match_nodes(const struct hz_actual *a, const char *const *ips, size_t
         for (size_t j = 0; j < nips && !hit; j++)
             hit = strcmp(a->ip_targets[i], ips[j]) == 0;
     return hit;
+}
+
+/* 1 when a is a shared group's balancer: never adopted by a Service. */
+static int
+shared(const struct hz_actual *a)
+{
+    return json_object_get(a->labels, HZ_GROUP_LABEL) != NULL;
 }
 
 void
@@ -278,7 +307,7 @@ hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out)
     /* hcloud-cloud-controller-manager served the Service: its label names
      * the Service's UID, so the balancer is the Service's whatever it
      * targets, and it is taken over as it stands (name and IPs kept). */
-    if (in->by_hccm && !in->by_hccm->uid) {
+    if (in->by_hccm && !in->by_hccm->uid && !shared(in->by_hccm)) {
         out->kind = HZ_OWN_ADOPT;
         out->lb = in->by_hccm;
         return;
@@ -306,7 +335,7 @@ hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out)
      * unlabelled: adopt it if it targets the Service's nodes, else leave it
      * alone without a word and create a new one. */
     b = in->annotated ? NULL : in->by_legacy;
-    if (b && !b->uid && hz_targets_match_nodes(b, in->node_ips, in->nnode_ips)) {
+    if (b && !b->uid && !shared(b) && hz_targets_match_nodes(b, in->node_ips, in->nnode_ips)) {
         out->kind = HZ_OWN_ADOPT;
         out->lb = b;
         return;
@@ -325,6 +354,16 @@ hz_own_decide(const struct hz_own_in *in, struct hz_own_out *out)
                  "was recreated and no service with UID %s is left, hand it over with "
                  "hcloud load-balancer add-label --overwrite '%s' %s=%s, or delete it",
                  b->name, HZ_LABEL_UID, b->uid, b->uid, b->name, HZ_LABEL_UID, in->uid);
+        return;
+    }
+    if (b && shared(b)) {
+        out->kind = HZ_OWN_BLOCKED;
+        snprintf(out->warning, sizeof(out->warning),
+                 "the balancer name \"%s\" is taken by the shared balancer of group \"%s\" "
+                 "(%s); it is left alone: join the group with that annotation instead of "
+                 "naming its balancer",
+                 b->name, json_string_value(json_object_get(b->labels, HZ_GROUP_LABEL)),
+                 HZ_OWN_SHARED);
         return;
     }
     if (b) {

@@ -9,6 +9,10 @@
  *     `---after a taken---> LOOKUP (GET by name)     --+--> DECIDE --> NETWORK
  *         name
  *   START --a certificate name without its ID--> CERTS --> (as from START)
+ *   START --a shared group's, none in its list---------------> NETWORK
+ *         (found by its group label only, never by name: created);
+ *         its PLAN reads the balancer again first when its labels change,
+ *         so that the label write keeps what another wrote since
  *   NETWORK --a balancer to change--> PLAN --every answer in--> DONE
  *           `--none-----------------> CREATE --created--> PLAN
  *                                       `--a target refused the create:
@@ -69,11 +73,13 @@ struct hz_rec_view {
     int have_lb;           /* a balancer to change is known */
     int by_name;           /* look its names up one by one (START) */
     int certs;             /* certificates named whose IDs are not known */
+    int group;             /* a shared group's balancer: never looked up by
+                              name (START to NETWORK) */
 };
 
 /* The step after v->step: DONE once the end is not OK (and after PLAN);
  * START to CERTS while certificate names need their IDs; START (or CERTS)
- * to NETWORK with a balancer, else LOOKUP by name or NAMES; NAMES
+ * to NETWORK with a balancer or for a group, else LOOKUP by name or NAMES; NAMES
  * and LOOKUP to DECIDE; DECIDE to NETWORK; NETWORK and CREATE to PLAN with
  * a balancer, else to CREATE (a create answered WITHOUT_TARGETS made
  * none). */
@@ -142,7 +148,9 @@ HZ_HIDDEN int hz_sync_decide(const struct hz_sync_in *in, enum hz_sync_verdict *
 /* What a reconcile found, handed to its completion callback (everything
  * borrowed for the call). */
 struct hz_rec_result {
-    const char *key, *uid; /* the Service's "ns/name" and UID */
+    const char *key, *uid; /* the Service's "ns/name" and UID (a group's:
+                              its oldest member's) */
+    const char *group;     /* the shared group reconciled, or NULL */
     uint64_t fp;           /* the fingerprint of what it asked for */
     enum hz_rec_end end;
     int by_name;             /* the create met a taken name the lists did not
@@ -165,7 +173,18 @@ typedef void (*hz_rec_done_fn)(struct hz_kside *ks, const struct hz_rec_result *
 
 /* What to reconcile. */
 struct hz_rec_req {
-    const char *key, *uid;  /* the Service (borrowed; copied) */
+    const char *key, *uid; /* the Service (borrowed; copied); for a group
+                              its oldest member, whose state and Events
+                              hear of the refusals */
+    const char *group;     /* a shared group's reconcile (borrowed;
+                              copied): its balancer has no robotlb/
+                              service-uid; its calls run on the group's
+                              lane; or NULL */
+    json_t *labels_set;    /* ... the labels its balancer is to carry and
+                              the member label keys to go from it
+                              (hz_group_label_changes; stolen, also on
+                              error; NULL without a group) */
+    json_t *labels_drop;
     struct hz_desired *d;   /* what it asks for (stolen: cleared, also on error) */
     uint64_t fp;            /* ... its fingerprint */
     int annotated;          /* it names its balancer (robotlb/balancer): no

@@ -19,7 +19,7 @@ hz_rec_next(const struct hz_rec_view *v)
             return HZ_REC_CERTS;
         /* fall through */
     case HZ_REC_CERTS:
-        if (v->have_lb)
+        if (v->have_lb || v->group)
             return HZ_REC_NETWORK;
         return v->by_name ? HZ_REC_LOOKUP : HZ_REC_NAMES;
     case HZ_REC_NAMES:

@@ -34,6 +34,9 @@ struct rec {
     enum hz_rec_end end; /* the worst answer so far */
     int pending;         /* calls of the step not answered yet */
     char *key, *uid;
+    char *group, *lane;               /* a shared group's (owned), or NULL */
+    json_t *labels_set, *labels_drop; /* ... its balancer's label changes (owned) */
+    int labels_read;                  /* ... the balancer read again for them */
     struct hz_desired d;
     uint64_t fp;
     int annotated; /* it names its balancer: no earlier release's name */
@@ -100,7 +103,9 @@ rec_svc(const struct rec *r, struct hz_svc_state **stp)
 static void
 rec_free(struct rec *r)
 {
-    hz_free_each(&r->key, &r->uid, NULL);
+    hz_free_each(&r->key, &r->uid, &r->group, &r->lane, NULL);
+    json_decref(r->labels_set);
+    json_decref(r->labels_drop);
     hz_desired_clear(&r->d);
     hz_plan_clear(&r->plan);
     hz_lb_unref(r->named);
@@ -117,6 +122,7 @@ rec_end(struct rec *r, int planned)
 {
     struct hz_rec_result res = {.key = r->key,
                                 .uid = r->uid,
+                                .group = r->group,
                                 .fp = r->fp,
                                 .end = r->end,
                                 .by_name = r->name_taken,
@@ -133,7 +139,7 @@ static int
 rec_call(struct rec *r, const char *method, const char *path, json_t *body, hz_result_cb cb,
          void *arg)
 {
-    int rc = hz_api_call(r->ks->api, r->uid, method, path, body, cb, arg);
+    int rc = hz_api_call(r->ks->api, r->lane ? r->lane : r->uid, method, path, body, cb, arg);
     if (rc < 0) {
         PLB_WARN(r->ks->host, r->ks->ctx,
                  PLB_KV("service", r->key, "method", method, "path", path, "error", strerror(-rc)),
@@ -208,22 +214,9 @@ rec_parse(struct rec *r, const json_t *lb, struct hz_lb **out)
 static int
 find_named(struct rec *r, json_t *items, const char *name, struct hz_lb **out)
 {
-    size_t i;
-    json_t *it;
-    struct hz_lb *lb;
-    *out = NULL;
-    json_array_foreach(items, i, it)
-    {
-        const char *n = json_string_value(json_object_get(it, "name"));
-        if (n && strcmp(n, name) == 0)
-            return rec_parse(r, it, out);
-    }
-    for (i = 0; (lb = hz_lbs_next(r->ks->by_uid, &i));)
-        if (strcmp(lb->a.name, name) == 0) {
-            *out = hz_lb_ref(lb);
-            return 0;
-        }
-    return 0;
+    const json_t *it = hz_items_named(items, name);
+    *out = it ? NULL : hz_lb_ref(hz_lbs_named(r->ks->by_uid, name));
+    return it ? rec_parse(r, it, out) : 0;
 }
 
 /* The balancer among the unlabelled list's items that hccm labelled for
@@ -232,20 +225,9 @@ find_named(struct rec *r, json_t *items, const char *name, struct hz_lb **out)
 static int
 find_hccm(struct rec *r, json_t *items, struct hz_lb **out)
 {
-    size_t i;
-    json_t *it;
-    const json_t *best = NULL;
+    const json_t *it = hz_items_hccm(items, r->uid);
     *out = NULL;
-    json_array_foreach(items, i, it)
-    {
-        const char *u =
-            json_string_value(json_object_get(json_object_get(it, "labels"), HZ_LABEL_HCCM_UID));
-        json_int_t id = json_integer_value(json_object_get(it, "id"));
-        if (u && strcmp(u, r->uid) == 0 &&
-            (!best || id < json_integer_value(json_object_get(best, "id"))))
-            best = it;
-    }
-    return best ? rec_parse(r, best, out) : 0;
+    return it ? rec_parse(r, it, out) : 0;
 }
 
 /* The unlabelled list answered: every waiting reconcile finds its names and
@@ -553,6 +535,21 @@ out:
 /* ------------------------------------------------------------------ */
 /* CREATE                                                               */
 
+/* A group's create met its name taken by a balancer without its group
+ * label (none is in the group list): a warning on its oldest member; the
+ * balancer is left alone, and the group waits for the next resync. */
+static void
+group_name_taken(struct rec *r)
+{
+    struct hz_svc_state *st;
+    const plb_obj *svc = rec_svc(r, &st);
+    char msg[512];
+    hz_group_name_taken(r->d.name, r->group, msg, sizeof(msg));
+    if (svc)
+        (void)hz_warn_once(st, svc, "BalancerNameTaken", msg);
+    rec_add(r, HZ_REC_WAIT);
+}
+
 /* The create answered (arg: r): the balancer made, once more without
  * targets, or how it ends (a refusal warns the Service). */
 static void
@@ -589,6 +586,10 @@ create_done(void *arg, const struct hz_result *res)
         break;
     default:
         log_refusal(r, "create", res);
+        if (r->group && a == HZ_ANS_NAME_TAKEN) {
+            group_name_taken(r);
+            break;
+        }
         r->name_taken = a == HZ_ANS_NAME_TAKEN;
         if (a == HZ_ANS_REFUSED && (svc = rec_svc(r, &st)))
             hz_refused_create(r->ks, st, svc, &r->d, res);
@@ -606,7 +607,9 @@ step_create(struct rec *r, int first)
     if (first)
         r->with_targets =
             r->net_id > 0 && !r->d.private_ip && !r->d.private_subnet && r->d.ntargets > 0;
-    if (!(body = hz_create_body(&r->d, r->net_id, r->with_targets))) {
+    body = r->group ? hz_group_create_body(&r->d, r->labels_set, r->net_id, r->with_targets)
+                    : hz_create_body(&r->d, r->net_id, r->with_targets);
+    if (!body) {
         rec_add(r, HZ_REC_RECHECK);
         return;
     }
@@ -696,12 +699,56 @@ refresh_done(void *arg, const struct hz_result *res)
     rec_run(r);
 }
 
+static void step_plan(struct rec *r);
+
+/* A group's balancer read again before its labels are written: the plan
+ * is built on it, so the write keeps a label another wrote since. */
+static void
+labels_read_done(void *arg, const struct hz_result *res)
+{
+    struct rec *r = arg;
+    json_t *body = json_object_get(res->body, "load_balancer");
+    struct hz_lb *lb;
+    if (rec_got(r, "reading the shared balancer", res) && body && rec_parse(r, body, &lb) == 0) {
+        hz_lb_unref(r->lb);
+        r->lb = lb;
+        if (r->end == HZ_REC_OK)
+            step_plan(r);
+    } else if (r->end == HZ_REC_OK) {
+        rec_add(r, HZ_REC_RECHECK);
+    }
+    rec_run(r);
+}
+
+/* 1 when r is a group's reconcile whose label write is due and whose
+ * balancer was not read again for it yet: read now (0 when that cannot
+ * start: r rechecks). */
+static int
+labels_read(struct rec *r)
+{
+    char path[64];
+    int change = r->group && !r->labels_read
+                     ? hz_group_labels_change(r->lb->a.labels, r->labels_set, r->labels_drop)
+                     : 0;
+    if (change <= 0) {
+        if (change < 0)
+            rec_add(r, HZ_REC_RECHECK);
+        return change < 0;
+    }
+    r->labels_read = 1;
+    snprintf(path, sizeof(path), "/load_balancers/%lld", (long long)r->lb->a.id);
+    rec_call(r, "GET", path, NULL, labels_read_done, r);
+    return 1;
+}
+
 /* Send the writes that turn r->lb into what the Service asks for (the
  * sync's plan when it was built on this balancer and network, else built
  * here), then read it back. */
 static void
 step_plan(struct rec *r)
 {
+    if (labels_read(r))
+        return;
     const struct hz_actual *a = &r->lb->a;
     struct hz_plan p = r->plan;
     char path[64], id[24];
@@ -711,7 +758,9 @@ step_plan(struct rec *r)
     r->plan = (struct hz_plan){0};
     if (!p.n || r->plan_lb != r->lb || r->plan_net != r->net_id) {
         hz_plan_clear(&p);
-        if ((rc = hz_plan_build(&r->d, a, r->net_id, &p)) < 0) {
+        if ((rc = hz_plan_build(&r->d, a, r->net_id, &p)) < 0 ||
+            (r->group && (rc = hz_plan_labels(r->labels_set, r->labels_drop, a, &p)) < 0)) {
+            hz_plan_clear(&p);
             PLB_WARN(r->ks->host, r->ks->ctx,
                      PLB_KV("service", r->key, "balancer", id, "error", strerror(-rc)),
                      "no plan for the balancer");
@@ -761,6 +810,7 @@ rec_run(struct rec *r)
             .end = r->end,
             .have_lb = r->lb != NULL,
             .by_name = r->by_name,
+            .group = r->group != NULL,
             .certs = hz_cert_next_unknown(r->d.https, r->d.nhttps, &pos, NULL) != NULL};
         enum hz_rec_step prev = r->step;
         r->step = hz_rec_next(&v);
@@ -803,10 +853,14 @@ int
 hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req)
 {
     struct rec *r = hz_calloc(sizeof(*r));
-    if (!r || !(r->key = hz_strdup(req->key)) || !(r->uid = hz_strdup(req->uid))) {
+    if (!r || !(r->key = hz_strdup(req->key)) || !(r->uid = hz_strdup(req->uid)) ||
+        (req->group && (!(r->group = hz_strdup(req->group)) ||
+                        !(r->lane = hz_asprintf("group/%s", req->group))))) {
         if (r)
-            hz_free(r->key);
+            hz_free_each(&r->key, &r->uid, &r->group, &r->lane, NULL);
         hz_free(r);
+        json_decref(req->labels_set);
+        json_decref(req->labels_drop);
         hz_desired_clear(req->d);
         if (req->plan)
             hz_plan_clear(req->plan);
@@ -821,6 +875,8 @@ hz_rec_start(struct hz_kside *ks, const struct hz_rec_req *req)
     r->by_name = req->by_name;
     r->done = req->done;
     r->lb = hz_lb_ref(req->labelled);
+    r->labels_set = req->labels_set;
+    r->labels_drop = req->labels_drop;
     if (req->plan) {
         r->plan = *req->plan;
         *req->plan = (struct hz_plan){0};

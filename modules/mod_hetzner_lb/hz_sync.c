@@ -33,40 +33,9 @@
 
 #include <prismlb/module_util.h>
 
-#include "hz_kube_int.h"
+#include "hz_group.h"
 #include "hz_rec.h"
 #include "hz_refusal.h"
-
-/* The status of st's Service follows balancer lb (borrowed) once lb
- * serves it. 0 or -ENOMEM (synced again). */
-static int
-status_follow(struct hz_kside *ks, struct hz_svc_state *st, const struct hz_actual *lb)
-{
-    return hz_lb_serves(ks, st, lb) ? hz_status_update(ks, st, lb) : 0;
-}
-
-/* Read svc's ports (new array in *out). 0 or -ENOMEM. */
-static int
-read_ports(const struct hz_kside *ks, const plb_obj *svc, struct hz_port **out, size_t *n)
-{
-    const struct plb_host *h = ks->host;
-    const plb_obj *ports = h->obj->get(svc, "spec", "ports", NULL);
-    size_t np = h->obj->len(ports);
-    *out = NULL;
-    *n = 0;
-    if (np == 0)
-        return 0;
-    if (!(*out = hz_calloc(np * sizeof(**out))))
-        return -ENOMEM;
-    for (size_t i = 0; i < np; i++) {
-        const plb_obj *p = h->obj->at(ports, i);
-        (*out)[i].protocol = h->obj->str(h->obj->get(p, "protocol", NULL));
-        (*out)[i].port = (int)h->obj->int64(h->obj->get(p, "port", NULL), 0);
-        (*out)[i].node_port = (int)h->obj->int64(h->obj->get(p, "nodePort", NULL), 0);
-    }
-    *n = np;
-    return 0;
-}
 
 /* The completion callback of a reconcile (hz_rec_done_fn): remember the
  * balancer it worked on, write the status once that serves the Service,
@@ -107,7 +76,7 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
             retry = 1; /* the balancer is not remembered: looked up again */
         if (res->svc) {
             /* with the targets Hetzner accepted, also when it refused one */
-            if (status_follow(ks, res->st, &res->lb->a) < 0)
+            if (hz_status_follow(ks, res->st, &res->lb->a) < 0)
                 retry = 1;
         } else if (ks->svc_inf && hz_delete_labelled(ks, res->uid, NULL) < 0) {
             /* deleted or no longer ours while its balancer was created:
@@ -120,92 +89,6 @@ rec_done(struct hz_kside *ks, const struct hz_rec_result *res)
     if (again)
         hz_work_add(ks, res->key);
     hz_work_recheck(ks);
-}
-
-/* Select the Service's target nodes (with the warnings that selection
- * gives) and build what it asks for into *d. annot_bad: this sync found
- * st's annotations invalid (warned of; st->good is the last good set),
- * else an InvalidAnnotation in force ends when the set checks out. 1:
- * built; 0: nothing to reconcile (a problem the Service was warned of);
- * -ENOMEM (-errno) when it could not be decided: synced again. */
-static int
-sync_build(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int annot_bad,
-           struct hz_desired *d)
-{
-    const struct plb_host *h = ks->host;
-    struct plb_lb_targets t = {.size = sizeof(t)};
-    struct hz_port *ports = NULL;
-    struct hz_svc hs;
-    const char **ips = NULL;
-    size_t nports = 0, nips = 0, max;
-    const char *type = st->good.type ? st->good.type : ks->cfg->default_balancer_type;
-    char err[1024];
-    int rc;
-
-    max = hz_type_max_targets(type);
-    rc = h->lb->select_targets(
-        ks->ctx, svc,
-        ks->cfg->dynamic_node_selector && !st->good.selector_hccm ? PLB_LB_POLICY_TRAFFIC
-                                                                  : PLB_LB_POLICY_SELECTOR,
-        st->good.node_selector, ks->node_inf, ks->slice_inf, max, &t, err, sizeof(err));
-    if (rc == -EINVAL) {
-        /* one InvalidAnnotation in force: the sync's own, if it found one */
-        if (!annot_bad)
-            (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
-        return 0;
-    }
-    if (rc < 0) {
-        PLB_ERR(ks->host, ks->ctx, PLB_KV("service", st->key, "error", strerror(-rc)),
-                "target selection failed");
-        return rc;
-    }
-    if (t.dropped) {
-        snprintf(err, sizeof(err),
-                 "%zu nodes are selected but the balancer type %s holds %zu targets: %zu "
-                 "node(s) are left out; pick a bigger type through ROBOTLB_DEFAULT_LB_TYPE or "
-                 "the robotlb/balancer-type annotation to use the whole cluster",
-                 t.n + t.dropped, type, max, t.dropped);
-        (void)hz_warn_once(st, svc, "TooManyTargets", err);
-    } else {
-        hz_warn_clear(st, "TooManyTargets");
-    }
-    if (t.n && !(ips = hz_calloc(t.n * sizeof(*ips)))) {
-        h->lb->targets_clear(&t);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < t.n; i++)
-        if (PLB_LB_TARGET(&t, i)->ip)
-            ips[nips++] = PLB_LB_TARGET(&t, i)->ip;
-    if (read_ports(ks, svc, &ports, &nports) < 0) {
-        hz_free(ips);
-        h->lb->targets_clear(&t);
-        return -ENOMEM;
-    }
-    hs = (struct hz_svc){.uid = st->uid,
-                         .name = hz_ks_str(ks, svc, "metadata", "name", NULL),
-                         .ns = hz_ks_str(ks, svc, "metadata", "namespace", NULL),
-                         .ports = ports,
-                         .nports = nports};
-    rc = hz_desired_build(ks->cfg, &st->good, &hs, ips, nips, d, err, sizeof(err));
-    hz_free(ips);
-    hz_free(ports);
-    h->lb->targets_clear(&t);
-    if (rc == -EINVAL) {
-        if (!annot_bad)
-            (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
-        return 0;
-    }
-    if (rc < 0 && rc != -ENOENT)
-        return rc;
-    if (!annot_bad) /* the whole set checked out */
-        hz_warn_clear(st, "InvalidAnnotation");
-    if (rc == -ENOENT) {
-        /* no balancer is created; an existing one and the status stay */
-        (void)hz_warn_once(st, svc, "NoExposablePort", err);
-        return 0;
-    }
-    hz_warn_clear(st, "NoExposablePort");
-    return 1;
 }
 
 /* Reconcile st's Service svc when what it asks for (d, stolen) differs
@@ -252,11 +135,11 @@ sync_reconcile(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc,
         st->fail_fp = 0;
         st->retry_at = 0;
         hz_desired_clear(d);
-        return status_follow(ks, st, &lb->a);
+        return hz_status_follow(ks, st, &lb->a);
     case HZ_SYNC_HELD:
         /* the balancer as the last reconcile left it: what Hetzner took */
         hz_desired_clear(d);
-        return lb ? status_follow(ks, st, &lb->a) : 0;
+        return lb ? hz_status_follow(ks, st, &lb->a) : 0;
     case HZ_SYNC_RECONCILE:
         break;
     }
@@ -286,6 +169,36 @@ annot_get(void *arg, const char *key)
     return ks->host->obj->str(ks->host->obj->get(svc, "metadata", "annotations", key, NULL));
 }
 
+/* The shared group side of st's Service svc's sync, whose annotations
+ * parsed as rc (0 or -EINVAL; ga: annot_get's argument): a member of a
+ * valid group is synced with its group (hz_group_sync.c), and its own
+ * labelled balancer of before it joined goes; a bad group name is an
+ * InvalidAnnotation and changes nothing. 1 (-EINVAL as 2): not a member,
+ * the Service's own sync goes on; 0 or -ENOMEM: done. */
+static int
+sync_group(struct hz_kside *ks, struct hz_svc_state *st, const plb_obj *svc, int rc, void *ga)
+{
+    const char *group = hz_group_of(ks, svc);
+    char err[512];
+    int grc;
+    if (!group) {
+        grc = hz_group_service(ks, svc, NULL);
+        return grc < 0 ? grc : rc == -EINVAL ? 2 : 1;
+    }
+    if (hz_group_check(group, annot_get(ga, HZ_ANN_BALANCER) != NULL,
+                       annot_get(ga, HZ_HCCM_NAME) != NULL, err, sizeof(err)) < 0) {
+        (void)hz_warn_once(st, svc, "InvalidAnnotation", err);
+        return 0;
+    }
+    if (!hz_state_good(st))
+        return 0;
+    if (rc == 0)
+        hz_warn_clear(st, "InvalidAnnotation");
+    if ((grc = hz_group_service(ks, svc, group)) < 0)
+        return grc;
+    return ks->by_uid ? hz_delete_labelled(ks, st->uid, svc) : 0;
+}
+
 /* Sync Service svc. 0, or -ENOMEM (-errno) when it must be synced again:
  * something it needed could not be allocated, decided or started. */
 static int
@@ -310,7 +223,10 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
                      "no longer a LoadBalancer of ours: dropped");
             hz_state_drop(&ks->states, key);
         }
-        return hz_delete_labelled(ks, uid, svc);
+        /* a member of a shared group leaves it: its services and label go */
+        int grc = hz_group_service(ks, svc, NULL);
+        int drc = hz_delete_labelled(ks, uid, svc);
+        return grc < 0 ? grc : drc;
     }
     if (!(st = hz_state_get(&ks->states, key, 1)))
         return -ENOMEM;
@@ -344,18 +260,21 @@ sync_one(struct hz_kside *ks, const plb_obj *svc)
     } else {
         return rc; /* not read: the last good set is not what the Service says */
     }
+    if ((rc = sync_group(ks, st, svc, rc, ga)) <= 0)
+        return rc;
+    rc = rc == 2 ? -EINVAL : 0;
     /* The status follows the labelled balancer once it serves the
      * Service: written by the reconcile when it finds nothing to change,
      * or after its writes; here only for a Service no reconcile looks at
      * (no good annotations yet). */
     const struct hz_lb *lb = hz_lbs_get(ks->by_uid, uid);
     if (lb && !hz_state_good(st))
-        return status_follow(ks, st, &lb->a);
+        return hz_status_follow(ks, st, &lb->a);
     /* Until the first resync list said which balancers are labelled, a
      * Service cannot tell its own from a name lookup's. */
     if (hz_state_good(st) && ks->by_uid) {
         struct hz_desired d;
-        int built = sync_build(ks, st, svc, rc == -EINVAL, &d);
+        int built = hz_sync_build(ks, st, svc, rc == -EINVAL, &d);
         return built > 0 ? sync_reconcile(ks, st, svc, &d) : built;
     }
     if (rc == 0)
@@ -409,6 +328,7 @@ hz_sync_fire(plb_timer *t, void *arg)
         }
         hz_work_done(ks, k, rc < 0);
     }
+    hz_group_round_end(ks);
     if (n && ks->m_syncs) {
         const char *iv[] = {ks->host->links->instance_name(ks->ctx), NULL};
         ks->host->metrics->add(ks->m_syncs, iv, (double)n);

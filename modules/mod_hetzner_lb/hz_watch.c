@@ -200,8 +200,15 @@ on_synced(plb_informer *inf, void *arg)
  * always kept. A heartbeat changes none of them, so it reaches no
  * callback. */
 static const char *const own_service_paths[] = {
-    "/metadata/annotations",   "/metadata/finalizers", "/metadata/deletionTimestamp", "/spec/type",
-    "/spec/loadBalancerClass", "/spec/ports",          "/status/loadBalancer",        NULL,
+    "/metadata/annotations",
+    "/metadata/finalizers",
+    "/metadata/deletionTimestamp",
+    "/metadata/creationTimestamp", /* a shared group's oldest member */
+    "/spec/type",
+    "/spec/loadBalancerClass",
+    "/spec/ports",
+    "/status/loadBalancer",
+    NULL,
 };
 
 static const struct plb_informer_handlers svc_handlers = {on_add, on_update, on_svc_delete,

@@ -5,7 +5,8 @@
  *   - the Kubernetes writes in flight (one list, cancelled when the gate
  *     closes), which the status write starts through hz_kop_run too;
  *   - warning Events (the sink of the warnings in force, hz_state.h);
- *   - the robotlb/finalizer of earlier releases, removed;
+ *   - the robotlb/finalizer of earlier releases, removed; the shared
+ *     group's finalizer of a member, added and removed;
  *   - the Hetzner delete of the balancer labelled for a Service that
  *     stopped being one (type change, other class, deletion) — never a
  *     balancer by its name, never one with delete protection (a
@@ -22,7 +23,7 @@
 #include <prismlb/module_util.h>
 
 #include "hz_dlist.h"
-#include "hz_kube_int.h"
+#include "hz_group.h"
 #include "hz_rec.h"
 
 #define FINALIZER "robotlb/finalizer"
@@ -136,12 +137,12 @@ hz_warn_event(void *arg, const char *key, const plb_obj *svc, const char *reason
     (void)hz_kop_run(ks, "event", start_event, &ev, NULL, NULL);
 }
 
-/* The mutate callback of the finalizer removal; arg is its struct kop
- * (kube_modify hands the same arg to mutate and done). */
+/* The finalizers of obj with finalizer f added (add) or removed, for a
+ * mutate callback of ks: 0 changed, 1 as wanted already (nothing
+ * written), -1 out of memory. */
 static int
-drop_finalizer(plb_obj *obj, void *arg)
+fin_edit(struct hz_kside *ks, plb_obj *obj, const char *f, int add)
 {
-    struct hz_kside *ks = ((struct kop *)arg)->ks;
     const struct plb_host *h = ks->host;
     const plb_obj *fins = h->obj->get(obj, "metadata", "finalizers", NULL);
     size_t n = h->obj->len(fins);
@@ -150,23 +151,76 @@ drop_finalizer(plb_obj *obj, void *arg)
     if (!keep)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        const char *f = h->obj->str(h->obj->at(fins, i));
-        if (!f)
+        const char *s = h->obj->str(h->obj->at(fins, i));
+        if (!s)
             continue;
-        if (strcmp(f, FINALIZER) == 0) {
+        if (strcmp(s, f) == 0) {
             found = 1;
-            continue;
+            if (!add)
+                continue;
         }
-        if (h->obj->append(keep, h->obj->new_str(f)) < 0) {
-            h->obj->unref(keep);
-            return -1;
-        }
+        if (h->obj->append(keep, h->obj->new_str(s)) < 0)
+            goto fail;
     }
-    if (!found) {
+    if (found == add) {
         h->obj->unref(keep);
         return 1;
     }
+    if (add && h->obj->append(keep, h->obj->new_str(f)) < 0)
+        goto fail;
     return h->obj->set(obj, keep, "metadata", "finalizers", NULL) < 0 ? -1 : 0;
+fail:
+    h->obj->unref(keep);
+    return -1;
+}
+
+/* The mutate callbacks of the finalizer writes; arg is their struct kop
+ * (kube_modify hands the same arg to mutate and done). */
+static int
+drop_finalizer(plb_obj *obj, void *arg)
+{
+    return fin_edit(((struct kop *)arg)->ks, obj, FINALIZER, 0);
+}
+
+static int
+add_group_finalizer(plb_obj *obj, void *arg)
+{
+    return fin_edit(((struct kop *)arg)->ks, obj, HZ_GROUP_FINALIZER, 1);
+}
+
+static int
+drop_group_finalizer(plb_obj *obj, void *arg)
+{
+    return fin_edit(((struct kop *)arg)->ks, obj, HZ_GROUP_FINALIZER, 0);
+}
+
+static plb_kube_op *
+start_group_fin_add(struct hz_kside *ks, void *arg, plb_kube_done_cb done, void *karg, int *err)
+{
+    return ks->host->kube->modify(ks->kube, arg, add_group_finalizer, 0, done, karg, err);
+}
+
+static plb_kube_op *
+start_group_fin_drop(struct hz_kside *ks, void *arg, plb_kube_done_cb done, void *karg, int *err)
+{
+    return ks->host->kube->modify(ks->kube, arg, drop_group_finalizer, 0, done, karg, err);
+}
+
+int
+hz_kube_group_finalizer(struct hz_kside *ks, const char *key, const char *ns, const char *name,
+                        int add)
+{
+    struct plb_kube_ref ref = {.size = sizeof(struct plb_kube_ref),
+                               .api_version = "v1",
+                               .resource = "services",
+                               .ns = ns,
+                               .name = name};
+    PLB_INFO(ks->host, ks->ctx, PLB_KV("service", key, "finalizer", HZ_GROUP_FINALIZER),
+             add ? "adding the shared group's finalizer"
+                 : "removing the shared group's finalizer: its services and label are gone");
+    int rc = hz_kop_run(ks, add ? "finalizer" : "finalizer removal",
+                        add ? start_group_fin_add : start_group_fin_drop, &ref, NULL, NULL);
+    return rc == -ENOMEM ? rc : 0;
 }
 
 static plb_kube_op *
@@ -175,14 +229,13 @@ start_finalizer_removal(struct hz_kside *ks, void *arg, plb_kube_done_cb done, v
     return ks->host->kube->modify(ks->kube, arg, drop_finalizer, 0, done, karg, err);
 }
 
-/* 1 when svc carries the robotlb/finalizer of earlier releases. */
-static int
-has_finalizer(const struct hz_kside *ks, const plb_obj *svc)
+int
+hz_has_finalizer(const struct hz_kside *ks, const plb_obj *svc, const char *f)
 {
-    const plb_obj *f = ks->host->obj->get(svc, "metadata", "finalizers", NULL);
-    for (size_t i = 0; i < ks->host->obj->len(f); i++) {
-        const char *s = ks->host->obj->str(ks->host->obj->at(f, i));
-        if (s && strcmp(s, FINALIZER) == 0)
+    const plb_obj *v = ks->host->obj->get(svc, "metadata", "finalizers", NULL);
+    for (size_t i = 0; i < ks->host->obj->len(v); i++) {
+        const char *s = ks->host->obj->str(ks->host->obj->at(v, i));
+        if (s && strcmp(s, f) == 0)
             return 1;
     }
     return 0;
@@ -197,7 +250,7 @@ hz_kube_drop_finalizer(struct hz_kside *ks, const plb_obj *svc, const char *key,
                                .resource = "services",
                                .ns = ns,
                                .name = name};
-    if (!has_finalizer(ks, svc))
+    if (!hz_has_finalizer(ks, svc, FINALIZER))
         return;
     PLB_INFO(ks->host, ks->ctx, PLB_KV("service", key, "finalizer", FINALIZER),
              "removing the finalizer of earlier releases");

@@ -256,6 +256,7 @@ resync_fire(plb_timer *t, void *arg)
     }
     m->listing = 1;
     m->list_started_ms = m->host->loop->now_ms(m->ctx);
+    hz_group_resync(&m->ks); /* the shared groups' balancers, once one is met */
 }
 
 static int

@@ -627,3 +627,47 @@ env_hcloud_json(struct env *e, ...)
     free(out);
     return j;
 }
+
+void
+env_replica_start(struct env *e, struct tu_proc *d, int r, char *log)
+{
+    char conf[16384], name[16];
+    snprintf(conf, sizeof(conf),
+             "instances = (\n"
+             "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
+             "    lease_namespace = \"default\"; kubeconfig = \"%s\"; identity = \"r%d\";\n"
+             "    lease_duration = \"3s\"; renew_deadline = \"2s\";"
+             " retry_period = \"500ms\"; },\n"
+             "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
+             "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
+             "    dynamic_node_selector = true; default_network = \"k8s\"; }\n);\n",
+             e->kc, r, e->hz.url, e->kc);
+    snprintf(name, sizeof(name), "replica%d", r);
+    env_spawn(d, name, conf, 300, log);
+}
+
+int
+env_lease_holder(struct env *e)
+{
+    json_t *lease = NULL;
+    kube_req(e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/hetzner-lb", NULL,
+             NULL, 200, &lease);
+    const char *holder =
+        json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
+    ck_assert_msg(holder && (!strcmp(holder, "r0") || !strcmp(holder, "r1")), "holder %s",
+                  holder ? holder : "(none)");
+    int r = holder[1] - '0';
+    json_decref(lease);
+    return r;
+}
+
+void
+env_no_overlapping_writers(struct env *e)
+{
+    struct hzt_resp w;
+    ck_assert_int_eq(hzt_req(&e->hz, "GET", "/_admin/writers", NULL, NULL, NULL, &w), 0);
+    json_t *overlaps = json_object_get(w.body, "overlaps");
+    ck_assert_msg(json_is_array(overlaps) && json_array_size(overlaps) == 0,
+                  "concurrent writers: %s", w.raw ? w.raw : "(none)");
+    hzt_resp_free(&w);
+}

@@ -162,6 +162,16 @@ void env_faults(struct env *e, const char *body);
 /* Actions the fake holds running ({"hold_actions":true}). */
 long env_held_actions(struct env *e);
 
+/* Start replica r (identity "r<r>") as d: mod_leader on the lease
+ * default/hetzner-lb (3 s) gating mod_hetzner_lb on the fakes e runs,
+ * with default_network "k8s", logging to dir/replica<r>.log (log). */
+void env_replica_start(struct env *e, struct tu_proc *d, int r, char *log);
+/* The replica holding the lease default/hetzner-lb (0 or 1). */
+int env_lease_holder(struct env *e);
+/* Assert that the fake Hetzner API saw no two writers of one balancer in
+ * overlapping windows. */
+void env_no_overlapping_writers(struct env *e);
+
 /* Run kubectl (.tools/bin/kubectl, the fake API server's kubeconfig, a
  * --cache-dir in the test's directory) with the NULL-ended arguments; its
  * exit code, combined output in *out (new). */

@@ -217,7 +217,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
 {
     struct env e; /* e.d unused: two daemons below */
     struct tu_proc d[2];
-    char logs[2][600], conf[16384];
+    char logs[2][600];
     env_fakes_start(&e, 0, NULL, NULL);
 
     /* three nodes inside the vSwitch subnet, ten Services */
@@ -248,21 +248,8 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
     env_faults(&e, "{\"hold_actions\":true}");
 
     /* two replicas */
-    for (int r = 0; r < 2; r++) {
-        char name[16];
-        snprintf(conf, sizeof(conf),
-                 "instances = (\n"
-                 "  { module = \"leader\"; name = \"leader\"; lease_name = \"hetzner-lb\";\n"
-                 "    lease_namespace = \"default\"; kubeconfig = \"%s\"; identity = \"r%d\";\n"
-                 "    lease_duration = \"3s\"; renew_deadline = \"2s\";"
-                 " retry_period = \"500ms\"; },\n"
-                 "  { module = \"hetzner_lb\"; name = \"hz\"; gate = \"leader\";\n"
-                 "    hcloud_endpoint = \"%s\"; kubeconfig = \"%s\";\n"
-                 "    dynamic_node_selector = true; default_network = \"k8s\"; }\n);\n",
-                 e.kc, r, e.hz.url, e.kc);
-        snprintf(name, sizeof(name), "replica%d", r);
-        env_spawn(&d[r], name, conf, 300, logs[r]);
-    }
+    for (int r = 0; r < 2; r++)
+        env_replica_start(&e, &d[r], r, logs[r]);
 
     /* Mid-reconcile: balancers exist and their actions are held running,
      * so no Service has its status yet. Kill the holder. */
@@ -276,15 +263,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
     ck_assert_msg(nheld >= 1, "no action of the leader is running");
     ck_assert_msg(services_with_ingress(&e) == 0,
                   "a Service got its status while every action was held: not mid-reconcile");
-    json_t *lease = NULL;
-    kube_req(&e, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/hetzner-lb", NULL,
-             NULL, 200, &lease);
-    const char *holder =
-        json_string_value(json_object_get(json_object_get(lease, "spec"), "holderIdentity"));
-    ck_assert_msg(holder && (!strcmp(holder, "r0") || !strcmp(holder, "r1")), "holder %s",
-                  holder ? holder : "(none)");
-    int leader = holder[1] - '0', other = 1 - leader;
-    json_decref(lease);
+    int leader = env_lease_holder(&e), other = 1 - leader;
     long long t_kill = tu_now_ms();
     fprintf(stderr, "killing leader r%d with %d of 10 balancers created, %ld actions held\n",
             leader, n, nheld);
@@ -314,12 +293,7 @@ START_TEST(leader_killed_mid_reconcile_every_service_converges_without_overlap)
             (tu_now_ms() - t_kill) / 1000.0);
 
     /* No two replicas wrote the same balancer in overlapping windows. */
-    struct hzt_resp w;
-    ck_assert_int_eq(hzt_req(&e.hz, "GET", "/_admin/writers", NULL, NULL, NULL, &w), 0);
-    json_t *overlaps = json_object_get(w.body, "overlaps");
-    ck_assert_msg(json_is_array(overlaps) && json_array_size(overlaps) == 0,
-                  "concurrent writers: %s", w.raw ? w.raw : "(none)");
-    hzt_resp_free(&w);
+    env_no_overlapping_writers(&e);
 
     int st = tu_stop(&d[other], SIGTERM, 10000);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "survivor exit status %d", st);

@@ -141,3 +141,16 @@ hccm_upload_certificate(struct env *e, const char *name)
     ck_assert_int_gt(id, 0);
     return id;
 }
+
+json_t *
+hccm_service_on(json_t *lb, long listen)
+{
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(lb, "services"), i, s)
+    {
+        if (json_integer_value(json_object_get(s, "listen_port")) == listen)
+            return s;
+    }
+    return NULL;
+}

@@ -42,5 +42,8 @@ const char *hccm_label_of(json_t *lb, const char *key);
 /* Upload the test certificate (made now by gen_certs.sh: CN example.com)
  * with `hcloud certificate create --name name`; its ID. */
 long hccm_upload_certificate(struct env *e, const char *name);
+/* The service of the balancer lb (as the hcloud CLI shows it; borrowed)
+ * listening on port listen (borrowed), or NULL when there is none. */
+json_t *hccm_service_on(json_t *lb, long listen);
 
 #endif

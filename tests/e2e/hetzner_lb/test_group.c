@@ -100,25 +100,11 @@ group_ports_are(struct env *e, const char *want)
     return ok;
 }
 
-/* The service of lb (borrowed) listening on listen (borrowed), or NULL. */
-static json_t *
-service_on(json_t *lb, int listen)
-{
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(lb, "services"), i, s)
-    {
-        if (json_integer_value(json_object_get(s, "listen_port")) == listen)
-            return s;
-    }
-    return NULL;
-}
-
 /* The destination port of the service of lb listening on listen, or -1. */
 static int
 dest_of(json_t *lb, int listen)
 {
-    json_t *s = service_on(lb, listen);
+    json_t *s = hccm_service_on(lb, listen);
     return s ? (int)json_integer_value(json_object_get(s, "destination_port")) : -1;
 }
 
@@ -318,7 +304,7 @@ static const char *
 protocol_of(struct env *e, int listen)
 {
     static char buf[16];
-    json_t *lb = cli_group(e), *s = service_on(lb, listen);
+    json_t *lb = cli_group(e), *s = hccm_service_on(lb, listen);
     const char *p = s ? json_string_value(json_object_get(s, "protocol")) : NULL;
     snprintf(buf, sizeof(buf), "%s", p ? p : "");
     json_decref(lb);

@@ -42,19 +42,15 @@ describe(struct env *e, const char *name)
     return j;
 }
 
-/* The service of the balancer j listening on port (borrowed). */
+/* The service of the balancer j listening on port (borrowed); the test
+ * fails when there is none. */
 static json_t *
 service_on(json_t *j, long port)
 {
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(j, "services"), i, s)
-    {
-        if (json_integer_value(json_object_get(s, "listen_port")) == port)
-            return s;
-    }
-    ck_abort_msg("no service on port %ld", port);
-    return NULL;
+    json_t *s = hccm_service_on(j, port);
+    if (!s)
+        ck_abort_msg("no service on port %ld", port);
+    return s;
 }
 
 /* Wait for the balancer of Service uid to target n1 and for Service web

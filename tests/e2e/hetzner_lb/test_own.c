@@ -144,28 +144,13 @@ apply_three_ports(struct env *e, int third, const char *annot)
     return out;
 }
 
-/* The service of the balancer lb (as the hcloud CLI shows it) listening
- * on port listen (borrowed), or NULL. */
-static json_t *
-cli_service(json_t *lb, int listen)
-{
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(lb, "services"), i, s)
-    {
-        if (json_integer_value(json_object_get(s, "listen_port")) == listen)
-            return s;
-    }
-    return NULL;
-}
-
 /* proxyprotocol of the balancer's service on port listen as `hcloud
  * load-balancer list -o json` shows it (lb: borrowed): 1, 0, -1 when
  * there is no such service. */
 static int
 cli_proxy(json_t *lb, int listen)
 {
-    json_t *s = cli_service(lb, listen);
+    json_t *s = hccm_service_on(lb, listen);
     return s ? json_is_true(json_object_get(s, "proxyprotocol")) : -1;
 }
 
@@ -285,7 +270,8 @@ cli_layout_is(struct env *e, const char *uid, long cert, int redirect, const cha
     if (!d)
         return 0;
     snprintf(certs, sizeof(certs), "[%ld]", cert);
-    json_t *s80 = cli_service(d, 80), *s443 = cli_service(d, 443), *s22 = cli_service(d, 22);
+    json_t *s80 = hccm_service_on(d, 80), *s443 = hccm_service_on(d, 443),
+           *s22 = hccm_service_on(d, 22);
     int ok = cli_service_is(s443, "https", redirect, certs) &&
              json_string_value(json_object_get(s22, "protocol")) &&
              strcmp(json_string_value(json_object_get(s22, "protocol")), proto22) == 0 &&
@@ -367,8 +353,10 @@ START_TEST(a_bad_port_protocol_list_is_named_and_changes_nothing)
     hccm_only_reads_since(&e, writes, "bad port protocols");
     json_t *lb = hccm_cli_balancer_of(&e, uid);
     ck_assert_ptr_nonnull(lb);
-    ck_assert_str_eq(json_string_value(json_object_get(cli_service(lb, 80), "protocol")), "http");
-    ck_assert_str_eq(json_string_value(json_object_get(cli_service(lb, 443), "protocol")), "tcp");
+    ck_assert_str_eq(json_string_value(json_object_get(hccm_service_on(lb, 80), "protocol")),
+                     "http");
+    ck_assert_str_eq(json_string_value(json_object_get(hccm_service_on(lb, 443), "protocol")),
+                     "tcp");
     json_decref(lb);
     free(uid);
     env_stop(&e);

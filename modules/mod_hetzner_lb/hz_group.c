@@ -104,17 +104,31 @@ hz_group_sort(struct hz_member *m, size_t n)
         qsort(m, n, sizeof(*m), member_cmp);
 }
 
-/* The adding member among m[0..n) whose services listen on port, or
- * NULL. */
+/* The listen ports service s holds on the balancer, into p: its own, and
+ * 80 for the https service that redirects (Hetzner's redirect listens
+ * there, and no other service may). How many. */
+static size_t
+held_ports(const struct hz_svc_port *s, int p[2])
+{
+    p[0] = s->listen;
+    if (!s->redirect || s->listen == 80)
+        return 1;
+    p[1] = 80;
+    return 2;
+}
+
+/* The adding member among m[0..n) whose services hold port, or NULL. */
 static const struct hz_member *
 holder(const struct hz_member *m, size_t n, int port)
 {
+    int p[2];
     for (size_t i = 0; i < n; i++) {
         if (!m[i].d || m[i].clash_port)
             continue;
         for (size_t j = 0; j < m[i].d->nservices; j++)
-            if (m[i].d->services[j].listen == port)
-                return &m[i];
+            for (size_t k = 0, np = held_ports(&m[i].d->services[j], p); k < np; k++)
+                if (p[k] == port)
+                    return &m[i];
     }
     return NULL;
 }
@@ -122,14 +136,18 @@ holder(const struct hz_member *m, size_t n, int port)
 void
 hz_group_clashes(struct hz_member *m, size_t n)
 {
+    int p[2];
     for (size_t i = 0; i < n; i++) {
         m[i].clash_port = 0;
         m[i].clash_with = NULL;
         for (size_t j = 0; m[i].d && j < m[i].d->nservices && !m[i].clash_port; j++) {
-            const struct hz_member *h = holder(m, i, m[i].d->services[j].listen);
-            if (h) {
-                m[i].clash_port = m[i].d->services[j].listen;
-                m[i].clash_with = h->key;
+            size_t np = held_ports(&m[i].d->services[j], p);
+            for (size_t k = 0; k < np && !m[i].clash_port; k++) {
+                const struct hz_member *h = holder(m, i, p[k]);
+                if (h) {
+                    m[i].clash_port = p[k];
+                    m[i].clash_with = h->key;
+                }
             }
         }
     }

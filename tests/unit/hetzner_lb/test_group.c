@@ -137,6 +137,48 @@ START_TEST(a_port_an_older_member_holds_clashes_and_the_clashing_one_adds_nothin
 }
 END_TEST
 
+/* hccm's redirect puts Hetzner's listener on port 80 beside the https
+ * service on 443: a younger member asking for 80 clashes with the one that
+ * redirects, and a younger one that redirects clashes with an older 80. */
+START_TEST(the_redirect_of_an_https_service_holds_port_80)
+{
+    struct hz_desired da, db, dc;
+    const int pa[] = {443}, pb[] = {80}, pc[] = {8443};
+    mk(&da, "lb11", pa, 1, NULL, 0);
+    mk(&db, "lb11", pb, 1, NULL, 0);
+    mk(&dc, "lb11", pc, 1, NULL, 0);
+    da.services[0].protocol = HZ_PROTO_HTTPS;
+    da.services[0].redirect = 1;
+    struct hz_member m[2] = {
+        {.key = "ns/a", .uid = UA, .d = &da},
+        {.key = "ns/b", .uid = UB, .d = &db},
+    };
+    hz_group_clashes(m, 2);
+    ck_assert_int_eq(m[0].clash_port, 0);
+    ck_assert_int_eq(m[1].clash_port, 80);
+    ck_assert_str_eq(m[1].clash_with, "ns/a");
+    /* the other way round: the older holds 80, the younger redirects */
+    struct hz_member r[2] = {
+        {.key = "ns/b", .uid = UB, .d = &db},
+        {.key = "ns/a", .uid = UA, .d = &da},
+    };
+    hz_group_clashes(r, 2);
+    ck_assert_int_eq(r[0].clash_port, 0);
+    ck_assert_int_eq(r[1].clash_port, 80);
+    ck_assert_str_eq(r[1].clash_with, "ns/b");
+    /* a service that does not redirect holds its own port only */
+    struct hz_member f[2] = {
+        {.key = "ns/c", .uid = UC, .d = &dc},
+        {.key = "ns/b", .uid = UB, .d = &db},
+    };
+    hz_group_clashes(f, 2);
+    ck_assert_int_eq(f[1].clash_port, 0);
+    hz_desired_clear(&da);
+    hz_desired_clear(&db);
+    hz_desired_clear(&dc);
+}
+END_TEST
+
 START_TEST(the_union_is_the_oldests_balancer_with_every_adding_members_ports_and_targets)
 {
     struct hz_desired da, db, dc, u;
@@ -360,6 +402,7 @@ suite(void)
     tcase_add_test(tc, member_labels_are_valid_hetzner_label_keys);
     tcase_add_test(tc, members_are_ordered_by_creation_then_uid);
     tcase_add_test(tc, a_port_an_older_member_holds_clashes_and_the_clashing_one_adds_nothing);
+    tcase_add_test(tc, the_redirect_of_an_https_service_holds_port_80);
     tcase_add_test(tc,
                    the_union_is_the_oldests_balancer_with_every_adding_members_ports_and_targets);
     tcase_add_test(tc, balancer_level_settings_that_differ_from_the_oldests_are_named);
